@@ -1,0 +1,183 @@
+// Package azurite starts and stops a private, in-memory Azurite blob service on a
+// free loopback port, for tests, the demo and the benchmarks.
+//
+// The binary comes from the repository's pinned npm install (node_modules/.bin,
+// made by `make node_modules`), or from $AZURITE_BLOB when set. Nothing here
+// talks to anything but 127.0.0.1.
+package azurite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Well-known Azurite development account (public, documented by Microsoft; not a secret).
+const (
+	Account    = "devstoreaccount1"
+	AccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFEqvAFg7XHSkUOJmgpfRSLOOHcP/wZNNfnGg1W/Wkw=="
+)
+
+// ErrNotInstalled means no azurite-blob binary was found; run `make node_modules`.
+var ErrNotInstalled = errors.New("azurite: azurite-blob not found (run `make node_modules`, or set AZURITE_BLOB)")
+
+// Server is one running Azurite blob service.
+type Server struct {
+	Host string // always 127.0.0.1
+	Port int
+
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // exit status, valid after done is closed
+	once sync.Once
+}
+
+// Binary finds azurite-blob: $AZURITE_BLOB, then node_modules/.bin in this
+// directory or any parent (so tests run from any package directory find it).
+func Binary() (string, error) {
+	if p := os.Getenv("AZURITE_BLOB"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "node_modules", ".bin", "azurite-blob")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNotInstalled
+		}
+		dir = parent
+	}
+}
+
+// Start launches Azurite on a free loopback port and returns once it answers
+// HTTP, or fails when ctx ends first.
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Host: "127.0.0.1", Port: port, out: &syncBuffer{}, done: make(chan struct{})}
+	// The flags are DESIGN §4's: in-memory, loopback only, and lenient about the
+	// API version because the SDK sends a newer one than Azurite knows.
+	s.cmd = exec.Command(bin,
+		"--blobHost", s.Host, "--blobPort", strconv.Itoa(port),
+		"--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--disableTelemetry")
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	// Own process group, so Stop takes node and anything it forked with it.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("azurite: start %s: %w", bin, err)
+	}
+	go func() { s.err = s.cmd.Wait(); close(s.done) }()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: 500 * time.Millisecond}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		// Any HTTP answer (403 for an unsigned request) means the service is up.
+		if resp, err := client.Get(s.BlobEndpoint()); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("azurite: not ready on port %d: %w; output:\n%s", s.Port, ctx.Err(), s.out.String())
+		case <-s.done:
+			return fmt.Errorf("azurite: exited before ready (%v); output:\n%s", s.err, s.out.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// BlobEndpoint is the account's blob URL, e.g. http://127.0.0.1:10000/devstoreaccount1.
+func (s *Server) BlobEndpoint() string {
+	return fmt.Sprintf("http://%s:%d/%s", s.Host, s.Port, Account)
+}
+
+// ConnectionString is the connection string for this server.
+func (s *Server) ConnectionString() string { return ConnectionString(s.BlobEndpoint()) }
+
+// ConnectionString builds an Azurite connection string for a blob endpoint,
+// which may be a proxy in front of the server.
+func ConnectionString(blobEndpoint string) string {
+	return fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;BlobEndpoint=%s;",
+		Account, AccountKey, blobEndpoint)
+}
+
+// Output returns what Azurite printed so far (for failure messages).
+func (s *Server) Output() string { return s.out.String() }
+
+// Pid is the Azurite process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Stop kills the server's process group and waits for it to exit. Safe to call twice.
+func (s *Server) Stop() {
+	s.once.Do(func() {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+		}
+	})
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Keep the last 64 KiB: enough for a failure message, bounded for long runs.
+	if b.b.Len() > 64<<10 {
+		tail := append([]byte(nil), b.b.Bytes()[b.b.Len()-32<<10:]...)
+		b.b.Reset()
+		b.b.Write(tail)
+	}
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -1,0 +1,1 @@
+# Chaos suite and benchmarks (owned by test/; included from the top Makefile).
