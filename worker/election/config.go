@@ -1,0 +1,132 @@
+package election
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Bounds on the lease duration that Azure Storage (and Azurite) accept.
+// Infinite leases (-1) are refused on purpose: a crashed holder would block
+// the election forever.
+const (
+	MinLeaseDuration = 15 * time.Second
+	MaxLeaseDuration = 60 * time.Second
+	// SafetyMargin is how much shorter than the lease the renew deadline must be:
+	// room for clock-rate drift between us and storage and for request transit.
+	SafetyMargin = 2 * time.Second
+)
+
+// Config holds the election's parameters. Build it from DefaultConfig and
+// override fields; NewElector validates it.
+type Config struct {
+	// Identity names this contender in the lock's metadata, in events and in
+	// OnNewLeader. Required; the worker defaults it to <hostname>-<pid>.
+	Identity string
+
+	// LeaseDuration L is the lease storage grants on acquire and renew.
+	// 15s–60s; default 15s.
+	LeaseDuration time.Duration
+
+	// RenewDeadline D: the leader steps down when D has passed since the send
+	// time of its last successful renew. Must be < LeaseDuration − 2s; default 10s.
+	RenewDeadline time.Duration
+
+	// RenewInterval is how often the leader renews. At most RenewDeadline/3, so
+	// at least three attempts fit in a deadline; default 2s.
+	RenewInterval time.Duration
+
+	// RetryPeriod P is the follower's acquire poll period, jittered ±10%.
+	// Must be > 0; default 1s.
+	RetryPeriod time.Duration
+
+	// WatchdogTimeout: a leader whose task reports no progress (Heartbeat) for
+	// this long steps down and releases. 0 disables the watchdog; otherwise it
+	// must be ≥ RenewInterval. Default 0 (the worker sets 10s).
+	WatchdogTimeout time.Duration
+
+	// ShutdownGrace bounds how long a step-down or a graceful stop waits for
+	// the leader task to return after its context is cancelled. Default 5s.
+	ShutdownGrace time.Duration
+
+	// ObserveEvery: a follower reads the holder and term from the lock's
+	// metadata on the first poll that finds the lock held and then every
+	// ObserveEvery polls, to keep the storage operation budget low. Default 10.
+	ObserveEvery int
+
+	// Logger receives the election's logs; nil means slog.Default().
+	Logger *slog.Logger
+
+	// UnsafeNoStepDown makes a leader ignore its renew deadline and definite
+	// lease losses and keep claiming leadership. It exists only so the chaos
+	// harness can prove its checker catches an unsafe elector (a negative
+	// control). Never set it in production.
+	UnsafeNoStepDown bool
+}
+
+// DefaultConfig returns the defaults of DESIGN §2 for the given identity.
+func DefaultConfig(identity string) Config {
+	return Config{
+		Identity:      identity,
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RenewInterval: 2 * time.Second,
+		RetryPeriod:   1 * time.Second,
+		ShutdownGrace: 5 * time.Second,
+		ObserveEvery:  10,
+	}
+}
+
+// RequestTimeout is the deadline every storage call carries:
+// min(RenewInterval, RenewDeadline/3).
+func (c Config) RequestTimeout() time.Duration {
+	return min(c.RenewInterval, c.RenewDeadline/3)
+}
+
+// ConfigError names the field that broke a rule, and the rule.
+type ConfigError struct {
+	Field string // Go field name, e.g. "RenewDeadline"
+	Rule  string // e.g. "must be less than LeaseDuration − 2s (13s)"
+	Value string // the offending value as given
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("election: invalid config: %s = %s: %s", e.Field, e.Value, e.Rule)
+}
+
+// Unwrap lets callers test errors.Is(err, ErrInvalidConfig).
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate checks every rule of DESIGN §2 and returns the first broken one as
+// a *ConfigError. Fields are checked in dependency order (L, then D, then the
+// renew interval) so the message points at the field to change.
+func (c Config) Validate() error {
+	bad := func(field string, v any, rule string, args ...any) error {
+		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}
+	}
+	switch {
+	case c.Identity == "":
+		return bad("Identity", `""`, "must not be empty")
+	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
+		return bad("LeaseDuration", c.LeaseDuration, "must be between %s and %s (the range Azure Storage accepts; infinite leases are refused)", MinLeaseDuration, MaxLeaseDuration)
+	case c.RenewDeadline <= 0:
+		return bad("RenewDeadline", c.RenewDeadline, "must be > 0")
+	case c.RenewDeadline >= c.LeaseDuration-SafetyMargin:
+		return bad("RenewDeadline", c.RenewDeadline, "must be less than LeaseDuration − %s (%s)", SafetyMargin, c.LeaseDuration-SafetyMargin)
+	case c.RenewInterval <= 0:
+		return bad("RenewInterval", c.RenewInterval, "must be > 0")
+	case c.RenewInterval > c.RenewDeadline/3:
+		return bad("RenewInterval", c.RenewInterval, "must be at most RenewDeadline/3 (%s) so three renew attempts fit in a deadline", c.RenewDeadline/3)
+	case c.RetryPeriod <= 0:
+		return bad("RetryPeriod", c.RetryPeriod, "must be > 0")
+	case c.WatchdogTimeout < 0:
+		return bad("WatchdogTimeout", c.WatchdogTimeout, "must be 0 (off) or at least RenewInterval (%s)", c.RenewInterval)
+	case c.WatchdogTimeout > 0 && c.WatchdogTimeout < c.RenewInterval:
+		return bad("WatchdogTimeout", c.WatchdogTimeout, "must be 0 (off) or at least RenewInterval (%s)", c.RenewInterval)
+	case c.ShutdownGrace < 0:
+		return bad("ShutdownGrace", c.ShutdownGrace, "must be ≥ 0")
+	case c.ObserveEvery < 1:
+		return bad("ObserveEvery", c.ObserveEvery, "must be ≥ 1")
+	}
+	return nil
+}
