@@ -25,7 +25,7 @@ import (
 // Well-known Azurite development account (public, documented by Microsoft; not a secret).
 const (
 	Account    = "devstoreaccount1"
-	AccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFEqvAFg7XHSkUOJmgpfRSLOOHcP/wZNNfnGg1W/Wkw=="
+	AccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
 // ErrNotInstalled means no azurite-blob binary was found; run `make node_modules`.

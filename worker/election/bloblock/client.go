@@ -1,0 +1,130 @@
+package bloblock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// ObserveFunc receives one storage HTTP request: the operation name (see
+// WithOp), the outcome code (HTTP status, or "timeout"/"error" when no
+// response came back) and how long it took.
+type ObserveFunc func(op, code string, took time.Duration)
+
+// ClientConfig says how to reach the container that holds the lock blob.
+// Exactly one of ConnectionString and AccountURL must be set.
+type ClientConfig struct {
+	// ConnectionString, e.g. Azurite's; uses the account key in it.
+	ConnectionString string
+	// AccountURL, e.g. https://acct.blob.core.windows.net; authenticates with
+	// Credential, or azidentity.DefaultAzureCredential (which honours
+	// AZURE_CLIENT_ID for a user-assigned managed identity) when nil.
+	AccountURL string
+	Credential azcore.TokenCredential
+	// Container name.
+	Container string
+	// RequestTimeout bounds each HTTP try; callers also pass context deadlines.
+	RequestTimeout time.Duration
+	// Observe, if set, sees every request (for metrics).
+	Observe ObserveFunc
+	// Transport, if set, replaces the HTTP client (tests, proxies).
+	Transport policy.Transporter
+}
+
+// ErrBadConnectionString is wrapped when a connection string cannot be parsed.
+var ErrBadConnectionString = errors.New("bloblock: malformed connection string")
+
+// NewContainerClient builds a container client configured for the election:
+// SDK retries are off, because the election loop is the retry and must keep
+// its own deadlines (a retrying SDK call could outlive the renew deadline);
+// every try is bounded by RequestTimeout.
+func NewContainerClient(cfg ClientConfig) (*container.Client, error) {
+	if (cfg.ConnectionString == "") == (cfg.AccountURL == "") {
+		return nil, errors.New("bloblock: set exactly one of a connection string and an account URL")
+	}
+	if cfg.Container == "" {
+		return nil, errors.New("bloblock: container name is empty")
+	}
+	opts := &container.ClientOptions{}
+	opts.Retry = policy.RetryOptions{MaxRetries: -1, TryTimeout: cfg.RequestTimeout}
+	opts.Telemetry = policy.TelemetryOptions{ApplicationID: "blobleader"}
+	if cfg.Observe != nil {
+		opts.PerRetryPolicies = append(opts.PerRetryPolicies, observePolicy{cfg.Observe})
+	}
+	if cfg.Transport != nil {
+		opts.Transport = cfg.Transport
+	}
+	if cfg.ConnectionString != "" {
+		if err := checkConnectionString(cfg.ConnectionString); err != nil {
+			return nil, err
+		}
+		c, err := container.NewClientFromConnectionString(cfg.ConnectionString, cfg.Container, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadConnectionString, err)
+		}
+		return c, nil
+	}
+	cred := cfg.Credential
+	if cred == nil {
+		var err error
+		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
+			return nil, fmt.Errorf("bloblock: no Azure credential: %w", err)
+		}
+	}
+	u := strings.TrimSuffix(cfg.AccountURL, "/") + "/" + cfg.Container
+	return container.NewClient(u, cred, opts)
+}
+
+// checkConnectionString rejects what the SDK would accept silently or fail on
+// late: it must be key=value pairs with an AccountName (or a SAS/endpoint).
+func checkConnectionString(s string) error {
+	fields := map[string]bool{}
+	for _, part := range strings.Split(strings.TrimSuffix(s, ";"), ";") {
+		k, _, ok := strings.Cut(part, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%w: %q is not key=value", ErrBadConnectionString, part)
+		}
+		fields[strings.ToLower(k)] = true
+	}
+	if !fields["accountname"] && !fields["blobendpoint"] {
+		return fmt.Errorf("%w: needs AccountName or BlobEndpoint", ErrBadConnectionString)
+	}
+	return nil
+}
+
+type opKey struct{}
+
+// WithOp names the storage operation made with ctx, for ObserveFunc.
+func WithOp(ctx context.Context, op string) context.Context {
+	return context.WithValue(ctx, opKey{}, op)
+}
+
+type observePolicy struct{ observe ObserveFunc }
+
+func (p observePolicy) Do(req *policy.Request) (*http.Response, error) {
+	ctx := req.Raw().Context()
+	op, _ := ctx.Value(opKey{}).(string)
+	if op == "" {
+		op = "other"
+	}
+	start := time.Now()
+	resp, err := req.Next()
+	code := "error"
+	switch {
+	case err == nil:
+		code = strconv.Itoa(resp.StatusCode)
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		code = "timeout"
+	}
+	p.observe(op, code, time.Since(start))
+	return resp, err
+}

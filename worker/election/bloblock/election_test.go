@@ -1,0 +1,295 @@
+package bloblock_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+)
+
+// The election end to end on Azurite, with real time and the default timings
+// (L = 15s, D = 10s, renew 2s, P = 1s). The measured takeover times are
+// logged (go test -v) for the record; the asserts are the design's bounds.
+
+var errCrashed = errors.New("process is dead (test)")
+
+// crashable wraps a lock so that a test can "kill" its process: from then on
+// no request reaches storage, exactly as after SIGKILL.
+type crashable struct {
+	election.Lock
+	dead atomic.Bool
+}
+
+func (c *crashable) Acquire(ctx context.Context, d time.Duration) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.Lock.Acquire(ctx, d)
+}
+func (c *crashable) Renew(ctx context.Context) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.Lock.Renew(ctx)
+}
+func (c *crashable) Release(ctx context.Context) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.Lock.Release(ctx)
+}
+func (c *crashable) Get(ctx context.Context) (election.Record, error) {
+	if c.dead.Load() {
+		return election.Record{}, errCrashed
+	}
+	return c.Lock.Get(ctx)
+}
+func (c *crashable) Update(ctx context.Context, r election.Record) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.Lock.Update(ctx, r)
+}
+
+// node is one elector on Azurite.
+type node struct {
+	id     string
+	e      *election.Elector
+	lock   *crashable
+	cancel context.CancelFunc
+	exited chan struct{}
+
+	mu     sync.Mutex
+	events []election.Event
+	notify chan election.Event
+}
+
+func (n *node) on(ev election.Event) {
+	n.mu.Lock()
+	n.events = append(n.events, ev)
+	n.mu.Unlock()
+	select {
+	case n.notify <- ev:
+	default:
+	}
+}
+
+func (n *node) last(kind election.EventKind) (election.Event, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := len(n.events) - 1; i >= 0; i-- {
+		if n.events[i].Kind == kind {
+			return n.events[i], true
+		}
+	}
+	return election.Event{}, false
+}
+
+func startNode(t *testing.T, c *container.Client, id string) *node {
+	t.Helper()
+	l, err := bloblock.New(c, "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := election.DefaultConfig(id)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	n := &node{id: id, lock: &crashable{Lock: l}, exited: make(chan struct{}), notify: make(chan election.Event, 64)}
+	n.e, err = election.NewElector(cfg, n.lock, election.Callbacks{OnEvent: n.on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() { _ = n.e.Run(ctx); close(n.exited) }()
+	t.Cleanup(func() { cancel(); <-n.exited })
+	return n
+}
+
+// awaitLeader waits (bounded) until exactly one of nodes leads, and returns it.
+func awaitLeader(t *testing.T, within time.Duration, nodes ...*node) *node {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		var ls []*node
+		for _, n := range nodes {
+			if n.e.IsLeader() {
+				ls = append(ls, n)
+			}
+		}
+		if len(ls) > 1 {
+			t.Fatalf("expected one leader, found %d", len(ls))
+		}
+		if len(ls) == 1 {
+			return ls[0]
+		}
+		time.Sleep(20 * time.Millisecond) // polling a computed role; bounded by deadline
+	}
+	t.Fatalf("expected one leader within %s, found none", within)
+	return nil
+}
+
+// awaitStart waits for a started_leading event on any of nodes.
+func awaitStart(t *testing.T, within time.Duration, nodes ...*node) (*node, election.Event) {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		for _, n := range nodes {
+			select {
+			case ev := <-n.notify:
+				if ev.Kind == election.EventStartedLeading {
+					return n, ev
+				}
+			default:
+			}
+		}
+		select {
+		case <-timeout:
+			t.Fatalf("no started_leading within %s", within)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func drain(nodes ...*node) {
+	for _, n := range nodes {
+		for len(n.notify) > 0 {
+			<-n.notify
+		}
+	}
+}
+
+func others(leader *node, all ...*node) []*node {
+	var out []*node
+	for _, n := range all {
+		if n != leader {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestElection_ExactlyOneOfThreeLeadsAndTermsCountTakeovers(t *testing.T) {
+	t.Parallel()
+	c, _ := newContainer(t)
+	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
+	leader := awaitLeader(t, 5*time.Second, nodes...)
+	// Hold steady for a few renew intervals: still exactly one, the same one.
+	for range 3 {
+		time.Sleep(2 * time.Second)
+		if got := awaitLeader(t, time.Second, nodes...); got != leader {
+			t.Fatalf("leadership moved from %s to %s without a fault", leader.id, got.id)
+		}
+	}
+	rec, err := leader.lock.Get(ctxT(t, 5*time.Second))
+	if err != nil || rec.Term != 1 || rec.Holder != leader.id {
+		t.Fatalf("record = %+v, %v; want term 1 held by %s", rec, err, leader.id)
+	}
+	// Two graceful takeovers: the term goes up by exactly one each time.
+	for want := int64(2); want <= 3; want++ {
+		drain(nodes...)
+		leader.cancel()
+		next, ev := awaitStart(t, 5*time.Second, others(leader, nodes...)...)
+		if ev.Term != want {
+			t.Fatalf("takeover %d: new term %d, want %d", want-1, ev.Term, want)
+		}
+		rec, err := next.lock.Get(ctxT(t, 5*time.Second))
+		if err != nil || rec.Term != want || rec.Holder != next.id {
+			t.Fatalf("record after takeover = %+v, %v; want term %d held by %s", rec, err, want, next.id)
+		}
+		nodes = others(leader, nodes...)
+		leader = next
+	}
+}
+
+func TestElection_CrashedLeaderIsReplacedWithinBound(t *testing.T) {
+	t.Parallel()
+	c, _ := newContainer(t)
+	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
+	leader := awaitLeader(t, 5*time.Second, nodes...)
+	time.Sleep(3 * time.Second) // let at least one renew happen
+	drain(nodes...)
+	leader.lock.dead.Store(true) // SIGKILL: no release, no more requests
+	leader.cancel()
+	killed := time.Now()
+
+	cfg := election.DefaultConfig("x")
+	bound := cfg.LeaseDuration + cfg.RetryPeriod*11/10 + time.Second // L + 1.1·P + 1s
+	_, ev := awaitStart(t, bound+5*time.Second, others(leader, nodes...)...)
+
+	lastRenewSent := time.Time{}
+	if r, ok := leader.last(election.EventRenewed); ok {
+		lastRenewSent = r.ValidUntil.Add(-cfg.RenewDeadline)
+	} else if s, ok := leader.last(election.EventStartedLeading); ok {
+		lastRenewSent = s.ValidUntil.Add(-cfg.RenewDeadline)
+	}
+	took := ev.Time.Sub(lastRenewSent)
+	t.Logf("crash failover: %s from the last successful renew (bound %s), %s from the kill", took.Round(time.Millisecond), bound, ev.Time.Sub(killed).Round(time.Millisecond))
+	if took > bound {
+		t.Fatalf("crash failover took %s from the last successful renew, bound L + 1.1·P + 1s = %s", took, bound)
+	}
+	if took < cfg.LeaseDuration-time.Second {
+		t.Fatalf("a follower led %s after the last renew, before the lease (%s) could have expired", took, cfg.LeaseDuration)
+	}
+}
+
+func TestElection_GracefulStopHandsOverWithinOnePoll(t *testing.T) {
+	t.Parallel()
+	c, _ := newContainer(t)
+	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
+	leader := awaitLeader(t, 5*time.Second, nodes...)
+	time.Sleep(2 * time.Second)
+	drain(nodes...)
+	leader.cancel()
+	<-leader.exited
+	rel, ok := leader.last(election.EventReleased)
+	if !ok {
+		t.Fatal("graceful stop did not release the lease")
+	}
+	_, ev := awaitStart(t, 5*time.Second, others(leader, nodes...)...)
+	bound := 1100*time.Millisecond + 500*time.Millisecond // 1.1·P + 0.5s
+	took := ev.Time.Sub(rel.Time)
+	t.Logf("graceful handover: %s from release (bound %s)", took.Round(time.Millisecond), bound)
+	if took > bound {
+		t.Fatalf("graceful handover took %s, bound 1.1·P + 0.5s = %s", took, bound)
+	}
+}
+
+func TestElection_BrokenLeaseLeaderStepsDownAndSomeoneLeads(t *testing.T) {
+	t.Parallel()
+	c, _ := newContainer(t)
+	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b")}
+	leader := awaitLeader(t, 5*time.Second, nodes...)
+	time.Sleep(1 * time.Second)
+	drain(nodes...)
+	if err := bloblock.Break(ctxT(t, 5*time.Second), c, "leader"); err != nil {
+		t.Fatalf("Break: %v", err)
+	}
+	broke := time.Now()
+	// The holder learns at its next renew: within one renew interval plus a
+	// request timeout.
+	deadline := broke.Add(2*time.Second + 2*time.Second + 500*time.Millisecond)
+	for {
+		if ev, ok := leader.last(election.EventStoppedLeading); ok && ev.Time.After(broke) {
+			t.Logf("old leader stepped down %s after the break (%s)", ev.Time.Sub(broke).Round(time.Millisecond), ev.Reason)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader did not step down within renew interval + request timeout of BreakLease(0)")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	awaitLeader(t, 5*time.Second, nodes...)
+	rec, err := nodes[0].lock.Get(ctxT(t, 5*time.Second))
+	if err != nil || rec.Term != 2 {
+		t.Fatalf("record after the break = %+v, %v; want term 2", rec, err)
+	}
+}

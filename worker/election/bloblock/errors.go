@@ -1,0 +1,82 @@
+package bloblock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/blobleader/blobleader/worker/election"
+)
+
+// Error is one failed storage call, compact enough for a log line or a
+// history event ("renew: 409 LeaseIdMismatchWithLeaseOperation"). It unwraps
+// to election.ErrLockHeld or election.ErrLockLost when storage gave a
+// definite answer, and always to the underlying SDK error.
+type Error struct {
+	Op     string // acquire, renew, release, get, update, …
+	Status int    // HTTP status; 0 when no response came back
+	Code   string // storage error code, e.g. LeaseAlreadyPresent
+	Kind   error  // election.ErrLockHeld, election.ErrLockLost, or nil (transient)
+	Err    error
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Status != 0 && e.Code != "":
+		return fmt.Sprintf("%s: %d %s", e.Op, e.Status, e.Code)
+	case e.Status != 0:
+		return fmt.Sprintf("%s: HTTP %d", e.Op, e.Status)
+	case errors.Is(e.Err, context.DeadlineExceeded):
+		return e.Op + ": request timed out"
+	default:
+		return fmt.Sprintf("%s: %v", e.Op, e.Err)
+	}
+}
+
+func (e *Error) Unwrap() []error {
+	if e.Kind != nil {
+		return []error{e.Kind, e.Err}
+	}
+	return []error{e.Err}
+}
+
+// Codes that mean our lease is definitely gone. Lease operations answer 409
+// with the first three; lease-guarded writes answer 412 with the others.
+var lostCodes = []bloberror.Code{
+	bloberror.LeaseIDMismatchWithLeaseOperation,
+	bloberror.LeaseIsBrokenAndCannotBeRenewed,
+	bloberror.LeaseNotPresentWithLeaseOperation,
+	bloberror.LeaseIDMismatchWithBlobOperation,
+	bloberror.LeaseNotPresentWithBlobOperation,
+	bloberror.LeaseLost,
+}
+
+// classify turns an SDK error into an *Error: definite answers (someone
+// holds the lease; our lease is gone) are marked, everything else — timeouts,
+// 5xx, 503 ServerBusy, throttling, connection errors, 403 while a role
+// assignment propagates — is transient, and the elector retries it.
+// guardedWrite marks a write conditioned on our lease, where any 412 means
+// the condition (our lease) no longer holds.
+func classify(op string, err error, guardedWrite bool) error {
+	if err == nil {
+		return nil
+	}
+	e := &Error{Op: op, Err: err}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		e.Status, e.Code = re.StatusCode, re.ErrorCode
+	}
+	switch {
+	case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent):
+		e.Kind = election.ErrLockHeld
+	case bloberror.HasCode(err, lostCodes...):
+		e.Kind = election.ErrLockLost
+	case guardedWrite && e.Status == http.StatusPreconditionFailed:
+		e.Kind = election.ErrLockLost
+	}
+	return e
+}
