@@ -1,0 +1,209 @@
+package checker
+
+import (
+	"fmt"
+	"time"
+)
+
+// Basis values of Failover.Basis.
+const (
+	BasisLastRenew = "last renew sent" // valid_until − RenewDeadline of the hit leader
+	BasisInjected  = "fault injected"  // the hit leader logged no valid_until
+	BasisReleased  = "released"        // the graceful stop's `released` event
+	BasisBreak     = "lease broken"    // the break itself
+	BasisFaultEnd  = "fault healed"    // end of a network or storage fault
+)
+
+// windowFault reports kinds that last from Start to End and can keep every
+// worker (or the one they target) from reaching storage.
+func windowFault(kind string) bool {
+	switch kind {
+	case FaultLatency, FaultTimeout, FaultReset, FaultPartition, FaultOutage:
+		return true
+	}
+	return false
+}
+
+// holderAt returns the first interval (by start) whose belief covers t and
+// whose worker the fault hits.
+func (c *checker) holderAt(f Fault, t time.Time) (Interval, bool) {
+	for _, iv := range c.ivs {
+		// A belief that ends exactly at t was over, unless the kill at t ended it.
+		if f.hits(iv.Identity) && iv.contains(t) && (iv.End.After(t) || iv.EndedBy == EndCrash) {
+			return iv, true
+		}
+	}
+	return Interval{}, false
+}
+
+// nextStart returns the first started_leading at or after t. After a crash
+// or a graceful stop it cannot be the stopped process's own, so a restarted
+// worker with the same identity counts as the new leader.
+func (c *checker) nextStart(t time.Time) (Event, bool) {
+	for _, e := range c.run.Events {
+		if e.Event == EventStartedLeading && !e.T.Before(t) {
+			return e, true
+		}
+	}
+	return Event{}, false
+}
+
+// checkFailovers applies L1 to every fault that hit the leader, in fault order.
+func (c *checker) checkFailovers() {
+	long := c.p.LeaseDuration + c.p.retry() + c.p.Epsilon // lease must expire first
+	short := c.p.retry() + c.p.Epsilon                    // lease already free
+	for _, f := range sortedFaults(c.run.Faults) {
+		var (
+			fo       = Failover{Kind: f.Kind, Target: f.Target, Injected: f.Start}
+			after    = f.Start
+			evidence []Event // events behind From
+			hit      Interval
+			ok       bool
+		)
+		// 1. Only a fault that hit the then-leader demands a failover.
+		switch {
+		case f.Kind == FaultCrash || f.Kind == FaultGraceful || f.Kind == FaultPause || f.Kind == FaultBreak:
+			hit, ok = c.holderAt(f, f.Start)
+		case windowFault(f.Kind):
+			hit, ok = c.holderAt(f, f.Start)
+			ok = ok && !f.End.IsZero() // never healed: nothing to demand
+		}
+		if !ok {
+			continue
+		}
+		fo.Leader, fo.Term = hit.Identity, hit.Term
+		evidence = append(evidence, hit.Started)
+		// A killed process logs nothing after its death and a paused one
+		// nothing before it resumes, so every deadline logged (before End,
+		// for a pause) was earned before the fault bit, even one logged in
+		// the instant between the harness stamping Start and the signal.
+		var cutoff time.Time // zero: every deadline it logged
+		if f.Kind == FaultPause && !f.End.IsZero() {
+			cutoff = f.End
+		}
+		lastRenew := func() {
+			if vu, ev, ok := hit.validAt(cutoff); ok {
+				fo.From, fo.Basis = vu.Add(-c.p.RenewDeadline), BasisLastRenew
+				evidence = append(evidence, ev)
+			} else {
+				fo.From, fo.Basis = f.Start, BasisInjected
+			}
+			fo.Bound = long
+		}
+		// 2. Where the bound counts from, per fault (DESIGN §2 L1).
+		switch f.Kind {
+		case FaultCrash:
+			lastRenew()
+		case FaultGraceful:
+			if rel, ok := c.releasedAfter(hit.Identity, f.Start); ok {
+				fo.From, fo.Basis, fo.Bound = rel.T, BasisReleased, short
+				evidence = append(evidence, rel)
+			} else {
+				lastRenew() // no release logged: the lease must expire
+				fo.Basis += " (no released event)"
+			}
+		case FaultPause:
+			if vu, _, ok := hit.validAt(cutoff); ok && !f.End.IsZero() && !f.End.After(vu) {
+				continue // resumed before its deadline: it never stopped leading
+			}
+			lastRenew()
+		case FaultBreak:
+			fo.From, fo.Basis, fo.Bound = f.Start, BasisBreak, short
+		default: // network and storage faults: a leader exists again after End
+			fo.From, fo.Basis, fo.Bound = f.End, BasisFaultEnd, long
+			after = f.End
+			if iv, ok := c.anyLeaderAt(f.End); ok {
+				fo.To, fo.NewLeader, fo.NewTerm = f.End, iv.Identity, iv.Term
+			}
+		}
+		// 3. Other faults active in the window push the deadline out.
+		fo.Deadline = fo.From.Add(fo.Bound)
+		c.stretch(f, &fo)
+		// 4. Measure.
+		if fo.To.IsZero() {
+			if e, ok := c.nextStart(after); ok {
+				fo.To, fo.NewLeader, fo.NewTerm = e.T, e.Identity, e.Term
+				evidence = append(evidence, e)
+			}
+		}
+		if !fo.To.IsZero() {
+			fo.Duration = max(fo.To.Sub(fo.From), 0)
+		}
+		limit := fo.Deadline.Add(c.p.ClockSkew)
+		switch {
+		case fo.Inconclusive != "":
+			if !fo.To.IsZero() && !fo.To.After(limit) {
+				fo.Inconclusive = "" // met the bound anyway
+			}
+		case !fo.To.IsZero():
+			if fo.To.After(limit) {
+				c.report(InvL1, placed(fo.Deadline, fo.Leader), evidence, "after %s (leader %s, term %d) the next leader %s started at %s, %v after %s at %s; bound %v, deadline %s",
+					f, fo.Leader, fo.Term, fo.NewLeader, c.rel(fo.To), fo.To.Sub(fo.From), fo.Basis, c.rel(fo.From), fo.Bound, c.rel(fo.Deadline))
+			}
+		case c.end.After(limit):
+			c.report(InvL1, placed(fo.Deadline, fo.Leader), evidence, "after %s (leader %s, term %d) no leader by the deadline %s (bound %v from %s at %s); run ended %s",
+				f, fo.Leader, fo.Term, c.rel(fo.Deadline), fo.Bound, fo.Basis, c.rel(fo.From), c.rel(c.end))
+		default:
+			fo.Inconclusive = fmt.Sprintf("run ended at %s, before the deadline %s", c.rel(c.end), c.rel(fo.Deadline))
+		}
+		c.failovers = append(c.failovers, fo)
+	}
+}
+
+// stretch moves fo.Deadline past every other fault that could keep a new
+// leader from acquiring while the window is open; a fault never healed makes
+// the failover inconclusive.
+func (c *checker) stretch(self Fault, fo *Failover) {
+	for changed := true; changed; {
+		changed = false
+		for _, g := range c.run.Faults {
+			if g == self || !(windowFault(g.Kind) || g.Kind == FaultPause) {
+				continue
+			}
+			if !g.Start.Before(fo.Deadline) || (!g.End.IsZero() && !g.End.After(fo.From)) {
+				continue // outside the window
+			}
+			if g.End.IsZero() {
+				fo.Inconclusive = fmt.Sprintf("overlaps %s, never healed", g)
+				continue
+			}
+			if d := g.End.Add(c.p.LeaseDuration + c.p.retry() + c.p.Epsilon); d.After(fo.Deadline) {
+				fo.Deadline, changed = d, true
+			}
+		}
+	}
+}
+
+// releasedAfter returns id's first `released` event at or after t.
+func (c *checker) releasedAfter(id string, t time.Time) (Event, bool) {
+	for _, e := range c.run.Events {
+		if e.Event == EventReleased && e.Identity == id && !e.T.Before(t) {
+			return e, true
+		}
+	}
+	return Event{}, false
+}
+
+// anyLeaderAt returns a belief interval covering t.
+func (c *checker) anyLeaderAt(t time.Time) (Interval, bool) {
+	for _, iv := range c.ivs {
+		if iv.contains(t) && iv.End.After(t) {
+			return iv, true
+		}
+	}
+	return Interval{}, false
+}
+
+// checkContending applies L2: a live worker that stopped contending has
+// given up.
+func (c *checker) checkContending() {
+	last := map[string]Event{}
+	for _, e := range c.run.Events {
+		last[e.Identity] = e
+	}
+	for _, w := range c.run.Workers {
+		if w.Alive && !w.Contending {
+			c.report(InvL2, placed(c.end, w.Identity), []Event{last[w.Identity]}, "worker %s is alive but no longer contends for the lease at run end (%s)", w.Identity, c.rel(c.end))
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package checker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Fault kinds (DESIGN §5). Crash, graceful and break are instantaneous (only
+// Start matters); the others last from Start to End.
+const (
+	FaultCrash     = "crash"     // SIGKILL / container group stopped, at Start
+	FaultGraceful  = "graceful"  // SIGTERM, at Start; the worker logs `released`
+	FaultPause     = "pause"     // SIGSTOP at Start, SIGCONT at End
+	FaultLatency   = "latency"   // slow storage for Target, Start..End
+	FaultTimeout   = "timeout"   // black-holed storage for Target, Start..End
+	FaultReset     = "reset"     // connection resets for Target, Start..End
+	FaultPartition = "partition" // Target cut off from storage, Start..End
+	FaultOutage    = "outage"    // storage down for everyone, Start..End
+	FaultBreak     = "break"     // operator BreakLease(0), at Start
+)
+
+// AllWorkers as a Fault.Target (or an empty Target) means the fault hits
+// every worker.
+const AllWorkers = "*"
+
+// Fault is one fault the harness injected, timed by the harness's clock.
+// Stamp Start just before injecting (sending the signal, adding the toxic,
+// breaking the lease) and End just after healing; a crash or pause stamped a
+// moment early is harmless (deadlines the victim logs in that instant still
+// count), a late one lengthens the belief the checker grants the victim.
+type Fault struct {
+	Kind   string    `json:"kind"`         // one of the Fault* kinds
+	Target string    `json:"target"`       // worker identity, or "" / AllWorkers
+	Start  time.Time `json:"start"`        // injected
+	End    time.Time `json:"end,omitzero"` // healed; zero for instantaneous faults or never healed
+}
+
+func (f Fault) String() string {
+	tgt := f.Target
+	if tgt == "" {
+		tgt = AllWorkers
+	}
+	s := fmt.Sprintf("fault %s on %s at %s", f.Kind, tgt, f.Start.UTC().Format(time.RFC3339Nano))
+	if !f.End.IsZero() {
+		s += " until " + f.End.UTC().Format(time.RFC3339Nano)
+	}
+	return s
+}
+
+func (f Fault) hitsAll() bool { return f.Target == "" || f.Target == AllWorkers }
+
+// hits reports whether the fault targets identity id.
+func (f Fault) hits(id string) bool { return f.hitsAll() || f.Target == id }
+
+// Worker is the cluster's view of one worker at run end.
+type Worker struct {
+	Identity   string `json:"identity"`
+	Alive      bool   `json:"alive"`      // the process (container) is running
+	Contending bool   `json:"contending"` // it still polls for the lease or leads (e.g. its acquire count moves)
+}
+
+// LedgerEntry is one entry of the reference task's fenced ledger, as read back
+// from storage (same fields as worker/ledger.Entry).
+type LedgerEntry struct {
+	Seq    int64     `json:"seq"`
+	Term   int64     `json:"term"`
+	Holder string    `json:"holder"`
+	At     time.Time `json:"at"`
+}
+
+// Run is everything the checker judges.
+type Run struct {
+	Events  []Event       // merged histories (ReadHistory); Check sorts a copy by T
+	Ledger  []LedgerEntry // in storage order; nil when the run has no ledger
+	Faults  []Fault       // every fault injected, in any order
+	Start   time.Time     // run start; zero: the first event's time
+	End     time.Time     // run end; zero: the last event's time
+	Workers []Worker      // at run end
+}
+
+// Bounds returns Start and End, each defaulted from the events when zero.
+func (r Run) Bounds() (start, end time.Time) {
+	start, end = r.Start, r.End
+	if len(r.Events) == 0 {
+		return start, end
+	}
+	if start.IsZero() {
+		start = r.Events[0].T
+		for _, e := range r.Events {
+			if e.T.Before(start) {
+				start = e.T
+			}
+		}
+	}
+	if end.IsZero() {
+		for _, e := range r.Events {
+			if e.T.After(end) {
+				end = e.T
+			}
+		}
+	}
+	return start, end
+}
+
+// Params are the election's timing parameters and the checker's tolerances.
+type Params struct {
+	LeaseDuration  time.Duration // L; default 15 s
+	RenewDeadline  time.Duration // D; default 10 s
+	RenewInterval  time.Duration // default 2 s
+	RetryPeriod    time.Duration // P; default 1 s
+	RequestTimeout time.Duration // 0: min(RenewInterval, RenewDeadline/3)
+	Epsilon        time.Duration // slack for the acquire and metadata write after a successful poll; default 1 s
+	ClockSkew      time.Duration // tolerance between different clocks; 0 locally
+}
+
+// DefaultParams returns the worker's default timings (DESIGN §2), Epsilon 1 s
+// and no clock skew.
+func DefaultParams() Params {
+	return Params{
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RenewInterval: 2 * time.Second,
+		RetryPeriod:   time.Second,
+		Epsilon:       time.Second,
+	}
+}
+
+// ErrParams is wrapped by Check for unusable parameters.
+var ErrParams = errors.New("checker: invalid params")
+
+func (p Params) normalized() (Params, error) {
+	var bad []string
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"LeaseDuration", p.LeaseDuration}, {"RenewDeadline", p.RenewDeadline}, {"RenewInterval", p.RenewInterval}, {"RetryPeriod", p.RetryPeriod}} {
+		if f.v <= 0 {
+			bad = append(bad, f.name+" must be > 0")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"RequestTimeout", p.RequestTimeout}, {"Epsilon", p.Epsilon}, {"ClockSkew", p.ClockSkew}} {
+		if f.v < 0 {
+			bad = append(bad, f.name+" must be >= 0")
+		}
+	}
+	if len(bad) > 0 {
+		return p, fmt.Errorf("%w: %s", ErrParams, strings.Join(bad, "; "))
+	}
+	if p.RequestTimeout == 0 {
+		p.RequestTimeout = min(p.RenewInterval, p.RenewDeadline/3)
+	}
+	return p, nil
+}
+
+// retry is the follower's worst poll gap, P·1.1 (±10 % jitter).
+func (p Params) retry() time.Duration { return p.RetryPeriod + p.RetryPeriod/10 }
+
+// ParseLedger reads ledger entries as a JSON array or as one JSON object a
+// line (the `worker ledger --json` output either way). Unknown fields are
+// ignored.
+func ParseLedger(r io.Reader) ([]LedgerEntry, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("checker: read ledger: %w", err)
+	}
+	b = bytes.TrimSpace(b)
+	if bytes.HasPrefix(b, []byte("[")) {
+		var out []LedgerEntry
+		if err := json.Unmarshal(b, &out); err != nil {
+			return nil, fmt.Errorf("checker: parse ledger: %w", err)
+		}
+		return out, nil
+	}
+	var out []LedgerEntry
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var e LedgerEntry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("checker: parse ledger line %d: %w", i+1, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,199 @@
+package checker
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+)
+
+// maxLedgerViolations caps ledger reports so one bad ledger does not bury the
+// rest of the verdict.
+const maxLedgerViolations = 20
+
+// checkBreaks applies the forced-break rule: the holder at a break must stop
+// believing within RenewInterval + RequestTimeout + Epsilon, and its overlap
+// with the next leader is exempt from S1.
+func (c *checker) checkBreaks() {
+	c.exempt = map[pair]bool{}
+	allowed := c.p.RenewInterval + c.p.RequestTimeout + c.p.Epsilon
+	for _, f := range c.run.Faults {
+		if f.Kind != FaultBreak {
+			continue
+		}
+		b := f.Start
+		for h, old := range c.ivs {
+			if !f.hits(old.Identity) || !old.contains(b) || old.End.Equal(b) {
+				continue
+			}
+			// 1. The old holder learns at its next renew at the latest.
+			if limit := b.Add(allowed + c.p.ClockSkew); old.End.After(limit) {
+				c.report(InvBreak, placed(limit, old.Identity), append([]Event{old.Started}, endEvidence(old)...),
+					"after %s the holder kept believing until %s, %v after the break; allowed RenewInterval+RequestTimeout+Epsilon = %v: %s",
+					f, c.rel(old.End), old.End.Sub(b), allowed, c.describe(old))
+			}
+			// 2. Its overlap with the next leader is this rule's business.
+			for n := range c.ivs {
+				nx := c.ivs[n]
+				if n == h || nx.Term == old.Term || nx.Start.Before(b.Add(-c.p.ClockSkew)) {
+					continue
+				}
+				c.exempt[pair{min(h, n), max(h, n)}] = true
+				break
+			}
+		}
+	}
+}
+
+// checkS1 reports every pair of different-term belief intervals that overlap
+// by more than ClockSkew.
+func (c *checker) checkS1() {
+	for i := range c.ivs {
+		a := c.ivs[i]
+		for j := i + 1; j < len(c.ivs); j++ {
+			b := c.ivs[j]
+			if !b.Start.Before(a.End) {
+				continue // sorted by start, but ends vary: keep scanning
+			}
+			if a.Term == b.Term || c.exempt[pair{i, j}] {
+				continue
+			}
+			lo, hi := b.Start, earliest(a.End, b.End) // b starts no earlier than a
+			if a.Start.After(lo) {
+				lo = a.Start
+			}
+			overlap := hi.Sub(lo)
+			if overlap <= c.p.ClockSkew || overlap <= 0 {
+				continue
+			}
+			ev := append([]Event{a.Started}, endEvidence(a)...)
+			ev = append(ev, b.Started)
+			ev = append(ev, endEvidence(b)...)
+			c.report(InvS1, placed(lo, a.Identity, b.Identity), ev, "terms %d and %d overlap by %v from %s: %s; %s",
+				a.Term, b.Term, overlap, c.rel(lo), c.describe(a), c.describe(b))
+		}
+	}
+}
+
+// checkTerms reports started terms that are missing, repeated or lower than
+// one started earlier (beyond ClockSkew).
+func (c *checker) checkTerms() {
+	var starts []Event
+	for _, e := range c.run.Events {
+		if e.Event == EventStartedLeading {
+			starts = append(starts, e)
+		}
+	}
+	SortEvents(starts)
+	first := map[int64]Event{}
+	var top Event
+	for _, e := range starts {
+		if e.Term <= 0 {
+			c.report(InvS2, placed(e.T, e.Identity), []Event{e}, "%s started leading without a fencing term", e.Identity)
+			continue
+		}
+		if prev, dup := first[e.Term]; dup {
+			c.report(InvS2, placed(e.T, prev.Identity, e.Identity), []Event{prev, e}, "term %d was started twice (%s at %s, %s at %s)",
+				e.Term, prev.Identity, c.rel(prev.T), e.Identity, c.rel(e.T))
+			continue
+		}
+		first[e.Term] = e
+		if top.Event != "" && e.Term < top.Term && e.T.Sub(top.T) > c.p.ClockSkew {
+			c.report(InvS2, placed(e.T, e.Identity), []Event{top, e}, "terms must strictly increase: %s started term %d at %s, after %s started term %d at %s",
+				e.Identity, e.Term, c.rel(e.T), top.Identity, top.Term, c.rel(top.T))
+		}
+		if top.Event == "" || e.Term > top.Term {
+			top = e
+		}
+	}
+}
+
+func quoteEntry(e LedgerEntry) string {
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
+// checkLedger reports sequence gaps, duplicates and reordering, decreasing
+// terms, entries of terms nobody started (or by a holder other than the
+// term's leader), and entries stamped after their term's belief ended.
+func (c *checker) checkLedger() {
+	n := 0
+	var e LedgerEntry // the entry being judged
+	report := func(ev []Event, format string, args ...any) {
+		n++
+		if n <= maxLedgerViolations {
+			c.report(InvS2, placed(e.At, e.Holder), ev, "ledger: "+format, args...)
+		}
+	}
+	byTerm := map[int64][]Interval{}
+	for _, iv := range c.ivs {
+		byTerm[iv.Term] = append(byTerm[iv.Term], iv)
+	}
+	seen := map[int64]bool{}
+	var prev *LedgerEntry
+	for i := range c.run.Ledger {
+		e = c.run.Ledger[i]
+		// 1. Sequence: contiguous from the first entry, no duplicates.
+		switch {
+		case seen[e.Seq]:
+			report(nil, "duplicate seq %d: %s", e.Seq, quoteEntry(e))
+		case prev != nil && e.Seq > prev.Seq+1:
+			report(nil, "missing seq %d..%d between %s and %s", prev.Seq+1, e.Seq-1, quoteEntry(*prev), quoteEntry(e))
+		case prev != nil && e.Seq < prev.Seq:
+			report(nil, "seq out of order: %s after %s", quoteEntry(e), quoteEntry(*prev))
+		}
+		seen[e.Seq] = true
+		// 2. Terms never decrease along the ledger.
+		if prev != nil && e.Term < prev.Term {
+			report(nil, "term decreased from %d to %d: %s after %s", prev.Term, e.Term, quoteEntry(e), quoteEntry(*prev))
+		}
+		if prev == nil || e.Seq > prev.Seq {
+			prev = &c.run.Ledger[i]
+		}
+		// 3. Every entry carries a term some worker started, and was
+		// written by that term's leader while it believed it led.
+		if e.Term <= 0 {
+			report(nil, "entry without a fencing term: %s", quoteEntry(e))
+			continue
+		}
+		if !c.start.IsZero() && e.At.Before(c.start) {
+			continue // written before this run's history began
+		}
+		ivs := byTerm[e.Term]
+		if len(ivs) == 0 {
+			report(nil, "term %d was never started in the history: %s", e.Term, quoteEntry(e))
+			continue
+		}
+		var iv *Interval
+		for k := range ivs {
+			if ivs[k].Identity == e.Holder {
+				iv = &ivs[k]
+			}
+		}
+		if iv == nil {
+			report([]Event{ivs[0].Started}, "entry of term %d written by %q, but %s started that term: %s",
+				e.Term, e.Holder, ivs[0].Identity, quoteEntry(e))
+			continue
+		}
+		if e.At.After(iv.End.Add(c.p.ClockSkew)) {
+			report(append([]Event{iv.Started}, endEvidence(*iv)...), "entry stamped %v after its term's belief ended (%s): %s",
+				e.At.Sub(iv.End), c.describe(*iv), quoteEntry(e))
+		}
+	}
+	if n > maxLedgerViolations {
+		c.report(InvS2, where{}, nil, "ledger: %d more ledger violation(s) not listed", n-maxLedgerViolations)
+	}
+}
+
+// sortedFaults returns the faults by start time.
+func sortedFaults(fs []Fault) []Fault {
+	out := append([]Fault(nil), fs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
