@@ -1,0 +1,430 @@
+// Package ledger is the reference leader task's side effect: an append-only
+// sequence of entries {seq, term, holder, at} in blob storage, written so
+// that storage itself refuses a deposed leader's write (DESIGN §2, S2).
+//
+// Layout: append blobs "<blob>-ledger/00000001", "…/00000002", … in the
+// election's container. Each block is one JSON line. A segment's metadata
+// holds the highest term that has fenced it, the first seq it holds, and
+// whether it is sealed (full; the next segment continues the sequence).
+//
+// Fencing: a new leader of term T first stamps term=T into the current
+// segment's metadata, conditioned on the ETag it just read (If-Match). That
+// write changes the ETag, and every append is conditioned on the writer's
+// last known ETag, so a deposed leader's next append fails with 412. A
+// writer that finds a term ≥ its own in the metadata is fenced. Sealing and
+// opening the next segment are conditioned the same way (If-Match on the
+// old segment, If-None-Match on the new one), so rotation cannot fork the
+// sequence.
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+)
+
+// Entry is one ledger record.
+type Entry struct {
+	Seq    int64     `json:"seq"`
+	Term   int64     `json:"term"`
+	Holder string    `json:"holder"`
+	At     time.Time `json:"at"`
+}
+
+var (
+	// ErrFenced: storage refused the write because a newer term has taken
+	// the ledger. The writer must stop; it is no longer the leader.
+	ErrFenced = errors.New("ledger: fenced by a newer term")
+	// ErrCorrupt: the ledger read back breaks its own rules.
+	ErrCorrupt = errors.New("ledger: corrupt")
+)
+
+// DefaultSegmentLimit keeps a segment below Azure's 50,000 blocks per append blob.
+const DefaultSegmentLimit = 45000
+
+const (
+	metaTerm   = "term"
+	metaFirst  = "first"
+	metaSealed = "sealed"
+)
+
+// Prefix is where the ledger of the election blob `blob` lives.
+func Prefix(blob string) string { return blob + "-ledger/" }
+
+func segmentName(blob string, n int) string { return fmt.Sprintf("%s%08d", Prefix(blob), n) }
+
+// Writer appends entries for one leadership term.
+type Writer struct {
+	c            *container.Client
+	blob         string
+	term         int64
+	holder       string
+	segmentLimit int
+
+	seg    int         // current segment number
+	first  int64       // first seq of the current segment
+	blocks int         // blocks in the current segment
+	etag   azcore.ETag // of our last write
+	next   int64       // next seq
+	unsure bool        // last write's outcome unknown: resync before the next
+}
+
+// Options tune a Writer; zero values take defaults.
+type Options struct {
+	SegmentLimit int // entries per segment; default DefaultSegmentLimit
+}
+
+// Open fences the ledger for term and returns a writer positioned after the
+// last entry. It returns ErrFenced if a term ≥ term already holds it.
+func Open(ctx context.Context, c *container.Client, blob string, term int64, holder string, opts Options) (*Writer, error) {
+	w := &Writer{c: c, blob: blob, term: term, holder: holder, segmentLimit: opts.SegmentLimit}
+	if w.segmentLimit <= 0 {
+		w.segmentLimit = DefaultSegmentLimit
+	}
+	// A concurrent append by the deposed leader can change the ETag between
+	// our read and our stamp; that is a lost race, not a fence: try again
+	// (the stamp must stay conditional, or it could overwrite a newer term).
+	// The deposed leader stops within its renew deadline, so this ends.
+	for attempt := 0; ; attempt++ {
+		err := w.fence(ctx)
+		if !errors.Is(err, errRace) {
+			if err != nil {
+				return nil, err
+			}
+			return w, nil
+		}
+		backoff := time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(attempt, 6), 50*time.Millisecond)) + 1))
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("ledger: could not fence in %d attempts: %w", attempt+1, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+}
+
+var (
+	errRace   = errors.New("ledger: concurrent write")
+	errExists = errors.New("ledger: segment exists")
+)
+
+// fencedIfExists: when a writer that already holds the ledger finds its next
+// segment opened by someone else, a newer term has moved on without it.
+func fencedIfExists(err error) error {
+	if errors.Is(err, errExists) {
+		return fmt.Errorf("%w: %v", ErrFenced, err)
+	}
+	return err
+}
+
+func (w *Writer) fence(ctx context.Context) error {
+	segs, err := segments(ctx, w.c, w.blob)
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 {
+		// 1. An empty ledger: create segment 1, already stamped with our term.
+		if err := w.create(ctx, 1, 1); err != nil {
+			if errors.Is(err, errExists) {
+				return errRace // another writer made it first: fence theirs
+			}
+			return err
+		}
+		w.next = 1
+		return nil
+	}
+	w.seg = segs[len(segs)-1]
+	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
+	props, err := client.GetProperties(bloblock.WithOp(ctx, "ledger_get"), nil)
+	if err != nil {
+		return fmt.Errorf("ledger: read segment %d: %w", w.seg, err)
+	}
+	md := lower(props.Metadata)
+	if t := atoi(md[metaTerm]); t >= w.term {
+		return fmt.Errorf("%w: segment %d holds term %d, we are %d", ErrFenced, w.seg, t, w.term)
+	}
+	w.first = atoi(md[metaFirst])
+	// 2. Stamp our term, conditioned on what we read.
+	etag := *props.ETag
+	resp, err := client.SetMetadata(bloblock.WithOp(ctx, "ledger_fence"), meta(w.term, w.first, md[metaSealed] == "true"),
+		&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
+	if err != nil {
+		if isPrecondition(err) {
+			return errRace
+		}
+		return fmt.Errorf("ledger: fence segment %d: %w", w.seg, err)
+	}
+	w.etag = *resp.ETag
+	// 3. Read the segment as of our stamp to find where the sequence stands.
+	entries, err := readSegment(ctx, w.c, w.blob, w.seg, &w.etag)
+	if err != nil {
+		if isPrecondition(err) {
+			return errRace
+		}
+		return err
+	}
+	w.blocks = len(entries)
+	w.next = w.first
+	if len(entries) > 0 {
+		w.next = entries[len(entries)-1].Seq + 1
+	}
+	if md[metaSealed] == "true" {
+		// The last writer sealed this segment but had not opened the next
+		// when we read it: open it ourselves, or fence theirs if it won.
+		if err := w.create(ctx, w.seg+1, w.next); err != nil {
+			if errors.Is(err, errExists) {
+				return errRace
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// create makes segment n (first seq `first`) stamped with our term, only if
+// it does not exist yet.
+func (w *Writer) create(ctx context.Context, n int, first int64) error {
+	anyTag := azcore.ETagAny
+	resp, err := w.c.NewAppendBlobClient(segmentName(w.blob, n)).Create(bloblock.WithOp(ctx, "ledger_create"), &appendblob.CreateOptions{
+		Metadata:         meta(w.term, first, false),
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
+	})
+	if err != nil {
+		if isPrecondition(err) || bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
+			return fmt.Errorf("%w: segment %d was opened by another writer", errExists, n)
+		}
+		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+			if _, cerr := w.c.Create(bloblock.WithOp(ctx, "create_container"), nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
+				return fmt.Errorf("ledger: create container: %w", cerr)
+			}
+			return w.create(ctx, n, first)
+		}
+		return fmt.Errorf("ledger: create segment %d: %w", n, err)
+	}
+	w.seg, w.first, w.blocks, w.etag = n, first, 0, *resp.ETag
+	return nil
+}
+
+// Term is the writer's fencing term.
+func (w *Writer) Term() int64 { return w.term }
+
+// Append writes the next entry, stamped with the writer's term and the time.
+// It returns ErrFenced once a newer term has taken the ledger; any other
+// error leaves the outcome unknown and the next Append first re-reads where
+// the ledger stands.
+func (w *Writer) Append(ctx context.Context) (Entry, error) {
+	if w.unsure {
+		if err := w.resync(ctx); err != nil {
+			return Entry{}, err
+		}
+	}
+	if w.blocks >= w.segmentLimit {
+		if err := w.rotate(ctx); err != nil {
+			return Entry{}, err
+		}
+	}
+	e := Entry{Seq: w.next, Term: w.term, Holder: w.holder, At: time.Now().UTC()}
+	line, _ := json.Marshal(e)
+	line = append(line, '\n')
+	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
+	resp, err := client.AppendBlock(bloblock.WithOp(ctx, "ledger_append"), streaming.NopCloser(bytes.NewReader(line)),
+		&appendblob.AppendBlockOptions{AccessConditions: ifMatch(w.etag)})
+	if err != nil {
+		if isPrecondition(err) {
+			return Entry{}, fmt.Errorf("%w: append of seq %d refused (412)", ErrFenced, e.Seq)
+		}
+		w.unsure = true
+		return Entry{}, fmt.Errorf("ledger: append seq %d: %w", e.Seq, err)
+	}
+	w.etag = *resp.ETag
+	w.blocks++
+	w.next++
+	return e, nil
+}
+
+// rotate seals the full segment (conditioned on our ETag) and opens the next.
+func (w *Writer) rotate(ctx context.Context) error {
+	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
+	_, err := client.SetMetadata(bloblock.WithOp(ctx, "ledger_seal"), meta(w.term, w.first, true),
+		&blob.SetMetadataOptions{AccessConditions: ifMatch(w.etag)})
+	if err != nil {
+		if isPrecondition(err) {
+			return fmt.Errorf("%w: seal of segment %d refused (412)", ErrFenced, w.seg)
+		}
+		w.unsure = true
+		return fmt.Errorf("ledger: seal segment %d: %w", w.seg, err)
+	}
+	return fencedIfExists(w.create(ctx, w.seg+1, w.next))
+}
+
+// resync re-reads the current segment after a write of unknown outcome. If
+// our term still holds it, carry on from what is there.
+func (w *Writer) resync(ctx context.Context) error {
+	segs, err := segments(ctx, w.c, w.blob)
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 || segs[len(segs)-1] != w.seg {
+		if len(segs) > 0 && segs[len(segs)-1] == w.seg+1 {
+			// Our seal may have landed; whoever opened the next segment decides.
+			w.seg++
+		} else {
+			return fmt.Errorf("%w: the ledger moved on while our write was in doubt", ErrFenced)
+		}
+	}
+	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
+	props, err := client.GetProperties(bloblock.WithOp(ctx, "ledger_get"), nil)
+	if err != nil {
+		return fmt.Errorf("ledger: resync: %w", err)
+	}
+	md := lower(props.Metadata)
+	if t := atoi(md[metaTerm]); t != w.term {
+		return fmt.Errorf("%w: segment %d now holds term %d", ErrFenced, w.seg, t)
+	}
+	etag := *props.ETag
+	entries, err := readSegment(ctx, w.c, w.blob, w.seg, &etag)
+	if err != nil {
+		return fmt.Errorf("ledger: resync: %w", err)
+	}
+	w.etag, w.first, w.blocks = etag, atoi(md[metaFirst]), len(entries)
+	w.next = w.first
+	if len(entries) > 0 {
+		w.next = entries[len(entries)-1].Seq + 1
+	}
+	if md[metaSealed] == "true" {
+		if err := w.create(ctx, w.seg+1, w.next); err != nil {
+			return fencedIfExists(err)
+		}
+	}
+	w.unsure = false
+	return nil
+}
+
+// ReadAll reads the whole ledger of the election blob `blob`, in order.
+func ReadAll(ctx context.Context, c *container.Client, blob string) ([]Entry, error) {
+	segs, err := segments(ctx, c, blob)
+	if err != nil {
+		return nil, err
+	}
+	var all []Entry
+	for _, n := range segs {
+		es, err := readSegment(ctx, c, blob, n, nil)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, es...)
+	}
+	return all, nil
+}
+
+// Verify checks a ledger read back: seq contiguous from 1, no duplicates,
+// terms never decreasing, every entry with a holder.
+func Verify(entries []Entry) error {
+	for i, e := range entries {
+		switch {
+		case e.Seq != int64(i)+1:
+			return fmt.Errorf("%w: entry %d has seq %d, want %d (gap or duplicate)", ErrCorrupt, i, e.Seq, i+1)
+		case e.Holder == "":
+			return fmt.Errorf("%w: seq %d has no holder", ErrCorrupt, e.Seq)
+		case i > 0 && e.Term < entries[i-1].Term:
+			return fmt.Errorf("%w: seq %d has term %d after term %d", ErrCorrupt, e.Seq, e.Term, entries[i-1].Term)
+		}
+	}
+	return nil
+}
+
+func segments(ctx context.Context, c *container.Client, blob string) ([]int, error) {
+	prefix := Prefix(blob)
+	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	var out []int
+	for pager.More() {
+		page, err := pager.NextPage(bloblock.WithOp(ctx, "ledger_list"))
+		if err != nil {
+			if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("ledger: list segments: %w", err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			n, err := strconv.Atoi(strings.TrimPrefix(*b.Name, prefix))
+			if err != nil || n < 1 {
+				continue // not ours
+			}
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+func readSegment(ctx context.Context, c *container.Client, name string, n int, etag *azcore.ETag) ([]Entry, error) {
+	var opts *blob.DownloadStreamOptions
+	if etag != nil {
+		opts = &blob.DownloadStreamOptions{AccessConditions: ifMatch(*etag)}
+	}
+	resp, err := c.NewAppendBlobClient(segmentName(name, n)).DownloadStream(bloblock.WithOp(ctx, "ledger_read"), opts)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read segment %d: %w", n, err)
+	}
+	defer resp.Body.Close()
+	var out []Entry
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
+	for line := 1; sc.Scan(); line++ {
+		var e Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%w: segment %d line %d: %v", ErrCorrupt, n, line, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: read segment %d: %w", n, err)
+	}
+	return out, nil
+}
+
+func meta(term, first int64, sealed bool) map[string]*string {
+	t, f, s := strconv.FormatInt(term, 10), strconv.FormatInt(first, 10), strconv.FormatBool(sealed)
+	return map[string]*string{metaTerm: &t, metaFirst: &f, metaSealed: &s}
+}
+
+func lower(md map[string]*string) map[string]string {
+	out := map[string]string{}
+	for k, v := range md {
+		if v != nil {
+			out[strings.ToLower(k)] = *v
+		}
+	}
+	return out
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+func ifMatch(etag azcore.ETag) *blob.AccessConditions {
+	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
+}
+
+func isPrecondition(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
+}
