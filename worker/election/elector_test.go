@@ -411,7 +411,7 @@ func TestElector_TaskExitHandsLeadershipOn(t *testing.T) {
 		if len(ev) != 1 || ev[0].Reason != "task exited: ledger fenced" {
 			t.Fatalf("stopped_leading = %+v, want reason \"task exited: ledger fenced\"", ev)
 		}
-		time.Sleep(2200 * time.Millisecond + time.Millisecond) // the hand-off pause, 2·P·1.1
+		time.Sleep(2200*time.Millisecond + time.Millisecond) // the hand-off pause, 2·P·1.1
 		synctest.Wait()
 		if st := a.rec.all(EventStartedLeading); len(st) != 2 || st[1].Term != 2 {
 			t.Fatalf("started_leading = %+v, want a second leadership with term 2", st)

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+)
+
+// usageError is an invalid configuration: exit 2, message names the flag.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// storageOptions are shared by the worker and its ledger subcommand.
+type storageOptions struct {
+	connectionString string
+	accountURL       string
+	container        string
+	blob             string
+}
+
+type options struct {
+	storageOptions
+	identity        string
+	leaseDuration   time.Duration
+	renewDeadline   time.Duration
+	renewInterval   time.Duration
+	retryPeriod     time.Duration
+	watchdogTimeout time.Duration
+	shutdownGrace   time.Duration
+	tick            time.Duration
+	listen          string
+	history         string
+	logFormat       string
+	unsafe          bool
+}
+
+// hidden flags are accepted but not listed by --help.
+var hidden = map[string]bool{"unsafe-no-step-down": true}
+
+func envName(flagName string) string {
+	return "BLOBLEADER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func (s *storageOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.connectionString, "connection-string", "", "storage connection string, e.g. Azurite's (also AZURE_STORAGE_CONNECTION_STRING)")
+	fs.StringVar(&s.accountURL, "account-url", "", "blob account URL, e.g. https://acct.blob.core.windows.net; authenticates with DefaultAzureCredential (AZURE_CLIENT_ID selects a user-assigned identity)")
+	fs.StringVar(&s.container, "container", "leases", "container that holds the lock blob and the ledger")
+	fs.StringVar(&s.blob, "blob", "leader", "name of the lock blob")
+}
+
+func newFlagSet(name string, out io.Writer, summary string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
+		fs.VisitAll(func(f *flag.Flag) {
+			if hidden[f.Name] {
+				return
+			}
+			def := ""
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
+				def = fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(out, "  --%s\n      %s%s  [%s]\n", f.Name, f.Usage, def, envName(f.Name))
+		})
+	}
+	return fs
+}
+
+// parse applies env twins, then the command line.
+func parse(fs *flag.FlagSet, args []string) error {
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = usagef("invalid %s=%q (for --%s): %v", envName(f.Name), v, f.Name, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	return nil
+}
+
+func parseOptions(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := newFlagSet("worker", out, `worker — one contender in a leader election on an Azure Blob Storage lease.
+The leader appends to a fenced ledger every --tick; followers watch and take over.
+
+Usage:
+  worker [flags]            run (SIGTERM/SIGINT: stop the task, release the lease, exit 0)
+  worker ledger [flags]     print and verify the ledger (worker ledger --help)
+
+Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
+	o.storageOptions.register(fs)
+	d := election.DefaultConfig("")
+	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status (default <hostname>-<pid>)")
+	fs.DurationVar(&o.leaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
+	fs.DurationVar(&o.renewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
+	fs.DurationVar(&o.renewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
+	fs.DurationVar(&o.retryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
+	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
+	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
+	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
+	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file")
+	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
+	fs.BoolVar(&o.unsafe, "unsafe-no-step-down", false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if _, set := os.LookupEnv(envName("identity")); !set && !flagSet(fs, "identity") {
+		host, _ := os.Hostname()
+		o.identity = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return o, o.validate()
+}
+
+// Azure container names: 3–63 characters, lowercase letters, digits and
+// single hyphens, starting and ending with a letter or digit.
+var containerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9]|-[a-z0-9]){1,62}$`)
+
+func (s *storageOptions) validate() error {
+	if s.connectionString == "" && s.accountURL == "" {
+		s.connectionString = os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+	}
+	switch {
+	case s.connectionString == "" && s.accountURL == "":
+		return usagef("no storage: set --account-url (Azure, keyless) or --connection-string (Azurite)")
+	case s.connectionString != "" && s.accountURL != "":
+		return usagef("--account-url and --connection-string are exclusive: set one")
+	case len(s.container) < 3 || len(s.container) > 63 || !containerName.MatchString(s.container):
+		return usagef("invalid --container %q: must be 3–63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit", s.container)
+	case s.blob == "" || len(s.blob) > 900:
+		return usagef("invalid --blob %q: must be 1–900 characters", s.blob)
+	}
+	if s.accountURL != "" {
+		u, err := url.Parse(s.accountURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return usagef("invalid --account-url %q: must be https://<account>.blob.<suffix> with no path", s.accountURL)
+		}
+	}
+	if s.connectionString != "" {
+		// Build (not use) a client: catches a malformed string or key now.
+		if _, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: s.connectionString, Container: s.container}); err != nil {
+			return usagef("invalid --connection-string: %v", strings.TrimPrefix(err.Error(), "bloblock: "))
+		}
+	}
+	return nil
+}
+
+// Go field names in election.ConfigError, as flags.
+var fieldFlags = map[string]string{
+	"Identity": "--identity", "LeaseDuration": "--lease-duration", "RenewDeadline": "--renew-deadline",
+	"RenewInterval": "--renew-interval", "RetryPeriod": "--retry-period",
+	"WatchdogTimeout": "--watchdog-timeout", "ShutdownGrace": "--shutdown-grace",
+}
+
+func (o *options) electionConfig() election.Config {
+	c := election.DefaultConfig(o.identity)
+	c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryPeriod = o.leaseDuration, o.renewDeadline, o.renewInterval, o.retryPeriod
+	c.WatchdogTimeout, c.ShutdownGrace, c.UnsafeNoStepDown = o.watchdogTimeout, o.shutdownGrace, o.unsafe
+	return c
+}
+
+func (o *options) validate() error {
+	if err := o.electionConfig().Validate(); err != nil {
+		var ce *election.ConfigError
+		if errors.As(err, &ce) {
+			rule := ce.Rule
+			for field, flagName := range fieldFlags {
+				rule = strings.ReplaceAll(rule, field, flagName)
+			}
+			return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
+		}
+		return usagef("%v", err)
+	}
+	if err := o.storageOptions.validate(); err != nil {
+		return err
+	}
+	switch {
+	case o.tick < 10*time.Millisecond || o.tick > time.Hour:
+		return usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
+	case o.listen == "":
+		return usagef("invalid --listen: must not be empty (e.g. :8080 or 127.0.0.1:0)")
+	case o.history == "blob":
+		return usagef("invalid --history blob: history in blob storage is not built yet; give a file path")
+	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
+		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
+	}
+	return nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}

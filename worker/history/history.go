@@ -1,0 +1,92 @@
+// Package history writes the worker's election events as JSON lines, the
+// format the chaos checker reads (DESIGN §3):
+//
+//	{"t":"…","mono_ns":123,"identity":"w1","event":"started_leading","term":7,"reason":"…","valid_until":"…"}
+//
+// t is the wall clock in UTC, RFC3339Nano; mono_ns is the monotonic time
+// since the process started, so events of one process order correctly even
+// if its wall clock steps.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+)
+
+// Record is one line of history.
+type Record struct {
+	T        string `json:"t"`
+	MonoNS   int64  `json:"mono_ns"`
+	Identity string `json:"identity"`
+	Event    string `json:"event"`
+	Term     int64  `json:"term,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Leader: for observed_leader, who leads. (Additive to DESIGN §3.)
+	Leader string `json:"leader,omitempty"`
+	// ValidUntil: on started_leading, renewed and stopped_leading, the end of
+	// the leadership as known then; absent for an unbounded (unsafe) claim.
+	// (Additive to DESIGN §3.)
+	ValidUntil string `json:"valid_until,omitempty"`
+}
+
+// NewRecord turns an election event into a record. start is the process
+// start time (with its monotonic reading).
+func NewRecord(identity string, start time.Time, ev election.Event) Record {
+	r := Record{
+		T:        ev.Time.UTC().Format(time.RFC3339Nano),
+		MonoNS:   int64(ev.Time.Sub(start)),
+		Identity: identity,
+		Event:    string(ev.Kind),
+		Term:     ev.Term,
+		Reason:   ev.Reason,
+		Leader:   ev.Leader,
+	}
+	if !ev.ValidUntil.IsZero() {
+		r.ValidUntil = ev.ValidUntil.UTC().Format(time.RFC3339Nano)
+	}
+	return r
+}
+
+// File appends records to a JSONL file. Each record is one write(2) of one
+// whole line with O_APPEND, so a SIGKILL never leaves half a line from an
+// earlier record and nothing sits in a user-space buffer when the process
+// dies or is paused.
+type File struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// OpenFile opens (creating if needed) path for appending.
+func OpenFile(path string) (*File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return &File{f: f}, nil
+}
+
+// Write appends one record. Errors are returned, not fatal: history is
+// evidence, and losing a line must not stop the election.
+func (h *File) Write(r Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err = h.f.Write(b)
+	return err
+}
+
+// Close closes the file.
+func (h *File) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.f.Close()
+}

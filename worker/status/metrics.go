@@ -1,0 +1,73 @@
+package status
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blobleader/blobleader/worker/election"
+)
+
+// Metrics are the worker's Prometheus metrics (DESIGN §3). Leadership and
+// term are computed from the elector at scrape time, never cached, so a
+// scrape after a pause cannot report a lapsed leadership.
+type Metrics struct {
+	Registry    *prometheus.Registry
+	transitions prometheus.Counter
+	requests    *prometheus.CounterVec
+	durations   *prometheus.HistogramVec
+}
+
+// NewMetrics registers the metrics for elector e (which may be set later via
+// the returned value's methods reading through get).
+func NewMetrics(get func() *election.Elector) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		transitions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "blobleader_transitions_total",
+			Help: "Leadership transitions of this worker (started plus stopped leading).",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blobleader_storage_requests_total",
+			Help: "Storage requests by operation and outcome (HTTP status, or timeout/error without a response).",
+		}, []string{"op", "code"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "blobleader_storage_request_duration_seconds",
+			Help:    "Storage request latency by operation.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"op"}),
+	}
+	isLeader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "blobleader_is_leader",
+		Help: "1 if this worker leads at the moment of the scrape (checked against its renew deadline), else 0.",
+	}, func() float64 {
+		if e := get(); e != nil && e.IsLeader() {
+			return 1
+		}
+		return 0
+	})
+	term := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "blobleader_term",
+		Help: "The term this worker leads, or the last term it observed.",
+	}, func() float64 {
+		if e := get(); e != nil {
+			return float64(e.Status().Term)
+		}
+		return 0
+	})
+	m.Registry.MustRegister(isLeader, term, m.transitions, m.requests, m.durations)
+	return m
+}
+
+// ObserveRequest records one storage request (a bloblock.ObserveFunc).
+func (m *Metrics) ObserveRequest(op, code string, took time.Duration) {
+	m.requests.WithLabelValues(op, code).Inc()
+	m.durations.WithLabelValues(op).Observe(took.Seconds())
+}
+
+// ObserveEvent counts leadership transitions.
+func (m *Metrics) ObserveEvent(ev election.Event) {
+	if ev.Kind == election.EventStartedLeading || ev.Kind == election.EventStoppedLeading {
+		m.transitions.Inc()
+	}
+}

@@ -1,0 +1,65 @@
+// Package status serves the worker's HTTP endpoints (DESIGN §3):
+// /healthz, /readyz, /status and /metrics.
+package status
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/blobleader/blobleader/worker/election"
+)
+
+// Document is the /status body. Its shape is a contract: keep it stable.
+type Document struct {
+	Identity      string `json:"identity"`
+	Role          string `json:"role"`
+	Term          int64  `json:"term"`
+	Leader        string `json:"leader"`
+	LeaseDuration string `json:"leaseDuration"`
+	Since         string `json:"since"`
+}
+
+// NewDocument snapshots e. The role is computed against the renew deadline
+// now (Elector.Status), never cached.
+func NewDocument(e *election.Elector) Document {
+	s := e.Status()
+	return Document{
+		Identity:      s.Identity,
+		Role:          string(s.Role),
+		Term:          s.Term,
+		Leader:        s.Leader,
+		LeaseDuration: e.Config().LeaseDuration.String(),
+		Since:         s.Since.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// Handler serves the endpoints for elector e with metrics m.
+func Handler(e *election.Elector, m *Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		probe(w, e.Healthy())
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		probe(w, e.Ready())
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(NewDocument(e))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func probe(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(err.Error() + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/ledger"
+)
+
+// ledgerTask is the reference leader task: every tick, append one entry
+// {seq, term, holder, at} to the fenced ledger. It shows the discipline a
+// real task needs: every side effect carries the term, is skipped the moment
+// leadership lapses (even before the election loop notices), and stops for
+// good when storage says a newer term has taken over.
+type ledgerTask struct {
+	c              *container.Client
+	blob, identity string
+	tick           time.Duration
+	requestTimeout time.Duration
+	unsafe         bool // negative control: keep writing after being fenced
+	isLeader       func() bool
+	log            *slog.Logger
+}
+
+func (t *ledgerTask) run(ctx context.Context, term int64) error {
+	log := t.log.With("term", term)
+	var w *ledger.Writer
+	ticker := time.NewTicker(t.tick)
+	defer ticker.Stop()
+	for {
+		// Progress for the stall watchdog: the task loop is alive.
+		election.Heartbeat(ctx)
+		if t.isLeader() || t.unsafe {
+			if err := t.step(ctx, term, &w); err != nil {
+				if errors.Is(err, ledger.ErrFenced) && !t.unsafe {
+					log.Warn("ledger fenced by a newer term; handing leadership on", "err", err)
+					return err
+				}
+				if ctx.Err() == nil {
+					log.Warn("ledger write failed", "err", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+func (t *ledgerTask) step(ctx context.Context, term int64, w **ledger.Writer) error {
+	rctx, cancel := context.WithTimeout(ctx, 2*t.requestTimeout)
+	defer cancel()
+	if *w == nil {
+		nw, err := ledger.Open(rctx, t.c, t.blob, term, t.identity, ledger.Options{})
+		if err != nil {
+			return err
+		}
+		*w = nw
+		t.log.Info("ledger fenced for our term", "term", term)
+	}
+	e, err := (*w).Append(rctx)
+	if err == nil {
+		t.log.Debug("ledger append", "seq", e.Seq, "term", e.Term)
+	}
+	return err
+}
