@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/test/azurite"
+)
+
+// These tests run the real binary, as an operator or the chaos harness would.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "worker-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "worker")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build worker: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const goodConn = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;"
+
+func runWorkerCmd(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("worker %v did not exit within 20s; output:\n%s", args, out)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+func TestWorker_InvalidConfigExitsTwoNamingTheFlag(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string // must appear in the one-line message
+	}{
+		{"lease 5s", nil, []string{conn, "--lease-duration=5s"}, "--lease-duration"},
+		{"lease 61s", nil, []string{conn, "--lease-duration=61s"}, "--lease-duration"},
+		{"deadline equal to L-2s", nil, []string{conn, "--renew-deadline=13s"}, "--renew-deadline"},
+		{"deadline above L", nil, []string{conn, "--lease-duration=20s", "--renew-deadline=19s"}, "--renew-deadline"},
+		{"renew interval above D/3", nil, []string{conn, "--renew-interval=4s"}, "--renew-interval"},
+		{"retry period zero", nil, []string{conn, "--retry-period=0s"}, "--retry-period"},
+		{"empty container", nil, []string{conn, "--container="}, "--container"},
+		{"container with capitals", nil, []string{conn, "--container=Leases"}, "--container"},
+		{"malformed connection string", nil, []string{"--connection-string=not-a-connection-string"}, "--connection-string"},
+		{"bad account key", nil, []string{"--connection-string=AccountName=a;AccountKey=!!!"}, "--connection-string"},
+		{"http account url", nil, []string{"--account-url=http://a.blob.core.windows.net"}, "--account-url"},
+		{"no storage", nil, []string{}, "--account-url"},
+		{"both storages", nil, []string{conn, "--account-url=https://a.blob.core.windows.net"}, "--account-url"},
+		{"bad duration syntax", nil, []string{conn, "--tick=soon"}, "-tick"},
+		{"tick too short", nil, []string{conn, "--tick=1ms"}, "--tick"},
+		{"env twin checked too", []string{"BLOBLEADER_LEASE_DURATION=90s"}, []string{conn}, "--lease-duration"},
+		{"env twin bad syntax", []string{"BLOBLEADER_RETRY_PERIOD=fast"}, []string{conn}, "BLOBLEADER_RETRY_PERIOD"},
+		{"unknown flag", nil, []string{conn, "--leader-duration=15s"}, "leader-duration"},
+		{"bad log format", nil, []string{conn, "--log-format=xml"}, "--log-format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := append([]string{"AZURE_STORAGE_CONNECTION_STRING="}, tt.env...)
+			code, out := runWorkerCmd(t, env, tt.args...)
+			if code != 2 {
+				t.Fatalf("exit code %d, want 2; output:\n%s", code, out)
+			}
+			if !strings.Contains(out, tt.want) {
+				t.Fatalf("message does not name %s:\n%s", tt.want, out)
+			}
+		})
+	}
+}
+
+func TestWorker_HelpExitsZeroAndListsEveryFlagWithItsEnvTwin(t *testing.T) {
+	t.Parallel()
+	code, out := runWorkerCmd(t, nil, "--help")
+	if code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, f := range []string{"account-url", "connection-string", "container", "blob", "identity", "lease-duration",
+		"renew-deadline", "renew-interval", "retry-period", "tick", "listen", "history", "log-format"} {
+		if !strings.Contains(out, "--"+f+"\n") || !strings.Contains(out, envName(f)) {
+			t.Errorf("--help does not list --%s with %s", f, envName(f))
+		}
+	}
+	if strings.Contains(out, "unsafe") {
+		t.Error("--help lists the hidden negative-control flag")
+	}
+	if code, out := runWorkerCmd(t, nil, "ledger", "--help"); code != 0 || !strings.Contains(out, "--verify") {
+		t.Errorf("ledger --help: exit %d\n%s", code, out)
+	}
+}
+
+// startWorker runs the binary against Azurite and returns its base URL once
+// it serves /status.
+func startWorker(t *testing.T, conn, id, historyPath string) (string, *exec.Cmd) {
+	t.Helper()
+	port, err := azurite.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", historyPath,
+		"--container", "status-test", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return base, cmd
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s not ready within 10s", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func getStatus(t *testing.T, base string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(base + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("/status Content-Type %q", ct)
+	}
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	az, err := azurite.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(az.Stop)
+	dir := t.TempDir()
+	leaderURL, leader := startWorker(t, az.ConnectionString(), "w1", filepath.Join(dir, "w1.jsonl"))
+	// Wait until w1 leads, then start the follower.
+	deadline := time.Now().Add(10 * time.Second)
+	for getStatus(t, leaderURL)["role"] != "leader" {
+		if time.Now().After(deadline) {
+			t.Fatal("w1 did not lead within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	followerURL, _ := startWorker(t, az.ConnectionString(), "w2", filepath.Join(dir, "w2.jsonl"))
+
+	// The exact key set and types of the /status contract.
+	want := map[string]reflect.Kind{"identity": reflect.String, "role": reflect.String, "term": reflect.Float64,
+		"leader": reflect.String, "leaseDuration": reflect.String, "since": reflect.String}
+	for _, base := range []string{leaderURL, followerURL} {
+		st := getStatus(t, base)
+		if len(st) != len(want) {
+			t.Fatalf("/status has keys %v, want exactly %v", st, want)
+		}
+		for k, kind := range want {
+			if v, ok := st[k]; !ok || reflect.TypeOf(v).Kind() != kind {
+				t.Fatalf("/status %q = %v, want a %s", k, v, kind)
+			}
+		}
+		if _, err := time.Parse(time.RFC3339Nano, st["since"].(string)); err != nil {
+			t.Fatalf("since %q is not RFC3339Nano", st["since"])
+		}
+		if st["leaseDuration"] != "15s" || st["term"] != float64(1) {
+			t.Fatalf("/status = %v, want leaseDuration 15s, term 1", st)
+		}
+	}
+	if st := getStatus(t, leaderURL); st["role"] != "leader" || st["leader"] != "w1" || st["identity"] != "w1" {
+		t.Fatalf("leader /status = %v", st)
+	}
+	// The follower reads the holder from metadata on its first held poll.
+	deadline = time.Now().Add(5 * time.Second)
+	for st := getStatus(t, followerURL); st["role"] != "follower" || st["leader"] != "w1"; st = getStatus(t, followerURL) {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower /status = %v, want role follower, leader w1", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	resp, err := http.Get(leaderURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	metrics := map[string]bool{}
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "#") {
+			metrics[line] = true
+		}
+	}
+	resp.Body.Close()
+	for _, m := range []string{"blobleader_is_leader 1", "blobleader_term 1", "blobleader_transitions_total 1",
+		`blobleader_storage_requests_total{code="201",op="acquire"} 1`} {
+		if !metrics[m] {
+			t.Errorf("/metrics lacks %q", m)
+		}
+	}
+	found := false
+	for line := range metrics {
+		found = found || strings.HasPrefix(line, `blobleader_storage_request_duration_seconds_count{op="acquire"}`)
+	}
+	if !found {
+		t.Error("/metrics lacks blobleader_storage_request_duration_seconds for acquire")
+	}
+
+	// Graceful stop: exit 0, and the history has the contract's shape.
+	if err := leader.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Wait(); err != nil {
+		t.Fatalf("SIGTERM: worker exited with %v, want 0", err)
+	}
+	f, err := os.Open(filepath.Join(dir, "w1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var events []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var rec map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("history line %q: %v", sc.Text(), err)
+		}
+		for _, k := range []string{"t", "mono_ns", "identity", "event"} {
+			if _, ok := rec[k]; !ok {
+				t.Fatalf("history line lacks %q: %s", k, sc.Text())
+			}
+		}
+		events = append(events, rec["event"].(string))
+	}
+	if len(events) < 3 || events[0] != "started_leading" || events[len(events)-2] != "stopped_leading" || events[len(events)-1] != "released" {
+		t.Fatalf("history events %v, want started_leading … stopped_leading, released", events)
+	}
+}
