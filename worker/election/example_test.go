@@ -1,0 +1,35 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/blobleader/blobleader/worker/election"
+)
+
+// A service that needs "exactly one instance does X" runs its task through
+// RunTaskWhenLeader. Here the lock is in memory; in production it is a
+// bloblock.Lock on an Azure blob.
+func ExampleRunTaskWhenLeader() {
+	store := election.NewMemStore()
+	cfg := election.DefaultConfig("worker-1")
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	ctx, stop := context.WithCancel(context.Background())
+	err := election.RunTaskWhenLeader(ctx, cfg, store.NewLock("worker-1"), func(ctx context.Context, term int64) error {
+		// Every side effect carries the term: it is the fencing token.
+		fmt.Printf("leading with term %d\n", term)
+		stop() // a real task runs until ctx is cancelled
+		<-ctx.Done()
+		return nil
+	})
+	fmt.Println("stopped:", err)
+	// The lease was released on stop: another contender gets it at once.
+	fmt.Println("free for the next:", store.NewLock("worker-2").Acquire(context.Background(), cfg.LeaseDuration) == nil)
+	// Output:
+	// leading with term 1
+	// stopped: <nil>
+	// free for the next: true
+}
