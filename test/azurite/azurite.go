@@ -85,7 +85,7 @@ func Start(ctx context.Context) (*Server, error) {
 		"--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--disableTelemetry")
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	// Own process group, so Stop takes node and anything it forked with it.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.SysProcAttr = procAttr()
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("azurite: start %s: %w", bin, err)
 	}

@@ -308,8 +308,10 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (term int64, 
 			heldPolls = 0
 		case errors.Is(err, ErrLockHeld):
 			e.touch(true)
-			// Someone leads. Read who (not every poll: it costs an operation).
-			if heldPolls%e.cfg.ObserveEvery == 0 {
+			// Someone leads. Read who (not every poll: it costs an operation),
+			// but every poll while we know nobody: the winner may not have
+			// stamped its term yet when we first look.
+			if heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" {
 				e.observe(ctx)
 			}
 			heldPolls++
@@ -343,6 +345,12 @@ func (e *Elector) stampTerm(ctx context.Context, sent time.Time) (int64, error) 
 		return 0, errors.New("renew deadline passed while acquiring")
 	}
 	return next.Term, nil
+}
+
+func (e *Elector) knownLeader() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader
 }
 
 func (e *Elector) observe(ctx context.Context) {

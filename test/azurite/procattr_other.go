@@ -1,0 +1,8 @@
+//go:build !linux
+
+package azurite
+
+import "syscall"
+
+// procAttr puts Azurite in its own process group so Stop takes node and its children.
+func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

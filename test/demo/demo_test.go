@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt runs `demo --auto` with
+// the real worker and Azurite: one leader among three, SIGKILL it, another
+// takes over with the next term; and no process is left behind.
+func TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, b := range []struct{ out, pkg string }{{"worker", "../../worker"}, {"demo", "."}} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "worker"), "--auto")
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if err != nil {
+		t.Fatalf("demo --auto: %v\n%s", err, text)
+	}
+	m := regexp.MustCompile(`killing the leader (worker-\d) \(term (\d+)\)`).FindStringSubmatch(text)
+	n := regexp.MustCompile(`takeover: (worker-\d) leads with term (\d+), ([\d.]+)s after the kill`).FindStringSubmatch(text)
+	if m == nil || n == nil {
+		t.Fatalf("demo output lacks the kill or the takeover:\n%s", text)
+	}
+	oldTerm, _ := strconv.Atoi(m[2])
+	newTerm, _ := strconv.Atoi(n[2])
+	if m[1] == n[1] || newTerm <= oldTerm {
+		t.Fatalf("takeover by %s term %s after killing %s term %s: want another worker and a higher term", n[1], n[2], m[1], m[2])
+	}
+	t.Logf("demo takeover after SIGKILL: %ss", n[3])
+	if !strings.Contains(text, "stopped 3 workers and Azurite") {
+		t.Fatalf("demo did not report its cleanup:\n%s", text)
+	}
+	// Nothing it started survives it.
+	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "worker")).Output(); len(out) > 0 {
+		t.Fatalf("worker processes left behind: %s", out)
+	}
+}

@@ -1,0 +1,375 @@
+// Command demo runs the election locally: a private Azurite, three workers,
+// and a live table of who leads. Kill the leader and watch the takeover.
+//
+//	make demo                         (builds, then runs this with --worker bin/worker)
+//	demo --worker bin/worker --auto   (non-interactive: kill the leader once, report the takeover, exit)
+//
+// Keys: k kill the leader (SIGKILL, a crash), s stop it (SIGTERM, graceful),
+// r restart stopped workers, q quit. Every process it starts is stopped on
+// exit, Ctrl-C, SIGTERM or SIGHUP (a closed terminal).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/blobleader/blobleader/test/azurite"
+)
+
+type worker struct {
+	id      string
+	port    int
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	how     string // how it was stopped, for the table
+}
+
+type status struct {
+	Identity string `json:"identity"`
+	Role     string `json:"role"`
+	Term     int64  `json:"term"`
+	Leader   string `json:"leader"`
+	Since    string `json:"since"`
+}
+
+type demo struct {
+	bin, dir string
+	az       *azurite.Server
+	workers  []*worker
+	http     *http.Client
+
+	mu      sync.Mutex
+	log     []string // recent happenings, newest last
+	killed  time.Time
+	killedW string
+	lastLdr string
+	lastTrm int64
+}
+
+func main() {
+	bin := flag.String("worker", "bin/worker", "path to the worker binary")
+	n := flag.Int("workers", 3, "how many workers to start (1–9)")
+	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it, wait for the takeover, print it and exit (0 on takeover, 1 if none within L + 1.1·P + 5s)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), r restart stopped workers, q quit.\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *n < 1 || *n > 9 {
+		fmt.Fprintf(os.Stderr, "demo: invalid --workers %d: must be 1–9\n", *n)
+		os.Exit(2)
+	}
+	if _, err := os.Stat(*bin); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: invalid --worker %s: %v (run `make build`)\n", *bin, err)
+		os.Exit(2)
+	}
+	os.Exit(run(*bin, *n, *auto))
+}
+
+func run(bin string, n int, auto bool) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	dir, err := os.MkdirTemp("", "blobleader-demo-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+	d := &demo{bin: bin, dir: dir, http: &http.Client{Timeout: 500 * time.Millisecond}}
+	defer d.cleanup()
+
+	fmt.Println("starting Azurite (in memory, loopback only)…")
+	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	d.az, err = azurite.Start(startCtx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+	fmt.Printf("Azurite on %s; starting %d workers (logs and history in %s)…\n", d.az.BlobEndpoint(), n, dir)
+	for i := 1; i <= n; i++ {
+		w := &worker{id: fmt.Sprintf("worker-%d", i)}
+		if err := d.start(w); err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+			return 1
+		}
+		d.workers = append(d.workers, w)
+	}
+	if auto {
+		return d.auto(ctx)
+	}
+	return d.interactive(ctx)
+}
+
+func (d *demo) start(w *worker) error {
+	port, err := azurite.FreePort()
+	if err != nil {
+		return err
+	}
+	w.port, w.how = port, ""
+	w.logPath = filepath.Join(d.dir, w.id+".log")
+	logf, err := os.OpenFile(w.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	w.cmd = exec.Command(d.bin, "--identity", w.id, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--history", filepath.Join(d.dir, w.id+".jsonl"), "--log-format", "json")
+	w.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+d.az.ConnectionString())
+	w.cmd.Stdout, w.cmd.Stderr = logf, logf
+	if err := w.cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", w.id, err)
+	}
+	w.exited = make(chan struct{})
+	go func() { _ = w.cmd.Wait(); logf.Close(); close(w.exited) }()
+	return nil
+}
+
+func (w *worker) alive() bool {
+	select {
+	case <-w.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (d *demo) status(w *worker) (status, bool) {
+	var s status
+	if !w.alive() {
+		return s, false
+	}
+	resp, err := d.http.Get(fmt.Sprintf("http://127.0.0.1:%d/status", w.port))
+	if err != nil {
+		return s, false
+	}
+	defer resp.Body.Close()
+	return s, json.NewDecoder(resp.Body).Decode(&s) == nil
+}
+
+// leader returns the worker that says it leads, if exactly one does.
+func (d *demo) leader() (*worker, status, int) {
+	var lw *worker
+	var ls status
+	count := 0
+	for _, w := range d.workers {
+		if s, ok := d.status(w); ok && s.Role == "leader" {
+			lw, ls = w, s
+			count++
+		}
+	}
+	return lw, ls, count
+}
+
+func (d *demo) note(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.log = append(d.log, time.Now().Format("15:04:05.000")+"  "+fmt.Sprintf(format, args...))
+	if len(d.log) > 8 {
+		d.log = d.log[len(d.log)-8:]
+	}
+}
+
+// watch notes leadership changes and measures takeovers after a kill/stop.
+func (d *demo) watch() {
+	w, s, count := d.leader()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if count != 1 || (w.id == d.lastLdr && s.Term == d.lastTrm) {
+		return
+	}
+	msg := fmt.Sprintf("%s leads, term %d", w.id, s.Term)
+	if !d.killed.IsZero() && d.killedW != w.id {
+		msg += fmt.Sprintf(" — took over %.1fs after %s was stopped", time.Since(d.killed).Seconds(), d.killedW)
+		d.killed = time.Time{}
+	}
+	d.lastLdr, d.lastTrm = w.id, s.Term
+	d.log = append(d.log, time.Now().Format("15:04:05.000")+"  "+msg)
+	if len(d.log) > 8 {
+		d.log = d.log[len(d.log)-8:]
+	}
+}
+
+func (d *demo) stopLeader(sig syscall.Signal) {
+	w, _, count := d.leader()
+	if count != 1 {
+		d.note("no single leader to stop right now")
+		return
+	}
+	how := "killed (SIGKILL)"
+	if sig == syscall.SIGTERM {
+		how = "stopped (SIGTERM)"
+	}
+	_ = w.cmd.Process.Signal(sig)
+	w.how = how
+	d.mu.Lock()
+	d.killed, d.killedW = time.Now(), w.id
+	d.mu.Unlock()
+	d.note("%s %s", w.id, how)
+}
+
+func (d *demo) table(tty bool) string {
+	var b strings.Builder
+	if tty {
+		b.WriteString("\033[H\033[2J")
+	}
+	fmt.Fprintf(&b, "blobleader demo — %d workers on Azurite %s   (lease 15s, poll 1s)\r\n\r\n", len(d.workers), d.az.BlobEndpoint())
+	fmt.Fprintf(&b, "  %-10s %-7s %-10s %-5s %-10s %s\r\n", "IDENTITY", "PID", "ROLE", "TERM", "LEADER", "SINCE")
+	for _, w := range d.workers {
+		s, ok := d.status(w)
+		switch {
+		case ok:
+			since := s.Since
+			if t, err := time.Parse(time.RFC3339Nano, s.Since); err == nil {
+				since = fmt.Sprintf("%.1fs ago", time.Since(t).Seconds())
+			}
+			role := s.Role
+			if tty && role == "leader" {
+				role = "\033[1;32mleader\033[0m    "
+			}
+			fmt.Fprintf(&b, "  %-10s %-7d %-10s %-5d %-10s %s\r\n", w.id, w.cmd.Process.Pid, role, s.Term, s.Leader, since)
+		case w.alive():
+			fmt.Fprintf(&b, "  %-10s %-7d %-10s\r\n", w.id, w.cmd.Process.Pid, "starting")
+		default:
+			fmt.Fprintf(&b, "  %-10s %-7s %-10s\r\n", w.id, "-", w.how)
+		}
+	}
+	b.WriteString("\r\n")
+	d.mu.Lock()
+	for _, l := range d.log {
+		b.WriteString("  " + l + "\r\n")
+	}
+	d.mu.Unlock()
+	b.WriteString("\r\n  k kill the leader (crash: takeover after the lease expires, ~15s)   s stop it (graceful: ~1s)\r\n  r restart stopped workers   q quit\r\n")
+	return b.String()
+}
+
+func (d *demo) interactive(ctx context.Context) int {
+	tty := term.IsTerminal(int(os.Stdout.Fd()))
+	keys := make(chan byte, 8)
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		old, err := term.MakeRaw(int(os.Stdin.Fd()))
+		if err == nil {
+			defer term.Restore(int(os.Stdin.Fd()), old)
+		}
+	}
+	go func() {
+		buf := make([]byte, 1)
+		for {
+			if _, err := os.Stdin.Read(buf); err != nil {
+				if errors.Is(err, io.EOF) {
+					return // no input: the table keeps running until Ctrl-C or SIGTERM
+				}
+				return
+			}
+			keys <- buf[0]
+		}
+	}()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		d.watch()
+		fmt.Print(d.table(tty))
+		select {
+		case <-ctx.Done():
+			return 0
+		case k := <-keys:
+			switch k {
+			case 'k', 'K':
+				d.stopLeader(syscall.SIGKILL)
+			case 's', 'S':
+				d.stopLeader(syscall.SIGTERM)
+			case 'r', 'R':
+				for _, w := range d.workers {
+					if !w.alive() {
+						if err := d.start(w); err != nil {
+							d.note("restart %s: %v", w.id, err)
+						} else {
+							d.note("%s restarted", w.id)
+						}
+					}
+				}
+			case 'q', 'Q', 3: // 3: Ctrl-C in raw mode
+				return 0
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// auto is the scripted run used by tests: one crash and its takeover.
+func (d *demo) auto(ctx context.Context) int {
+	wait := func(what string, within time.Duration, ok func() bool) bool {
+		deadline := time.Now().Add(within)
+		for !ok() {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				fmt.Printf("FAIL: %s not seen within %s\n", what, within)
+				return false
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return true
+	}
+	var first *worker
+	var firstTerm int64
+	if !wait("one leader", 20*time.Second, func() bool {
+		w, s, c := d.leader()
+		first, firstTerm = w, s.Term
+		return c == 1
+	}) {
+		return 1
+	}
+	fmt.Print(d.table(false))
+	fmt.Printf("killing the leader %s (term %d) with SIGKILL\n", first.id, firstTerm)
+	_ = first.cmd.Process.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	var next *worker
+	var nextTerm int64
+	if !wait("a new leader", 15*time.Second+1100*time.Millisecond+5*time.Second, func() bool {
+		w, s, c := d.leader()
+		next, nextTerm = w, s.Term
+		return c == 1 && w != first
+	}) {
+		return 1
+	}
+	fmt.Print(d.table(false))
+	fmt.Printf("takeover: %s leads with term %d, %.1fs after the kill\n", next.id, nextTerm, time.Since(killed).Seconds())
+	return 0
+}
+
+// cleanup stops every process the demo started: workers gracefully (so they
+// release the lease), then Azurite; nothing is left behind.
+func (d *demo) cleanup() {
+	for _, w := range d.workers {
+		if w.alive() {
+			_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, w := range d.workers {
+		select {
+		case <-w.exited:
+		case <-time.After(8 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-w.exited
+		}
+	}
+	if d.az != nil {
+		d.az.Stop()
+	}
+	fmt.Printf("\r\nstopped %d workers and Azurite; logs and history kept in %s\r\n", len(d.workers), d.dir)
+}
