@@ -112,6 +112,7 @@ The leader appends to a fenced ledger every --tick; followers watch and take ove
 Usage:
   worker [flags]            run (SIGTERM/SIGINT: stop the task, release the lease, exit 0)
   worker ledger [flags]     print and verify the ledger (worker ledger --help)
+  worker status [--url U]   print a running worker's /status (for images without a shell)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	o.storageOptions.register(fs)
@@ -125,7 +126,7 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
 	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
-	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file")
+	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
 	fs.BoolVar(&o.unsafe, "unsafe-no-step-down", false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
 	if err := parse(fs, args); err != nil {
@@ -205,8 +206,6 @@ func (o *options) validate() error {
 		return usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
 	case o.listen == "":
 		return usagef("invalid --listen: must not be empty (e.g. :8080 or 127.0.0.1:0)")
-	case o.history == "blob":
-		return usagef("invalid --history blob: history in blob storage is not built yet; give a file path")
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
 		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
 	}

@@ -37,9 +37,12 @@ func main() {
 // 2 invalid configuration, 1 anything else.
 func run(args []string, stdout, stderr io.Writer) int {
 	var err error
-	if len(args) > 0 && args[0] == "ledger" {
+	switch {
+	case len(args) > 0 && args[0] == "ledger":
 		err = runLedger(args[1:], stdout, stderr)
-	} else {
+	case len(args) > 0 && args[0] == "status":
+		err = runStatus(args[1:], stdout)
+	default:
 		err = runWorker(args, stdout, stderr)
 	}
 	var ue *usageError
@@ -108,12 +111,31 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	var hist *history.File
-	if o.history != "" {
-		if hist, err = history.OpenFile(o.history); err != nil {
+	var hist interface{ Write(history.Record) error }
+	switch o.history {
+	case "":
+	case "blob":
+		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
+			time.Second, metrics.ObserveRequest)
+		if err != nil {
 			return err
 		}
-		defer hist.Close()
+		b := history.OpenBlob(hc, o.identity, processStart, history.BlobOptions{Logger: log})
+		hist = b
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := b.Close(ctx); err != nil {
+				log.Error("history", "err", err)
+			}
+		}()
+	default:
+		f, err := history.OpenFile(o.history)
+		if err != nil {
+			return err
+		}
+		hist = f
+		defer f.Close()
 	}
 	onEvent := func(ev election.Event) {
 		metrics.ObserveEvent(ev)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,7 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
 	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/history"
 )
 
 // These tests run the real binary, as an operator or the chaos harness would.
@@ -124,7 +129,7 @@ func TestWorker_HelpExitsZeroAndListsEveryFlagWithItsEnvTwin(t *testing.T) {
 
 // startWorker runs the binary against Azurite and returns its base URL once
 // it serves /status.
-func startWorker(t *testing.T, conn, id, historyPath string) (string, *exec.Cmd) {
+func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
 	port, err := azurite.FreePort()
 	if err != nil {
@@ -132,6 +137,7 @@ func startWorker(t *testing.T, conn, id, historyPath string) (string, *exec.Cmd)
 	}
 	cmd := exec.Command(binary, "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", historyPath,
 		"--container", "status-test", "--log-format", "json")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -250,6 +256,11 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 		t.Error("/metrics lacks blobleader_storage_request_duration_seconds for acquire")
 	}
 
+	// `worker status` prints the same document (for images without a shell).
+	if code, out := runWorkerCmd(t, nil, "status", "--url", leaderURL); code != 0 || !strings.Contains(out, `"role":"leader"`) || !strings.Contains(out, `"identity":"w1"`) {
+		t.Fatalf("worker status: exit %d\n%s", code, out)
+	}
+
 	// Graceful stop: exit 0, and the history has the contract's shape.
 	if err := leader.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -277,5 +288,48 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 	}
 	if len(events) < 3 || events[0] != "started_leading" || events[len(events)-2] != "stopped_leading" || events[len(events)-1] != "released" {
 		t.Fatalf("history events %v, want started_leading … stopped_leading, released", events)
+	}
+}
+
+func TestWorker_HistoryToBlobLandsInTheHistoryContainer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	az, err := azurite.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(az.Stop)
+	base, cmd := startWorker(t, az.ConnectionString(), "hb1", "blob")
+	deadline := time.Now().Add(10 * time.Second)
+	for getStatus(t, base)["role"] != "leader" {
+		if time.Now().After(deadline) {
+			t.Fatal("no leadership within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("SIGTERM: exit %v, want 0", err)
+	}
+	hc, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: history.Container, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "hb1/"
+	page, err := hc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix}).NextPage(ctx)
+	if err != nil || len(page.Segment.BlobItems) != 1 {
+		t.Fatalf("history blobs under hb1/: %v, %v; want exactly one", page.Segment, err)
+	}
+	resp, err := hc.NewBlobClient(*page.Segment.BlobItems[0].Name).DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, ev := range []string{`"event":"started_leading"`, `"event":"stopped_leading"`, `"event":"released"`} {
+		if !strings.Contains(string(body), ev) {
+			t.Fatalf("history blob lacks %s (the final flush on stop must write it):\n%s", ev, body)
+		}
 	}
 }

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// runStatus prints a running worker's /status. The container image has no
+// shell or HTTP client, so `az container exec … --exec-command "/worker status"`
+// is how an operator asks a worker on Azure who leads.
+func runStatus(args []string, stdout io.Writer) error {
+	var url string
+	fs := newFlagSet("worker status", stdout, `worker status — print a running worker's /status JSON.
+
+Usage:
+  worker status [--url http://127.0.0.1:8080]`)
+	fs.StringVar(&url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/status", nil)
+	if err != nil {
+		return usagef("invalid --url %q: %v", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status: %s answered %s", url, resp.Status)
+	}
+	_, err = io.Copy(stdout, resp.Body)
+	return err
+}
