@@ -1,0 +1,13 @@
+variable "location" {
+  type        = string
+  default     = "eastus"
+  description = "Azure region to deploy to."
+  nullable    = false
+}
+
+variable "image_digest" {
+  type        = string
+  default     = ""
+  description = "Digest of the pushed worker image (`sha256:...`); empty creates everything but the container groups."
+  nullable    = false
+}

@@ -1,0 +1,64 @@
+locals {
+  # Globally unique names (storage account, registry) get a short, stable suffix
+  # derived from the subscription, the prefix and the region unless one is given.
+  name_suffix = coalesce(
+    var.name_suffix,
+    substr(sha256("${data.azurerm_client_config.current.subscription_id}/${var.name_prefix}/${var.location}"), 0, 8),
+  )
+
+  resource_group_name  = coalesce(var.resource_group_name, "rg-${var.name_prefix}")
+  storage_account_name = "st${var.name_prefix}${local.name_suffix}"
+  registry_name        = "cr${var.name_prefix}${local.name_suffix}"
+  identity_name        = "id-${var.name_prefix}-worker"
+  log_analytics_name   = "log-${var.name_prefix}"
+
+  # The worker's contract (DESIGN §3): `--container` holds the lease blob and the
+  # fenced ledger (`<blob>-ledger/…`); `--history blob` appends to `history`.
+  storage_containers = {
+    leases  = var.lease_container_name
+    history = "history"
+  }
+
+  operator_container_roles = {
+    for pair in setproduct(var.operator_principal_ids, keys(local.storage_containers)) :
+    "${pair[1]}/${pair[0]}" => { principal_id = pair[0], container = pair[1] }
+  }
+
+  # Stage 1 of `make deploy` has no digest yet: no container groups then.
+  image_reference = var.image_digest == "" ? "" : "${azurerm_container_registry.this.login_server}/${var.image_repository}@${var.image_digest}"
+  worker_count    = var.image_digest == "" ? 0 : var.worker_count
+
+  # One group per zone, round-robin, where the region has zones.
+  workers = {
+    for i in range(local.worker_count) : format("%02d", i + 1) => {
+      name = format("ci-%s-worker-%02d", var.name_prefix, i + 1)
+      zone = length(var.zones) == 0 ? null : var.zones[i % length(var.zones)]
+    }
+  }
+
+  worker_port = 8080
+
+  # Flags through their env twins (BLOBLEADER_<FLAG>), DESIGN §3.
+  worker_environment = merge(var.history_to_blob ? { BLOBLEADER_HISTORY = "blob" } : {}, {
+    AZURE_CLIENT_ID             = azurerm_user_assigned_identity.worker.client_id
+    BLOBLEADER_ACCOUNT_URL      = azurerm_storage_account.this.primary_blob_endpoint
+    BLOBLEADER_CONTAINER        = var.lease_container_name
+    BLOBLEADER_BLOB             = var.lease_blob_name
+    BLOBLEADER_LEASE_DURATION   = "${var.lease_duration_seconds}s"
+    BLOBLEADER_RENEW_DEADLINE   = "${var.renew_deadline_seconds}s"
+    BLOBLEADER_RENEW_INTERVAL   = "${var.renew_interval_seconds}s"
+    BLOBLEADER_RETRY_PERIOD     = "${var.retry_period_seconds}s"
+    BLOBLEADER_TICK             = "${var.tick_seconds}s"
+    BLOBLEADER_LISTEN           = ":${local.worker_port}"
+    BLOBLEADER_LOG_FORMAT       = "json"
+    BLOBLEADER_WATCHDOG_TIMEOUT = "${var.watchdog_timeout_seconds}s"
+  })
+
+  # Placeholder contract for the chaos sidecar (issue 5 defines the real one).
+  chaos_environment = {
+    BLOBLEADER_CHAOS_UPSTREAM = azurerm_storage_account.this.primary_blob_endpoint
+    BLOBLEADER_CHAOS_PLAN     = "blob"
+  }
+
+  tags = merge({ project = "blobleader" }, var.tags)
+}

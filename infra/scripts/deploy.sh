@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# make deploy / make destroy / the preflight both share.
+#
+#   deploy.sh preflight   check terraform, az, credentials and ARM_SUBSCRIPTION_ID; change nothing
+#   deploy.sh deploy      stage 1 (storage, identity, roles, registry, logs), push the
+#                         image from out/image by digest, stage 2 (worker groups),
+#                         print the outputs, wait until one worker holds the lease
+#   deploy.sh destroy     terraform destroy of everything deploy created
+#
+# Environment: AZURE_LOCATION (region), WORKER_COUNT, TERRAFORM, GO,
+# OPERATOR_OBJECT_ID (who gets read access to the lease; default: whoever az is signed in as),
+# LEADER_TIMEOUT (seconds to wait for a leader, default 600), LEADER_POLL (10 s),
+# RETRY_BACKOFF (seconds, times the attempt number, between stage-3 retries; 60),
+# IMAGE_LAYOUT (default out/image),
+# TF_VARS (extra arguments for terraform plan/apply, e.g. "-var zones=[]").
+# State stays local in infra/terraform.tfstate (git-ignored); keep it to destroy.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+infra=$(dirname "$here")
+root=$(dirname "$infra")
+TERRAFORM=${TERRAFORM:-terraform}
+GO=${GO:-go}
+AZURE_LOCATION=${AZURE_LOCATION:-eastus}
+WORKER_COUNT=${WORKER_COUNT:-3}
+LEADER_TIMEOUT=${LEADER_TIMEOUT:-600}
+LEADER_POLL=${LEADER_POLL:-10}
+RETRY_BACKOFF=${RETRY_BACKOFF:-60}
+layout=${IMAGE_LAYOUT:-$root/out/image}
+tf() { "$TERRAFORM" -chdir="$infra" "$@"; }
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf '%s: %s\n' "${cmd:-deploy}" "$*" >&2; exit 1; }
+
+# One line naming everything that is missing, before anything is created.
+preflight() {
+	local missing=()
+	command -v "$TERRAFORM" >/dev/null 2>&1 || missing+=("terraform (>= 1.11 on PATH)")
+	if ! command -v az >/dev/null 2>&1; then
+		missing+=("az (Azure CLI on PATH)")
+	elif ! az account show --only-show-errors -o none >/dev/null 2>&1; then
+		missing+=("Azure credentials (run: az login)")
+	fi
+	[[ -n ${ARM_SUBSCRIPTION_ID:-} ]] || missing+=("ARM_SUBSCRIPTION_ID (export ARM_SUBSCRIPTION_ID=\$(az account show --query id -o tsv))")
+	if ((${#missing[@]})); then
+		local joined
+		joined=$(printf '%s; ' "${missing[@]}")
+		die "cannot ${cmd:-deploy}, nothing was changed; missing: ${joined%; }"
+	fi
+}
+
+# Prints the object id of whoever is signed in to az (user or service principal).
+signed_in_object_id() {
+	local type
+	type=$(az account show --query user.type -o tsv)
+	if [[ $type == user ]]; then
+		az ad signed-in-user show --query id -o tsv
+	else
+		az ad sp show --id "$(az account show --query user.name -o tsv)" --query id -o tsv
+	fi
+}
+
+common_vars() {
+	printf '%s\n' -var "location=$AZURE_LOCATION" -var "worker_count=$WORKER_COUNT"
+}
+
+deploy() {
+	local sub operator digest ref registry login repo
+	sub=$(az account show --query id -o tsv)
+	[[ $sub == "$ARM_SUBSCRIPTION_ID" ]] ||
+		die "az is signed in to subscription $sub but ARM_SUBSCRIPTION_ID is $ARM_SUBSCRIPTION_ID; run: az account set -s $ARM_SUBSCRIPTION_ID"
+	[[ -f $layout/index.json ]] || die "no image layout in $layout; run: make image"
+	operator=${OPERATOR_OBJECT_ID:-$(signed_in_object_id 2>/dev/null || true)}
+	mapfile -t vars < <(common_vars)
+	if [[ -n $operator ]]; then
+		vars+=(-var "operator_principal_ids=[\"$operator\"]")
+	else
+		echo "note: cannot read the signed-in principal's object id (set OPERATOR_OBJECT_ID); deploying without operator read access to the lease"
+	fi
+	read -r -a extra <<<"${TF_VARS:-}" # split on blanks, no globbing
+	vars+=("${extra[@]}")
+
+	step "terraform init"
+	tf init -input=false -upgrade=false >/dev/null
+
+	# Stage 1 keeps the groups of an earlier deploy (their digest) untouched.
+	digest=$(tf output -raw image_digest 2>/dev/null || true)
+	step "stage 1/3: storage, identity, roles, registry, logs (region $AZURE_LOCATION)"
+	tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest"
+
+	registry=$(tf output -raw registry_name)
+	login=$(tf output -raw registry_login_server)
+	repo=$(tf output -raw image_repository)
+	step "stage 2/3: push $layout to $repo (token from az acr login --expose-token)"
+	BLOBLEADER_REGISTRY_TOKEN=$(az acr login -n "$registry" --expose-token --only-show-errors --query accessToken -o tsv) ||
+		die "az acr login -n $registry --expose-token failed (you need AcrPush, Contributor or Owner on $login)"
+	export BLOBLEADER_REGISTRY_TOKEN
+	ref=$(cd "$root" && "$GO" run ./infra/image push --layout "$layout" --repository "$repo")
+	unset BLOBLEADER_REGISTRY_TOKEN
+	digest=${ref##*@}
+	echo "pushed $ref"
+
+	# ACI pulls with the identity's AcrPull, which ARM may take minutes to
+	# propagate: a failed group create is retried (it is replaced on the retry).
+	step "stage 3/3: $WORKER_COUNT worker container groups pinned to $digest"
+	local attempt
+	for attempt in 1 2 3 4; do
+		if tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest"; then
+			break
+		fi
+		((attempt < 4)) || die "stage 3 failed 4 times; see the errors above (role propagation can take up to 10 minutes: run make deploy again)"
+		echo "stage 3 failed (attempt $attempt); retrying in $((attempt * RETRY_BACKOFF)) s in case role assignments are still propagating"
+		sleep $((attempt * RETRY_BACKOFF))
+	done
+
+	step "outputs"
+	tf output
+	if [[ -n $operator ]]; then
+		wait_for_leader
+	else
+		echo "not waiting for a leader (no data role to read the lease); watch: az container logs -g $(tf output -raw resource_group_name) -n <group>"
+	fi
+}
+
+# The lease blob is the truth: leased, with holder and term in its metadata.
+wait_for_leader() {
+	local account container blob deadline state holder term
+	account=$(tf output -raw storage_account_name)
+	container=$(tf output -json container_names | sed -n 's/.*"leases": *"\([^"]*\)".*/\1/p')
+	blob=$(tf output -raw lease_blob_name)
+	deadline=$(($(date +%s) + LEADER_TIMEOUT))
+	step "waiting up to ${LEADER_TIMEOUT}s for one leader (lease on $account/$container/$blob)"
+	while (($(date +%s) < deadline)); do
+		if read -r state holder term < <(az storage blob show --auth-mode login --only-show-errors \
+			--account-name "$account" --container-name "$container" --name "$blob" \
+			--query '[properties.lease.state, metadata.holder, metadata.term]' -o tsv 2>/dev/null | tr '\t' ' '); then
+			if [[ $state == leased && -n $holder && $holder != None ]]; then
+				printf 'leader: %s (term %s)\n' "$holder" "$term"
+				printf 'watch it:  az container logs -g %s -n %s --follow\n' "$(tf output -raw resource_group_name)" "$holder"
+				return 0
+			fi
+			printf '  lease %s, no leader yet\n' "${state:-absent}"
+		else
+			printf '  lease blob not readable yet (worker starting, or data role still propagating)\n'
+		fi
+		sleep "$LEADER_POLL"
+	done
+	die "no leader after ${LEADER_TIMEOUT}s; check: az container logs -g $(tf output -raw resource_group_name) -n <group>"
+}
+
+destroy() {
+	mapfile -t vars < <(common_vars)
+	read -r -a extra <<<"${TF_VARS:-}"
+	vars+=("${extra[@]}")
+	[[ -f $infra/terraform.tfstate ]] || die "no state in $infra/terraform.tfstate: nothing deployed from this checkout"
+	step "terraform destroy (resource group, storage with its ledger and history, registry, identity, logs)"
+	tf init -input=false >/dev/null
+	tf destroy -input=false -auto-approve "${vars[@]}" -var "image_digest=$(tf output -raw image_digest 2>/dev/null || true)"
+}
+
+cmd=${1:-}
+case $cmd in
+preflight) cmd=${2:-deploy} && preflight ;; # `preflight deploy|destroy`: checks only
+deploy) preflight && deploy ;;
+destroy) preflight && destroy ;;
+*) echo "usage: $0 preflight|deploy|destroy" >&2; exit 2 ;;
+esac

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Offline test of deploy.sh: stub `az`, `terraform` and `go` on PATH, run
+# deploy/destroy, and check what they called, in which order, and what they print.
+# Nothing here talks to Azure. Run by `make test-infra`.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+deploy="$here/deploy.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+stubs="$work/bin"
+mkdir -p "$stubs" "$work/layout"
+echo '{}' >"$work/layout/index.json"
+calls="$work/calls.log"
+digest="sha256:$(printf '%064d' 7)"
+fails=0 passes=0
+
+fail() { printf 'FAIL: %s\n' "$*"; fails=$((fails + 1)); }
+pass() { passes=$((passes + 1)); }
+expect_contains() { # file text what
+	if grep -qF -- "$2" "$1"; then pass; else fail "$3: $(basename "$1") lacks: $2"; fi
+}
+expect_absent() {
+	if grep -qF -- "$2" "$1"; then fail "$3: $(basename "$1") contains: $2"; else pass; fi
+}
+
+# --- stubs -------------------------------------------------------------------
+cat >"$stubs/az" <<'EOF'
+#!/usr/bin/env bash
+echo "az $*" >>"$CALLS"
+case "$*" in
+"account show --only-show-errors -o none") [[ -z ${AZ_LOGGED_OUT:-} ]] ;;
+"account show --query id -o tsv") echo "$ARM_SUBSCRIPTION_ID" ;;
+"account show --query user.type -o tsv") echo user ;;
+"ad signed-in-user show --query id -o tsv") echo 33333333-3333-3333-3333-333333333333 ;;
+acr\ login*) echo "token-from-acr" ;;
+storage\ blob\ show*)
+	n=$(($(cat "$STATE/polls" 2>/dev/null || echo 0) + 1)); echo "$n" >"$STATE/polls"
+	if ((n < 3)); then printf 'available\tNone\tNone\n'; else printf 'leased\tci-blobleader-worker-02\t1\n'; fi ;;
+*) echo "unexpected az call: $*" >&2; exit 9 ;;
+esac
+EOF
+cat >"$stubs/terraform" <<'EOF'
+#!/usr/bin/env bash
+shift # -chdir=…
+echo "terraform $*" >>"$CALLS"
+case "$1" in
+init) ;;
+apply)
+	if [[ "$*" == *"image_digest=sha256:"* ]]; then
+		n=$(($(cat "$STATE/stage3" 2>/dev/null || echo 0) + 1)); echo "$n" >"$STATE/stage3"
+		if ((n <= ${STAGE3_FAILURES:-0})); then echo "Error: InaccessibleImage" >&2; exit 1; fi
+	fi ;;
+destroy) ;;
+output)
+	case "${2:-}:${3:-}" in
+	-raw:image_digest) [[ -f $STATE/stage3 ]] || exit 1; echo "$DIGEST" ;;
+	-raw:registry_name) echo crblobleadertest ;;
+	-raw:registry_login_server) echo crblobleadertest.azurecr.io ;;
+	-raw:image_repository) echo crblobleadertest.azurecr.io/blobleader/worker ;;
+	-raw:storage_account_name) echo stblobleadertest ;;
+	-raw:lease_blob_name) echo leader ;;
+	-raw:resource_group_name) echo rg-blobleader ;;
+	-json:container_names) echo '{"history":"history","leases":"leases"}' ;;
+	:) echo 'resource_group_name = "rg-blobleader"' ;;
+	*) echo "unexpected output: $*" >&2; exit 9 ;;
+	esac ;;
+*) echo "unexpected terraform call: $*" >&2; exit 9 ;;
+esac
+EOF
+cat >"$stubs/go" <<'EOF'
+#!/usr/bin/env bash
+echo "go $* token=${BLOBLEADER_REGISTRY_TOKEN:-<unset>}" >>"$CALLS"
+[[ $1 == run && $2 == ./infra/image && $3 == push ]] || { echo "unexpected go call: $*" >&2; exit 9; }
+while (($#)); do [[ $1 == --repository ]] && repo=$2; shift; done
+echo "push: progress on stderr" >&2
+echo "$repo@$DIGEST"
+EOF
+chmod +x "$stubs"/*
+
+run() { # name, then env assignments and deploy.sh arguments; output in $work/<name>.out
+	local name=$1
+	shift
+	rm -f "$calls" "$work"/polls "$work"/stage3
+	set +e
+	env PATH="$stubs:/usr/bin:/bin" CALLS="$calls" STATE="$work" DIGEST="$digest" \
+		IMAGE_LAYOUT="$work/layout" LEADER_POLL=0 RETRY_BACKOFF=0 TERRAFORM=terraform GO=go \
+		"$@" >"$work/$name.out" 2>&1
+	echo $? >"$work/$name.rc"
+	set -e
+	touch "$calls"
+}
+
+# 1. Full deploy: preflight, stage 1 without digest, push with the token in the
+#    environment only, stage 2 with the pushed digest, outputs, leader found.
+run deploy ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 bash "$deploy" deploy
+[[ $(cat "$work/deploy.rc") == 0 ]] && pass || fail "deploy exited $(cat "$work/deploy.rc"): $(tail -n 5 "$work/deploy.out")"
+order=$(grep -nE 'terraform apply|go run|acr login' "$calls" | cut -d: -f2- | sed -E 's/ -var .*image_digest=/ image_digest=/; s/(terraform apply).* (image_digest=[^ ]*).*/\1 \2/; s/(az acr login).*/\1/; s/(go run ..infra.image push).*(token=.*)/\1 \2/')
+want=$(printf '%s\n' "terraform apply image_digest=" "az acr login" "go run ./infra/image push token=token-from-acr" "terraform apply image_digest=$digest")
+[[ $order == "$want" ]] && pass || fail "deploy order:
+$order
+want:
+$want"
+expect_contains "$calls" '-var location=eastus -var worker_count=3' "variables"
+expect_contains "$calls" 'operator_principal_ids=["33333333-3333-3333-3333-333333333333"]' "operator read access"
+expect_absent "$calls" "terraform apply -input=false -auto-approve -var location=eastus -var worker_count=3 token-from-acr" "token kept out of terraform"
+if grep '^terraform' "$calls" | grep -q token-from-acr; then fail "the registry token reached a terraform command line"; else pass; fi
+expect_contains "$work/deploy.out" "leader: ci-blobleader-worker-02 (term 1)" "leader reported"
+expect_contains "$work/deploy.out" "stage 3/3" "progress printed"
+
+# 2. Stage 3 is retried while role assignments propagate.
+run retry ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE3_FAILURES=2 TF_VARS='-var zones=[] -var registry_sku=Basic' bash "$deploy" deploy
+[[ $(cat "$work/retry.rc") == 0 ]] && pass || fail "deploy with 2 failing stage-3 applies exited $(cat "$work/retry.rc")"
+[[ $(grep -c "image_digest=$digest" "$calls") == 3 ]] && pass || fail "want 3 stage-3 applies, got $(grep -c "image_digest=$digest" "$calls")"
+[[ $(grep -c -- "-var zones=\[\] -var registry_sku=Basic" "$calls") == 4 ]] && pass || fail "TF_VARS must reach every apply (1 + 3): $(grep -c -- "zones=" "$calls")"
+
+# 3. Fail fast, one line naming what is missing, nothing called on Azure or Terraform.
+run nosub bash "$deploy" deploy
+[[ $(cat "$work/nosub.rc") == 1 ]] && pass || fail "deploy without ARM_SUBSCRIPTION_ID exited $(cat "$work/nosub.rc")"
+expect_contains "$work/nosub.out" "missing: ARM_SUBSCRIPTION_ID" "missing subscription named"
+[[ $(wc -l <"$work/nosub.out") == 1 ]] && pass || fail "fail-fast output is not one line: $(cat "$work/nosub.out")"
+if grep -qE '^(terraform|go)|acr|storage' "$calls"; then fail "deploy without ARM_SUBSCRIPTION_ID called: $(cat "$calls")"; else pass; fi
+
+run loggedout ARM_SUBSCRIPTION_ID=x AZ_LOGGED_OUT=1 bash "$deploy" deploy
+expect_contains "$work/loggedout.out" "missing: Azure credentials (run: az login)" "missing login named"
+[[ $(cat "$work/loggedout.rc") == 1 ]] && pass || fail "deploy logged out exited $(cat "$work/loggedout.rc")"
+
+rm "$stubs/az"
+run noaz bash "$deploy" destroy
+expect_contains "$work/noaz.out" "destroy: cannot destroy, nothing was changed; missing: az (Azure CLI on PATH); ARM_SUBSCRIPTION_ID" "destroy names both"
+[[ $(cat "$work/noaz.rc") == 1 ]] && pass || fail "destroy without az exited $(cat "$work/noaz.rc")"
+
+printf '%d passed, %d failed\n' "$passes" "$fails"
+((fails == 0))

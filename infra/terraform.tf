@@ -1,0 +1,39 @@
+terraform {
+  # 1.11: `override_during = plan` in mock providers, cross-variable validation (1.9+).
+  required_version = ">= 1.11, < 2.0"
+
+  required_providers {
+    azurerm = {
+      source = "hashicorp/azurerm"
+      # Offline checks build the 5.2.0 tree from source (docs/deploy.md, "Offline checks").
+      version = "~> 5.2"
+    }
+  }
+}
+
+# This directory is the deployment root (`make deploy`), so it configures its
+# provider. The subscription comes from ARM_SUBSCRIPTION_ID.
+provider "azurerm" {
+  # Every storage call Terraform makes is authorised with Entra ID, never with an
+  # account key: the account has shared keys disabled.
+  storage_use_azuread = true
+
+  # azurerm 5.x registers no resource providers by default; register exactly the
+  # ones this configuration uses.
+  resource_provider_registrations = "none"
+  resource_providers_to_register = [
+    "Microsoft.ContainerInstance",
+    "Microsoft.ContainerRegistry",
+    "Microsoft.ManagedIdentity",
+    "Microsoft.OperationalInsights",
+    "Microsoft.Storage",
+  ]
+
+  features {
+    storage {
+      # Containers are created through ARM (`storage_account_id`), so apply never
+      # needs the blob data plane, a key, or a network path to the account.
+      data_plane_available = false
+    }
+  }
+}

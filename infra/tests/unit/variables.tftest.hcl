@@ -1,0 +1,229 @@
+# Bad input must fail at plan, with the variable's own message, before anything
+# reaches Azure. Election timing rules (DESIGN §2): 15 <= L <= 60 (whole seconds),
+# 0 < D < L - 2, 0 < renew interval <= D / 3, retry period > 0.
+
+mock_provider "azurerm" {}
+
+variables {
+  location     = "eastus"
+  image_digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+}
+
+run "defaults_are_valid" {
+  command = plan
+}
+
+run "timings_at_the_edges_are_valid" {
+  command = plan
+
+  variables {
+    lease_duration_seconds   = 60
+    renew_deadline_seconds   = 57
+    renew_interval_seconds   = 19
+    retry_period_seconds     = 0.5
+    watchdog_timeout_seconds = 19
+  }
+
+  assert {
+    condition     = azurerm_container_group.worker["01"].container[0].environment_variables["BLOBLEADER_RETRY_PERIOD"] == "0.5s"
+    error_message = "Fractional seconds must reach the worker as a Go duration (0.5s)."
+  }
+}
+
+run "lease_duration_below_azure_minimum" {
+  command = plan
+  variables {
+    lease_duration_seconds = 14
+    renew_deadline_seconds = 10
+  }
+  expect_failures = [var.lease_duration_seconds]
+}
+
+run "lease_duration_above_azure_maximum" {
+  command = plan
+  variables {
+    lease_duration_seconds = 61
+  }
+  expect_failures = [var.lease_duration_seconds]
+}
+
+run "lease_duration_fractional" {
+  command = plan
+  variables {
+    lease_duration_seconds = 15.5
+  }
+  expect_failures = [var.lease_duration_seconds]
+}
+
+run "renew_deadline_without_two_second_margin" {
+  command = plan
+  variables {
+    lease_duration_seconds = 15
+    renew_deadline_seconds = 13
+  }
+  expect_failures = [var.renew_deadline_seconds]
+}
+
+run "renew_deadline_zero" {
+  command = plan
+  variables {
+    renew_deadline_seconds = 0
+  }
+  expect_failures = [var.renew_deadline_seconds]
+}
+
+run "renew_interval_zero" {
+  command = plan
+  variables {
+    renew_interval_seconds = 0
+  }
+  expect_failures = [var.renew_interval_seconds]
+}
+
+run "renew_interval_above_a_third_of_the_deadline" {
+  command = plan
+  variables {
+    renew_deadline_seconds = 10
+    renew_interval_seconds = 3.5
+  }
+  expect_failures = [var.renew_interval_seconds]
+}
+
+run "retry_period_zero" {
+  command = plan
+  variables {
+    retry_period_seconds = 0
+  }
+  expect_failures = [var.retry_period_seconds]
+}
+
+run "tick_zero" {
+  command = plan
+  variables {
+    tick_seconds = 0
+  }
+  expect_failures = [var.tick_seconds]
+}
+
+run "tick_above_an_hour" {
+  command = plan
+  variables {
+    tick_seconds = 3601
+  }
+  expect_failures = [var.tick_seconds]
+}
+
+run "watchdog_shorter_than_renew_interval" {
+  command = plan
+  variables {
+    watchdog_timeout_seconds = 1
+  }
+  expect_failures = [var.watchdog_timeout_seconds]
+}
+
+run "history_off" {
+  command = plan
+  variables {
+    history_to_blob = false
+  }
+  assert {
+    condition     = !contains(keys(azurerm_container_group.worker["01"].container[0].environment_variables), "BLOBLEADER_HISTORY")
+    error_message = "history_to_blob = false must leave BLOBLEADER_HISTORY unset."
+  }
+}
+
+run "worker_count_zero" {
+  command = plan
+  variables {
+    worker_count = 0
+  }
+  expect_failures = [var.worker_count]
+}
+
+run "worker_count_above_twenty" {
+  command = plan
+  variables {
+    worker_count = 21
+  }
+  expect_failures = [var.worker_count]
+}
+
+run "name_prefix_not_storage_safe" {
+  command = plan
+  variables {
+    name_prefix = "Blob-Leader"
+  }
+  expect_failures = [var.name_prefix]
+}
+
+run "location_display_name" {
+  command = plan
+  variables {
+    location = "East US"
+  }
+  expect_failures = [var.location]
+}
+
+run "image_digest_is_a_tag" {
+  command = plan
+  variables {
+    image_digest = "latest"
+  }
+  expect_failures = [var.image_digest]
+}
+
+run "zone_that_does_not_exist" {
+  command = plan
+  variables {
+    zones = ["1", "4"]
+  }
+  expect_failures = [var.zones]
+}
+
+run "registry_sku_unknown" {
+  command = plan
+  variables {
+    registry_sku = "Free"
+  }
+  expect_failures = [var.registry_sku]
+}
+
+run "lease_container_clashes_with_history" {
+  command = plan
+  variables {
+    lease_container_name = "history"
+  }
+  expect_failures = [var.lease_container_name]
+}
+
+run "lease_blob_with_slash" {
+  command = plan
+  variables {
+    lease_blob_name = "a/b"
+  }
+  expect_failures = [var.lease_blob_name]
+}
+
+run "operator_id_not_a_guid" {
+  command = plan
+  variables {
+    operator_principal_ids = ["alice@example.com"]
+  }
+  expect_failures = [var.operator_principal_ids]
+}
+
+run "chaos_sidecar_enabled_without_image" {
+  command = plan
+  variables {
+    chaos_sidecar = { enabled = true }
+  }
+  expect_failures = [var.chaos_sidecar]
+}
+
+run "worker_memory_too_small" {
+  command = plan
+  variables {
+    worker_memory_gb = 0.05
+  }
+  expect_failures = [var.worker_memory_gb]
+}

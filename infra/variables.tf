@@ -1,0 +1,337 @@
+variable "location" {
+  type        = string
+  description = <<-EOT
+    Azure region for every resource, e.g. `eastus` or `swedencentral`
+    (`az account list-locations -o table`). Pick one with availability zones to
+    spread the workers over zones (see `zones`).
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9]{2,29}$", var.location))
+    error_message = "location must be an Azure region name in lower case without spaces, e.g. \"eastus\" (list them with `az account list-locations -o table`)."
+  }
+}
+
+variable "chaos_sidecar" {
+  type = object({
+    enabled   = bool
+    image     = optional(string, "")
+    cpu       = optional(number, 0.25)
+    memory_gb = optional(number, 0.25)
+  })
+  default     = { enabled = false }
+  description = <<-EOT
+    PLACEHOLDER, off by default: a fault-injection sidecar container in each
+    worker group, to be defined by the Azure chaos issue (issue 5). Today,
+    enabling it only adds a container named `chaos` running `image` beside the
+    worker; the worker's storage traffic is NOT routed through it and no fault
+    is injected. Do not rely on it until issue 5 lands.
+    - `enabled`: add the container.
+    - `image`: its full image reference (required when enabled).
+    - `cpu`, `memory_gb`: its resource requests.
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = !var.chaos_sidecar.enabled || length(trimspace(var.chaos_sidecar.image)) > 0
+    error_message = "chaos_sidecar.image must be set to an image reference when chaos_sidecar.enabled is true."
+  }
+  validation {
+    condition     = var.chaos_sidecar.cpu > 0 && var.chaos_sidecar.cpu <= 1 && var.chaos_sidecar.memory_gb > 0 && var.chaos_sidecar.memory_gb <= 2
+    error_message = "chaos_sidecar.cpu must be in (0, 1] and chaos_sidecar.memory_gb in (0, 2]."
+  }
+}
+
+variable "history_to_blob" {
+  type        = bool
+  default     = true
+  description = <<-EOT
+    Run the workers with `BLOBLEADER_HISTORY=blob`: each appends its election
+    events to the `history` container. False leaves history off (events still
+    appear in the logs).
+  EOT
+  nullable    = false
+}
+
+variable "image_digest" {
+  type        = string
+  default     = ""
+  description = <<-EOT
+    Digest of the worker image in the registry, `sha256:<64 hex>`; the groups
+    pin the image by it. Empty (stage 1 of `make deploy`) creates everything
+    except the container groups; `make deploy` pushes the image and sets it.
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = var.image_digest == "" || can(regex("^sha256:[0-9a-f]{64}$", var.image_digest))
+    error_message = "image_digest must be empty or \"sha256:\" followed by 64 lower-case hex digits (the digest `make image` prints), not a tag."
+  }
+}
+
+variable "image_repository" {
+  type        = string
+  default     = "blobleader/worker"
+  description = "Repository of the worker image in the registry (`make deploy` pushes it there)."
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$", var.image_repository))
+    error_message = "image_repository must be a lower-case OCI repository path such as \"blobleader/worker\" (letters, digits, '.', '_', '-' and '/')."
+  }
+}
+
+variable "lease_blob_name" {
+  type        = string
+  default     = "leader"
+  description = "Name of the lease blob the workers elect on (`--blob`); the fenced ledger lives beside it as `<name>-ledger/`."
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", var.lease_blob_name))
+    error_message = "lease_blob_name must be 1-100 characters of letters, digits, '.', '_' or '-', starting with a letter or digit (no '/': the ledger prefix is derived from it)."
+  }
+}
+
+variable "lease_container_name" {
+  type        = string
+  default     = "leases"
+  description = "Blob container holding the lease blob and the ledger (`--container`)."
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z0-9](-?[a-z0-9])+$", var.lease_container_name)) && length(var.lease_container_name) >= 3 && length(var.lease_container_name) <= 63 && var.lease_container_name != "history"
+    error_message = "lease_container_name must be a valid container name (3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit) and not \"history\" (used for the history)."
+  }
+}
+
+variable "lease_duration_seconds" {
+  type        = number
+  default     = 15
+  description = "Lease duration L in seconds (`--lease-duration`). Azure accepts 15-60 s; infinite leases are refused because a crashed holder would block forever."
+  nullable    = false
+
+  validation {
+    condition     = var.lease_duration_seconds >= 15 && var.lease_duration_seconds <= 60 && floor(var.lease_duration_seconds) == var.lease_duration_seconds
+    error_message = "lease_duration_seconds must be a whole number of seconds from 15 to 60 (Azure's lease range), got ${var.lease_duration_seconds}."
+  }
+}
+
+variable "log_daily_quota_gb" {
+  type        = number
+  default     = 1
+  description = "Daily ingestion cap of the Log Analytics workspace in GB (-1 = no cap). Three workers log far less than this."
+  nullable    = false
+
+  validation {
+    condition     = var.log_daily_quota_gb == -1 || var.log_daily_quota_gb > 0
+    error_message = "log_daily_quota_gb must be -1 (no cap) or a positive number of GB."
+  }
+}
+
+variable "log_retention_days" {
+  type        = number
+  default     = 30
+  description = "Days Log Analytics keeps the container logs (30 is included in the ingestion price)."
+  nullable    = false
+
+  validation {
+    condition     = var.log_retention_days >= 30 && var.log_retention_days <= 730 && floor(var.log_retention_days) == var.log_retention_days
+    error_message = "log_retention_days must be a whole number from 30 to 730."
+  }
+}
+
+variable "name_prefix" {
+  type        = string
+  default     = "blobleader"
+  description = "Prefix of every resource name (lower-case letters and digits, 2-10 characters); change it to run two deployments in one subscription."
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9]{1,9}$", var.name_prefix))
+    error_message = "name_prefix must be 2-10 lower-case letters or digits starting with a letter (it is part of the storage account name, which allows nothing else)."
+  }
+}
+
+variable "name_suffix" {
+  type        = string
+  default     = null
+  description = "Suffix that makes the storage account and registry names globally unique. Null derives 8 stable hex characters from the subscription, prefix and region."
+
+  validation {
+    condition     = var.name_suffix == null || can(regex("^[a-z0-9]{4,12}$", var.name_suffix))
+    error_message = "name_suffix must be null or 4-12 lower-case letters or digits."
+  }
+}
+
+variable "operator_principal_ids" {
+  type        = list(string)
+  default     = []
+  description = <<-EOT
+    Entra object ids granted Storage Blob Data Reader on the two containers (not
+    the account), so an operator can watch the lease and read the ledger and
+    history. `make deploy` adds the principal that runs it.
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for id in var.operator_principal_ids : can(regex("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", id))])
+    error_message = "operator_principal_ids must be Entra object ids (GUIDs), e.g. from `az ad signed-in-user show --query id -o tsv`."
+  }
+}
+
+variable "registry_sku" {
+  type        = string
+  default     = "Premium"
+  description = <<-EOT
+    Container registry SKU. Microsoft's guide for pulling into Container
+    Instances with a managed identity lists a Premium registry with trusted
+    services as the prerequisite, so Premium is the default; Basic or Standard
+    cost less and are not what that guide documents (docs/deploy.md, Costs).
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = contains(["Basic", "Standard", "Premium"], var.registry_sku)
+    error_message = "registry_sku must be one of \"Basic\", \"Standard\" or \"Premium\"."
+  }
+}
+
+variable "renew_deadline_seconds" {
+  type        = number
+  default     = 10
+  description = "Renew deadline D in seconds (`--renew-deadline`): a leader steps down when no renew succeeded for D. Must be below L - 2 s (clock-rate and transit margin)."
+  nullable    = false
+
+  validation {
+    condition     = var.renew_deadline_seconds > 0 && var.renew_deadline_seconds < var.lease_duration_seconds - 2
+    error_message = "renew_deadline_seconds must be > 0 and < lease_duration_seconds - 2 (got D=${var.renew_deadline_seconds}, L=${var.lease_duration_seconds}): lower D below ${var.lease_duration_seconds - 2} or raise the lease duration."
+  }
+}
+
+variable "renew_interval_seconds" {
+  type        = number
+  default     = 2
+  description = "Seconds between a leader's renews (`--renew-interval`); at most D / 3 so at least three renews fit in a deadline."
+  nullable    = false
+
+  validation {
+    condition     = var.renew_interval_seconds > 0 && var.renew_interval_seconds <= var.renew_deadline_seconds / 3
+    error_message = "renew_interval_seconds must be > 0 and <= renew_deadline_seconds / 3 (got ${var.renew_interval_seconds} with D=${var.renew_deadline_seconds}): use at most ${floor(var.renew_deadline_seconds * 1000 / 3) / 1000}."
+  }
+}
+
+variable "resource_group_name" {
+  type        = string
+  default     = null
+  description = "Name of the resource group to create. Null means `rg-<name_prefix>`."
+
+  validation {
+    condition     = var.resource_group_name == null || can(regex("^[-\\w._()]{1,89}[-\\w_()]$", var.resource_group_name))
+    error_message = "resource_group_name must be 1-90 letters, digits, '-', '_', '.', '(' or ')' and must not end with '.'."
+  }
+}
+
+variable "retry_period_seconds" {
+  type        = number
+  default     = 1
+  description = "Follower poll period P in seconds (`--retry-period`, jittered by 10 %). Failover after a crash is bounded by L + 1.1 P."
+  nullable    = false
+
+  validation {
+    condition     = var.retry_period_seconds > 0 && var.retry_period_seconds <= 60
+    error_message = "retry_period_seconds must be > 0 (and at most 60, beyond which failover takes minutes), got ${var.retry_period_seconds}."
+  }
+}
+
+variable "storage_replication_type" {
+  type        = string
+  default     = "ZRS"
+  description = "Replication of the storage account. ZRS keeps the lease available when one zone fails; use LRS in a region without zones."
+  nullable    = false
+
+  validation {
+    condition     = contains(["LRS", "ZRS", "GRS", "GZRS", "RAGRS", "RAGZRS"], var.storage_replication_type)
+    error_message = "storage_replication_type must be one of LRS, ZRS, GRS, GZRS, RAGRS, RAGZRS."
+  }
+}
+
+variable "tags" {
+  type        = map(string)
+  default     = {}
+  description = "Tags added to every resource (besides `project = blobleader`)."
+  nullable    = false
+}
+
+variable "tick_seconds" {
+  type        = number
+  default     = 1
+  description = "Period of the reference leader task in seconds (`--tick`): each tick appends one fenced ledger entry, a billed blob write (docs/deploy.md, Costs)."
+  nullable    = false
+
+  validation {
+    condition     = var.tick_seconds >= 0.01 && var.tick_seconds <= 3600
+    error_message = "tick_seconds must be between 0.01 and 3600 (the worker's --tick range, 10ms to 1h), got ${var.tick_seconds}."
+  }
+}
+
+variable "watchdog_timeout_seconds" {
+  type        = number
+  default     = 10
+  description = "Stall watchdog of the leader task in seconds (`--watchdog-timeout`); 0 turns it off."
+  nullable    = false
+
+  validation {
+    condition     = var.watchdog_timeout_seconds == 0 || var.watchdog_timeout_seconds >= var.renew_interval_seconds
+    error_message = "watchdog_timeout_seconds must be 0 (off) or at least renew_interval_seconds (${var.renew_interval_seconds}), got ${var.watchdog_timeout_seconds}."
+  }
+}
+
+variable "worker_count" {
+  type        = number
+  default     = 3
+  description = "Number of worker container groups, spread over `zones` round-robin."
+  nullable    = false
+
+  validation {
+    condition     = var.worker_count >= 1 && var.worker_count <= 20 && floor(var.worker_count) == var.worker_count
+    error_message = "worker_count must be a whole number from 1 to 20, got ${var.worker_count}."
+  }
+}
+
+variable "worker_cpu" {
+  type        = number
+  default     = 0.5
+  description = "vCPU requested by each worker container (ACI bills requested vCPU-seconds)."
+  nullable    = false
+
+  validation {
+    condition     = var.worker_cpu >= 0.1 && var.worker_cpu <= 4
+    error_message = "worker_cpu must be between 0.1 and 4 vCPU."
+  }
+}
+
+variable "worker_memory_gb" {
+  type        = number
+  default     = 0.5
+  description = "Memory in GB requested by each worker container (ACI bills requested GB-seconds)."
+  nullable    = false
+
+  validation {
+    condition     = var.worker_memory_gb >= 0.1 && var.worker_memory_gb <= 16
+    error_message = "worker_memory_gb must be between 0.1 and 16 GB."
+  }
+}
+
+variable "zones" {
+  type        = list(string)
+  default     = ["1", "2", "3"]
+  description = "Availability zones to place the worker groups in, round-robin. Use [] in a region without zones."
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for z in var.zones : contains(["1", "2", "3"], z)]) && length(distinct(var.zones)) == length(var.zones)
+    error_message = "zones must be a list of distinct values from \"1\", \"2\", \"3\", or [] for a region without zones."
+  }
+}
