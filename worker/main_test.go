@@ -159,6 +159,18 @@ func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (s
 	}
 }
 
+// awaitRole polls /status (bounded) until the worker reports role.
+func awaitRole(t *testing.T, base, role string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for getStatus(t, base)["role"] != role {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not report role %s within 10s", base, role)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func getStatus(t *testing.T, base string) map[string]any {
 	t.Helper()
 	resp, err := http.Get(base + "/status")
@@ -178,23 +190,10 @@ func getStatus(t *testing.T, base string) map[string]any {
 
 func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	az, err := azurite.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(az.Stop)
+	az := azurite.StartT(t)
 	dir := t.TempDir()
 	leaderURL, leader := startWorker(t, az.ConnectionString(), "w1", filepath.Join(dir, "w1.jsonl"))
-	// Wait until w1 leads, then start the follower.
-	deadline := time.Now().Add(10 * time.Second)
-	for getStatus(t, leaderURL)["role"] != "leader" {
-		if time.Now().After(deadline) {
-			t.Fatal("w1 did not lead within 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitRole(t, leaderURL, "leader") // then start the follower
 	followerURL, _ := startWorker(t, az.ConnectionString(), "w2", filepath.Join(dir, "w2.jsonl"))
 
 	// The exact key set and types of the /status contract.
@@ -221,7 +220,7 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 		t.Fatalf("leader /status = %v", st)
 	}
 	// The follower reads the holder from metadata on its first held poll.
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for st := getStatus(t, followerURL); st["role"] != "follower" || st["leader"] != "w1"; st = getStatus(t, followerURL) {
 		if time.Now().After(deadline) {
 			t.Fatalf("follower /status = %v, want role follower, leader w1", st)
@@ -295,19 +294,9 @@ func TestWorker_HistoryToBlobLandsInTheHistoryContainer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	az, err := azurite.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(az.Stop)
+	az := azurite.StartT(t)
 	base, cmd := startWorker(t, az.ConnectionString(), "hb1", "blob")
-	deadline := time.Now().Add(10 * time.Second)
-	for getStatus(t, base)["role"] != "leader" {
-		if time.Now().After(deadline) {
-			t.Fatal("no leadership within 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitRole(t, base, "leader")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("SIGTERM: exit %v, want 0", err)

@@ -91,11 +91,7 @@ func historyClient(t *testing.T, conn string) *container.Client {
 func TestBlob_FlushesEverySecondInOrderAndOnClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	az, err := azurite.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer az.Stop()
+	az := azurite.StartT(t)
 	c := historyClient(t, az.ConnectionString())
 	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 200 * time.Millisecond})
 	for i := range 50 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,19 +18,7 @@ import (
 
 var server *azurite.Server
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	s, err := azurite.Start(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ledger tests need Azurite:", err)
-		os.Exit(1)
-	}
-	server = s
-	code := m.Run()
-	s.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { azurite.RunMain(m, &server) }
 
 var seq atomic.Int64
 

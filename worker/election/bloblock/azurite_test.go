@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,19 +22,7 @@ import (
 
 var server *azurite.Server
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	s, err := azurite.Start(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bloblock tests need Azurite:", err)
-		os.Exit(1)
-	}
-	server = s
-	code := m.Run()
-	s.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { azurite.RunMain(m, &server) }
 
 var containerSeq atomic.Int64
 
