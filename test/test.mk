@@ -1,1 +1,41 @@
 # Chaos suite and benchmarks (owned by test/; included from the top Makefile).
+#
+# The short chaos suite (each scenario once, the negative control, a 60 s soak)
+# is part of `go test ./...`, so `make test` runs it. `make chaos` runs the long
+# one: each scenario REPEAT times plus a seeded soak of DURATION, with reports
+# (JSON summary, SVG/HTML timeline, histories and logs) in CHAOS_OUT.
+
+##@ Chaos
+
+DURATION   ?= 10m
+SEED       ?= $(shell date +%s)
+REPEAT     ?= 3
+CHAOS_OUT  ?= $(ROOT)/out/chaos
+CHAOS_RUN  ?= .
+# go test's -timeout: the soak's minutes (DURATION as Nh, Nm or Ns; anything
+# else counts as 2 h), plus about 5 min per repetition of the scenarios (they
+# run two at a time), plus 15 min margin.
+CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$$(( $${d%h} * 60 ));; (*m) m=$${d%m};; (*s) m=$$(( $${d%s} / 60 + 1 ));; (*) m=120;; esac; echo $$(( m + 5 * $(REPEAT) + 15 ))m)
+
+.PHONY: chaos
+chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a seeded soak (DURATION=10m SEED=…); reports in out/chaos.
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/worker ./worker
+	rm -rf $(CHAOS_OUT) && mkdir -p $(CHAOS_OUT)
+	@echo ">> chaos: DURATION=$(DURATION) SEED=$(SEED) REPEAT=$(REPEAT) timeout $(CHAOS_TIMEOUT), reports in $(CHAOS_OUT)"
+	@rc=0; \
+	BLOBLEADER_WORKER_BIN=$(BIN)/worker \
+	BLOBLEADER_CHAOS_DURATION=$(DURATION) \
+	BLOBLEADER_CHAOS_SEED=$(SEED) \
+	BLOBLEADER_CHAOS_REPEAT=$(REPEAT) \
+	BLOBLEADER_CHAOS_OUT=$(CHAOS_OUT) \
+	$(GO) test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '$(CHAOS_RUN)' ./test/scenarios 2>&1 | tee $(CHAOS_OUT)/go-test.log \
+	  | grep --line-buffered -E '^\s*(--- |PASS|FAIL|ok )|violation|soak (step|summary|steps)|failover after|^\s+(duration|kind|[a-z]+ +[0-9])' || rc=$$?; \
+	echo ">> soak summary ($(CHAOS_OUT)/TestElection_SeededSoak.txt):"; \
+	cat $(CHAOS_OUT)/TestElection_SeededSoak.txt 2>/dev/null || echo "(no soak in this run)"; \
+	echo ">> reports: $(CHAOS_OUT)/*.html; full log: $(CHAOS_OUT)/go-test.log"; \
+	exit $$rc
+
+.PHONY: test-chaos
+test-chaos: node_modules ## Short chaos suite only: fault, cluster and scenario tests (each scenario once).
+	$(GO) test -count=1 -timeout 15m ./chaos/... ./test/cluster/... ./test/scenarios/...

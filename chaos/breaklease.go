@@ -1,0 +1,80 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+)
+
+// BreakLease is an operator breaking the lock blob's lease from outside the
+// cluster, with a lease client of its own. With BreakPeriod 0 the lease is
+// free at once while the holder still believes it leads until its next renew
+// fails; DESIGN §2's forced-break rule, not S1, applies to this overlap.
+// Remove has nothing to undo: the workers themselves recover.
+type BreakLease struct {
+	BreakPeriod int32 `json:"breakPeriod"` // seconds (0..60) the broken lease lingers; 0 = free at once
+
+	// Blob is the lock blob, reached directly (not through a worker's proxy).
+	Blob *blob.Client `json:"-"`
+
+	mu     sync.Mutex
+	active bool
+}
+
+var _ Fault = (*BreakLease)(nil)
+
+func (f *BreakLease) Kind() Kind { return KindBreak }
+
+// Target is TargetAll: the break hits whoever holds the lease, which the
+// operator does not know. Blob names the lock blob.
+func (f *BreakLease) Target() string { return TargetAll }
+
+// BlobName is the lock blob as container/blob, for the timeline.
+func (f *BreakLease) BlobName() string {
+	if f.Blob == nil {
+		return ""
+	}
+	u, err := azblob.ParseURL(f.Blob.URL())
+	if err != nil {
+		return f.Blob.URL()
+	}
+	return u.ContainerName + "/" + u.BlobName
+}
+
+// Inject breaks the lease. Breaking a lease that is not held fails with the
+// storage error (LeaseNotPresentWithLeaseOperation).
+func (f *BreakLease) Inject(ctx context.Context) error {
+	if f.Blob == nil {
+		return fmt.Errorf("%w: break needs the lock blob", ErrNoTarget)
+	}
+	if f.BreakPeriod < 0 || f.BreakPeriod > 60 {
+		return fmt.Errorf("%w: breakPeriod %d s (want 0..60)", ErrInvalid, f.BreakPeriod)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active {
+		return ErrInjected
+	}
+	lc, err := lease.NewBlobClient(f.Blob, nil)
+	if err != nil {
+		return err
+	}
+	period := f.BreakPeriod
+	if _, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &period}); err != nil {
+		return fmt.Errorf("chaos: break lease: %w", err)
+	}
+	f.active = true
+	return nil
+}
+
+// Remove forgets the break; storage needs no undo.
+func (f *BreakLease) Remove(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = false
+	return nil
+}

@@ -1,0 +1,79 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+)
+
+// Kind names a fault in the recorded timeline; the checker keys its rules on it.
+type Kind string
+
+// The fault kinds of DESIGN §5.
+const (
+	KindCrash     Kind = "crash"
+	KindGraceful  Kind = "graceful"
+	KindPause     Kind = "pause"
+	KindLatency   Kind = "latency"
+	KindTimeout   Kind = "timeout"
+	KindReset     Kind = "reset"
+	KindPartition Kind = "partition"
+	KindOutage    Kind = "outage"
+	KindBreak     Kind = "break"
+)
+
+// TargetAll is the target of faults that hit every worker at once.
+const TargetAll = "*"
+
+// Fault is one injectable, removable fault.
+//
+// Inject puts the fault in place and returns once it is in effect (a crashed
+// process has exited, a paused one is stopped, a toxic is on the link). Remove
+// undoes it and returns once the system is back (a paused process runs again,
+// a restarted worker has been started). Removing a fault that is not in place
+// is a no-op, so Remove is safe in cleanups. Both honour ctx: when it ends
+// first they return an error wrapping ctx.Err().
+type Fault interface {
+	Kind() Kind
+	// Target is the worker the fault hits, TargetAll, or the lock blob's name.
+	Target() string
+	Inject(ctx context.Context) error
+	Remove(ctx context.Context) error
+}
+
+// Rerollable faults act on a share of connections (Toxicity < 1). toxiproxy
+// decides once per connection whether a toxic bites, and a client keeps a
+// connection that survived, so a long-held fault stops biting; Reroll takes
+// its toxics off and puts them back while the fault stays in place (one
+// entry on the timeline). A no-op when the fault is not injected.
+type Rerollable interface {
+	Fault
+	Reroll(ctx context.Context) error
+}
+
+// Errors shared by the faults.
+var (
+	ErrInjected    = errors.New("chaos: fault already injected")
+	ErrNoTarget    = errors.New("chaos: fault has no target")
+	ErrInvalid     = errors.New("chaos: invalid fault parameter")
+	ErrNotRunning  = errors.New("chaos: process is not running")
+	ErrStillAlive  = errors.New("chaos: process did not exit")
+	ErrNotStopped  = errors.New("chaos: process did not stop")
+	ErrNoRestarter = errors.New("chaos: process cannot be restarted")
+)
+
+// run calls f in its own goroutine and returns its error, or ctx's when ctx
+// ends first (f then finishes in the background). It makes blocking library
+// calls (toxiproxy waits for every link to take a toxic) cancellable.
+func run(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

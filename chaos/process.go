@@ -1,0 +1,97 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Process is the handle the process faults act on: one worker, wherever it
+// runs. The local cluster implements it for child processes.
+type Process interface {
+	// Name identifies the process in the timeline (the worker's identity).
+	Name() string
+	// Signal delivers sig to the running process.
+	Signal(sig syscall.Signal) error
+	// Exited is closed once the current incarnation has exited.
+	Exited() <-chan struct{}
+	// Restart starts a new incarnation after the old one exited, and returns
+	// once it runs.
+	Restart(ctx context.Context) error
+}
+
+// StateReader is implemented by processes whose run state can be read, so
+// Pause can confirm that SIGSTOP and SIGCONT took effect.
+type StateReader interface {
+	// Stopped reports whether the process is stopped by a signal.
+	Stopped() (bool, error)
+}
+
+// ProcStopped reads /proc/<pid>/stat and reports whether the process is in
+// the stopped state (T). It is how a local StateReader answers.
+func ProcStopped(pid int) (bool, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false, err
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain spaces or parentheses: take the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false, fmt.Errorf("chaos: cannot parse /proc/%d/stat", pid)
+	}
+	return b[i+2] == 'T', nil
+}
+
+// waitExit waits until p has exited or ctx ends.
+func waitExit(ctx context.Context, p Process) error {
+	select {
+	case <-p.Exited():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %s: %w", ErrStillAlive, p.Name(), ctx.Err())
+	}
+}
+
+// waitState polls p's run state until it is stopped (want true) or running,
+// or ctx ends. Processes that cannot report their state are trusted.
+func waitState(ctx context.Context, p Process, want bool) error {
+	sr, ok := p.(StateReader)
+	if !ok {
+		return nil
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, err := sr.Stopped()
+		if err != nil {
+			return fmt.Errorf("chaos: %s: read state: %w", p.Name(), err)
+		}
+		if got == want {
+			return nil
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("%w: %s exited", ErrNotRunning, p.Name())
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s (want stopped=%v): %w", ErrNotStopped, p.Name(), want, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func running(p Process) error {
+	if p == nil {
+		return ErrNoTarget
+	}
+	select {
+	case <-p.Exited():
+		return fmt.Errorf("%w: %s", ErrNotRunning, p.Name())
+	default:
+		return nil
+	}
+}

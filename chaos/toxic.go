@@ -1,0 +1,91 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// poison is the state every toxic-based fault shares: the proxy it poisons and
+// the toxics it put there.
+type poison struct {
+	mu     sync.Mutex
+	names  []string
+	active bool
+	again  func(ctx context.Context) ([]string, error) // adds the same toxics again
+}
+
+func (s *poison) inject(ctx context.Context, p *Proxy, kind Kind, typ string, st Stream, toxicity float32, attrs any) error {
+	if p == nil {
+		return fmt.Errorf("%w: %s needs a proxy", ErrNoTarget, kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active {
+		return fmt.Errorf("%w: %s on %s", ErrInjected, kind, p.Name())
+	}
+	names, err := p.addToxics(ctx, kind, typ, st, toxicity, attrs)
+	if err != nil {
+		return err
+	}
+	s.names, s.active = names, true
+	s.again = func(ctx context.Context) ([]string, error) {
+		return p.addToxics(ctx, kind, typ, st, toxicity, attrs)
+	}
+	return nil
+}
+
+// reroll takes the toxics off and puts them back, so every open connection
+// rolls the toxicity dice again.
+func (s *poison) reroll(ctx context.Context, p *Proxy) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active {
+		return nil
+	}
+	if err := p.removeToxics(ctx, s.names); err != nil {
+		return err
+	}
+	names, err := s.again(ctx)
+	if err != nil {
+		s.names, s.active = nil, false
+		return err
+	}
+	s.names = names
+	return nil
+}
+
+func (s *poison) remove(ctx context.Context, p *Proxy) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active {
+		return nil
+	}
+	if err := p.removeToxics(ctx, s.names); err != nil {
+		return err
+	}
+	s.names, s.active = nil, false
+	return nil
+}
+
+// toxicityOr1 treats an unset toxicity as "every connection".
+func toxicityOr1(t float32) float32 {
+	if t == 0 {
+		return 1
+	}
+	return t
+}
+
+func streamOr(s, def Stream) Stream {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func targetOf(p *Proxy) string {
+	if p == nil {
+		return ""
+	}
+	return p.Name()
+}

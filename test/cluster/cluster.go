@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/chaos"
+)
+
+// Cluster is a running blobleader cluster under test.
+type Cluster interface {
+	// Start adds n workers and returns once each answers GET /status.
+	Start(ctx context.Context, n int, opts ...Option) ([]Worker, error)
+	// Workers returns every worker slot, in start order.
+	Workers() []Worker
+	// Leader asks every running worker for its role and fails t unless
+	// exactly one says it leads.
+	Leader(t testing.TB) Worker
+	// WaitLeader waits until exactly one worker leads and, when not empty,
+	// its identity is not one of except; it fails t after timeout.
+	WaitLeader(t testing.TB, timeout time.Duration, except ...string) Worker
+	// FindLeader is WaitLeader returning an error instead of failing, for
+	// callers that must keep going (the soak) and leave the verdict to the
+	// checker.
+	FindLeader(timeout time.Duration, except ...string) (Worker, error)
+	// Inject binds f to target's handles (nil target: every worker, or the
+	// lock blob), injects it and records it in the timeline.
+	Inject(ctx context.Context, f chaos.Fault, target Worker) error
+	// Remove removes one injected fault and records its end.
+	Remove(ctx context.Context, f chaos.Fault) error
+	// Heal removes every fault still in place, newest first.
+	Heal(ctx context.Context) error
+	// History collects what the checker needs. It samples liveness over the
+	// given window (how long a contending worker certainly touches storage).
+	History(ctx context.Context, window time.Duration) (History, error)
+	// Storage is a client for the election's container that reaches storage
+	// directly, not through any worker's proxy (for the ledger).
+	Storage() *container.Client
+	// LockBlob is the lock blob's name (the ledger lives under "<blob>-ledger/").
+	LockBlob() string
+	// Params are the election timings the workers run with.
+	Params() Params
+	// Stop stops every worker and the storage; safe to call twice.
+	Stop()
+}
+
+// Worker is one worker slot.
+type Worker interface {
+	// Slot is the stable name: w1, w2, …
+	Slot() string
+	// Identity is the current incarnation's --identity.
+	Identity() string
+	// Status asks the worker's GET /status.
+	Status(ctx context.Context) (Status, error)
+	// Running reports whether the current incarnation is alive (paused counts
+	// as alive).
+	Running() bool
+}
+
+// Status is the worker's GET /status answer (DESIGN §3).
+type Status struct {
+	Identity      string    `json:"identity"`
+	Role          string    `json:"role"` // leader, follower or stopping
+	Term          int64     `json:"term"`
+	Leader        string    `json:"leader"`
+	LeaseDuration string    `json:"leaseDuration"`
+	Since         time.Time `json:"since"`
+}
+
+// FaultRecord is one injected fault on the run's timeline.
+type FaultRecord struct {
+	Kind   string          `json:"kind"`
+	Target string          `json:"target"` // identity, "*" for all, or container/blob
+	Start  time.Time       `json:"start"`
+	End    time.Time       `json:"end,omitzero"` // zero while in place
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// WorkerState is one incarnation at the time History was taken.
+type WorkerState struct {
+	Slot       string `json:"slot"`
+	Identity   string `json:"identity"`
+	Alive      bool   `json:"alive"`      // the process runs (or is paused)
+	Contending bool   `json:"contending"` // its acquire/renew request count moved during the window
+	Unsafe     bool   `json:"unsafe"`     // run with --unsafe-no-step-down
+	History    string `json:"history"`    // its JSONL history file
+	Log        string `json:"log"`        // its stderr/stdout
+}
+
+// History is everything a run leaves for the checker and the report.
+type History struct {
+	Start   time.Time     `json:"start"`
+	End     time.Time     `json:"end"`
+	Files   []string      `json:"files"` // JSONL histories, one per incarnation
+	Faults  []FaultRecord `json:"faults"`
+	Workers []WorkerState `json:"workers"`
+}
+
+// Params are the election timings passed to every worker.
+type Params struct {
+	LeaseDuration time.Duration // L, 15–60 s
+	RenewDeadline time.Duration // D < L − 2 s
+	RenewInterval time.Duration // ≤ D/3
+	RetryPeriod   time.Duration // P
+	Tick          time.Duration // leader task period
+	ShutdownGrace time.Duration // grace for the task on SIGTERM
+}
+
+// DefaultParams are the worker's defaults (DESIGN §2) with a faster leader
+// task, so the ledger sees several writes per term.
+func DefaultParams() Params {
+	return Params{
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RenewInterval: 2 * time.Second,
+		RetryPeriod:   time.Second,
+		Tick:          500 * time.Millisecond,
+		ShutdownGrace: 2 * time.Second,
+	}
+}
+
+// RequestTimeout is the worker's per-request timeout, min(RenewInterval, D/3).
+func (p Params) RequestTimeout() time.Duration {
+	return min(p.RenewInterval, p.RenewDeadline/3)
+}
+
+// Option configures the workers Start adds.
+type Option func(*workerOpts)
+
+type workerOpts struct {
+	unsafe bool
+	args   []string
+}
+
+// Unsafe runs the workers with the hidden --unsafe-no-step-down flag: the
+// negative control, which keeps claiming leadership after losing it.
+func Unsafe() Option { return func(o *workerOpts) { o.unsafe = true } }
+
+// Args adds raw worker flags.
+func Args(args ...string) Option {
+	return func(o *workerOpts) { o.args = append(o.args, args...) }
+}

@@ -1,0 +1,538 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/azurite"
+)
+
+// Local is the local backend: Azurite and worker processes on loopback.
+type Local struct {
+	t             testing.TB
+	bin           string
+	dir           string
+	params        Params
+	containerName string
+	blobName      string
+	az            *azurite.Server
+	storage       *container.Client
+	httpc         *http.Client
+	start         time.Time
+
+	mu      sync.Mutex
+	workers []*localWorker
+	faults  []*injected
+	stopped bool
+}
+
+// injected is a fault on the timeline; End is zero while it is in place.
+type injected struct {
+	f   chaos.Fault
+	rec FaultRecord
+}
+
+var _ Cluster = (*Local)(nil)
+
+// LocalConfig configures NewLocal; the zero value is usable.
+type LocalConfig struct {
+	Params    Params // zero: DefaultParams()
+	Binary    string // zero: WorkerBinary(t)
+	Container string // zero: "leases"
+	Blob      string // zero: "leader"
+}
+
+// NewLocal starts Azurite and returns an empty local cluster; add workers
+// with Start. Everything is torn down by t.Cleanup.
+func NewLocal(t testing.TB, cfg LocalConfig) *Local {
+	t.Helper()
+	if cfg.Params == (Params{}) {
+		cfg.Params = DefaultParams()
+	}
+	if cfg.Binary == "" {
+		cfg.Binary = WorkerBinary(t)
+	}
+	if cfg.Container == "" {
+		cfg.Container = "leases"
+	}
+	if cfg.Blob == "" {
+		cfg.Blob = "leader"
+	}
+	c := &Local{
+		t:             t,
+		bin:           cfg.Binary,
+		dir:           t.TempDir(),
+		params:        cfg.Params,
+		containerName: cfg.Container,
+		blobName:      cfg.Blob,
+		httpc:         &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
+		start:         time.Now(),
+	}
+	t.Cleanup(c.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	az, err := azurite.Start(ctx)
+	if errors.Is(err, azurite.ErrNotInstalled) {
+		t.Skipf("Azurite is not installed (run `make node_modules`): %v", err)
+	}
+	if err != nil {
+		t.Fatalf("cluster: start Azurite: %v", err)
+	}
+	c.az = az
+	c.storage, err = containerClient(az.BlobEndpoint(), c.containerName)
+	if err != nil {
+		t.Fatalf("cluster: storage client: %v", err)
+	}
+	return c
+}
+
+// Dir is the directory holding the histories and logs.
+func (c *Local) Dir() string { return c.dir }
+
+// Azurite is the storage server (for tests of the cluster itself).
+func (c *Local) Azurite() *azurite.Server { return c.az }
+
+func (c *Local) Params() Params { return c.params }
+
+func (c *Local) Storage() *container.Client { return c.storage }
+
+func (c *Local) LockBlob() string { return c.blobName }
+
+// Start adds n workers, each behind its own proxy, concurrently.
+func (c *Local) Start(ctx context.Context, n int, opts ...Option) ([]Worker, error) {
+	var o workerOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return nil, errors.New("cluster: stopped")
+	}
+	var added []*localWorker
+	for range n {
+		slot := fmt.Sprintf("w%d", len(c.workers)+1)
+		px, err := chaos.NewProxy(slot, fmt.Sprintf("%s:%d", c.az.Host, c.az.Port))
+		if err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		w := &localWorker{c: c, slot: slot, proxy: px, opts: o, httpc: c.httpc}
+		c.workers = append(c.workers, w)
+		added = append(added, w)
+	}
+	c.mu.Unlock()
+
+	errs := make([]error, len(added))
+	var wg sync.WaitGroup
+	for i, w := range added {
+		wg.Go(func() { errs[i] = w.start(ctx) })
+	}
+	wg.Wait()
+	out := make([]Worker, len(added))
+	for i, w := range added {
+		out[i] = w
+	}
+	return out, errors.Join(errs...)
+}
+
+func (c *Local) Workers() []Worker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Worker, len(c.workers))
+	for i, w := range c.workers {
+		out[i] = w
+	}
+	return out
+}
+
+// roles asks every running, not stopped worker for its status at once.
+func (c *Local) roles(ctx context.Context) (leaders []Worker, seen []string) {
+	ws := c.Workers()
+	sts := make([]Status, len(ws))
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		lw := w.(*localWorker)
+		if !lw.Running() {
+			errs[i] = errors.New("not running")
+			continue
+		}
+		if stopped, _ := lw.Stopped(); stopped {
+			errs[i] = errors.New("paused")
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, 750*time.Millisecond)
+			defer cancel()
+			sts[i], errs[i] = w.Status(cctx)
+		})
+	}
+	wg.Wait()
+	for i, w := range ws {
+		switch {
+		case errs[i] != nil:
+			seen = append(seen, fmt.Sprintf("%s: %v", w.Identity(), errs[i]))
+		default:
+			seen = append(seen, fmt.Sprintf("%s: %s term %d (leader %q)", sts[i].Identity, sts[i].Role, sts[i].Term, sts[i].Leader))
+			if sts[i].Role == "leader" {
+				leaders = append(leaders, w)
+			}
+		}
+	}
+	return leaders, seen
+}
+
+// Leader fails t unless exactly one worker reports role "leader" now.
+func (c *Local) Leader(t testing.TB) Worker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	leaders, seen := c.roles(ctx)
+	if len(leaders) != 1 {
+		t.Fatalf("expected one leader, found %d: %s", len(leaders), strings.Join(seen, "; "))
+	}
+	return leaders[0]
+}
+
+// WaitLeader polls until exactly one worker leads (and it is not one of
+// except), or fails t after timeout.
+func (c *Local) WaitLeader(t testing.TB, timeout time.Duration, except ...string) Worker {
+	t.Helper()
+	w, seen, err := c.waitLeader(timeout, except...)
+	if err != nil {
+		t.Fatalf("%v; last seen: %s", err, strings.Join(seen, "; "))
+	}
+	return w
+}
+
+// FindLeader is WaitLeader without a testing.TB.
+func (c *Local) FindLeader(timeout time.Duration, except ...string) (Worker, error) {
+	w, seen, err := c.waitLeader(timeout, except...)
+	if err != nil {
+		return nil, fmt.Errorf("%w; last seen: %s", err, strings.Join(seen, "; "))
+	}
+	return w, nil
+}
+
+func (c *Local) waitLeader(timeout time.Duration, except ...string) (Worker, []string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var seen []string
+	for {
+		var leaders []Worker
+		leaders, seen = c.roles(ctx)
+		if len(leaders) == 1 && !contains(except, leaders[0].Identity()) {
+			return leaders[0], seen, nil
+		}
+		select {
+		case <-ctx.Done():
+			what := "one leader"
+			if len(except) > 0 {
+				what += " other than " + strings.Join(except, ", ")
+			}
+			return nil, seen, fmt.Errorf("expected %s within %v", what, timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// bind gives f the local handles it acts on.
+func (c *Local) bind(f chaos.Fault, target Worker) error {
+	var w *localWorker
+	if target != nil {
+		lw, ok := target.(*localWorker)
+		if !ok {
+			return fmt.Errorf("cluster: %T is not a local worker", target)
+		}
+		w = lw
+	}
+	need := func() error {
+		if w == nil {
+			return fmt.Errorf("%w: %s needs a target worker", chaos.ErrNoTarget, f.Kind())
+		}
+		return nil
+	}
+	switch f := f.(type) {
+	case *chaos.Crash:
+		f.Process = w
+		return need()
+	case *chaos.Stop:
+		f.Process = w
+		return need()
+	case *chaos.Pause:
+		f.Process = w
+		return need()
+	case *chaos.Latency:
+		return c.bindProxy(&f.Proxy, w)
+	case *chaos.Timeout:
+		return c.bindProxy(&f.Proxy, w)
+	case *chaos.Reset:
+		return c.bindProxy(&f.Proxy, w)
+	case *chaos.Partition:
+		return c.bindProxy(&f.Proxy, w)
+	case *chaos.Outage:
+		f.Proxies = nil
+		c.mu.Lock()
+		for _, w := range c.workers {
+			f.Proxies = append(f.Proxies, w.proxy)
+		}
+		c.mu.Unlock()
+		return nil
+	case *chaos.BreakLease:
+		f.Blob = c.storage.NewBlobClient(c.blobName)
+		return nil
+	}
+	return fmt.Errorf("cluster: cannot bind fault %T", f)
+}
+
+func (c *Local) bindProxy(dst **chaos.Proxy, w *localWorker) error {
+	if w == nil {
+		return fmt.Errorf("%w: a network fault needs a target worker (use Outage for all)", chaos.ErrNoTarget)
+	}
+	*dst = w.proxy
+	return nil
+}
+
+// Inject binds f, injects it and records it. The record starts when the fault
+// is requested; a crash's, when the process is known dead (so the checker
+// never ends a crashed leader's belief before the kill really happened).
+func (c *Local) Inject(ctx context.Context, f chaos.Fault, target Worker) error {
+	if err := c.bind(f, target); err != nil {
+		return err
+	}
+	params, _ := json.Marshal(f)
+	rec := FaultRecord{Kind: string(f.Kind()), Target: recordedTarget(f, target), Start: time.Now(), Params: params}
+	if err := f.Inject(ctx); err != nil {
+		err = fmt.Errorf("cluster: inject %s on %s: %w", f.Kind(), rec.Target, err)
+		if nothingHappened(err) {
+			return err
+		}
+		// It may be partly in place (a kill sent, some proxies cut): undo
+		// what can be undone and keep it on the timeline.
+		rerr := f.Remove(context.WithoutCancel(ctx))
+		rec.End = time.Now()
+		c.record(f, rec)
+		return errors.Join(err, rerr)
+	}
+	if f.Kind() == chaos.KindCrash {
+		rec.Start = time.Now()
+	}
+	rec.Target = recordedTarget(f, target)
+	c.record(f, rec)
+	c.t.Logf("fault: %s on %s %s", rec.Kind, rec.Target, params)
+	return nil
+}
+
+// recordedTarget names what a fault hits as the histories do: a fault bound
+// to one worker is recorded under that worker's current incarnation (w1.2
+// after a restart), not its slot or proxy name, so the checker can tell
+// whether it hit the leader of the moment.
+func recordedTarget(f chaos.Fault, target Worker) string {
+	if target != nil && f.Target() != chaos.TargetAll {
+		return target.Identity()
+	}
+	return f.Target()
+}
+
+// nothingHappened reports Inject errors after which the fault certainly
+// had no effect (bad parameters, no target, already injected, nothing to hit).
+func nothingHappened(err error) bool {
+	return errors.Is(err, chaos.ErrInvalid) || errors.Is(err, chaos.ErrNoTarget) ||
+		errors.Is(err, chaos.ErrInjected) || errors.Is(err, chaos.ErrNotRunning)
+}
+
+func (c *Local) record(f chaos.Fault, rec FaultRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, &injected{f: f, rec: rec})
+}
+
+// Remove removes f and closes its record.
+func (c *Local) Remove(ctx context.Context, f chaos.Fault) error {
+	c.mu.Lock()
+	var in *injected
+	for _, x := range c.faults {
+		if x.f == f && x.rec.End.IsZero() {
+			in = x
+		}
+	}
+	c.mu.Unlock()
+	if in == nil {
+		return f.Remove(ctx)
+	}
+	if err := f.Remove(ctx); err != nil {
+		return fmt.Errorf("cluster: remove %s on %s: %w", in.rec.Kind, in.rec.Target, err)
+	}
+	c.mu.Lock()
+	in.rec.End = time.Now()
+	c.mu.Unlock()
+	c.t.Logf("healed: %s on %s", in.rec.Kind, in.rec.Target)
+	return nil
+}
+
+// Heal removes every fault still in place, newest first, and reports every
+// failure.
+func (c *Local) Heal(ctx context.Context) error {
+	c.mu.Lock()
+	var open []*injected
+	for _, x := range c.faults {
+		if x.rec.End.IsZero() {
+			open = append(open, x)
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for i := len(open) - 1; i >= 0; i-- {
+		errs = append(errs, c.Remove(ctx, open[i].f))
+	}
+	return errors.Join(errs...)
+}
+
+// Faults returns the timeline so far.
+func (c *Local) Faults() []FaultRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]FaultRecord, len(c.faults))
+	for i, x := range c.faults {
+		out[i] = x.rec
+	}
+	return out
+}
+
+// History samples each running incarnation's lease request count twice,
+// window apart, and returns the run's files, faults and worker states.
+func (c *Local) History(ctx context.Context, window time.Duration) (History, error) {
+	h := History{Start: c.start, Faults: c.Faults()}
+	type sample struct {
+		inc *incarnation
+		w   *localWorker
+		v   float64
+		ok  bool
+	}
+	var samples []*sample
+	c.mu.Lock()
+	workers := append([]*localWorker(nil), c.workers...)
+	c.mu.Unlock()
+	for _, w := range workers {
+		w.mu.Lock()
+		for _, inc := range w.all {
+			samples = append(samples, &sample{inc: inc, w: w})
+		}
+		w.mu.Unlock()
+	}
+	scrape := func() []float64 {
+		vals := make([]float64, len(samples))
+		var wg sync.WaitGroup
+		for i, s := range samples {
+			if s.w.incAlive(s.inc) {
+				wg.Go(func() {
+					body, err := s.w.get(ctx, s.inc, "/metrics", time.Second)
+					if err == nil {
+						vals[i], s.ok = contendOps(strings.NewReader(string(body)))
+					} else {
+						vals[i] = -1
+					}
+				})
+			}
+		}
+		wg.Wait()
+		return vals
+	}
+	before := scrape()
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return h, ctx.Err()
+	}
+	after := scrape()
+	h.End = time.Now()
+	for i, s := range samples {
+		alive := s.w.incAlive(s.inc)
+		h.Files = append(h.Files, s.inc.history)
+		h.Workers = append(h.Workers, WorkerState{
+			Slot:       s.w.slot,
+			Identity:   s.inc.identity,
+			Alive:      alive,
+			Contending: alive && s.ok && before[i] >= 0 && after[i] > before[i],
+			Unsafe:     s.inc.unsafe,
+			History:    s.inc.history,
+			Log:        s.inc.log,
+		})
+	}
+	return h, nil
+}
+
+func (w *localWorker) incAlive(inc *incarnation) bool {
+	select {
+	case <-inc.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop heals what it can, kills every worker (continuing paused ones), and
+// stops the proxies and Azurite. Safe to call twice.
+func (c *Local) Stop() {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	c.stopped = true
+	workers := append([]*localWorker(nil), c.workers...)
+	c.mu.Unlock()
+	var errs []error
+	for _, w := range workers {
+		errs = append(errs, w.kill())
+		w.proxy.Close()
+	}
+	if c.az != nil {
+		c.az.Stop()
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.t.Errorf("cluster: stop: %v", err)
+	}
+}
+
+// ConnectionString is an Azurite connection string for a blob endpoint.
+func ConnectionString(blobEndpoint string) string { return azurite.ConnectionString(blobEndpoint) }
+
+// containerClient reaches the container directly, with a few quick retries.
+func containerClient(endpoint, name string) (*container.Client, error) {
+	opts := &azblob.ClientOptions{ClientOptions: policy.ClientOptions{
+		Retry: policy.RetryOptions{MaxRetries: 3, TryTimeout: 5 * time.Second},
+	}}
+	svc, err := azblob.NewClientFromConnectionString(ConnectionString(endpoint), opts)
+	if err != nil {
+		return nil, err
+	}
+	return svc.ServiceClient().NewContainerClient(name), nil
+}
+
+// proxyOf is a worker's proxy (for tests of the cluster itself).
+func (c *Local) proxyOf(w Worker) *chaos.Proxy { return w.(*localWorker).proxy }

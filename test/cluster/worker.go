@@ -1,0 +1,317 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/azurite"
+)
+
+// localWorker is one worker slot of the local backend: a process behind its
+// own proxy. It implements chaos.Process (and chaos.StateReader) for the
+// process faults; Restart starts the next incarnation.
+type localWorker struct {
+	c     *Local
+	slot  string
+	proxy *chaos.Proxy
+	opts  workerOpts
+
+	mu    sync.Mutex
+	n     int // incarnations started
+	cur   *incarnation
+	all   []*incarnation
+	httpc *http.Client
+}
+
+// incarnation is one process of a slot.
+type incarnation struct {
+	identity string
+	listen   string
+	history  string
+	log      string
+	unsafe   bool
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitErr  error // valid once exited is closed
+}
+
+var (
+	_                    Worker            = (*localWorker)(nil)
+	_                    chaos.Process     = (*localWorker)(nil)
+	_                    chaos.StateReader = (*localWorker)(nil)
+	errNoIncarnation                       = errors.New("cluster: worker has no process")
+	errExitedBeforeReady                   = errors.New("cluster: worker exited before answering /status")
+)
+
+func (w *localWorker) Slot() string { return w.slot }
+
+func (w *localWorker) Identity() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur == nil {
+		return w.slot
+	}
+	return w.cur.identity
+}
+
+// Name is the current identity (chaos.Process).
+func (w *localWorker) Name() string { return w.Identity() }
+
+func (w *localWorker) current() (*incarnation, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur == nil {
+		return nil, errNoIncarnation
+	}
+	return w.cur, nil
+}
+
+func (w *localWorker) Signal(sig syscall.Signal) error {
+	inc, err := w.current()
+	if err != nil {
+		return err
+	}
+	return inc.cmd.Process.Signal(sig)
+}
+
+func (w *localWorker) Exited() <-chan struct{} {
+	inc, err := w.current()
+	if err != nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return inc.exited
+}
+
+func (w *localWorker) Running() bool {
+	select {
+	case <-w.Exited():
+		return false
+	default:
+		return true
+	}
+}
+
+func (w *localWorker) Stopped() (bool, error) {
+	inc, err := w.current()
+	if err != nil {
+		return false, err
+	}
+	return chaos.ProcStopped(inc.cmd.Process.Pid)
+}
+
+// Restart starts the next incarnation once the current one has exited.
+func (w *localWorker) Restart(ctx context.Context) error {
+	if w.Running() {
+		return fmt.Errorf("cluster: restart %s: %w", w.Identity(), errors.New("still running"))
+	}
+	return w.start(ctx)
+}
+
+// start launches a new incarnation and waits until it answers GET /status.
+// A port taken between choosing and binding it is retried once.
+func (w *localWorker) start(ctx context.Context) error {
+	var err error
+	for range 2 {
+		var inc *incarnation
+		if inc, err = w.spawn(); err != nil {
+			return err
+		}
+		if err = w.waitReady(ctx, inc); !errors.Is(err, errExitedBeforeReady) {
+			return err
+		}
+	}
+	return err
+}
+
+func (w *localWorker) spawn() (*incarnation, error) {
+	port, err := azurite.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.n++
+	id := w.slot
+	if w.n > 1 {
+		id = w.slot + "." + strconv.Itoa(w.n)
+	}
+	w.mu.Unlock()
+
+	c := w.c
+	p := c.params
+	inc := &incarnation{
+		identity: id,
+		listen:   "127.0.0.1:" + strconv.Itoa(port),
+		history:  filepath.Join(c.dir, id+".jsonl"),
+		log:      filepath.Join(c.dir, id+".log"),
+		unsafe:   w.opts.unsafe,
+		exited:   make(chan struct{}),
+	}
+	endpoint := "http://" + w.proxy.Addr() + "/" + azurite.Account
+	args := []string{
+		"--connection-string", ConnectionString(endpoint),
+		"--container", c.containerName,
+		"--blob", c.blobName,
+		"--identity", id,
+		"--lease-duration", p.LeaseDuration.String(),
+		"--renew-deadline", p.RenewDeadline.String(),
+		"--renew-interval", p.RenewInterval.String(),
+		"--retry-period", p.RetryPeriod.String(),
+		"--tick", p.Tick.String(),
+		"--shutdown-grace", p.ShutdownGrace.String(),
+		"--listen", inc.listen,
+		"--history", inc.history,
+		"--log-format", "json",
+	}
+	if w.opts.unsafe {
+		args = append(args, "--unsafe-no-step-down")
+	}
+	args = append(args, w.opts.args...)
+	logf, err := os.OpenFile(inc.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(c.bin, args...)
+	// Only what the worker needs: no Azure credentials from the caller's
+	// environment can leak in, and no BLOBLEADER_* overrides.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + c.dir}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a terminal's ^C reaches the test, not the workers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("cluster: start %s: %w", id, err)
+	}
+	inc.cmd = cmd
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		inc.exitErr = err
+		close(inc.exited)
+	}()
+	w.mu.Lock()
+	w.cur = inc
+	w.all = append(w.all, inc)
+	w.mu.Unlock()
+	return inc, nil
+}
+
+func (w *localWorker) waitReady(ctx context.Context, inc *incarnation) error {
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := w.status(ctx, inc, 500*time.Millisecond)
+		if err == nil && st.Identity == inc.identity {
+			return nil
+		}
+		if err == nil {
+			// Another process answers on our port: ours lost the race for it.
+			_ = inc.cmd.Process.Kill()
+		}
+		select {
+		case <-inc.exited:
+			return fmt.Errorf("%w: %s (%v); log:\n%s", errExitedBeforeReady, inc.identity, inc.exitErr, tail(inc.log, 4096))
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s not answering /status on %s: %w; log:\n%s", inc.identity, inc.listen, ctx.Err(), tail(inc.log, 4096))
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *localWorker) Status(ctx context.Context) (Status, error) {
+	inc, err := w.current()
+	if err != nil {
+		return Status{}, err
+	}
+	return w.status(ctx, inc, time.Second)
+}
+
+func (w *localWorker) status(ctx context.Context, inc *incarnation, timeout time.Duration) (Status, error) {
+	var st Status
+	body, err := w.get(ctx, inc, "/status", timeout)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return st, fmt.Errorf("cluster: %s /status: %w: %q", inc.identity, err, body)
+	}
+	return st, nil
+}
+
+func (w *localWorker) get(ctx context.Context, inc *incarnation, path string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+inc.listen+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := w.httpc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("cluster: %s GET %s: %s", inc.identity, path, resp.Status)
+	}
+	return body, nil
+}
+
+// kill continues (if stopped) and SIGKILLs every incarnation still running,
+// and waits for each to exit.
+func (w *localWorker) kill() error {
+	w.mu.Lock()
+	all := append([]*incarnation(nil), w.all...)
+	w.mu.Unlock()
+	var errs []error
+	for _, inc := range all {
+		select {
+		case <-inc.exited:
+			continue
+		default:
+		}
+		// A SIGSTOPped process still dies of SIGKILL, but SIGCONT first also
+		// lets nothing linger in the stopped state if the kill is lost.
+		_ = inc.cmd.Process.Signal(syscall.SIGCONT)
+		_ = inc.cmd.Process.Kill()
+		select {
+		case <-inc.exited:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, fmt.Errorf("cluster: %s (pid %d) did not exit after SIGKILL", inc.identity, inc.cmd.Process.Pid))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tail returns the last n bytes of a file, for failure messages.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	off := max(fi.Size()-n, 0)
+	b := make([]byte, fi.Size()-off)
+	_, _ = f.ReadAt(b, off)
+	return string(b)
+}

@@ -1,0 +1,284 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/test/report"
+)
+
+// Environment knobs (see the package doc).
+const (
+	EnvRepeat   = "BLOBLEADER_CHAOS_REPEAT"
+	EnvDuration = "BLOBLEADER_CHAOS_DURATION"
+	EnvSeed     = "BLOBLEADER_CHAOS_SEED"
+	EnvOut      = "BLOBLEADER_CHAOS_OUT"
+	EnvEpsilon  = "BLOBLEADER_CHAOS_EPSILON"
+)
+
+// Backend makes a cluster with n workers started and ready. The local
+// backend is the default; another backend replaces it in its own test file.
+type Backend func(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster
+
+// Local starts a local cluster (Azurite and worker processes) with n workers.
+func Local(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
+	t.Helper()
+	c := cluster.NewLocal(t, cluster.LocalConfig{})
+	if os.Getenv(EnvOut) != "" {
+		// Judge keeps the files of a run it judged; keep them also when the
+		// test fails before that (cleanups run before the temp dir goes).
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if h, err := c.History(ctx, 0); err == nil {
+				keep(t, filepath.Join(OutDir(t), reportName(t)), h)
+			}
+		})
+	}
+	if n > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := c.Start(ctx, n, opts...); err != nil {
+			t.Fatalf("start %d workers: %v", n, err)
+		}
+	}
+	return c
+}
+
+// Scenario is one named chaos scenario.
+type Scenario struct {
+	Name    string // the test's name, for the report file
+	Workers int    // workers started before Run
+	// Run injects the scenario's faults, waits on their effects (failing t
+	// on a broken expectation) and leaves the healing to Judge.
+	Run func(t *testing.T, c cluster.Cluster)
+}
+
+// Repeat is how often each scenario runs ($BLOBLEADER_CHAOS_REPEAT, default 1).
+func Repeat(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(EnvRepeat)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", EnvRepeat, v)
+	}
+	return n
+}
+
+// RunScenario runs s on backend Repeat(t) times, each on a fresh cluster, and
+// fails t on any violation.
+func RunScenario(t *testing.T, backend Backend, s Scenario) {
+	t.Helper()
+	n := Repeat(t)
+	for i := 1; i <= n; i++ {
+		body := func(t *testing.T) {
+			c := backend(t, s.Workers)
+			s.Run(t, c)
+			_, res := Judge(t, c, reportName(t))
+			if err := res.Err(); err != nil {
+				t.Error(err)
+			}
+		}
+		if n == 1 {
+			body(t)
+			continue
+		}
+		t.Run(fmt.Sprintf("run%d", i), body)
+	}
+}
+
+// CheckerParams are the checker's parameters for a cluster's timings. The
+// failover slack ε is the checker's default (1 s) unless
+// $BLOBLEADER_CHAOS_EPSILON sets another (for a machine slower than this one).
+func CheckerParams(p cluster.Params) checker.Params {
+	cp := checker.DefaultParams()
+	if v := os.Getenv(EnvEpsilon); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+			cp.Epsilon = d
+		}
+	}
+	cp.LeaseDuration = p.LeaseDuration
+	cp.RenewDeadline = p.RenewDeadline
+	cp.RenewInterval = p.RenewInterval
+	cp.RetryPeriod = p.RetryPeriod
+	cp.RequestTimeout = p.RequestTimeout()
+	return cp
+}
+
+// livenessWindow is long enough that a contending worker certainly touches
+// storage in it: two renew intervals or two polls, plus a second.
+func livenessWindow(p cluster.Params) time.Duration {
+	return 2*max(p.RenewInterval, p.RetryPeriod) + time.Second
+}
+
+// Judge heals the cluster, waits for a leader, collects the run (histories,
+// faults, ledger, liveness), checks it and writes the report. It fails t when
+// the run cannot be collected; violations are in the Result for the caller.
+func Judge(t *testing.T, c cluster.Cluster, name string) (checker.Run, checker.Result) {
+	t.Helper()
+	p := c.Params()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.Heal(ctx); err != nil {
+		t.Errorf("heal: %v", err)
+	}
+	h, err := c.History(ctx, livenessWindow(p))
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	run, err := Collect(ctx, c, h)
+	if err != nil {
+		t.Fatalf("collect run: %v", err)
+	}
+	res, err := checker.Check(run, CheckerParams(p))
+	if err != nil {
+		t.Fatalf("checker: %v", err)
+	}
+	out := OutDir(t)
+	files, err := report.Write(out, name, run, res)
+	if err != nil {
+		t.Errorf("report: %v", err)
+	} else {
+		t.Logf("report: %s (%s)", files.HTML, files.JSON)
+	}
+	if os.Getenv(EnvOut) != "" {
+		keep(t, filepath.Join(out, name), h)
+	}
+	s := report.Summarize(run, res)
+	t.Logf("run: %d events, %d terms, %d ledger entries, faults %v, %d violations", s.Events, s.Terms, s.LedgerEntries, s.FaultsByKind, s.Violations)
+	for _, fo := range res.Failovers {
+		t.Logf("failover after %s on %s: %v (bound %v, basis %s)%s", fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
+	}
+	return run, res
+}
+
+func inconclusive(fo checker.Failover) string {
+	if fo.Inconclusive == "" {
+		return ""
+	}
+	return "; inconclusive: " + fo.Inconclusive
+}
+
+// Collect turns a cluster history into the checker's Run.
+func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker.Run, error) {
+	var files []string
+	for _, f := range h.Files {
+		if _, err := os.Stat(f); err == nil {
+			files = append(files, f)
+		}
+	}
+	events, err := checker.ReadHistory(files...)
+	if err != nil {
+		return checker.Run{}, err
+	}
+	ledger, err := ReadLedger(ctx, c.Storage(), c.LockBlob())
+	if err != nil {
+		return checker.Run{}, err
+	}
+	run := checker.Run{Events: events, Ledger: ledger, Start: h.Start, End: h.End}
+	for _, f := range h.Faults {
+		run.Faults = append(run.Faults, checker.Fault{Kind: f.Kind, Target: f.Target, Start: f.Start, End: f.End})
+	}
+	for _, w := range h.Workers {
+		run.Workers = append(run.Workers, checker.Worker{Identity: w.Identity, Alive: w.Alive, Contending: w.Contending})
+	}
+	return run, nil
+}
+
+// ReadLedger reads the reference task's ledger straight from storage: the
+// append blobs "<blob>-ledger/<segment>", in segment order, one JSON entry a
+// block (DESIGN, the ledger contract). No ledger yet is an empty ledger.
+func ReadLedger(ctx context.Context, c *container.Client, blob string) ([]checker.LedgerEntry, error) {
+	prefix := blob + "-ledger/"
+	var names []string
+	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list ledger: %w", err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			names = append(names, *it.Name)
+		}
+	}
+	sort.Strings(names) // %08d segment numbers sort as strings
+	var out []checker.LedgerEntry
+	for _, name := range names {
+		resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read ledger segment %s: %w", name, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read ledger segment %s: %w", name, err)
+		}
+		es, err := checker.ParseLedger(strings.NewReader(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("ledger segment %s: %w", name, err)
+		}
+		out = append(out, es...)
+	}
+	return out, nil
+}
+
+// OutDir is where reports go: $BLOBLEADER_CHAOS_OUT, else the test's temp dir.
+func OutDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv(EnvOut); d != "" {
+		return d
+	}
+	return t.TempDir()
+}
+
+// reportName turns the test's name into a file name.
+func reportName(t *testing.T) string {
+	return strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+}
+
+// keep copies the histories and logs next to the report, so a kept report
+// can be re-checked and debugged after the temp dir is gone.
+func keep(t *testing.T, dir string, h cluster.History) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("keep: %v", err)
+		return
+	}
+	for _, w := range h.Workers {
+		for _, src := range []string{w.History, w.Log} {
+			b, err := os.ReadFile(src)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o644)
+			}
+			if err != nil {
+				t.Errorf("keep %s: %v", src, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package scenarios
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// The scenarios of issue 3, item 5. Each waits on the effects it expects with
+// deadlines a little looser than DESIGN §2's bounds; the checker then judges
+// the exact bounds from the history.
+var (
+	LeaderKilled               = Scenario{Name: "LeaderKilled", Workers: 3, Run: leaderKilled}
+	LeaderStoppedGracefully    = Scenario{Name: "LeaderStoppedGracefully", Workers: 3, Run: leaderStopped}
+	PausedLeaderStepsDown      = Scenario{Name: "PausedLeaderStepsDown", Workers: 3, Run: pausedLeader}
+	PartitionedLeaderStepsDown = Scenario{Name: "PartitionedLeaderStepsDown", Workers: 3, Run: partitionedLeader}
+	LatencyBelowRequestTimeout = Scenario{Name: "LatencyBelowRequestTimeout", Workers: 3, Run: latencyBelow}
+	LatencyAboveRequestTimeout = Scenario{Name: "LatencyAboveRequestTimeout", Workers: 3, Run: latencyAbove}
+	RandomResetsOnAllWorkers   = Scenario{Name: "RandomResetsOnAllWorkers", Workers: 3, Run: randomResets}
+	StorageOutage              = Scenario{Name: "StorageOutage", Workers: 3, Run: storageOutage}
+	OperatorBreaksLease        = Scenario{Name: "OperatorBreaksLease", Workers: 3, Run: operatorBreak}
+	RollingRestart             = Scenario{Name: "RollingRestart", Workers: 3, Run: rollingRestart}
+)
+
+// slack is added to every wait on top of DESIGN §2's bound: the waits only
+// keep a broken run from hanging; the checker measures the bound itself.
+const slack = 5 * time.Second
+
+// takeover is the crash bound L + P·1.1 + ε, plus slack.
+func takeover(p cluster.Params) time.Duration {
+	return p.LeaseDuration + p.RetryPeriod*11/10 + time.Second + slack
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func inject(t *testing.T, c cluster.Cluster, f chaos.Fault, w cluster.Worker) {
+	t.Helper()
+	if err := c.Inject(ctxFor(t, time.Minute), f, w); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func remove(t *testing.T, c cluster.Cluster, f chaos.Fault) {
+	t.Helper()
+	if err := c.Remove(ctxFor(t, time.Minute), f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitNotLeader polls w until it no longer claims leadership, and fails t if
+// it still does after timeout. It returns when it stopped claiming.
+func waitNotLeader(t *testing.T, w cluster.Worker, timeout time.Duration) time.Time {
+	t.Helper()
+	ctx := ctxFor(t, timeout)
+	var last cluster.Status
+	var lastErr error
+	for {
+		st, err := w.Status(ctx)
+		if err == nil && st.Role != "leader" {
+			return time.Now()
+		}
+		last, lastErr = st, err
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s still claims leadership after %v (status %+v, err %v)", w.Identity(), timeout, last, lastErr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// leading waits for one leader and then until the ledger has grown by a few
+// entries, so the fault hits a leader that is doing its work (renewing and
+// appending), not one that has just been elected.
+func leading(t *testing.T, c cluster.Cluster) cluster.Worker {
+	t.Helper()
+	p := c.Params()
+	w := c.WaitLeader(t, takeover(p))
+	ctx := ctxFor(t, p.RenewDeadline+slack)
+	start := -1
+	for {
+		es, err := ReadLedger(ctx, c.Storage(), c.LockBlob())
+		if err == nil {
+			if start < 0 {
+				start = len(es)
+			} else if len(es) >= start+3 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the ledger did not grow by 3 entries under leader %s (read error: %v)", w.Identity(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return c.WaitLeader(t, takeover(p))
+}
+
+// hold lets d pass: how long a fault stays in place is the scenario's input,
+// not a synchronisation (every wait for an effect polls with a deadline).
+func hold(_ *testing.T, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	<-timer.C
+}
+
+// 1. Leader crash: SIGKILL, no release; a follower takes over once the lease
+// expires, within L + P·1.1 + ε of the last renew.
+func leaderKilled(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	oldID := old.Identity()
+	crash := &chaos.Crash{Restart: true}
+	inject(t, c, crash, old)
+	c.WaitLeader(t, takeover(p), oldID)
+	remove(t, c, crash) // the slot comes back as a new incarnation, a follower
+	c.Leader(t)
+}
+
+// 2. Graceful stop: SIGTERM; the leader releases the lease and a follower
+// takes over within P·1.1 + ε of the release.
+func leaderStopped(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	oldID := old.Identity()
+	stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+	inject(t, c, stop, old)
+	c.WaitLeader(t, p.RetryPeriod*11/10+time.Second+slack, oldID)
+	remove(t, c, stop)
+	c.Leader(t)
+}
+
+// 3. Pause longer than L: the frozen leader's lease expires and a follower
+// takes over; on SIGCONT the old leader must not claim leadership at all (its
+// role is computed against its deadline, which has passed).
+func pausedLeader(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	oldID := old.Identity()
+	pause := &chaos.Pause{}
+	inject(t, c, pause, old)
+	paused := time.Now()
+	c.WaitLeader(t, takeover(p), oldID)
+	if d := p.LeaseDuration + time.Second - time.Since(paused); d > 0 {
+		hold(t, d) // paused longer than L, as the scenario demands
+	}
+	remove(t, c, pause)
+	// At once after resuming, exactly one leader and it is not the old one.
+	if got := c.Leader(t); got.Identity() == oldID {
+		t.Fatalf("the resumed worker %s claims leadership after a pause longer than L", oldID)
+	}
+	waitNotLeader(t, old, time.Second)
+}
+
+// 4. Partition the leader from storage: it steps down by its renew deadline
+// (while its HTTP endpoint still answers), a follower takes over after the
+// lease expires; after healing there is still exactly one leader.
+func partitionedLeader(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	oldID := old.Identity()
+	part := &chaos.Partition{}
+	inject(t, c, part, old)
+	// Its last renew was sent at most RenewInterval before the cut (plus the
+	// request timeout of one in flight), so it must step down by D after.
+	waitNotLeader(t, old, p.RenewDeadline+time.Second)
+	c.WaitLeader(t, takeover(p), oldID)
+	remove(t, c, part)
+	c.WaitLeader(t, slack)
+}
+
+// 5a. Latency just below the per-request timeout on the leader's link (a
+// round trip of 3/4 of it): renews are slow but succeed, so the leader keeps
+// its term throughout.
+func latencyBelow(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	before, err := old.Status(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneWay := p.RequestTimeout() * 3 / 8 // round trip 3/4 of the timeout
+	lat := &chaos.Latency{Latency: oneWay.Milliseconds(), Stream: chaos.Both}
+	inject(t, c, lat, old)
+	// Long enough for several renews and for a deadline to pass if they failed.
+	deadline := time.Now().Add(p.RenewDeadline + 2*p.RenewInterval)
+	for time.Now().Before(deadline) {
+		st, err := old.Status(ctxFor(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Role != "leader" || st.Term != before.Term {
+			t.Fatalf("under %v one-way latency (< request timeout %v) %s lost its term %d: %+v", oneWay, p.RequestTimeout(), old.Identity(), before.Term, st)
+		}
+		hold(t, 250*time.Millisecond) // sampling interval of the check above
+	}
+	remove(t, c, lat)
+	if got := c.Leader(t); got.Identity() != old.Identity() {
+		t.Fatalf("leadership moved from %s to %s under latency below the timeout", old.Identity(), got.Identity())
+	}
+}
+
+// 5b. Latency above the per-request timeout on the leader's link (a round
+// trip of 1.5 of it): every renew times out, so the leader must step down by
+// its deadline. The requests still reach storage (they are only slow), so
+// whether a follower can take over during the fault depends on the lease
+// staying renewed at storage; the checker's L1 applies from the heal.
+func latencyAbove(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	oneWay := p.RequestTimeout() * 3 / 4 // round trip 1.5 × the timeout
+	lat := &chaos.Latency{Latency: oneWay.Milliseconds(), Stream: chaos.Both}
+	began := time.Now()
+	inject(t, c, lat, old)
+	stepped := waitNotLeader(t, old, p.RenewDeadline+p.RequestTimeout()+time.Second)
+	t.Logf("%s stepped down %v after the latency began", old.Identity(), stepped.Sub(began).Round(time.Millisecond))
+	// Keep the latency until a lease would certainly have expired.
+	hold(t, p.LeaseDuration+p.RetryPeriod*2)
+	remove(t, c, lat)
+	c.WaitLeader(t, takeover(p))
+}
+
+// 5c. Random drops and resets on every worker's link for two renew
+// deadlines: a share of connections is reset, another black-holed. The
+// toxics are rerolled every renew interval so they keep hitting the
+// connections the workers hold on to (see chaos.Rerollable).
+func randomResets(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	c.WaitLeader(t, takeover(p))
+	var faults []chaos.Rerollable
+	for _, w := range c.Workers() {
+		reset := &chaos.Reset{Toxicity: 0.3, Stream: chaos.Both}
+		drop := &chaos.Timeout{Timeout: p.RequestTimeout().Milliseconds() / 2, Stream: chaos.Both, Toxicity: 0.15}
+		inject(t, c, reset, w)
+		inject(t, c, drop, w)
+		faults = append(faults, reset, drop)
+	}
+	reroll(t, faults, 2*p.RenewDeadline, p.RenewInterval)
+	if err := c.Heal(ctxFor(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitLeader(t, takeover(p))
+}
+
+// reroll holds the faults for d, rerolling them every period.
+func reroll(t *testing.T, faults []chaos.Rerollable, d, period time.Duration) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for {
+		left := time.Until(end)
+		if left <= period {
+			hold(t, max(left, 0))
+			return
+		}
+		hold(t, period)
+		for _, f := range faults {
+			if err := f.Reroll(ctxFor(t, time.Minute)); err != nil {
+				t.Errorf("reroll %s on %s: %v", f.Kind(), f.Target(), err)
+			}
+		}
+	}
+}
+
+// 5d. Storage down for everyone for 30 s (longer than L): every leader steps
+// down by its deadline; after the outage one leader is elected again.
+func storageOutage(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	out := &chaos.Outage{}
+	inject(t, c, out, nil)
+	waitNotLeader(t, old, p.RenewDeadline+time.Second)
+	hold(t, 30*time.Second-p.RenewDeadline)
+	remove(t, c, out)
+	c.WaitLeader(t, takeover(p))
+}
+
+// 5e. An operator breaks the lease (BreakLease(0)): the lease is free at
+// once, the holder learns at its next renew and steps down within one renew
+// interval plus the request timeout; the forced-break rule replaces S1.
+func operatorBreak(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	was, err := old.Status(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brk := &chaos.BreakLease{}
+	inject(t, c, brk, nil)
+	// The old holder leaves its term (it may win a new one afterwards).
+	deadline := time.Now().Add(p.RenewInterval + p.RequestTimeout() + slack)
+	for {
+		st, err := old.Status(ctxFor(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Role != "leader" || st.Term != was.Term {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still leads its old term %d %v after the break", old.Identity(), st.Term, p.RenewInterval+p.RequestTimeout()+slack)
+		}
+		hold(t, 50*time.Millisecond)
+	}
+	c.WaitLeader(t, p.RenewInterval+p.RequestTimeout()+p.RetryPeriod*11/10+slack)
+}
+
+// 5f. Rolling restart: each worker in turn is stopped gracefully and
+// started again; there is a leader after each step.
+func rollingRestart(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	c.WaitLeader(t, takeover(p))
+	for _, w := range c.Workers() {
+		id := w.Identity()
+		stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+		inject(t, c, stop, w)
+		c.WaitLeader(t, p.RetryPeriod*11/10+time.Second+slack, id)
+		remove(t, c, stop)
+		c.WaitLeader(t, slack)
+	}
+}

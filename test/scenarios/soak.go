@@ -1,0 +1,245 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/test/report"
+)
+
+// SoakConfig is the seeded randomized soak's input.
+type SoakConfig struct {
+	Duration time.Duration // how long to keep injecting; the run ends after the last heal
+	Seed     uint64        // the same seed gives the same sequence of faults and parameters
+}
+
+// SoakFromEnv reads $BLOBLEADER_CHAOS_DURATION (default def) and
+// $BLOBLEADER_CHAOS_SEED (default: from the clock, and logged).
+func SoakFromEnv(t *testing.T, def time.Duration) SoakConfig {
+	t.Helper()
+	cfg := SoakConfig{Duration: def, Seed: uint64(time.Now().UnixNano())}
+	if v := os.Getenv(EnvDuration); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a positive Go duration such as 10m", EnvDuration, v)
+		}
+		cfg.Duration = d
+	}
+	if v := os.Getenv(EnvSeed); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want an unsigned integer", EnvSeed, v)
+		}
+		cfg.Seed = s
+	}
+	return cfg
+}
+
+// action is one step of the soak: it injects faults and returns them; the
+// soak holds them for the step's duration and then heals them.
+type action struct {
+	name   string
+	weight int
+	// hold is the range the fault stays in place.
+	minHold, maxHold time.Duration
+	// reroll takes the faults off and puts them back every renew interval
+	// while held: toxiproxy decides per connection whether a toxic bites,
+	// and a client keeps a connection that survived.
+	reroll bool
+	do     func(s *soak) []chaos.Fault
+}
+
+type soak struct {
+	t      *testing.T
+	c      cluster.Cluster
+	p      cluster.Params
+	rng    *rand.Rand
+	leader cluster.Worker // the leader before the step, nil when none was found
+}
+
+func (s *soak) any() cluster.Worker {
+	ws := s.c.Workers()
+	return ws[s.rng.IntN(len(ws))]
+}
+
+func (s *soak) leaderOrAny() cluster.Worker {
+	if s.leader != nil && s.rng.IntN(4) > 0 { // mostly the leader: that is where failovers happen
+		return s.leader
+	}
+	return s.any()
+}
+
+func (s *soak) fraction(lo, hi float64, d time.Duration) int64 {
+	return int64((lo + s.rng.Float64()*(hi-lo)) * float64(d.Milliseconds()))
+}
+
+func soakActions(p cluster.Params) []action {
+	rt := p.RequestTimeout()
+	grace := (p.ShutdownGrace + 10*time.Second).Milliseconds()
+	return []action{
+		{"crash", 3, 0, 20 * time.Second, false, func(s *soak) []chaos.Fault {
+			return []chaos.Fault{s.bind(&chaos.Crash{Restart: true}, s.leaderOrAny())}
+		}},
+		{"graceful", 3, 0, 10 * time.Second, false, func(s *soak) []chaos.Fault {
+			return []chaos.Fault{s.bind(&chaos.Stop{Restart: true, Grace: grace}, s.leaderOrAny())}
+		}},
+		{"pause", 3, 2 * time.Second, p.LeaseDuration + 10*time.Second, false, func(s *soak) []chaos.Fault {
+			return []chaos.Fault{s.bind(&chaos.Pause{}, s.leaderOrAny())}
+		}},
+		{"partition", 3, 2 * time.Second, p.LeaseDuration + 10*time.Second, false, func(s *soak) []chaos.Fault {
+			mode := chaos.Blackhole
+			if s.rng.IntN(3) == 0 {
+				mode = chaos.Refuse
+			}
+			return []chaos.Fault{s.bind(&chaos.Partition{Mode: mode}, s.leaderOrAny())}
+		}},
+		{"latency", 2, 3 * time.Second, p.LeaseDuration + 5*time.Second, false, func(s *soak) []chaos.Fault {
+			return []chaos.Fault{s.bind(&chaos.Latency{Latency: s.fraction(0.1, 0.9, rt), Stream: chaos.Both}, s.leaderOrAny())}
+		}},
+		{"timeout", 1, 3 * time.Second, p.RenewDeadline + 5*time.Second, false, func(s *soak) []chaos.Fault {
+			st := []chaos.Stream{chaos.Upstream, chaos.Downstream, chaos.Both}[s.rng.IntN(3)]
+			return []chaos.Fault{s.bind(&chaos.Timeout{Timeout: s.fraction(0, 2, rt), Stream: st}, s.leaderOrAny())}
+		}},
+		{"drops", 2, 5 * time.Second, 2 * p.RenewDeadline, true, func(s *soak) []chaos.Fault {
+			var fs []chaos.Fault
+			for _, w := range s.c.Workers() {
+				fs = append(fs,
+					s.bind(&chaos.Reset{Toxicity: float32(0.1 + 0.3*s.rng.Float64()), Stream: chaos.Both}, w),
+					s.bind(&chaos.Timeout{Timeout: rt.Milliseconds() / 2, Stream: chaos.Both, Toxicity: float32(0.05 + 0.15*s.rng.Float64())}, w))
+			}
+			return fs
+		}},
+		{"outage", 1, 5 * time.Second, 30 * time.Second, false, func(s *soak) []chaos.Fault {
+			return []chaos.Fault{s.bind(&chaos.Outage{}, nil)}
+		}},
+		{"break", 2, 0, 0, false, func(s *soak) []chaos.Fault {
+			if s.leader == nil {
+				return nil // nothing to break
+			}
+			return []chaos.Fault{s.bind(&chaos.BreakLease{}, nil)}
+		}},
+		{"quiet", 1, 2 * time.Second, 8 * time.Second, false, func(s *soak) []chaos.Fault { return nil }},
+	}
+}
+
+// bound is a fault with the worker it is for, until the soak injects it.
+type boundFault struct {
+	chaos.Fault
+	w cluster.Worker
+}
+
+func (s *soak) bind(f chaos.Fault, w cluster.Worker) chaos.Fault { return boundFault{f, w} }
+
+// Soak runs randomized faults, one step at a time, for cfg.Duration, then
+// judges the whole run. Each step injects, holds, heals and waits (without
+// failing) for a leader; the checker decides whether the waits were short
+// enough. It returns the summary.
+func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string) (report.Summary, checker.Result) {
+	t.Helper()
+	t.Logf("soak: %v, seed %d (rerun with %s=%d)", cfg.Duration, cfg.Seed, EnvSeed, cfg.Seed)
+	s := &soak{t: t, c: c, p: c.Params(), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	actions := soakActions(s.p)
+	total := 0
+	for _, a := range actions {
+		total += a.weight
+	}
+	end := time.Now().Add(cfg.Duration)
+	steps := map[string]int{}
+	for i := 1; time.Now().Before(end); i++ {
+		s.leader, _ = c.FindLeader(takeover(s.p))
+		pick := s.rng.IntN(total)
+		var a action
+		for _, a = range actions {
+			if pick < a.weight {
+				break
+			}
+			pick -= a.weight
+		}
+		holdFor := a.minHold
+		if a.maxHold > a.minHold {
+			holdFor += time.Duration(s.rng.Int64N(int64(a.maxHold - a.minHold)))
+		}
+		faults := a.do(s)
+		var in []boundFault
+		for _, f := range faults {
+			bf := f.(boundFault)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := c.Inject(ctx, bf.Fault, bf.w)
+			cancel()
+			if err != nil {
+				t.Errorf("soak step %d (%s): %v", i, a.name, err)
+				continue
+			}
+			in = append(in, bf)
+		}
+		steps[a.name]++
+		t.Logf("soak step %d: %s, held %v", i, a.name, holdFor.Round(time.Millisecond))
+		if a.reroll {
+			var rs []chaos.Rerollable
+			for _, f := range in {
+				if r, ok := f.Fault.(chaos.Rerollable); ok {
+					rs = append(rs, r)
+				}
+			}
+			reroll(t, rs, holdFor, s.p.RenewInterval)
+		} else {
+			hold(t, holdFor)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		for j := len(in) - 1; j >= 0; j-- {
+			if err := c.Remove(ctx, in[j].Fault); err != nil {
+				t.Errorf("soak step %d (%s): %v", i, a.name, err)
+			}
+		}
+		cancel()
+		if _, err := c.FindLeader(takeover(s.p)); err != nil {
+			t.Logf("soak step %d (%s): no single leader after healing: %v", i, a.name, err)
+		}
+		hold(t, time.Duration(500+s.rng.IntN(2500))*time.Millisecond) // gap between steps
+	}
+	run, res := Judge(t, c, name)
+	sum := report.Summarize(run, res)
+	t.Logf("soak steps: %v", steps)
+	t.Log("soak summary:\n" + SummaryText(sum))
+	if d := os.Getenv(EnvOut); d != "" {
+		if err := os.WriteFile(d+"/"+name+".txt", []byte(fmt.Sprintf("seed %d, duration %v, steps %v\n%s", cfg.Seed, cfg.Duration, steps, SummaryText(sum))), 0o644); err != nil {
+			t.Errorf("write summary: %v", err)
+		}
+	}
+	return sum, res
+}
+
+// SummaryText renders the figures the issue asks of a soak: faults by kind,
+// violations, failover p50/p99/max per kind.
+func SummaryText(s report.Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "duration %.0f s, %d faults, %d violations, %d terms, %d ledger entries, leaderless %.1f s (longest %.1f s)\n",
+		s.DurationSeconds, s.Faults, s.Violations, s.Terms, s.LedgerEntries, s.LeaderlessS, s.LongestGapS)
+	kinds := make([]string, 0, len(s.FaultsByKind))
+	for k := range s.FaultsByKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, "%-10s %6s %9s %8s %8s %8s %9s %6s\n", "kind", "faults", "failovers", "p50 s", "p99 s", "max s", "bound s", "over")
+	for _, k := range kinds {
+		st := s.FailoversByKind[k]
+		fmt.Fprintf(&b, "%-10s %6d %9d %8.2f %8.2f %8.2f %9.2f %6d\n", k, s.FaultsByKind[k], st.Count, st.P50, st.P99, st.Max, st.MaxBound, st.Exceeded)
+	}
+	for inv, n := range s.ByInvariant {
+		fmt.Fprintf(&b, "violations %s: %d\n", inv, n)
+	}
+	for _, v := range s.ViolationList {
+		fmt.Fprintf(&b, "- %s: %s\n", v.Invariant, v.Message)
+	}
+	return b.String()
+}
