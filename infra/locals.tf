@@ -14,10 +14,18 @@ locals {
 
   # The worker's contract (DESIGN §3): `--container` holds the lease blob and the
   # fenced ledger (`<blob>-ledger/…`); `--history blob` appends to `history`.
-  storage_containers = {
+  # With the chaos sidecar (test suites only), a third container holds its
+  # fault plans and states (chaos/sidecar).
+  storage_containers = merge({
     leases  = var.lease_container_name
     history = "history"
-  }
+  }, var.chaos_sidecar.enabled ? { chaos = "chaos" } : {})
+
+  # The test harness writes plans (chaos) and breaks the lease (leases).
+  chaos_controller_roles = var.chaos_sidecar.enabled ? {
+    for pair in setproduct(var.chaos_sidecar.controller_principal_ids, ["leases", "chaos"]) :
+    "${pair[1]}/${pair[0]}" => { principal_id = pair[0], container = pair[1] }
+  } : {}
 
   operator_container_roles = {
     for pair in setproduct(var.operator_principal_ids, keys(local.storage_containers)) :
@@ -39,7 +47,11 @@ locals {
   worker_port = 8080
 
   # Flags through their env twins (BLOBLEADER_<FLAG>), DESIGN §3.
-  worker_environment = merge(var.history_to_blob ? { BLOBLEADER_HISTORY = "blob" } : {}, {
+  worker_environment = merge(var.history_to_blob ? { BLOBLEADER_HISTORY = "blob" } : {}, var.chaos_sidecar.enabled ? {
+    # Every election and ledger connection goes to the sidecar's loopback
+    # proxy; TLS still verifies the storage host (worker --storage-dial).
+    BLOBLEADER_STORAGE_DIAL = "127.0.0.1:${var.chaos_sidecar.listen_port}"
+    } : {}, {
     AZURE_CLIENT_ID             = azurerm_user_assigned_identity.worker.client_id
     BLOBLEADER_ACCOUNT_URL      = azurerm_storage_account.this.primary_blob_endpoint
     BLOBLEADER_CONTAINER        = var.lease_container_name
@@ -54,10 +66,15 @@ locals {
     BLOBLEADER_WATCHDOG_TIMEOUT = "${var.watchdog_timeout_seconds}s"
   })
 
-  # Placeholder contract for the chaos sidecar (issue 5 defines the real one).
+  # The chaos sidecar's flags through their env twins (chaos/sidecar); each
+  # group adds BLOBLEADER_CHAOS_NAME, the name of its plan.
   chaos_environment = {
-    BLOBLEADER_CHAOS_UPSTREAM = azurerm_storage_account.this.primary_blob_endpoint
-    BLOBLEADER_CHAOS_PLAN     = "blob"
+    AZURE_CLIENT_ID                = azurerm_user_assigned_identity.worker.client_id
+    BLOBLEADER_CHAOS_ACCOUNT_URL   = azurerm_storage_account.this.primary_blob_endpoint
+    BLOBLEADER_CHAOS_CONTAINER     = "chaos"
+    BLOBLEADER_CHAOS_LISTEN        = "127.0.0.1:${var.chaos_sidecar.listen_port}"
+    BLOBLEADER_CHAOS_POLL          = "${var.chaos_sidecar.poll_seconds}s"
+    BLOBLEADER_CHAOS_WORKER_STATUS = "http://127.0.0.1:${local.worker_port}/status"
   }
 
   tags = merge({ project = "blobleader" }, var.tags)

@@ -101,6 +101,17 @@ resource "azurerm_role_assignment" "operator_blob" {
   description          = "blobleader operator: read ${each.value.container}"
 }
 
+# The chaos test harness (var.chaos_sidecar.controller_principal_ids) writes
+# fault plans and breaks the lease as an operator would. Only with the sidecar.
+resource "azurerm_role_assignment" "chaos_controller" {
+  for_each = local.chaos_controller_roles
+
+  principal_id         = each.value.principal_id
+  scope                = azurerm_storage_container.this[each.value.container].id
+  role_definition_name = "Storage Blob Data Contributor"
+  description          = "blobleader chaos harness: ${each.value.container == "chaos" ? "write fault plans" : "break the lease"}"
+}
+
 # --- Registry ----------------------------------------------------------------
 
 resource "azurerm_container_registry" "this" {
@@ -215,19 +226,21 @@ resource "azurerm_container_group" "worker" {
     }
   }
 
-  # PLACEHOLDER for the Azure chaos issue (issue 5): a fault-injection proxy
-  # beside the worker. Off by default; enabling it today only adds the container
-  # you name, it does NOT route the worker's storage traffic through it and
-  # injects no fault. See var.chaos_sidecar.
+  # The chaos sidecar of the Azure test suite (var.chaos_sidecar, off by
+  # default): a toxiproxy proxy on 127.0.0.1 only, which the worker dials for
+  # every storage connection (BLOBLEADER_STORAGE_DIAL) and which applies the
+  # fault plan the harness writes into the `chaos` container. No port, no IP.
   dynamic "container" {
     for_each = var.chaos_sidecar.enabled ? [var.chaos_sidecar] : []
 
     content {
-      name                  = "chaos"
-      image                 = container.value.image
-      cpu                   = container.value.cpu
-      memory                = container.value.memory_gb
-      environment_variables = local.chaos_environment
+      name   = "chaos"
+      image  = container.value.image
+      cpu    = container.value.cpu
+      memory = container.value.memory_gb
+      environment_variables = merge(local.chaos_environment, {
+        BLOBLEADER_CHAOS_NAME = each.value.name
+      })
 
       security {
         privilege_enabled = false

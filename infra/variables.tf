@@ -15,31 +15,62 @@ variable "location" {
 
 variable "chaos_sidecar" {
   type = object({
-    enabled   = bool
-    image     = optional(string, "")
-    cpu       = optional(number, 0.25)
-    memory_gb = optional(number, 0.25)
+    enabled                  = bool
+    image                    = optional(string, "")
+    cpu                      = optional(number, 0.25)
+    memory_gb                = optional(number, 0.25)
+    listen_port              = optional(number, 10443)
+    poll_seconds             = optional(number, 1)
+    controller_principal_ids = optional(list(string), [])
   })
   default     = { enabled = false }
   description = <<-EOT
-    PLACEHOLDER, off by default: a fault-injection sidecar container in each
-    worker group, to be defined by the Azure chaos issue (issue 5). Today,
-    enabling it only adds a container named `chaos` running `image` beside the
-    worker; the worker's storage traffic is NOT routed through it and no fault
-    is injected. Do not rely on it until issue 5 lands.
-    - `enabled`: add the container.
-    - `image`: its full image reference (required when enabled).
+    The chaos sidecar of the Azure test suite (`test/azure`,
+    docs/testing-on-azure.md). Off by default; never enable it in production.
+    When enabled, each worker group gets a second container `chaos` running
+    `image` (chaos/sidecar/cmd/chaos-sidecar): a toxiproxy proxy on
+    127.0.0.1:`listen_port` only (no port is exposed; the group has no IP)
+    forwarding to the storage account on 443. The worker runs with
+    `BLOBLEADER_STORAGE_DIAL=127.0.0.1:<listen_port>`, so its election and
+    ledger traffic (not its history) goes through the proxy while TLS still
+    verifies the storage host. The sidecar reads its fault plan from the
+    blob `plans/<group>.json` in a third container `chaos` every
+    `poll_seconds`, and writes its state (and the worker's /status) to
+    `state/<group>.json`.
+    - `enabled`: add the sidecar, the `chaos` container and its roles.
+    - `image`: the sidecar image, pinned by digest (required when enabled).
     - `cpu`, `memory_gb`: its resource requests.
+    - `listen_port`: the loopback port of the proxy (1024-65535, not 8080).
+    - `poll_seconds`: plan poll period (0.1-60).
+    - `controller_principal_ids`: Entra object ids of the test harness:
+      Storage Blob Data Contributor on the `chaos` container (to write plans)
+      and on the lease container (the operator's BreakLease fault).
   EOT
   nullable    = false
 
   validation {
-    condition     = !var.chaos_sidecar.enabled || length(trimspace(var.chaos_sidecar.image)) > 0
-    error_message = "chaos_sidecar.image must be set to an image reference when chaos_sidecar.enabled is true."
+    condition     = !var.chaos_sidecar.enabled || can(regex("^[^@\\s]+@sha256:[0-9a-f]{64}$", var.chaos_sidecar.image))
+    error_message = "chaos_sidecar.image must be set to an image reference pinned by digest (<registry>/<repo>@sha256:<64 hex>) when chaos_sidecar.enabled is true."
   }
   validation {
     condition     = var.chaos_sidecar.cpu > 0 && var.chaos_sidecar.cpu <= 1 && var.chaos_sidecar.memory_gb > 0 && var.chaos_sidecar.memory_gb <= 2
     error_message = "chaos_sidecar.cpu must be in (0, 1] and chaos_sidecar.memory_gb in (0, 2]."
+  }
+  validation {
+    condition     = var.chaos_sidecar.listen_port >= 1024 && var.chaos_sidecar.listen_port <= 65535 && floor(var.chaos_sidecar.listen_port) == var.chaos_sidecar.listen_port && var.chaos_sidecar.listen_port != 8080
+    error_message = "chaos_sidecar.listen_port must be a whole number from 1024 to 65535 other than 8080 (the worker's HTTP port)."
+  }
+  validation {
+    condition     = var.chaos_sidecar.poll_seconds >= 0.1 && var.chaos_sidecar.poll_seconds <= 60
+    error_message = "chaos_sidecar.poll_seconds must be between 0.1 and 60."
+  }
+  validation {
+    condition     = alltrue([for id in var.chaos_sidecar.controller_principal_ids : can(regex("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", id))])
+    error_message = "chaos_sidecar.controller_principal_ids must be Entra object ids (GUIDs)."
+  }
+  validation {
+    condition     = !var.chaos_sidecar.enabled || var.lease_container_name != "chaos"
+    error_message = "lease_container_name must not be \"chaos\" when chaos_sidecar.enabled is true (the sidecar's control container has that name)."
   }
 }
 

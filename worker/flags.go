@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 )
@@ -28,6 +29,7 @@ type storageOptions struct {
 	accountURL       string
 	container        string
 	blob             string
+	storageDial      string // host:port every storage connection dials (the chaos sidecar); TLS still verifies the storage host
 }
 
 type options struct {
@@ -58,6 +60,7 @@ func (s *storageOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.accountURL, "account-url", "", "blob account URL, e.g. https://acct.blob.core.windows.net; authenticates with DefaultAzureCredential (AZURE_CLIENT_ID selects a user-assigned identity)")
 	fs.StringVar(&s.container, "container", "leases", "container that holds the lock blob and the ledger")
 	fs.StringVar(&s.blob, "blob", "leader", "name of the lock blob")
+	fs.StringVar(&s.storageDial, "storage-dial", "", "host:port to dial for every storage connection instead of the storage host (the chaos sidecar's local proxy); TLS still verifies the storage host name; the history sink dials storage directly")
 }
 
 func newFlagSet(name string, out io.Writer, summary string) *flag.FlagSet {
@@ -156,6 +159,11 @@ func (s *storageOptions) validate() error {
 		return usagef("invalid --container %q: must be 3–63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit", s.container)
 	case s.blob == "" || len(s.blob) > 900:
 		return usagef("invalid --blob %q: must be 1–900 characters", s.blob)
+	}
+	if s.storageDial != "" {
+		if err := dialer.Validate(s.storageDial); err != nil {
+			return usagef("invalid --storage-dial %q: must be host:port, e.g. 127.0.0.1:10443", s.storageDial)
+		}
 	}
 	if s.accountURL != "" {
 		u, err := url.Parse(s.accountURL)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
@@ -74,10 +75,18 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 }
 
 func newContainerClient(s storageOptions, requestTimeout time.Duration, observe bloblock.ObserveFunc) (*container.Client, error) {
-	return bloblock.NewContainerClient(bloblock.ClientConfig{
+	cfg := bloblock.ClientConfig{
 		ConnectionString: s.connectionString, AccountURL: s.accountURL, Container: s.container,
 		RequestTimeout: requestTimeout, Observe: observe,
-	})
+	}
+	if s.storageDial != "" {
+		hc, err := dialer.Client(s.storageDial, nil)
+		if err != nil {
+			return nil, usagef("invalid --storage-dial %q: %v", s.storageDial, err)
+		}
+		cfg.Transport = hc
+	}
+	return bloblock.NewContainerClient(cfg)
 }
 
 func runWorker(args []string, stdout, stderr io.Writer) error {

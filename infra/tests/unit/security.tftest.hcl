@@ -293,24 +293,72 @@ run "chaos_sidecar_is_off_by_default" {
     condition     = alltrue([for g in azurerm_container_group.worker : length(g.container) == 1 && g.container[0].name == "worker"])
     error_message = "Without chaos_sidecar.enabled each group runs the worker alone."
   }
+  assert {
+    condition     = alltrue([for g in azurerm_container_group.worker : !contains(keys(g.container[0].environment_variables), "BLOBLEADER_STORAGE_DIAL")])
+    error_message = "Without the sidecar the worker dials storage directly."
+  }
+  assert {
+    condition     = length(azurerm_storage_container.this) == 2 && length(azurerm_role_assignment.chaos_controller) == 0
+    error_message = "Without the sidecar there is no chaos container and no harness role."
+  }
 }
 
-run "chaos_sidecar_placeholder_when_enabled" {
+run "chaos_sidecar_when_enabled" {
   command = plan
+
+  override_resource {
+    target          = azurerm_storage_container.this["chaos"]
+    override_during = plan
+    values = {
+      id = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.Storage/storageAccounts/stblobleadertest/blobServices/default/containers/chaos"
+    }
+  }
 
   variables {
     chaos_sidecar = {
-      enabled = true
-      image   = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+      enabled                  = true
+      image                    = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+      controller_principal_ids = ["55555555-5555-5555-5555-555555555555"]
     }
   }
 
   assert {
     condition = alltrue([
       for g in azurerm_container_group.worker :
-      length(g.container) == 2 && g.container[1].name == "chaos" && length(g.container[1].ports) == 0 && g.ip_address_type == "None"
+      length(g.container) == 2 && g.container[1].name == "chaos" && length(g.container[1].ports) == 0 &&
+      g.ip_address_type == "None" && !g.container[1].security[0].privilege_enabled
     ])
-    error_message = "The sidecar is a second container with no ports, and the group stays without an IP."
+    error_message = "The sidecar is a second, unprivileged container with no ports, and the group stays without an IP."
+  }
+  assert {
+    condition = alltrue([
+      for g in azurerm_container_group.worker :
+      g.container[0].environment_variables["BLOBLEADER_STORAGE_DIAL"] == "127.0.0.1:10443" &&
+      g.container[1].environment_variables["BLOBLEADER_CHAOS_LISTEN"] == "127.0.0.1:10443" &&
+      g.container[1].environment_variables["BLOBLEADER_CHAOS_NAME"] == g.name &&
+      g.container[1].environment_variables["BLOBLEADER_CHAOS_ACCOUNT_URL"] == "https://stblobleadertest.blob.core.windows.net/" &&
+      g.container[1].environment_variables["BLOBLEADER_CHAOS_CONTAINER"] == "chaos" &&
+      g.container[1].environment_variables["BLOBLEADER_CHAOS_WORKER_STATUS"] == "http://127.0.0.1:8080/status" &&
+      g.container[1].environment_variables["AZURE_CLIENT_ID"] == "11111111-1111-1111-1111-111111111111" &&
+      g.container[1].secure_environment_variables == null
+    ])
+    error_message = "The worker must dial the sidecar's loopback proxy, and the sidecar must listen on loopback only, read its own plan (named after its group) from the chaos container with the worker identity, and relay the worker's /status."
+  }
+  assert {
+    condition     = azurerm_storage_container.this["chaos"].name == "chaos" && azurerm_storage_container.this["chaos"].container_access_type == "private"
+    error_message = "The sidecar's control container is a private container named chaos."
+  }
+  assert {
+    condition = length(azurerm_role_assignment.chaos_controller) == 2 && alltrue([
+      for ra in azurerm_role_assignment.chaos_controller :
+      ra.principal_id == "55555555-5555-5555-5555-555555555555" && ra.role_definition_name == "Storage Blob Data Contributor" &&
+      contains([azurerm_storage_container.this["chaos"].id, azurerm_storage_container.this["leases"].id], ra.scope)
+    ])
+    error_message = "The harness gets Storage Blob Data Contributor on the chaos and lease containers only."
+  }
+  assert {
+    condition     = length(azurerm_role_assignment.worker_blob) == 3
+    error_message = "The workers (and their sidecars) get their blob role on the three containers, nothing wider."
   }
 }
 

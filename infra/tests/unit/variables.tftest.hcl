@@ -220,6 +220,39 @@ run "chaos_sidecar_enabled_without_image" {
   expect_failures = [var.chaos_sidecar]
 }
 
+run "chaos_sidecar_image_by_tag" {
+  command = plan
+  variables {
+    chaos_sidecar = { enabled = true, image = "crblobleadertest.azurecr.io/blobleader/chaos:latest" }
+  }
+  expect_failures = [var.chaos_sidecar]
+}
+
+run "chaos_sidecar_on_the_worker_port" {
+  command = plan
+  variables {
+    chaos_sidecar = { enabled = false, listen_port = 8080 }
+  }
+  expect_failures = [var.chaos_sidecar]
+}
+
+run "chaos_sidecar_controller_not_a_guid" {
+  command = plan
+  variables {
+    chaos_sidecar = { enabled = false, controller_principal_ids = ["me@example.com"] }
+  }
+  expect_failures = [var.chaos_sidecar]
+}
+
+run "chaos_sidecar_with_a_lease_container_named_chaos" {
+  command = plan
+  variables {
+    lease_container_name = "chaos"
+    chaos_sidecar        = { enabled = true, image = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567" }
+  }
+  expect_failures = [var.chaos_sidecar]
+}
+
 run "worker_memory_too_small" {
   command = plan
   variables {

@@ -1,0 +1,126 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage"
+)
+
+// AzureOutage takes the storage account away from everyone: it sets the
+// account's network rule default action to Deny (keeping its bypass and any
+// IP or virtual network rules), so every data-plane request from the workers
+// — which come from ACI's public addresses, matched by no rule — is refused
+// with 403. Remove restores the rule set it found (default action Allow).
+//
+// Network rules take a while to apply at the storage front ends. When Probe
+// is set, Inject and Remove return only once Probe sees the data plane
+// refuse, then answer again.
+type AzureOutage struct {
+	Accounts      *armstorage.AccountsClient `json:"-"`
+	ResourceGroup string                     `json:"-"`
+	Account       string                     `json:"account"` // storage account name
+
+	// Probe, if set, reports whether the data plane answers the caller now
+	// (true) or refuses it (false).
+	Probe      func(ctx context.Context) (reachable bool, err error) `json:"-"`
+	ProbeEvery time.Duration                                         `json:"-"` // default 2 s
+
+	mu    sync.Mutex
+	saved *armstorage.NetworkRuleSet
+}
+
+var _ Fault = (*AzureOutage)(nil)
+
+func (f *AzureOutage) Kind() Kind     { return KindOutage }
+func (f *AzureOutage) Target() string { return TargetAll }
+
+// Inject saves the account's network rules and denies by default.
+func (f *AzureOutage) Inject(ctx context.Context) error {
+	if f.Accounts == nil || f.ResourceGroup == "" || f.Account == "" {
+		return fmt.Errorf("%w: outage needs the storage account (client, resource group, name)", ErrNoTarget)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.saved != nil {
+		return fmt.Errorf("%w: outage of %s", ErrInjected, f.Account)
+	}
+	props, err := f.Accounts.GetProperties(ctx, f.ResourceGroup, f.Account, nil)
+	if err != nil {
+		return fmt.Errorf("chaos: read storage account %s: %w", f.Account, err)
+	}
+	saved := &armstorage.NetworkRuleSet{DefaultAction: to(armstorage.DefaultActionAllow)}
+	if p := props.Properties; p != nil && p.NetworkRuleSet != nil {
+		saved = p.NetworkRuleSet
+	}
+	if saved.DefaultAction != nil && *saved.DefaultAction == armstorage.DefaultActionDeny {
+		return fmt.Errorf("%w: storage account %s already denies by default; an outage would change nothing", ErrInvalid, f.Account)
+	}
+	deny := *saved
+	deny.DefaultAction = to(armstorage.DefaultActionDeny)
+	if err := f.update(ctx, &deny); err != nil {
+		return err
+	}
+	f.saved = saved
+	return f.waitReachable(ctx, false)
+}
+
+// Remove puts the saved rule set back.
+func (f *AzureOutage) Remove(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.saved == nil {
+		return nil
+	}
+	if err := f.update(ctx, f.saved); err != nil {
+		return err
+	}
+	f.saved = nil
+	return f.waitReachable(ctx, true)
+}
+
+func (f *AzureOutage) update(ctx context.Context, rules *armstorage.NetworkRuleSet) error {
+	_, err := f.Accounts.Update(ctx, f.ResourceGroup, f.Account, armstorage.AccountUpdateParameters{
+		Properties: &armstorage.AccountPropertiesUpdateParameters{NetworkRuleSet: rules},
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("chaos: set network rules of %s (default %s): %w", f.Account, deref(rules.DefaultAction), err)
+	}
+	return nil
+}
+
+func (f *AzureOutage) waitReachable(ctx context.Context, want bool) error {
+	if f.Probe == nil {
+		return nil
+	}
+	every := f.ProbeEvery
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var last error
+	for {
+		got, err := f.Probe(ctx)
+		if err == nil && got == want {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("chaos: storage account %s still reachable=%v after the rule change (last probe error: %v): %w", f.Account, !want, last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func to[T any](v T) *T { return &v }
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}

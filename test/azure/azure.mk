@@ -1,0 +1,25 @@
+# Azure chaos suite (owned by test/azure/; included from the top Makefile).
+#
+# `make test-azure` deploys infra/ with the chaos sidecar into a fresh resource
+# group, runs the chaos scenarios against it and destroys it (docs/testing-on-azure.md).
+# Without ARM_SUBSCRIPTION_ID and credentials it prints one line naming what is
+# missing and exits 2 before anything is built or created.
+# `make test-azure-offline` is what `make test` runs: vet with the azure tag and
+# every Offline test (ARM SDK fakes, Azurite, local TLS), no subscription needed.
+
+##@ Azure suite
+
+AZURE_TEST_TIMEOUT  ?= 180m
+AZURE_RUN           ?= TestAzure_Election
+AZURE_OFFLINE_PKGS  ?= ./chaos/... ./test/azure/...
+
+.PHONY: test-azure
+test-azure: ## Chaos scenarios on a fresh Azure deployment (ARM_SUBSCRIPTION_ID + az login or a service principal; ~75 min, ~$2-3); SKIP_deploy|verify|chaos|teardown=1 while iterating.
+	@mkdir -p $(BIN) && $(GO) build -tags azure -o $(BIN)/azure-preflight ./test/azure/cmd/preflight
+	@$(BIN)/azure-preflight
+	BLOBLEADER_AZURE_REQUIRED=1 $(GO) test -tags azure -count=1 -v -timeout $(AZURE_TEST_TIMEOUT) -run '$(AZURE_RUN)' ./test/azure
+
+.PHONY: test-azure-offline
+test-azure-offline: node_modules ## Offline part of the Azure suite: go vet -tags azure, and the Offline tests (ARM fakes, Azurite, local TLS).
+	$(GO) vet -tags azure ./...
+	$(GO) test -tags azure -count=1 -timeout 10m -run Offline $(AZURE_OFFLINE_PKGS)

@@ -1,0 +1,259 @@
+//go:build azure
+
+package azure
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/gruntwork-io/terratest/modules/terraform"
+
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// Deployment is what the deploy stage leaves for the later stages (saved as
+// JSON in the work directory, so `SKIP_deploy=1` reuses it).
+type Deployment struct {
+	Postfix        string         `json:"postfix"`
+	Location       string         `json:"location"`
+	ResourceGroup  string         `json:"resource_group"`
+	StorageAccount string         `json:"storage_account"`
+	BlobEndpoint   string         `json:"blob_endpoint"`
+	LeaseContainer string         `json:"lease_container"`
+	LockBlob       string         `json:"lock_blob"`
+	ChaosContainer string         `json:"chaos_container"`
+	RegistryName   string         `json:"registry_name"`
+	RegistryLogin  string         `json:"registry_login"`
+	Groups         []string       `json:"groups"`
+	WorkerImage    string         `json:"worker_image"`
+	SidecarImage   string         `json:"sidecar_image"`
+	Operator       string         `json:"operator"`
+	Params         cluster.Params `json:"params"`
+	Deployed       time.Time      `json:"deployed"`
+}
+
+// NewPostfix is 6 random lower-case letters and digits: part of every
+// resource name, so concurrent runs and leftovers never collide.
+func NewPostfix() string {
+	const abc = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	for i := range b {
+		b[i] = abc[int(b[i])%len(abc)]
+	}
+	b[0] = abc[int(b[0])%26] // name_prefix must start with a letter
+	return string(b)
+}
+
+// SuiteParams are the election timings the suite deploys: the worker's
+// defaults (DESIGN §2), a 1 s leader tick.
+func SuiteParams() cluster.Params {
+	return cluster.Params{
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RenewInterval: 2 * time.Second,
+		RetryPeriod:   time.Second,
+		Tick:          time.Second,
+		ShutdownGrace: 5 * time.Second,
+	}
+}
+
+// Images are the two pushed, digest-pinned images of stage 2.
+type Images struct {
+	Worker  string // <login>/blobleader/worker@sha256:…
+	Sidecar string // <login>/blobleader/chaos@sha256:…
+}
+
+// TerraformVars are the variables of infra/ for one suite run. Stage 1
+// (images nil) creates everything but the container groups and the chaos
+// control container; stage 2 adds the groups, pinned by digest, each with
+// the chaos sidecar, and grants the harness (operator) the data roles it
+// needs. extra (JSON object) overrides any of them, e.g. {"zones":[]}.
+func TerraformVars(e Env, postfix, operator string, images *Images) (map[string]any, error) {
+	p := SuiteParams()
+	vars := map[string]any{
+		"location":               e.Location,
+		"name_prefix":            "bl" + postfix,
+		"name_suffix":            postfix,
+		"resource_group_name":    "rg-blobleader-test-" + postfix,
+		"worker_count":           e.Workers,
+		"operator_principal_ids": []string{operator},
+		"lease_duration_seconds": int(p.LeaseDuration / time.Second),
+		"renew_deadline_seconds": int(p.RenewDeadline / time.Second),
+		"renew_interval_seconds": int(p.RenewInterval / time.Second),
+		"retry_period_seconds":   int(p.RetryPeriod / time.Second),
+		"tick_seconds":           int(p.Tick / time.Second),
+		"history_to_blob":        true,
+		"image_digest":           "",
+		"chaos_sidecar":          map[string]any{"enabled": false},
+		"tags":                   map[string]string{"purpose": "blobleader-azure-suite", "postfix": postfix},
+	}
+	if images != nil {
+		i := strings.LastIndex(images.Worker, "@")
+		if i < 0 || !strings.Contains(images.Sidecar, "@sha256:") {
+			return nil, fmt.Errorf("azure: images must be pinned by digest: %q, %q", images.Worker, images.Sidecar)
+		}
+		vars["image_digest"] = images.Worker[i+1:]
+		vars["chaos_sidecar"] = map[string]any{
+			"enabled": true,
+			"image":   images.Sidecar,
+			// Twice a second: faults apply and statuses refresh within
+			// about half a second, well inside the scenarios' slack.
+			"poll_seconds":             0.5,
+			"controller_principal_ids": []string{operator},
+		}
+	}
+	if e.ExtraVars != "" {
+		var extra map[string]any
+		if err := json.Unmarshal([]byte(e.ExtraVars), &extra); err != nil {
+			return nil, fmt.Errorf("azure: %s is not a JSON object: %w", EnvTFVars, err)
+		}
+		for k, v := range extra {
+			vars[k] = v
+		}
+	}
+	return vars, nil
+}
+
+// TerraformOptions are terratest's options for the copy of infra/ in dir.
+// ARM may take minutes to propagate new role assignments (AcrPull for the
+// image pull, the blob roles), so those failures are retried.
+func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options {
+	return &terraform.Options{
+		TerraformDir:    dir,
+		TerraformBinary: e.Terraform,
+		Vars:            vars,
+		NoColor:         true,
+		EnvVars:         map[string]string{"CHECKPOINT_DISABLE": "1", "ARM_SUBSCRIPTION_ID": e.SubscriptionID},
+		RetryableTerraformErrors: map[string]string{
+			"(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*": "AcrPull for the workers' identity is still propagating",
+			"(?s).*(AuthorizationFailed|PrincipalNotFound).*":                                         "a new identity or role assignment is still propagating",
+		},
+		MaxRetries:         4,
+		TimeBetweenRetries: 90 * time.Second,
+	}
+}
+
+// CopyInfra copies infra/ (without state, caches or scripts) into dir, so the
+// suite's Terraform state never mixes with a `make deploy` in the checkout.
+func CopyInfra(root, dir string) error {
+	src := filepath.Join(root, "infra")
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".terraform", "image", "scripts", "tests", "examples":
+				if rel != "." {
+					return filepath.SkipDir
+				}
+			}
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		}
+		if !strings.HasSuffix(path, ".tf") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	})
+}
+
+// BuildImages builds the worker and the sidecar as static linux/amd64
+// binaries and packs each into an OCI layout with infra/image (the same
+// builder `make image` uses: the binary lands at /worker, which is the
+// entrypoint; for the sidecar image that binary is chaos-sidecar).
+func BuildImages(ctx context.Context, root, out string) (worker, side string, err error) {
+	worker, side = filepath.Join(out, "image-worker"), filepath.Join(out, "image-chaos")
+	steps := []struct {
+		name string
+		args []string
+	}{
+		{"build worker", []string{"build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, "worker-linux-amd64"), "./worker"}},
+		{"build sidecar", []string{"build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, "chaos-sidecar-linux-amd64"), "./chaos/sidecar/cmd/chaos-sidecar"}},
+		{"image worker", []string{"run", "./infra/image", "build", "--binary", filepath.Join(out, "worker-linux-amd64"), "--out", worker}},
+		{"image sidecar", []string{"run", "./infra/image", "build", "--binary", filepath.Join(out, "chaos-sidecar-linux-amd64"), "--out", side}},
+	}
+	for _, s := range steps {
+		cmd := exec.CommandContext(ctx, "go", s.args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+		if s.args[0] == "run" { // the builder itself runs here
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("azure: %s: %v\n%s", s.name, err, b)
+		}
+	}
+	return worker, side, nil
+}
+
+// PushImage pushes an OCI layout to repo with infra/image push and returns
+// the digest-pinned reference it prints. The registry token travels in the
+// environment only, as in deploy.sh.
+func PushImage(ctx context.Context, root, layout, repo, token string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "run", "./infra/image", "push", "--layout", layout, "--repository", repo)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BLOBLEADER_REGISTRY_TOKEN="+token)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("azure: push %s to %s: %v\n%s", layout, repo, err, stderr.String())
+	}
+	ref := strings.TrimSpace(string(b))
+	if !strings.Contains(ref, "@sha256:") {
+		return "", fmt.Errorf("azure: push %s printed %q, not a digest reference", layout, ref)
+	}
+	return ref, nil
+}
+
+// Push gets a registry token and pushes both images.
+func Push(ctx context.Context, root string, cred azcore.TokenCredential, login, workerLayout, sidecarLayout string) (*Images, error) {
+	tok, err := RegistryToken(ctx, http.DefaultClient, cred, "https://"+login)
+	if err != nil {
+		return nil, err
+	}
+	w, err := PushImage(ctx, root, workerLayout, login+"/blobleader/worker", tok)
+	if err != nil {
+		return nil, err
+	}
+	s, err := PushImage(ctx, root, sidecarLayout, login+"/blobleader/chaos", tok)
+	if err != nil {
+		return nil, err
+	}
+	return &Images{Worker: w, Sidecar: s}, nil
+}
+
+// SaveDeployment and LoadDeployment keep the deployment between stages.
+func SaveDeployment(dir string, d Deployment) error {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "deployment.json"), b, 0o644)
+}
+
+func LoadDeployment(dir string) (Deployment, error) {
+	var d Deployment
+	b, err := os.ReadFile(filepath.Join(dir, "deployment.json"))
+	if err != nil {
+		return d, fmt.Errorf("azure: no deployment in %s (run the deploy stage: unset SKIP_deploy): %w", dir, err)
+	}
+	return d, json.Unmarshal(b, &d)
+}

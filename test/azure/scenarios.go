@@ -1,0 +1,87 @@
+//go:build azure
+
+package azure
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/test/report"
+	"github.com/blobleader/blobleader/test/scenarios"
+)
+
+// Scenario is one scenario of the local suite as the Azure suite runs it:
+// Skip, when set, is why it cannot run on Azure (docs/testing-on-azure.md
+// lists every skip with the same reason).
+type Scenario struct {
+	scenarios.Scenario
+	Skip string
+}
+
+// Scenarios is the Azure suite: the local suite's scenarios, in its order,
+// with the documented skips. TestOffline_SameScenariosAsTheLocalSuite keeps
+// it equal to what test/scenarios registers.
+func Scenarios() []Scenario {
+	return []Scenario{
+		{Scenario: scenarios.LeaderKilled},
+		{Scenario: scenarios.LeaderStoppedGracefully},
+		{Scenario: scenarios.PausedLeaderStepsDown, Skip: chaos.ACIPauseReason},
+		{Scenario: scenarios.PartitionedLeaderStepsDown},
+		{Scenario: scenarios.LatencyBelowRequestTimeout},
+		{Scenario: scenarios.LatencyAboveRequestTimeout},
+		{Scenario: scenarios.RandomResetsOnAllWorkers},
+		{Scenario: scenarios.StorageOutage},
+		{Scenario: scenarios.OperatorBreaksLease},
+		{Scenario: scenarios.RollingRestart},
+	}
+}
+
+// Judge is scenarios.Judge with the Azure clock-skew tolerance: it heals the
+// cluster, collects the run (histories from storage, the ledger, the
+// cumulative fault timeline, liveness), checks it and writes the report into
+// out. The run covers the whole deployment so far, so a later scenario is
+// judged together with every earlier one on the same workers.
+func Judge(t *testing.T, c cluster.Cluster, name, out string, skew time.Duration) (checker.Run, checker.Result) {
+	t.Helper()
+	p := c.Params()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := c.Heal(ctx); err != nil {
+		t.Errorf("heal: %v", err)
+	}
+	window := 2*max(p.RenewInterval, p.RetryPeriod) + 3*time.Second // sidecar states come every second
+	h, err := c.History(ctx, window)
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	run, err := scenarios.Collect(ctx, c, h)
+	if err != nil {
+		t.Fatalf("collect run: %v", err)
+	}
+	cp := scenarios.CheckerParams(p)
+	cp.ClockSkew = skew
+	res, err := checker.Check(run, cp)
+	if err != nil {
+		t.Fatalf("checker: %v", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, err := report.Write(out, name, run, res)
+	if err != nil {
+		t.Errorf("report: %v", err)
+	} else {
+		t.Logf("report: %s (%s)", files.HTML, files.JSON)
+	}
+	s := report.Summarize(run, res)
+	t.Logf("run: %d events, %d terms, %d ledger entries, faults %v, %d violations (clock skew tolerance %v)", s.Events, s.Terms, s.LedgerEntries, s.FaultsByKind, s.Violations, skew)
+	for _, fo := range res.Failovers {
+		t.Logf("failover after %s on %s: %v (bound %v, basis %s)", fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis)
+	}
+	return run, res
+}

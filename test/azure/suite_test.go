@@ -1,0 +1,333 @@
+//go:build azure
+
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerinstance/armcontainerinstance/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/gruntwork-io/terratest/modules/terraform"
+	test_structure "github.com/gruntwork-io/terratest/modules/test-structure"
+
+	"github.com/blobleader/blobleader/test/scenarios"
+)
+
+// TestAzure_Election deploys infra/ with the chaos sidecar into a fresh
+// resource group, checks that one leader is elected, runs every scenario of
+// the local suite that ACI allows against it (judged by the same checker,
+// with a clock-skew tolerance), and destroys everything. Stages: deploy,
+// verify, chaos, teardown; SKIP_<stage>=1 skips one while iterating (the
+// deployment is remembered in the work directory). Run it with
+// `make test-azure` (it sets -timeout 180m).
+func TestAzure_Election(t *testing.T) {
+	t.Parallel()
+	env, err := LoadEnv(HostProbe())
+	if err != nil {
+		if os.Getenv(EnvRequired) == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	root := repoRoot(t)
+	work := env.WorkDir
+	if work == "" {
+		work = filepath.Join(root, "out", "azure-suite")
+	}
+	tfDir := filepath.Join(work, "infra")
+	cred := credential(t)
+
+	// Destroy is registered before anything is applied; it finds the
+	// options the deploy stage saved before its first apply.
+	defer test_structure.RunTestStage(t, "teardown", func() {
+		if _, err := os.Stat(test_structure.FormatTestDataPath(tfDir, "TerraformOptions.json")); err != nil {
+			t.Logf("teardown: nothing was applied from %s", tfDir)
+			return
+		}
+		opts := test_structure.LoadTerraformOptions(t, tfDir)
+		terraform.Destroy(t, opts)
+		// The reports and downloaded histories stay; the state is empty now.
+		if err := errors.Join(os.RemoveAll(tfDir), os.Remove(filepath.Join(work, "deployment.json"))); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	})
+
+	test_structure.RunTestStage(t, "deploy", func() { deployStage(t, env, root, work, tfDir, cred) })
+
+	test_structure.RunTestStage(t, "verify", func() {
+		d, err := LoadDeployment(work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifyStage(t, newCluster(t, env, d, work, cred), d)
+	})
+
+	test_structure.RunTestStage(t, "chaos", func() {
+		d, err := LoadDeployment(work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newCluster(t, env, d, work, cred)
+		defer c.Stop()
+		out := os.Getenv(scenarios.EnvOut)
+		if out == "" {
+			out = filepath.Join(work, "reports")
+		}
+		for _, s := range Scenarios() {
+			// One deployment, so the scenarios run one after the other.
+			t.Run(s.Name, func(t *testing.T) {
+				if s.Skip != "" {
+					t.Skip("not on Azure: " + s.Skip)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				// One deployment for all: whatever happens, leave no fault
+				// behind for the next scenario (Judge heals too).
+				defer func() {
+					if err := c.Heal(context.WithoutCancel(ctx)); err != nil {
+						t.Errorf("heal after %s: %v", s.Name, err)
+					}
+				}()
+				if _, err := c.Start(ctx, s.Workers); err != nil {
+					t.Fatal(err)
+				}
+				c.WaitLeader(t, 5*time.Minute)
+				s.Run(t, c)
+				_, res := Judge(t, c, "Azure_"+s.Name, out, env.ClockSkew)
+				if err := res.Err(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+}
+
+func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.TokenCredential) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	postfix := NewPostfix()
+	operator := env.OperatorID
+	if operator == "" {
+		var err error
+		if operator, err = ObjectID(ctx, cred); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(work); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(tfDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyInfra(root, tfDir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deploy: postfix %s, region %s, %d workers, resource group rg-blobleader-test-%s", postfix, env.Location, env.Workers, postfix)
+
+	// 1. Storage, identity, roles, registry, logs (no groups yet).
+	vars, err := TerraformVars(env, postfix, operator, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := TerraformOptions(env, tfDir, vars)
+	test_structure.SaveTerraformOptions(t, tfDir, opts)
+	terraform.InitAndApply(t, opts)
+
+	// 2. Build both images without Docker and push them by digest.
+	wl, sl, err := BuildImages(ctx, root, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := Push(ctx, root, cred, terraform.Output(t, opts, "registry_login_server"), wl, sl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deploy: pushed %s and %s", images.Worker, images.Sidecar)
+
+	// 3. The worker groups with the chaos sidecar, pinned by digest.
+	if opts.Vars, err = TerraformVars(env, postfix, operator, images); err != nil {
+		t.Fatal(err)
+	}
+	test_structure.SaveTerraformOptions(t, tfDir, opts)
+	terraform.Apply(t, opts)
+
+	containers := terraform.OutputMap(t, opts, "container_names")
+	d := Deployment{
+		Postfix:        postfix,
+		Location:       env.Location,
+		ResourceGroup:  terraform.Output(t, opts, "resource_group_name"),
+		StorageAccount: terraform.Output(t, opts, "storage_account_name"),
+		BlobEndpoint:   terraform.Output(t, opts, "storage_blob_endpoint"),
+		LeaseContainer: containers["leases"],
+		LockBlob:       terraform.Output(t, opts, "lease_blob_name"),
+		ChaosContainer: containers["chaos"],
+		RegistryName:   terraform.Output(t, opts, "registry_name"),
+		RegistryLogin:  terraform.Output(t, opts, "registry_login_server"),
+		Groups:         terraform.OutputList(t, opts, "container_group_names"),
+		WorkerImage:    images.Worker,
+		SidecarImage:   images.Sidecar,
+		Operator:       operator,
+		Params:         SuiteParams(),
+		Deployed:       time.Now().UTC(),
+	}
+	if d.ChaosContainer == "" || len(d.Groups) != env.Workers {
+		t.Fatalf("deploy: outputs name chaos container %q and %d groups, want the chaos container and %d groups", d.ChaosContainer, len(d.Groups), env.Workers)
+	}
+	if err := SaveDeployment(work, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// verifyStage waits until every worker answers (through its sidecar), one
+// leader is elected and its history reaches storage, and the harness's own
+// data roles work (role assignments take minutes to propagate).
+func verifyStage(t *testing.T, c *Cluster, d Deployment) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if _, err := c.Start(ctx, len(d.Groups)); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.WaitLeader(t, 10*time.Minute)
+	t.Logf("verify: %s leads", leader.Identity())
+	// The harness can write where the faults need it: an empty plan per
+	// sidecar (acknowledged), and a probe blob in the lease container (for
+	// the operator's BreakLease).
+	retry(t, ctx, "clear every sidecar plan", func() error {
+		for _, w := range c.workers {
+			if err := w.ctl.Clear(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	retry(t, ctx, "write to the lease container", func() error {
+		probe := c.cfg.Leases.NewBlockBlobClient("harness-probe")
+		if _, err := probe.UploadBuffer(ctx, []byte("ok"), nil); err != nil {
+			return err
+		}
+		_, err := probe.Delete(ctx, nil)
+		return err
+	})
+	retry(t, ctx, "read every worker's history", func() error {
+		files, err := DownloadHistory(ctx, c.cfg.History, d.Groups, t.TempDir())
+		if err != nil {
+			return err
+		}
+		for _, g := range d.Groups {
+			found := false
+			for _, f := range files {
+				found = found || strings.Contains(f, string(filepath.Separator)+g+string(filepath.Separator))
+			}
+			if !found {
+				return fmt.Errorf("no history blob of %s yet", g)
+			}
+		}
+		return nil
+	})
+}
+
+func retry(t *testing.T, ctx context.Context, what string, f func() error) {
+	t.Helper()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("verify: cannot %s: %v", what, err)
+		case <-time.After(15 * time.Second):
+			t.Logf("verify: %s: %v (retrying; roles may still be propagating)", what, err)
+		}
+	}
+}
+
+func newCluster(t *testing.T, env Env, d Deployment, work string, cred azcore.TokenCredential) *Cluster {
+	t.Helper()
+	aci, err := armcontainerinstance.NewClientFactory(env.SubscriptionID, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts, err := armstorage.NewAccountsClient(env.SubscriptionID, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := func(name string) *container.Client {
+		opts := &container.ClientOptions{}
+		opts.Retry = policy.RetryOptions{MaxRetries: 3, TryTimeout: 15 * time.Second}
+		c, err := container.NewClient(strings.TrimSuffix(d.BlobEndpoint, "/")+"/"+name, cred, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	dir := filepath.Join(work, "history", time.Now().UTC().Format("20060102T150405"))
+	c, err := New(Config{
+		ResourceGroup:  d.ResourceGroup,
+		StorageAccount: d.StorageAccount,
+		Groups:         d.Groups,
+		LockBlob:       d.LockBlob,
+		Params:         d.Params,
+		Sidecar:        true,
+		Dir:            dir,
+		Logf:           t.Logf,
+		GroupsClient:   aci.NewContainerGroupsClient(),
+		Exec:           &ACIExec{Containers: aci.NewContainersClient(), ResourceGroup: d.ResourceGroup},
+		Accounts:       accounts,
+		Leases:         blob(d.LeaseContainer),
+		History:        blob("history"),
+		Control:        blob(d.ChaosContainer),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// credential is a service principal from ARM_* (Terraform's variables) when
+// set, else DefaultAzureCredential (AZURE_* variables, workload identity,
+// managed identity, az login).
+func credential(t *testing.T) azcore.TokenCredential {
+	t.Helper()
+	id, secret, tenant := os.Getenv("ARM_CLIENT_ID"), os.Getenv("ARM_CLIENT_SECRET"), os.Getenv("ARM_TENANT_ID")
+	var cred azcore.TokenCredential
+	var err error
+	if id != "" && secret != "" && tenant != "" {
+		cred, err = azidentity.NewClientSecretCredential(tenant, id, secret, nil)
+	} else {
+		cred, err = azidentity.NewDefaultAzureCredential(nil)
+	}
+	if err != nil {
+		t.Fatalf("azure credential: %v", err)
+	}
+	return cred
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal(errors.New("no go.mod above the test"))
+		}
+		dir = parent
+	}
+}
