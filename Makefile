@@ -47,7 +47,7 @@ demo: build node_modules ## Start Azurite and three workers; watch who leads, ki
 GO_TEST_TIMEOUT ?= 15m
 
 .PHONY: test
-test: node_modules test-go test-infra ## Run every offline test: Go unit + Azurite integration + short chaos suite, and the Terraform checks.
+test: node_modules test-go test-azure-offline test-infra ## Run every offline test: Go unit + Azurite integration + short chaos suite, the Azure suite's offline part, and the Terraform checks.
 
 .PHONY: test-go
 test-go: node_modules ## Go vet and tests (unit, Azurite integration, short chaos suite).
@@ -65,4 +65,6 @@ clean: ## Remove build output.
 	rm -rf $(BIN) out
 
 include test/test.mk
+include test/azure/azure.mk
+include test/bench/bench.mk
 include infra/infra.mk

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// RoleCost is one worker's storage operations per hour over the window.
+type RoleCost struct {
+	Identity   string             `json:"identity"`
+	Role       string             `json:"role"`
+	ByOp       map[string]float64 `json:"ops_per_hour_by_op"`
+	Election   float64            `json:"election_ops_per_hour"` // lease and lock-record ops
+	Task       float64            `json:"task_ops_per_hour"`     // ledger (the reference task) and history
+	RSSBytes   int64              `json:"rss_bytes"`
+	CPUPercent float64            `json:"cpu_percent"` // of one core, over the window
+}
+
+// CostResult is one flavor's steady-state cost and footprint.
+type CostResult struct {
+	Flavor        string     `json:"flavor"`
+	WindowS       float64    `json:"window_s"`
+	Workers       []RoleCost `json:"workers"`
+	LeaderChanged bool       `json:"leader_changed"`
+	AzuriteCPU    float64    `json:"azurite_cpu_percent"`
+	BinaryBytes   int64      `json:"binary_bytes"`
+	Err           string     `json:"error,omitempty"`
+}
+
+// Leader and Follower pick the leader's row and the followers' mean.
+func (c CostResult) Leader() (RoleCost, bool) {
+	for _, w := range c.Workers {
+		if w.Role == "leader" {
+			return w, true
+		}
+	}
+	return RoleCost{}, false
+}
+
+func (c CostResult) Follower() (RoleCost, bool) {
+	var n float64
+	m := RoleCost{Role: "follower", ByOp: map[string]float64{}}
+	for _, w := range c.Workers {
+		if w.Role != "follower" {
+			continue
+		}
+		n++
+		m.Election += w.Election
+		m.Task += w.Task
+		m.RSSBytes += w.RSSBytes
+		m.CPUPercent += w.CPUPercent
+		for op, v := range w.ByOp {
+			m.ByOp[op] += v
+		}
+	}
+	if n == 0 {
+		return m, false
+	}
+	m.Election /= n
+	m.Task /= n
+	m.RSSBytes = int64(float64(m.RSSBytes) / n)
+	m.CPUPercent /= n
+	for op := range m.ByOp {
+		m.ByOp[op] /= n
+	}
+	return m, true
+}
+
+func scrape(ctx context.Context, listen string) (RequestCounts, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("GET /metrics: %s: %s", resp.Status, b)
+	}
+	return ParseRequestCounts(resp.Body)
+}
+
+// CostRun starts three workers, lets them settle, and counts each worker's
+// storage requests (its own blobleader_storage_requests_total) over window,
+// with its RSS at the end and its CPU over the window.
+func CostRun(t testing.TB, env Env, fl Flavor, window time.Duration) CostResult {
+	c := startCluster(t, fl, 3)
+	ctx := context.Background()
+	if _, err := c.FindLeader(fl.crashBound() + 20*time.Second); err != nil {
+		t.Fatalf("%v", err)
+	}
+	// Settle: every follower has made its first polls and metadata reads.
+	env.sleep(t, fl.Params.RetryPeriod+3*time.Second)
+	type probe struct {
+		id     string
+		proc   WorkerProc
+		before RequestCounts
+		cpu    float64
+		role   string
+	}
+	var ps []*probe
+	for _, w := range c.Workers() {
+		p, err := FindWorker(c.Dir(), w.Identity())
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		st, err := w.Status(ctx)
+		if err != nil {
+			t.Fatalf("status %s: %v", w.Identity(), err)
+		}
+		ps = append(ps, &probe{id: w.Identity(), proc: p, role: st.Role})
+	}
+	az := c.Azurite().Pid()
+	azBefore, _ := CPUSeconds(az)
+	t0 := time.Now()
+	for _, p := range ps {
+		var err error
+		if p.before, err = scrape(ctx, p.proc.Listen); err != nil {
+			t.Fatalf("%s: %v", p.id, err)
+		}
+		p.cpu, _ = CPUSeconds(p.proc.Pid)
+	}
+	env.Progress(fmt.Sprintf("cost-%s: counting storage requests of 3 workers for %v", fl.Name, window))
+	env.sleep(t, window)
+	out := CostResult{Flavor: fl.Name}
+	var el float64
+	for _, p := range ps {
+		after, err := scrape(ctx, p.proc.Listen)
+		if err != nil {
+			t.Fatalf("%s: %v", p.id, err)
+		}
+		el = time.Since(t0).Seconds()
+		cpu, _ := CPUSeconds(p.proc.Pid)
+		rss, _ := RSSBytes(p.proc.Pid)
+		st, err := findStatus(ctx, c.Workers(), p.id)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		if st != p.role {
+			out.LeaderChanged = true
+		}
+		d := after.Sub(p.before)
+		rc := RoleCost{Identity: p.id, Role: st, ByOp: map[string]float64{}, RSSBytes: rss, CPUPercent: 100 * (cpu - p.cpu) / el}
+		for op, v := range d {
+			rc.ByOp[op] = v * 3600 / el
+		}
+		rc.Election, rc.Task = RequestCounts(rc.ByOp).Split()
+		out.Workers = append(out.Workers, rc)
+	}
+	out.WindowS = el
+	if azAfter, err := CPUSeconds(az); err == nil {
+		out.AzuriteCPU = 100 * (azAfter - azBefore) / time.Since(t0).Seconds()
+	}
+	return out
+}
+
+func findStatus(ctx context.Context, ws []cluster.Worker, id string) (string, error) {
+	for _, w := range ws {
+		if w.Identity() == id {
+			st, err := w.Status(ctx)
+			if err != nil {
+				return "", fmt.Errorf("status %s: %w", id, err)
+			}
+			return st.Role, nil
+		}
+	}
+	return "", fmt.Errorf("no worker %s", id)
+}

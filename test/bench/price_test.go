@@ -1,0 +1,32 @@
+package bench
+
+import (
+	"math"
+	"testing"
+)
+
+func TestCategory(t *testing.T) {
+	tests := map[string]string{
+		"acquire": "other", "renew": "other", "get": "other", "update": "other",
+		"create_container": "list", "create_blob": "write",
+		"ledger_append": "write", "ledger_seal": "write", "ledger_get": "other", "ledger_read": "read",
+		"history_append": "write",
+	}
+	for op, want := range tests {
+		if got := Category(op); got != want {
+			t.Errorf("Category(%q) = %q, want %q", op, got, want)
+		}
+	}
+}
+
+func TestMonthlyUSD(t *testing.T) {
+	// 3,600 renews an hour for 730 h at $0.0044 per 10k = $1.1563.
+	got := MonthlyUSD(map[string]float64{"renew": 3600, "ledger_append": 3600}, IsElectionOp)
+	if want := 3600 * 730 / 10000.0 * 0.0044; math.Abs(got-want) > 1e-9 {
+		t.Errorf("MonthlyUSD(election only) = %v, want %v", got, want)
+	}
+	all := MonthlyUSD(map[string]float64{"renew": 3600, "ledger_append": 3600}, nil)
+	if want := 3600 * 730 / 10000.0 * (0.0044 + 0.055); math.Abs(all-want) > 1e-9 {
+		t.Errorf("MonthlyUSD(all) = %v, want %v", all, want)
+	}
+}

@@ -1,0 +1,346 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+)
+
+// errCrashed is what a crashed contender's lock answers: nothing reaches
+// storage any more.
+var errCrashed = errors.New("bench: contender crashed")
+
+// crashLock refuses every call once crashed, so a cancelled contender can
+// neither renew nor release: storage sees what it sees after a SIGKILL.
+type crashLock struct {
+	election.Lock
+	dead atomic.Bool
+}
+
+func (l *crashLock) guard() error {
+	if l.dead.Load() {
+		return errCrashed
+	}
+	return nil
+}
+
+func (l *crashLock) Acquire(ctx context.Context, d time.Duration) error {
+	if err := l.guard(); err != nil {
+		return err
+	}
+	return l.Lock.Acquire(ctx, d)
+}
+
+func (l *crashLock) Renew(ctx context.Context) error {
+	if err := l.guard(); err != nil {
+		return err
+	}
+	return l.Lock.Renew(ctx)
+}
+
+func (l *crashLock) Release(ctx context.Context) error {
+	if err := l.guard(); err != nil {
+		return err
+	}
+	return l.Lock.Release(ctx)
+}
+
+func (l *crashLock) Get(ctx context.Context) (election.Record, error) {
+	if err := l.guard(); err != nil {
+		return election.Record{}, err
+	}
+	return l.Lock.Get(ctx)
+}
+
+func (l *crashLock) Update(ctx context.Context, r election.Record) error {
+	if err := l.guard(); err != nil {
+		return err
+	}
+	return l.Lock.Update(ctx, r)
+}
+
+// ScaleResult is one contender count's figures.
+type ScaleResult struct {
+	N            int     `json:"n"`
+	FirstLeaderS float64 `json:"first_leader_s"` // all N started at once on a fresh blob → first started_leading
+	Crash        []Trial `json:"crash"`
+	LatencyP50MS float64 `json:"latency_p50_ms"`
+	LatencyP99MS float64 `json:"latency_p99_ms"`
+	LatencyMaxMS float64 `json:"latency_max_ms"`
+	Requests     int     `json:"requests"`       // storage requests in the steady window
+	RequestsPerS float64 `json:"requests_per_s"` // in the steady window
+	Errors       int     `json:"request_errors"` // requests without an HTTP answer, or 5xx, in the steady window
+	AzuriteCPU   float64 `json:"azurite_cpu_percent"`
+	BenchCPU     float64 `json:"bench_cpu_percent"` // this process (all N contenders) over the same window
+	WindowS      float64 `json:"window_s"`
+	Err          string  `json:"error,omitempty"`
+}
+
+type sampleRec struct {
+	mu     sync.Mutex
+	on     bool
+	lat    []float64 // ms
+	errors int
+}
+
+func (r *sampleRec) observe(_ string, code string, took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.on {
+		return
+	}
+	r.lat = append(r.lat, float64(took)/float64(time.Millisecond))
+	if code == "timeout" || code == "error" || (len(code) == 3 && code[0] == '5') {
+		r.errors++
+	}
+}
+
+type contender struct {
+	id     string
+	lock   *crashLock
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type eventRec struct {
+	mu     sync.Mutex
+	events []scaleEvent
+	cond   chan struct{} // closed and replaced on every event
+}
+
+type scaleEvent struct {
+	id string
+	ev election.Event
+}
+
+func (r *eventRec) add(id string, ev election.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, scaleEvent{id, ev})
+	close(r.cond)
+	r.cond = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// waitStart waits for a started_leading after t by someone other than except.
+func (r *eventRec) waitStart(ctx context.Context, after time.Time, except string) (scaleEvent, error) {
+	for {
+		r.mu.Lock()
+		for _, e := range r.events {
+			if e.ev.Kind == election.EventStartedLeading && e.id != except && e.ev.Time.After(after) {
+				r.mu.Unlock()
+				return e, nil
+			}
+		}
+		ch := r.cond
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return scaleEvent{}, ctx.Err()
+		}
+	}
+}
+
+// leader returns the current leader's identity and the send time of its last
+// successful renew (valid_until − D of its latest event carrying one).
+func (r *eventRec) leader(d time.Duration) (string, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var id string
+	var vu time.Time
+	for _, e := range r.events {
+		switch e.ev.Kind {
+		case election.EventStartedLeading:
+			id, vu = e.id, e.ev.ValidUntil
+		case election.EventRenewed:
+			if e.id == id {
+				vu = e.ev.ValidUntil
+			}
+		case election.EventStoppedLeading:
+			if e.id == id {
+				id = ""
+			}
+		}
+	}
+	if vu.IsZero() {
+		return id, time.Time{}
+	}
+	return id, vu.Add(-d)
+}
+
+// ScaleRun runs n contenders of the election library with the default
+// parameters in this process against a fresh Azurite: time to the first
+// leader from a cold start, a steady window of request latency and Azurite
+// CPU, then crashes crash failovers.
+func ScaleRun(ctx context.Context, env Env, n, crashes int, window time.Duration) (res ScaleResult, err error) {
+	res.N = n
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	az, err := azurite.Start(sctx)
+	cancel()
+	if err != nil {
+		return res, err
+	}
+	defer az.Stop()
+	cfg := election.DefaultConfig("x")
+	rec := &sampleRec{}
+	events := &eventRec{cond: make(chan struct{})}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var mu sync.Mutex
+	var all []*contender
+	seq := 0
+	spawn := func() (*contender, error) {
+		mu.Lock()
+		seq++
+		id := fmt.Sprintf("c%03d", seq)
+		mu.Unlock()
+		// Its own connection pool, as a separate process would have.
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
+		cc, err := bloblock.NewContainerClient(bloblock.ClientConfig{
+			ConnectionString: az.ConnectionString(), Container: "leases",
+			RequestTimeout: cfg.RequestTimeout(), Observe: rec.observe, Transport: hc,
+		})
+		if err != nil {
+			return nil, err
+		}
+		bl, err := bloblock.New(cc, "leader")
+		if err != nil {
+			return nil, err
+		}
+		c := &contender{id: id, lock: &crashLock{Lock: bl}, done: make(chan struct{})}
+		ecfg := election.DefaultConfig(id)
+		ecfg.Logger = quiet
+		e, err := election.NewElector(ecfg, c.lock, election.Callbacks{
+			OnStartedLeading: func(ctx context.Context, _ int64) error { <-ctx.Done(); return nil },
+			OnEvent:          func(ev election.Event) { events.add(id, ev) },
+		})
+		if err != nil {
+			return nil, err
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		c.cancel = cancel
+		go func() { defer close(c.done); _ = e.Run(cctx) }()
+		mu.Lock()
+		all = append(all, c)
+		mu.Unlock()
+		return c, nil
+	}
+	defer func() {
+		mu.Lock()
+		cs := append([]*contender(nil), all...)
+		mu.Unlock()
+		for _, c := range cs {
+			c.cancel()
+		}
+		for _, c := range cs {
+			<-c.done
+		}
+	}()
+
+	// 1. Cold start: all n at once.
+	t0 := time.Now()
+	for range n {
+		if _, err := spawn(); err != nil {
+			return res, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.LeaseDuration+time.Minute)
+	first, err := events.waitStart(wctx, t0, "")
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("no first leader among %d: %w", n, err)
+	}
+	res.FirstLeaderS = first.ev.Time.Sub(t0).Seconds()
+	env.Progress(fmt.Sprintf("scale-%d: first leader %s after %.2f s", n, first.id, res.FirstLeaderS))
+
+	// 2. Steady window: latency, request rate, CPU.
+	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+		return res, err
+	}
+	azPid := az.Pid()
+	self := osGetpid()
+	azCPU0, _ := CPUSeconds(azPid)
+	selfCPU0, _ := CPUSeconds(self)
+	rec.mu.Lock()
+	rec.on = true
+	rec.mu.Unlock()
+	w0 := time.Now()
+	if err := sleepCtx(ctx, window); err != nil {
+		return res, err
+	}
+	rec.mu.Lock()
+	rec.on = false
+	lat := append([]float64(nil), rec.lat...)
+	res.Errors = rec.errors
+	rec.mu.Unlock()
+	res.WindowS = time.Since(w0).Seconds()
+	azCPU1, _ := CPUSeconds(azPid)
+	selfCPU1, _ := CPUSeconds(self)
+	res.AzuriteCPU = 100 * (azCPU1 - azCPU0) / res.WindowS
+	res.BenchCPU = 100 * (selfCPU1 - selfCPU0) / res.WindowS
+	ls := Summarize(lat)
+	if ls.N > 0 { // NaN would not survive results.json
+		res.LatencyP50MS, res.LatencyP99MS, res.LatencyMaxMS = ls.P50, ls.P99, ls.Max
+	}
+	res.Requests = len(lat)
+	res.RequestsPerS = float64(len(lat)) / res.WindowS
+	env.Progress(fmt.Sprintf("scale-%d: %.0f req/s, latency p50 %.1f ms p99 %.1f ms, Azurite CPU %.0f %%", n, res.RequestsPerS, ls.P50, ls.P99, res.AzuriteCPU))
+
+	// 3. Crashes: the leader's lock goes dead (no renew, no release), a
+	// replacement contender joins so n stays constant.
+	for i := 1; i <= crashes; i++ {
+		if err := sleepCtx(ctx, time.Second+time.Duration(env.Rand.Int64N(int64(cfg.RenewInterval)))); err != nil {
+			return res, err
+		}
+		id, lastRenew := events.leader(cfg.RenewDeadline)
+		if id == "" {
+			return res, fmt.Errorf("crash %d: no leader", i)
+		}
+		var victim *contender
+		mu.Lock()
+		for _, c := range all {
+			if c.id == id {
+				victim = c
+			}
+		}
+		mu.Unlock()
+		kill := time.Now()
+		victim.lock.dead.Store(true)
+		victim.cancel()
+		wctx, cancel := context.WithTimeout(ctx, cfg.LeaseDuration+30*time.Second)
+		next, err := events.waitStart(wctx, kill, id)
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("crash %d: no new leader: %w", i, err)
+		}
+		tr := Trial{Job: fmt.Sprintf("scale-%d", n), Leader: id, NewLeader: next.id, Basis: "last renew sent",
+			FromFault: next.ev.Time.Sub(kill).Seconds(), Bound: (cfg.LeaseDuration + cfg.RetryPeriod*11/10).Seconds()}
+		if !lastRenew.IsZero() {
+			tr.FromBasis = next.ev.Time.Sub(lastRenew).Seconds()
+		}
+		res.Crash = append(res.Crash, tr)
+		env.Progress(fmt.Sprintf("scale-%d: crash %d/%d: %s → %s after %.2f s (%.2f s from its last renew)", n, i, crashes, id, next.id, tr.FromFault, tr.FromBasis))
+		if _, err := spawn(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
