@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"sync"
 	"syscall"
 )
 
@@ -14,9 +13,7 @@ type Crash struct {
 
 	Process Process `json:"-"`
 
-	mu     sync.Mutex
-	target string
-	active bool
+	exitState
 }
 
 var _ Fault = (*Crash)(nil)
@@ -24,54 +21,12 @@ var _ Fault = (*Crash)(nil)
 func (f *Crash) Kind() Kind { return KindCrash }
 
 // Target is the name of the incarnation that was (or will be) killed.
-func (f *Crash) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target != "" {
-		return f.target
-	}
-	if f.Process == nil {
-		return ""
-	}
-	return f.Process.Name()
-}
+func (f *Crash) Target() string { return f.name(f.Process) }
 
 // Inject sends SIGKILL and returns once the process has exited.
 func (f *Crash) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := running(f.Process); err != nil {
-		return err
-	}
-	f.target = f.Process.Name()
-	if err := f.Process.Signal(syscall.SIGKILL); err != nil {
-		return err
-	}
-	f.active = true
-	return waitExit(ctx, f.Process)
+	return f.inject(ctx, f.Process, syscall.SIGKILL, 0)
 }
 
 // Remove restarts the worker when Restart is set.
-func (f *Crash) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	if f.Restart {
-		if err := waitExit(ctx, f.Process); err != nil {
-			return err
-		}
-		if err := f.Process.Restart(ctx); err != nil {
-			return err
-		}
-	}
-	f.active = false
-	return nil
-}
+func (f *Crash) Remove(ctx context.Context) error { return f.remove(ctx, f.Process, f.Restart) }

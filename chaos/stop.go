@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -16,9 +15,7 @@ type Stop struct {
 
 	Process Process `json:"-"`
 
-	mu     sync.Mutex
-	target string
-	active bool
+	exitState
 }
 
 var _ Fault = (*Stop)(nil)
@@ -26,61 +23,14 @@ var _ Fault = (*Stop)(nil)
 func (f *Stop) Kind() Kind { return KindGraceful }
 
 // Target is the name of the incarnation that was (or will be) stopped.
-func (f *Stop) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target != "" {
-		return f.target
-	}
-	if f.Process == nil {
-		return ""
-	}
-	return f.Process.Name()
-}
+func (f *Stop) Target() string { return f.name(f.Process) }
 
 // Inject sends SIGTERM and returns once the process has exited; a process
 // still alive after Grace is an error (it is left running: the caller decides
 // whether to kill it).
 func (f *Stop) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := running(f.Process); err != nil {
-		return err
-	}
-	f.target = f.Process.Name()
-	if err := f.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	f.active = true
-	if f.Grace > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(f.Grace)*time.Millisecond)
-		defer cancel()
-	}
-	return waitExit(ctx, f.Process)
+	return f.inject(ctx, f.Process, syscall.SIGTERM, time.Duration(f.Grace)*time.Millisecond)
 }
 
 // Remove restarts the worker when Restart is set.
-func (f *Stop) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	if f.Restart {
-		if err := waitExit(ctx, f.Process); err != nil {
-			return err
-		}
-		if err := f.Process.Restart(ctx); err != nil {
-			return err
-		}
-	}
-	f.active = false
-	return nil
-}
+func (f *Stop) Remove(ctx context.Context) error { return f.remove(ctx, f.Process, f.Restart) }

@@ -1,10 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"io"
-	"strconv"
 	"strings"
+
+	"github.com/blobleader/blobleader/test/cluster"
 )
 
 // RequestCounts are blobleader_storage_requests_total values by op, summed
@@ -14,43 +14,8 @@ type RequestCounts map[string]float64
 // ParseRequestCounts reads Prometheus text (GET /metrics) and sums
 // blobleader_storage_requests_total{op,code} by op.
 func ParseRequestCounts(r io.Reader) (RequestCounts, error) {
-	out := RequestCounts{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	const name = "blobleader_storage_requests_total{"
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		fields := strings.Fields(line[end+1:])
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			continue
-		}
-		out[labelValue(line[len(name)-1:end], "op")] += v
-	}
-	return out, sc.Err()
-}
-
-// labelValue extracts name's value from `{a="x",b="y"`.
-func labelValue(s, name string) string {
-	for _, sep := range []string{"{", ","} {
-		if i := strings.Index(s, sep+name+`="`); i >= 0 {
-			rest := s[i+len(sep)+len(name)+2:]
-			if j := strings.IndexByte(rest, '"'); j >= 0 {
-				return rest[:j]
-			}
-		}
-	}
-	return ""
+	byOp, err := cluster.RequestsByOp(r)
+	return RequestCounts(byOp), err
 }
 
 // Sub returns c − before for every op (ops missing before count from 0).

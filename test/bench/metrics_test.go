@@ -45,12 +45,3 @@ func TestRequestCounts_Sub(t *testing.T) {
 		t.Errorf("Sub = %v, want acquire 6, renew 5", d)
 	}
 }
-
-func TestLabelValue_OpNotFirst(t *testing.T) {
-	if got := labelValue(`{code="200",op="renew"`, "op"); got != "renew" {
-		t.Errorf("labelValue = %q, want renew", got)
-	}
-	if got := labelValue(`{code="200"`, "op"); got != "" {
-		t.Errorf("labelValue of a missing label = %q, want empty", got)
-	}
-}

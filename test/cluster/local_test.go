@@ -249,6 +249,7 @@ func TestContendOps(t *testing.T) {
 		want       float64
 		ok         bool
 	}{
+		{"op label not first", "blobleader_storage_requests_total{code=\"200\",op=\"renew\"} 4\n", 4, true},
 		{"lease ops only", "# HELP x\nblobleader_storage_requests_total{code=\"201\",op=\"acquire\"} 3\nblobleader_storage_requests_total{code=\"200\",op=\"renew\"} 4\nblobleader_storage_requests_total{code=\"201\",op=\"append\"} 9\n", 7, true},
 		{"other names: every op", "blobleader_storage_requests_total{op=\"AcquireLease\",code=\"409\"} 2\nblobleader_storage_requests_total{op=\"get\",code=\"200\"} 5\n", 2, true},
 		{"no lease op: all ops", "blobleader_storage_requests_total{op=\"poll\",code=\"200\"} 5\n", 5, true},

@@ -7,19 +7,17 @@ import (
 	"strings"
 )
 
-// contendOps reads the Prometheus text of GET /metrics and sums
-// blobleader_storage_requests_total over the lease operations a contending
-// worker keeps making: op labels containing "acquire" or "renew". When no
-// such op exists (an unexpected naming), it sums every op, so liveness is
-// still measured.
-func contendOps(r io.Reader) (float64, bool) {
-	var lease, all float64
-	var seen, seenLease bool
+// RequestsByOp reads the Prometheus text of a worker's GET /metrics and sums
+// blobleader_storage_requests_total{op,code} by op (over codes). The bench
+// and the liveness sampling both read it.
+func RequestsByOp(r io.Reader) (map[string]float64, error) {
+	const name = "blobleader_storage_requests_total{"
+	out := map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "blobleader_storage_requests_total{") {
+		if !strings.HasPrefix(line, name) {
 			continue
 		}
 		end := strings.LastIndexByte(line, '}')
@@ -34,10 +32,25 @@ func contendOps(r io.Reader) (float64, bool) {
 		if err != nil {
 			continue
 		}
-		seen = true
+		out[label(line[:end], "op")] += v
+	}
+	return out, sc.Err()
+}
+
+// contendOps sums the lease operations a contending worker keeps making: ops
+// whose name contains "acquire" or "renew". When there is no such op (an
+// unexpected naming) it sums every op, so liveness is still measured; ok is
+// false when the counter is absent altogether.
+func contendOps(r io.Reader) (total float64, ok bool) {
+	byOp, err := RequestsByOp(r)
+	if err != nil || len(byOp) == 0 {
+		return 0, false
+	}
+	var lease, all float64
+	seenLease := false
+	for op, v := range byOp {
 		all += v
-		op := strings.ToLower(label(line[:end], "op"))
-		if strings.Contains(op, "acquire") || strings.Contains(op, "renew") {
+		if op := strings.ToLower(op); strings.Contains(op, "acquire") || strings.Contains(op, "renew") {
 			lease += v
 			seenLease = true
 		}
@@ -45,7 +58,7 @@ func contendOps(r io.Reader) (float64, bool) {
 	if seenLease {
 		return lease, true
 	}
-	return all, seen
+	return all, true
 }
 
 // label extracts a label's value from `name{a="x",b="y"`.
