@@ -13,6 +13,14 @@ GO       ?= go
 export GOFLAGS := -buildvcs=false
 # Cache for slow, machine-wide artefacts (the offline Terraform provider).
 CACHE    ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/blobleader
+# A TF_CLI_CONFIG_FILE from the environment that names a missing file only
+# makes every Terraform command warn; don't pass it on. (The offline checks
+# set their own, generated one.)
+ifneq ($(TF_CLI_CONFIG_FILE),)
+ifeq ($(wildcard $(TF_CLI_CONFIG_FILE)),)
+unexport TF_CLI_CONFIG_FILE
+endif
+endif
 
 ##@ General
 
