@@ -56,18 +56,10 @@ type Cluster struct {
 	start   time.Time
 	workers []*worker
 
-	mu     sync.Mutex
-	faults []*injected
+	timeline cluster.Timeline
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
-
-// injected pairs the fault a scenario asked for with the Azure fault that
-// realises it.
-type injected struct {
-	asked, real chaos.Fault
-	rec         cluster.FaultRecord
-}
 
 // New checks cfg and returns the cluster.
 func New(cfg Config) (*Cluster, error) {
@@ -349,9 +341,7 @@ func (c *Cluster) Inject(ctx context.Context, f chaos.Fault, target cluster.Work
 		rec.Target = bl.Target()
 	}
 	err = real.Inject(ctx)
-	c.mu.Lock()
-	c.faults = append(c.faults, &injected{asked: f, real: real, rec: rec})
-	c.mu.Unlock()
+	c.timeline.Add(f, real, rec)
 	if err != nil {
 		return fmt.Errorf("azure: inject %s on %s: %w", rec.Kind, rec.Target, err)
 	}
@@ -364,61 +354,36 @@ func (c *Cluster) Inject(ctx context.Context, f chaos.Fault, target cluster.Work
 
 // Remove removes the fault f (as the scenario passed it) and closes its record.
 func (c *Cluster) Remove(ctx context.Context, f chaos.Fault) error {
-	c.mu.Lock()
-	var in *injected
-	for _, x := range c.faults {
-		if (x.asked == f || x.real == f) && x.rec.End.IsZero() {
-			in = x
-		}
-	}
-	c.mu.Unlock()
-	if in == nil {
+	real, rec, ok := c.timeline.Open(f)
+	if !ok {
 		return f.Remove(ctx)
 	}
-	if err := in.real.Remove(ctx); err != nil {
-		return fmt.Errorf("azure: remove %s on %s: %w", in.rec.Kind, in.rec.Target, err)
+	if err := real.Remove(ctx); err != nil {
+		return fmt.Errorf("azure: remove %s on %s: %w", rec.Kind, rec.Target, err)
 	}
-	if cr, ok := in.real.(*chaos.AzureCrash); ok && cr.Restart {
+	if cr, ok := real.(*chaos.AzureCrash); ok && cr.Restart {
 		for _, w := range c.workers {
 			if w.name == cr.Target() {
 				w.running.Store(true)
 			}
 		}
 	}
-	c.mu.Lock()
-	in.rec.End = time.Now()
-	c.mu.Unlock()
-	c.cfg.Logf("healed: %s on %s", in.rec.Kind, in.rec.Target)
+	c.timeline.Close(f)
+	c.cfg.Logf("healed: %s on %s", rec.Kind, rec.Target)
 	return nil
 }
 
 // Heal removes every fault still in place, newest first.
 func (c *Cluster) Heal(ctx context.Context) error {
-	c.mu.Lock()
-	var open []*injected
-	for _, x := range c.faults {
-		if x.rec.End.IsZero() {
-			open = append(open, x)
-		}
-	}
-	c.mu.Unlock()
 	var errs []error
-	for i := len(open) - 1; i >= 0; i-- {
-		errs = append(errs, c.Remove(ctx, open[i].asked))
+	for _, f := range c.timeline.InPlace() {
+		errs = append(errs, c.Remove(ctx, f))
 	}
 	return errors.Join(errs...)
 }
 
 // Faults is the timeline so far (all scenarios on this deployment).
-func (c *Cluster) Faults() []cluster.FaultRecord {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]cluster.FaultRecord, len(c.faults))
-	for i, x := range c.faults {
-		out[i] = x.rec
-	}
-	return out
-}
+func (c *Cluster) Faults() []cluster.FaultRecord { return c.timeline.Records() }
 
 // History downloads every history blob of the deployment's workers into
 // cfg.Dir and samples each worker's liveness over window: a worker contends

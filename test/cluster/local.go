@@ -32,18 +32,13 @@ type Local struct {
 	httpc         *http.Client
 	start         time.Time
 
-	mu      sync.Mutex
-	workers []*localWorker
-	faults  []*injected
-	stopped bool
+	mu       sync.Mutex
+	workers  []*localWorker
+	timeline Timeline
+	stopped  bool
 }
 
 // injected is a fault on the timeline; End is zero while it is in place.
-type injected struct {
-	f   chaos.Fault
-	rec FaultRecord
-}
-
 var _ Cluster = (*Local)(nil)
 
 // LocalConfig configures NewLocal; the zero value is usable.
@@ -365,63 +360,34 @@ func nothingHappened(err error) bool {
 		errors.Is(err, chaos.ErrInjected) || errors.Is(err, chaos.ErrNotRunning)
 }
 
-func (c *Local) record(f chaos.Fault, rec FaultRecord) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.faults = append(c.faults, &injected{f: f, rec: rec})
-}
+func (c *Local) record(f chaos.Fault, rec FaultRecord) { c.timeline.Add(f, f, rec) }
 
 // Remove removes f and closes its record.
 func (c *Local) Remove(ctx context.Context, f chaos.Fault) error {
-	c.mu.Lock()
-	var in *injected
-	for _, x := range c.faults {
-		if x.f == f && x.rec.End.IsZero() {
-			in = x
-		}
-	}
-	c.mu.Unlock()
-	if in == nil {
+	_, rec, ok := c.timeline.Open(f)
+	if !ok {
 		return f.Remove(ctx)
 	}
 	if err := f.Remove(ctx); err != nil {
-		return fmt.Errorf("cluster: remove %s on %s: %w", in.rec.Kind, in.rec.Target, err)
+		return fmt.Errorf("cluster: remove %s on %s: %w", rec.Kind, rec.Target, err)
 	}
-	c.mu.Lock()
-	in.rec.End = time.Now()
-	c.mu.Unlock()
-	c.t.Logf("healed: %s on %s", in.rec.Kind, in.rec.Target)
+	c.timeline.Close(f)
+	c.t.Logf("healed: %s on %s", rec.Kind, rec.Target)
 	return nil
 }
 
 // Heal removes every fault still in place, newest first, and reports every
 // failure.
 func (c *Local) Heal(ctx context.Context) error {
-	c.mu.Lock()
-	var open []*injected
-	for _, x := range c.faults {
-		if x.rec.End.IsZero() {
-			open = append(open, x)
-		}
-	}
-	c.mu.Unlock()
 	var errs []error
-	for i := len(open) - 1; i >= 0; i-- {
-		errs = append(errs, c.Remove(ctx, open[i].f))
+	for _, f := range c.timeline.InPlace() {
+		errs = append(errs, c.Remove(ctx, f))
 	}
 	return errors.Join(errs...)
 }
 
 // Faults returns the timeline so far.
-func (c *Local) Faults() []FaultRecord {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]FaultRecord, len(c.faults))
-	for i, x := range c.faults {
-		out[i] = x.rec
-	}
-	return out
-}
+func (c *Local) Faults() []FaultRecord { return c.timeline.Records() }
 
 // History samples each running incarnation's lease request count twice,
 // window apart, and returns the run's files, faults and worker states.
