@@ -10,6 +10,10 @@ MAKEFLAGS += --no-print-directory
 ROOT     := $(CURDIR)
 BIN      := $(ROOT)/bin
 GO       ?= go
+# The Go modules: the product a user imports (the root: library + blobleader
+# binary) and the harness, which replaces the root with ../ so that a library
+# consumer never inherits terratest, toxiproxy or the ARM SDKs.
+GO_MODULES := . chaos test infra/image
 export GOFLAGS := -buildvcs=false
 # Cache for slow, machine-wide artefacts (the offline Terraform provider).
 CACHE    ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/blobleader
@@ -41,14 +45,14 @@ node_modules/.installed: package.json package-lock.json
 node_modules: node_modules/.installed ## Install the pinned Azurite from npm.
 
 .PHONY: build
-build: ## Build the worker and the demo into ./bin.
+build: ## Build the blobleader binary and the demo into ./bin.
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/worker ./worker
-	$(GO) build -o $(BIN)/demo ./test/demo
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/blobleader ./worker/cmd/blobleader
+	$(GO) -C test build -o $(BIN)/demo ./demo
 
 .PHONY: demo
 demo: build node_modules ## Start Azurite and three workers; watch who leads, kill the leader, watch the takeover.
-	$(BIN)/demo --worker $(BIN)/worker
+	$(BIN)/demo --worker $(BIN)/blobleader
 
 ##@ Tests
 
@@ -58,15 +62,19 @@ GO_TEST_TIMEOUT ?= 15m
 test: node_modules test-go test-azure-offline test-infra ## Run every offline test: Go unit + Azurite integration + short chaos suite, the Azure suite's offline part, and the Terraform checks.
 
 .PHONY: test-go
-test-go: node_modules ## Go vet and tests (unit, Azurite integration, short chaos suite).
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...
+test-go: node_modules ## Go vet and tests in every module (unit, Azurite integration, short chaos suite, consumer-module check).
+	@for m in $(GO_MODULES); do echo ">> go vet ($$m)"; $(GO) -C $$m vet ./...; done
+	@for m in $(GO_MODULES); do echo ">> go test ($$m)"; $(GO) -C $$m test -count=1 -timeout $(GO_TEST_TIMEOUT) ./...; done
 
 .PHONY: lint
-lint: ## gofmt, go vet, and terraform fmt.
+lint: ## gofmt, go vet (every module), and terraform fmt.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	@for m in $(GO_MODULES); do echo ">> go vet ($$m)"; $(GO) -C $$m vet ./...; done
 	terraform fmt -check -recursive infra
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module.
+	@for m in $(GO_MODULES); do echo ">> go mod tidy ($$m)"; $(GO) -C $$m mod tidy; done
 
 .PHONY: clean
 clean: ## Remove build output.

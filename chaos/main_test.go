@@ -21,7 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 // The test binary doubles as the fixture process for the process faults:
@@ -197,18 +197,18 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 var (
 	azOnce sync.Once
-	azSrv  *azurite.Server
+	azSrv  *azuritetest.Server
 	azErr  error
 )
 
-func startAzurite(t *testing.T) *azurite.Server {
+func startAzurite(t *testing.T) *azuritetest.Server {
 	t.Helper()
 	azOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		azSrv, azErr = azurite.Start(ctx)
+		azSrv, azErr = azuritetest.Start(ctx)
 	})
-	if errors.Is(azErr, azurite.ErrNotInstalled) {
+	if errors.Is(azErr, azuritetest.ErrNotInstalled) {
 		t.Skipf("Azurite is not installed (run `make node_modules`): %v", azErr)
 	}
 	if azErr != nil {
@@ -241,7 +241,7 @@ func containerFresh(t *testing.T, hostport, name string) *container.Client {
 func containerWith(t *testing.T, hostport, name string, tr *http.Transport) *container.Client {
 	t.Helper()
 	t.Cleanup(tr.CloseIdleConnections)
-	endpoint := (&url.URL{Scheme: "http", Host: hostport, Path: "/" + azurite.Account}).String()
+	endpoint := (&url.URL{Scheme: "http", Host: hostport, Path: "/" + azuritetest.Account}).String()
 	opts := &azblob.ClientOptions{ClientOptions: policy.ClientOptions{
 		Retry:     policy.RetryOptions{MaxRetries: -1},
 		Transport: &http.Client{Transport: tr},
@@ -357,5 +357,5 @@ const devAccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz
 
 func connString(endpoint string) string {
 	return fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;BlobEndpoint=%s;",
-		azurite.Account, devAccountKey, endpoint)
+		azuritetest.Account, devAccountKey, endpoint)
 }

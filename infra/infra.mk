@@ -43,7 +43,7 @@ endif
 
 # --- Image and deployment --------------------------------------------------------------
 IMAGE_DIR      := $(ROOT)/out/image
-WORKER_LINUX   := $(ROOT)/out/worker-linux-amd64
+WORKER_LINUX   := $(ROOT)/out/blobleader-linux-amd64
 CA_BUNDLE      ?= /etc/ssl/certs/ca-certificates.crt
 AZURE_LOCATION ?= eastus
 WORKER_COUNT   ?= 3
@@ -121,14 +121,14 @@ $(TFSEC):
 infra-tools: $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) ## Install the pinned tflint, its azurerm ruleset and tfsec into ./bin.
 
 .PHONY: image
-image: ## Build the worker image without Docker (static binary + CA bundle, user 65532) as an OCI layout in out/image.
+image: ## Build the worker image without Docker (static /blobleader + CA bundle, user 65532) as an OCI layout in out/image.
 	@mkdir -p $(dir $(WORKER_LINUX))
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o $(WORKER_LINUX) ./worker
-	$(GO) run ./infra/image build --binary $(WORKER_LINUX) --ca-bundle $(CA_BUNDLE) --out $(IMAGE_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o $(WORKER_LINUX) ./worker/cmd/blobleader
+	$(GO) -C infra/image run . build --binary $(WORKER_LINUX) --ca-bundle $(CA_BUNDLE) --out $(IMAGE_DIR)
 
 .PHONY: test-image
 test-image: ## Test the image builder (builds an image, checks entrypoint, user, platform, runs the binary's --help).
-	$(GO) test -count=1 -timeout 5m ./infra/image/...
+	$(GO) -C infra/image test -count=1 -timeout 5m ./...
 
 DEPLOY_ENV := AZURE_LOCATION=$(AZURE_LOCATION) WORKER_COUNT=$(WORKER_COUNT) TERRAFORM=$(TERRAFORM) GO=$(GO)
 

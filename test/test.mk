@@ -20,16 +20,16 @@ CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$
 .PHONY: chaos
 chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a seeded soak (DURATION=10m SEED=…); reports in out/chaos.
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/worker ./worker
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/blobleader ./worker/cmd/blobleader
 	rm -rf $(CHAOS_OUT) && mkdir -p $(CHAOS_OUT)
 	@echo ">> chaos: DURATION=$(DURATION) SEED=$(SEED) REPEAT=$(REPEAT) timeout $(CHAOS_TIMEOUT), reports in $(CHAOS_OUT)"
 	@rc=0; \
-	BLOBLEADER_WORKER_BIN=$(BIN)/worker \
+	BLOBLEADER_WORKER_BIN=$(BIN)/blobleader \
 	BLOBLEADER_CHAOS_DURATION=$(DURATION) \
 	BLOBLEADER_CHAOS_SEED=$(SEED) \
 	BLOBLEADER_CHAOS_REPEAT=$(REPEAT) \
 	BLOBLEADER_CHAOS_OUT=$(CHAOS_OUT) \
-	$(GO) test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '$(CHAOS_RUN)' ./test/scenarios 2>&1 | tee $(CHAOS_OUT)/go-test.log \
+	$(GO) -C test test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '$(CHAOS_RUN)' ./scenarios 2>&1 | tee $(CHAOS_OUT)/go-test.log \
 	  | grep --line-buffered -E '^\s*(--- |PASS|FAIL|ok )|violation|soak (step|summary|steps)|failover after|^\s+(duration|kind|[a-z]+ +[0-9])' || rc=$$?; \
 	echo ">> soak summary ($(CHAOS_OUT)/TestElection_SeededSoak.txt):"; \
 	cat $(CHAOS_OUT)/TestElection_SeededSoak.txt 2>/dev/null || echo "(no soak in this run)"; \
@@ -38,4 +38,5 @@ chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a s
 
 .PHONY: test-chaos
 test-chaos: node_modules ## Short chaos suite only: fault, cluster and scenario tests (each scenario once).
-	$(GO) test -count=1 -timeout 15m ./chaos/... ./test/cluster/... ./test/scenarios/...
+	$(GO) -C chaos test -count=1 -timeout 15m ./...
+	$(GO) -C test test -count=1 -timeout 15m ./cluster/... ./scenarios/...

@@ -23,13 +23,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/chaos"
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/dialer"
 )
 
-var az *azurite.Server
+var az *azuritetest.Server
 
-func TestMain(m *testing.M) { azurite.RunMain(m, &az) }
+func TestMain(m *testing.M) { azuritetest.RunMain(m, &az) }
 
 var containerSeq atomic.Int64
 

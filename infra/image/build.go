@@ -22,7 +22,7 @@ import (
 
 // Fixed facts of the worker image.
 const (
-	entrypoint   = "/worker"
+	defaultName  = "blobleader"
 	nonRootUID   = 65532
 	imageUser    = "65532:65532"
 	caBundlePath = "etc/ssl/certs/ca-certificates.crt"
@@ -46,11 +46,20 @@ type buildOptions struct {
 	Binary   string // path of the CGO_ENABLED=0 linux/amd64 worker binary
 	CABundle string // PEM bundle copied to /etc/ssl/certs/ca-certificates.crt
 	Tag      string // ref name recorded in the layout's index (annotation)
+	Name     string // file name of the binary at the image root, and so the entrypoint /Name (default blobleader)
+}
+
+// entrypoint is where the binary lands in the image, and what the image runs.
+func (o buildOptions) entrypoint() string {
+	if o.Name == "" {
+		return "/" + defaultName
+	}
+	return "/" + o.Name
 }
 
 // buildImage assembles the image FROM nothing: a layer with the CA bundle and a
 // passwd entry for the non-root user, a layer with the binary, and a config
-// that runs /worker as 65532:65532 on linux/amd64. No registry is contacted.
+// that runs /NAME (default /blobleader) as 65532:65532 on linux/amd64. No registry is contacted.
 func buildImage(o buildOptions) (v1.Image, error) {
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
@@ -82,7 +91,7 @@ func buildImage(o buildOptions) (v1.Image, error) {
 		return nil, err
 	}
 	// Root-owned and not writable by the user the worker runs as.
-	binLayer, err := tarLayer([]tarEntry{{name: strings.TrimPrefix(entrypoint, "/"), mode: 0o755, data: bin}})
+	binLayer, err := tarLayer([]tarEntry{{name: strings.TrimPrefix(o.entrypoint(), "/"), mode: 0o755, data: bin}})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +114,7 @@ func buildImage(o buildOptions) (v1.Image, error) {
 	cf.OS = platform.OS
 	cf.Architecture = platform.Architecture
 	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Entrypoint = []string{entrypoint}
+	cf.Config.Entrypoint = []string{o.entrypoint()}
 	cf.Config.Cmd = nil
 	cf.Config.User = imageUser
 	cf.Config.WorkingDir = "/"

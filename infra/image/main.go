@@ -3,10 +3,10 @@
 //
 // The image is made FROM nothing with go-containerregistry: one layer with the
 // machine's CA bundle and a passwd entry for user 65532, one layer with the
-// static worker binary at /worker, and an OCI config for linux/amd64 that runs
-// /worker as 65532:65532. There is no shell. Nothing is pulled.
+// static worker binary at /blobleader, and an OCI config for linux/amd64 that runs
+// /blobleader as 65532:65532. There is no shell. Nothing is pulled.
 //
-//	image build --binary out/worker-linux-amd64 --out out/image
+//	image build --binary out/blobleader-linux-amd64 --out out/image
 //	image digest --layout out/image
 //	BLOBLEADER_REGISTRY_TOKEN=… image push --layout out/image --repository <registry>/blobleader/worker
 //
@@ -29,12 +29,12 @@ const tokenEnv = "BLOBLEADER_REGISTRY_TOKEN"
 const usage = `image builds the blobleader worker image without Docker and pushes it.
 
 Usage:
-  image build  --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME]
+  image build  --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME] [--name FILE]
   image digest [--layout DIR]
   image push   --repository REGISTRY/REPO [--layout DIR] [--tag TAG]
 
 build   writes an OCI image layout (FROM nothing: CA bundle, passwd entry for
-        65532, the static binary at /worker; entrypoint /worker, user
+        65532, the static binary at /blobleader (--name); entrypoint /blobleader, user
         65532:65532, linux/amd64) and prints its digest.
 digest  prints the digest of the image in a layout.
 push    pushes the layout's image unchanged and prints REGISTRY/REPO@sha256:….
@@ -101,17 +101,18 @@ func parse(fs *flag.FlagSet, args []string) int {
 }
 
 func runBuild(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("build", "build --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME]", stderr)
+	fs := newFlagSet("build", "build --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME] [--name FILE]", stderr)
 	var o buildOptions
 	out := fs.String("out", "out/image", "directory of the OCI image layout to write (replaced if it is one)")
 	fs.StringVar(&o.Binary, "binary", "", "static linux/amd64 worker binary (CGO_ENABLED=0) (required)")
 	fs.StringVar(&o.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle to ship as /etc/ssl/certs/ca-certificates.crt")
 	fs.StringVar(&o.Tag, "tag", "blobleader/worker", "ref name recorded in the layout index")
+	fs.StringVar(&o.Name, "name", defaultName, "file name of the binary at the image root; the entrypoint is /NAME")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
 	if o.Binary == "" {
-		fmt.Fprintln(stderr, "image build: --binary is required (e.g. CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -o out/worker-linux-amd64 ./worker)")
+		fmt.Fprintln(stderr, "image build: --binary is required (e.g. CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -o out/blobleader-linux-amd64 ./worker/cmd/blobleader)")
 		return 2
 	}
 	img, err := buildImage(o)
@@ -124,7 +125,7 @@ func runBuild(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "image: wrote OCI layout %s (entrypoint /worker, user %s, %s/%s)\n", *out, imageUser, platform.OS, platform.Architecture)
+	fmt.Fprintf(stderr, "image: wrote OCI layout %s (entrypoint %s, user %s, %s/%s)\n", *out, o.entrypoint(), imageUser, platform.OS, platform.Architecture)
 	fmt.Fprintln(stdout, d)
 	return 0
 }

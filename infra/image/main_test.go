@@ -144,8 +144,8 @@ func assertWorkerImage(t *testing.T, img v1.Image, desc v1.Descriptor, ca []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cf.Config.Entrypoint, []string{"/worker"}) {
-		t.Errorf("entrypoint = %q, want [/worker]", cf.Config.Entrypoint)
+	if !slices.Equal(cf.Config.Entrypoint, []string{"/blobleader"}) {
+		t.Errorf("entrypoint = %q, want [/blobleader]", cf.Config.Entrypoint)
 	}
 	if cf.Config.User != "65532:65532" {
 		t.Errorf("user = %q, want 65532:65532 (non-root)", cf.Config.User)
@@ -168,14 +168,14 @@ func assertWorkerImage(t *testing.T, img v1.Image, desc v1.Descriptor, ca []byte
 		}
 	}
 	slices.Sort(regular)
-	want := []string{"etc/group", "etc/passwd", "etc/ssl/certs/ca-certificates.crt", "worker"}
+	want := []string{"etc/group", "etc/passwd", "etc/ssl/certs/ca-certificates.crt", "blobleader"}
 	if !slices.Equal(regular, want) {
 		t.Errorf("files in image = %q, want exactly %q (no shell, nothing else)", regular, want)
 	}
 	if !bytes.Equal(fs["etc/ssl/certs/ca-certificates.crt"].data, ca) {
 		t.Errorf("CA bundle in the image differs from the input bundle")
 	}
-	w := fs["worker"]
+	w := fs["blobleader"]
 	if w.hdr == nil || w.hdr.Mode&0o111 == 0 || w.hdr.Uid != 0 || w.hdr.Mode&0o022 != 0 {
 		t.Fatalf("/worker must be an executable owned by root and not writable by others, got %+v", w.hdr)
 	}
@@ -212,12 +212,12 @@ func TestBuild_RealWorkerImageRunsHelp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "worker", "main.go")); err != nil {
-		t.Skip("worker/main.go does not exist yet; the fixture test covers the image")
+	if _, err := os.Stat(filepath.Join(root, "worker", "cmd", "blobleader", "main.go")); err != nil {
+		t.Fatal("worker/cmd/blobleader/main.go is missing")
 	}
 	bin := filepath.Join(t.TempDir(), "worker")
-	if err := goBuild(t, root, bin, "./worker"); err != nil {
-		t.Fatalf("go build ./worker failed: %v", err)
+	if err := goBuild(t, root, bin, "./worker/cmd/blobleader"); err != nil {
+		t.Fatalf("go build ./worker/cmd/blobleader failed: %v", err)
 	}
 	ca := testCABundle(t)
 	caBytes, _ := os.ReadFile(ca)

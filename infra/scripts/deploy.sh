@@ -94,7 +94,7 @@ deploy() {
 	BLOBLEADER_REGISTRY_TOKEN=$(az acr login -n "$registry" --expose-token --only-show-errors --query accessToken -o tsv) ||
 		die "az acr login -n $registry --expose-token failed (you need AcrPush, Contributor or Owner on $login)"
 	export BLOBLEADER_REGISTRY_TOKEN
-	ref=$(cd "$root" && "$GO" run ./infra/image push --layout "$layout" --repository "$repo")
+	ref=$("$GO" -C "$root/infra/image" run . push --layout "$layout" --repository "$repo")
 	unset BLOBLEADER_REGISTRY_TOKEN
 	digest=${ref##*@}
 	echo "pushed $ref"

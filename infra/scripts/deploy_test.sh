@@ -71,7 +71,7 @@ EOF
 cat >"$stubs/go" <<'EOF'
 #!/usr/bin/env bash
 echo "go $* token=${BLOBLEADER_REGISTRY_TOKEN:-<unset>}" >>"$CALLS"
-[[ $1 == run && $2 == ./infra/image && $3 == push ]] || { echo "unexpected go call: $*" >&2; exit 9; }
+[[ $1 == -C && $2 == */infra/image && $3 == run && $4 == . && $5 == push ]] || { echo "unexpected go call: $*" >&2; exit 9; }
 while (($#)); do [[ $1 == --repository ]] && repo=$2; shift; done
 echo "push: progress on stderr" >&2
 echo "$repo@$DIGEST"
@@ -95,8 +95,8 @@ run() { # name, then env assignments and deploy.sh arguments; output in $work/<n
 #    environment only, stage 2 with the pushed digest, outputs, leader found.
 run deploy ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 bash "$deploy" deploy
 [[ $(cat "$work/deploy.rc") == 0 ]] && pass || fail "deploy exited $(cat "$work/deploy.rc"): $(tail -n 5 "$work/deploy.out")"
-order=$(grep -nE 'terraform apply|go run|acr login' "$calls" | cut -d: -f2- | sed -E 's/ -var .*image_digest=/ image_digest=/; s/(terraform apply).* (image_digest=[^ ]*).*/\1 \2/; s/(az acr login).*/\1/; s/(go run ..infra.image push).*(token=.*)/\1 \2/')
-want=$(printf '%s\n' "terraform apply image_digest=" "az acr login" "go run ./infra/image push token=token-from-acr" "terraform apply image_digest=$digest")
+order=$(grep -nE 'terraform apply|go -C|acr login' "$calls" | cut -d: -f2- | sed -E 's/ -var .*image_digest=/ image_digest=/; s/(terraform apply).* (image_digest=[^ ]*).*/\1 \2/; s/(az acr login).*/\1/; s/go -C [^ ]*(infra.image) run . (push).*(token=.*)/go \1 \2 \3/')
+want=$(printf '%s\n' "terraform apply image_digest=" "az acr login" "go infra/image push token=token-from-acr" "terraform apply image_digest=$digest")
 [[ $order == "$want" ]] && pass || fail "deploy order:
 $order
 want:

@@ -11,15 +11,16 @@
 
 AZURE_TEST_TIMEOUT  ?= 180m
 AZURE_RUN           ?= TestAzure_Election
-AZURE_OFFLINE_PKGS  ?= ./chaos/... ./test/azure/...
+
 
 .PHONY: test-azure
 test-azure: ## Chaos scenarios on a fresh Azure deployment (ARM_SUBSCRIPTION_ID + az login or a service principal; ~75 min, ~$2-3); SKIP_deploy|verify|chaos|teardown=1 while iterating.
-	@mkdir -p $(BIN) && $(GO) build -tags azure -o $(BIN)/azure-preflight ./test/azure/cmd/preflight
+	@mkdir -p $(BIN) && $(GO) -C test build -tags azure -o $(BIN)/azure-preflight ./azure/cmd/preflight
 	@$(BIN)/azure-preflight
-	BLOBLEADER_AZURE_REQUIRED=1 $(GO) test -tags azure -count=1 -v -timeout $(AZURE_TEST_TIMEOUT) -run '$(AZURE_RUN)' ./test/azure
+	BLOBLEADER_AZURE_REQUIRED=1 $(GO) test -tags azure -count=1 -v -timeout $(AZURE_TEST_TIMEOUT) -run '$(AZURE_RUN)' ./azure
 
 .PHONY: test-azure-offline
 test-azure-offline: node_modules ## Offline part of the Azure suite: go vet -tags azure, and the Offline tests (ARM fakes, Azurite, local TLS).
-	$(GO) vet -tags azure ./...
-	$(GO) test -tags azure -count=1 -timeout 10m -run Offline $(AZURE_OFFLINE_PKGS)
+	@for m in $(GO_MODULES); do echo ">> go vet -tags azure ($$m)"; $(GO) -C $$m vet -tags azure ./...; done
+	$(GO) -C chaos test -tags azure -count=1 -timeout 10m -run Offline ./...
+	$(GO) -C test test -tags azure -count=1 -timeout 10m -run Offline ./azure/...

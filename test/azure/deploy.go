@@ -176,18 +176,18 @@ func CopyInfra(root, dir string) error {
 
 // BuildImages builds the worker and the sidecar as static linux/amd64
 // binaries and packs each into an OCI layout with infra/image (the same
-// builder `make image` uses: the binary lands at /worker, which is the
-// entrypoint; for the sidecar image that binary is chaos-sidecar).
+// builder `make image` uses: the binary lands at /blobleader, which is the
+// entrypoint; the sidecar image has /chaos-sidecar).
 func BuildImages(ctx context.Context, root, out string) (worker, side string, err error) {
 	worker, side = filepath.Join(out, "image-worker"), filepath.Join(out, "image-chaos")
 	steps := []struct {
 		name string
 		args []string
 	}{
-		{"build worker", []string{"build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, "worker-linux-amd64"), "./worker"}},
-		{"build sidecar", []string{"build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, "chaos-sidecar-linux-amd64"), "./chaos/sidecar/cmd/chaos-sidecar"}},
-		{"image worker", []string{"run", "./infra/image", "build", "--binary", filepath.Join(out, "worker-linux-amd64"), "--out", worker}},
-		{"image sidecar", []string{"run", "./infra/image", "build", "--binary", filepath.Join(out, "chaos-sidecar-linux-amd64"), "--out", side}},
+		{"build worker", []string{"build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, "blobleader-linux-amd64"), "./worker/cmd/blobleader"}},
+		{"build sidecar", []string{"-C", "chaos", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, "chaos-sidecar-linux-amd64"), "./sidecar/cmd/chaos-sidecar"}},
+		{"image worker", []string{"-C", "infra/image", "run", ".", "build", "--binary", filepath.Join(out, "blobleader-linux-amd64"), "--out", worker}},
+		{"image sidecar", []string{"-C", "infra/image", "run", ".", "build", "--name", "chaos-sidecar", "--binary", filepath.Join(out, "chaos-sidecar-linux-amd64"), "--out", side}},
 	}
 	for _, s := range steps {
 		cmd := exec.CommandContext(ctx, "go", s.args...)

@@ -18,10 +18,10 @@ import (
 
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/chaos/sidecar"
-	"github.com/blobleader/blobleader/test/azurite"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/scenarios"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 // The Azure traffic path without Azure: the real worker binary with
@@ -38,8 +38,10 @@ func TestOffline_WorkerThroughTheSidecarIsPartitionedAndHealed(t *testing.T) {
 	az := sharedAzurite(t)
 	root := repoRoot(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "worker")
-	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "worker")).CombinedOutput(); err != nil {
+	bin := filepath.Join(dir, "blobleader")
+	build := exec.Command("go", "build", "-o", bin, "./worker/cmd/blobleader")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build worker: %v\n%s", err, out)
 	}
 	control := newContainer(t, "chaos")
@@ -50,7 +52,7 @@ func TestOffline_WorkerThroughTheSidecarIsPartitionedAndHealed(t *testing.T) {
 	}
 	ports := make([]int, 2)
 	for i := range ports {
-		if ports[i], err = azurite.FreePort(); err != nil {
+		if ports[i], err = azuritetest.FreePort(); err != nil {
 			t.Fatal(err)
 		}
 	}

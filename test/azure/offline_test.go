@@ -34,9 +34,9 @@ import (
 
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/chaos/sidecar"
-	"github.com/blobleader/blobleader/test/azurite"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/history"
 )
@@ -444,17 +444,17 @@ func (g *fakeGroups) client(t *testing.T) *armcontainerinstance.ContainerGroupsC
 
 var (
 	azOnce sync.Once
-	az     *azurite.Server
+	az     *azuritetest.Server
 	azErr  error
 )
 
 // sharedAzurite is one Azurite for this package's tests (stopped by TestMain).
-func sharedAzurite(t *testing.T) *azurite.Server {
+func sharedAzurite(t *testing.T) *azuritetest.Server {
 	t.Helper()
 	azOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		az, azErr = azurite.Start(ctx)
+		az, azErr = azuritetest.Start(ctx)
 	})
 	if azErr != nil {
 		t.Fatalf("this test needs Azurite: %v", azErr)

@@ -321,12 +321,13 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		// The repository root: the root module's go.mod beside worker/ (test/ has a go.mod of its own).
+		if _, err := os.Stat(filepath.Join(dir, "worker", "cmd", "blobleader")); err == nil {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal(errors.New("no go.mod above the test"))
+			t.Fatal(errors.New("no repository root (worker/cmd/blobleader) above the test"))
 		}
 		dir = parent
 	}

@@ -23,12 +23,12 @@ BENCH_TIMEOUT  ?= 90m
 .PHONY: bench
 bench: node_modules ## Benchmarks on local Azurite vs the AAC sample's parameters → docs/benchmarks.md + docs/bench/ (BENCH_RUNS=20, ~20 min).
 	@mkdir -p $(BIN) $(BENCH_LOGS)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/worker ./worker
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sampleworker ./test/bench/cmd/sampleworker
-	$(GO) build -o $(BIN)/bench ./test/bench/cmd/bench
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/blobleader ./worker/cmd/blobleader
+	CGO_ENABLED=0 $(GO) -C test build -trimpath -o $(BIN)/sampleworker ./bench/cmd/sampleworker
+	$(GO) -C test build -o $(BIN)/bench ./bench/cmd/bench
 	@echo ">> bench: BENCH_RUNS=$(BENCH_RUNS) BENCH_PARALLEL=$(BENCH_PARALLEL) BENCH_SEED=$(BENCH_SEED) phases $(BENCH_PHASES); logs in $(BENCH_LOGS)"
 	timeout --foreground --kill-after=30s $(BENCH_TIMEOUT) $(BIN)/bench \
-	  -worker $(BIN)/worker -sample $(BIN)/sampleworker \
+	  -worker $(BIN)/blobleader -sample $(BIN)/sampleworker \
 	  -runs $(BENCH_RUNS) -parallel $(BENCH_PARALLEL) -seed $(BENCH_SEED) \
 	  -phases '$(BENCH_PHASES)' -scale '$(BENCH_SCALE)' -logs $(BENCH_LOGS) \
 	  -doc $(ROOT)/docs/benchmarks.md -plots $(ROOT)/docs/bench
@@ -36,4 +36,4 @@ bench: node_modules ## Benchmarks on local Azurite vs the AAC sample's parameter
 
 .PHONY: test-bench
 test-bench: ## Unit tests of the benchmark's statistics, plots and report (no Azurite).
-	$(GO) test -count=1 ./test/bench/...
+	$(GO) -C test test -count=1 ./bench/...

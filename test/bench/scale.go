@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 )
@@ -185,7 +185,7 @@ func (r *eventRec) leader(d time.Duration) (string, time.Time) {
 func ScaleRun(ctx context.Context, env Env, n, crashes int, window time.Duration) (res ScaleResult, err error) {
 	res.N = n
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	az, err := azurite.Start(sctx)
+	az, err := azuritetest.Start(sctx)
 	cancel()
 	if err != nil {
 		return res, err

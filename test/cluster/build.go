@@ -26,7 +26,8 @@ var build struct {
 }
 
 // WorkerBinary returns the worker binary: $BLOBLEADER_WORKER_BIN, or
-// `go build ./worker` into a temp dir, once per test binary. Call Main from
+// `go build ./worker/cmd/blobleader` (in the root module, so the binary has the
+// dependency versions a user gets) into a temp dir, once per test binary. Call Main from
 // TestMain to remove that dir at the end.
 func WorkerBinary(tb testing.TB) string {
 	tb.Helper()
@@ -35,7 +36,7 @@ func WorkerBinary(tb testing.TB) string {
 			build.bin, build.err = filepath.Abs(p)
 			return
 		}
-		build.bin, build.err = buildPackage("./worker", "worker")
+		build.bin, build.err = buildPackage(rootModule, "./worker/cmd/blobleader", "blobleader")
 	})
 	if build.err != nil {
 		tb.Fatalf("worker binary: %v", build.err)
@@ -43,10 +44,17 @@ func WorkerBinary(tb testing.TB) string {
 	return build.bin
 }
 
-// buildPackage builds a package of this module (a path relative to the
-// module root) into the shared build dir.
-func buildPackage(pkg, name string) (string, error) {
-	root, err := moduleRoot()
+// The modules buildPackage builds in: the product (the repository root) and
+// this harness module.
+const (
+	rootModule    = "github.com/blobleader/blobleader"
+	harnessModule = "github.com/blobleader/blobleader/test"
+)
+
+// buildPackage builds a package of the given module (pkg is a path relative
+// to that module's root) into the shared build dir.
+func buildPackage(module, pkg, name string) (string, error) {
+	root, err := moduleDir(module)
 	if err != nil {
 		return "", err
 	}
@@ -68,17 +76,18 @@ func buildPackage(pkg, name string) (string, error) {
 	return out, nil
 }
 
-// moduleRoot is the directory of this module's go.mod.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+// moduleDir is the directory of a module in this build: the harness module
+// itself, or the root module it replaces with ../ (go list resolves both).
+func moduleDir(module string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", fmt.Errorf("go list -m %s: %w", module, err)
 	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("cluster: not inside the blobleader module")
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", errors.New("cluster: not inside the blobleader harness module")
 	}
-	return filepath.Dir(mod), nil
+	return dir, nil
 }
 
 // Main runs the tests and removes the binaries built for them:

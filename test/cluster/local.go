@@ -16,7 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/chaos"
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 // Local is the local backend: Azurite and worker processes on loopback.
@@ -27,7 +27,7 @@ type Local struct {
 	params        Params
 	containerName string
 	blobName      string
-	az            *azurite.Server
+	az            *azuritetest.Server
 	storage       *container.Client
 	httpc         *http.Client
 	start         time.Time
@@ -78,8 +78,8 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 	t.Cleanup(c.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	az, err := azurite.Start(ctx)
-	if errors.Is(err, azurite.ErrNotInstalled) {
+	az, err := azuritetest.Start(ctx)
+	if errors.Is(err, azuritetest.ErrNotInstalled) {
 		t.Skipf("Azurite is not installed (run `make node_modules`): %v", err)
 	}
 	if err != nil {
@@ -97,7 +97,7 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 func (c *Local) Dir() string { return c.dir }
 
 // Azurite is the storage server (for tests of the cluster itself).
-func (c *Local) Azurite() *azurite.Server { return c.az }
+func (c *Local) Azurite() *azuritetest.Server { return c.az }
 
 func (c *Local) Params() Params { return c.params }
 
@@ -486,7 +486,7 @@ func (c *Local) Stop() {
 }
 
 // ConnectionString is an Azurite connection string for a blob endpoint.
-func ConnectionString(blobEndpoint string) string { return azurite.ConnectionString(blobEndpoint) }
+func ConnectionString(blobEndpoint string) string { return azuritetest.ConnectionString(blobEndpoint) }
 
 // containerClient reaches the container directly, with a few quick retries.
 func containerClient(endpoint, name string) (*container.Client, error) {

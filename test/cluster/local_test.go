@@ -29,7 +29,9 @@ var fake struct {
 
 func fakeCluster(t *testing.T, n int, opts ...Option) (*Local, []Worker) {
 	t.Helper()
-	fake.once.Do(func() { fake.bin, fake.err = buildPackage("./test/cluster/internal/fakeworker", "fakeworker") })
+	fake.once.Do(func() {
+		fake.bin, fake.err = buildPackage(harnessModule, "./cluster/internal/fakeworker", "fakeworker")
+	})
 	if fake.err != nil {
 		t.Fatal(fake.err)
 	}

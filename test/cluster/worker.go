@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/chaos"
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 // localWorker is one worker slot of the local backend: a process behind its
@@ -138,7 +138,7 @@ func (w *localWorker) start(ctx context.Context) error {
 }
 
 func (w *localWorker) spawn() (*incarnation, error) {
-	port, err := azurite.FreePort()
+	port, err := azuritetest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		unsafe:   w.opts.unsafe,
 		exited:   make(chan struct{}),
 	}
-	endpoint := "http://" + w.proxy.Addr() + "/" + azurite.Account
+	endpoint := "http://" + w.proxy.Addr() + "/" + azuritetest.Account
 	args := []string{
 		"--connection-string", ConnectionString(endpoint),
 		"--container", c.containerName,

@@ -18,14 +18,16 @@ import (
 func TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, b := range []struct{ out, pkg string }{{"worker", "../../worker"}, {"demo", "."}} {
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput(); err != nil {
+	for _, b := range []struct{ out, dir, pkg string }{{"blobleader", "../..", "./worker/cmd/blobleader"}, {"demo", ".", "."}} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+		build.Dir = b.dir
+		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "worker"), "--auto")
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "blobleader"), "--auto")
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	out, err := cmd.CombinedOutput()
 	text := string(out)
@@ -47,7 +49,7 @@ func TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt(t *testing.T) {
 		t.Fatalf("demo did not report its cleanup:\n%s", text)
 	}
 	// Nothing it started survives it.
-	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "worker")).Output(); len(out) > 0 {
+	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "blobleader")).Output(); len(out) > 0 {
 		t.Fatalf("worker processes left behind: %s", out)
 	}
 }

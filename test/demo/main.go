@@ -1,8 +1,8 @@
 // Command demo runs the election locally: a private Azurite, three workers,
 // and a live table of who leads. Kill the leader and watch the takeover.
 //
-//	make demo                         (builds, then runs this with --worker bin/worker)
-//	demo --worker bin/worker --auto   (non-interactive: kill the leader once, report the takeover, exit)
+//	make demo                         (builds, then runs this with --worker bin/blobleader)
+//	demo --worker bin/blobleader --auto   (non-interactive: kill the leader once, report the takeover, exit)
 //
 // Keys: k kill the leader (SIGKILL, a crash), s stop it (SIGTERM, graceful),
 // r restart stopped workers, q quit. Every process it starts is stopped on
@@ -28,7 +28,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 type worker struct {
@@ -50,7 +50,7 @@ type status struct {
 
 type demo struct {
 	bin, dir string
-	az       *azurite.Server
+	az       *azuritetest.Server
 	workers  []*worker
 	http     *http.Client
 
@@ -63,7 +63,7 @@ type demo struct {
 }
 
 func main() {
-	bin := flag.String("worker", "bin/worker", "path to the worker binary")
+	bin := flag.String("worker", "bin/blobleader", "path to the blobleader binary")
 	n := flag.Int("workers", 3, "how many workers to start (1–9)")
 	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it, wait for the takeover, print it and exit (0 on takeover, 1 if none within L + 1.1·P + 5s)")
 	flag.Usage = func() {
@@ -95,7 +95,7 @@ func run(bin string, n int, auto bool) int {
 
 	fmt.Println("starting Azurite (in memory, loopback only)…")
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	d.az, err = azurite.Start(startCtx)
+	d.az, err = azuritetest.Start(startCtx)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -117,7 +117,7 @@ func run(bin string, n int, auto bool) int {
 }
 
 func (d *demo) start(w *worker) error {
-	port, err := azurite.FreePort()
+	port, err := azuritetest.FreePort()
 	if err != nil {
 		return err
 	}

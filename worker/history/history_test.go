@@ -14,7 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
@@ -91,7 +91,7 @@ func historyClient(t *testing.T, conn string) *container.Client {
 func TestBlob_FlushesEverySecondInOrderAndOnClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	az := azurite.StartT(t)
+	az := azuritetest.StartT(t)
 	c := historyClient(t, az.ConnectionString())
 	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 200 * time.Millisecond})
 	for i := range 50 {
@@ -136,8 +136,8 @@ func TestBlob_FlushesEverySecondInOrderAndOnClose(t *testing.T) {
 }
 
 func TestBlob_WriteNeverBlocksWhenStorageIsDown(t *testing.T) {
-	port, _ := azurite.FreePort() // nothing listens there
-	c := historyClient(t, azurite.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azurite.Account)))
+	port, _ := azuritetest.FreePort() // nothing listens there
+	c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
 	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond, MaxBuffer: 10 << 10})
 	start := time.Now()
 	for i := range 20000 {

@@ -11,14 +11,14 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/ledger"
 )
 
-var server *azurite.Server
+var server *azuritetest.Server
 
-func TestMain(m *testing.M) { azurite.RunMain(m, &server) }
+func TestMain(m *testing.M) { azuritetest.RunMain(m, &server) }
 
 var seq atomic.Int64
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 )
@@ -20,9 +20,9 @@ import (
 // These tests run against a real Azurite that TestMain starts and stops.
 // Each test uses its own container so they can run in parallel.
 
-var server *azurite.Server
+var server *azuritetest.Server
 
-func TestMain(m *testing.M) { azurite.RunMain(m, &server) }
+func TestMain(m *testing.M) { azuritetest.RunMain(m, &server) }
 
 var containerSeq atomic.Int64
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -64,10 +65,14 @@ func NewContainerClient(cfg ClientConfig) (*container.Client, error) {
 		opts.Transport = cfg.Transport
 	}
 	if cfg.ConnectionString != "" {
-		if err := checkConnectionString(cfg.ConnectionString); err != nil {
+		cs, err := ExpandConnectionString(cfg.ConnectionString)
+		if err != nil {
 			return nil, err
 		}
-		c, err := container.NewClientFromConnectionString(cfg.ConnectionString, cfg.Container, opts)
+		if err := checkConnectionString(cs); err != nil {
+			return nil, err
+		}
+		c, err := container.NewClientFromConnectionString(cs, cfg.Container, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadConnectionString, err)
 		}
@@ -82,6 +87,50 @@ func NewContainerClient(cfg ClientConfig) (*container.Client, error) {
 	}
 	u := strings.TrimSuffix(cfg.AccountURL, "/") + "/" + cfg.Container
 	return container.NewClient(u, cred, opts)
+}
+
+// The development storage account: the emulator's well-known, public
+// account name and key (documented by Microsoft; not a secret) and its
+// default blob endpoint.
+const (
+	DevelopmentAccount      = "devstoreaccount1"
+	DevelopmentAccountKey   = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	developmentBlobEndpoint = "http://127.0.0.1:10000"
+)
+
+// ExpandConnectionString turns the emulator shortcut that .NET samples and
+// app.config files use, "UseDevelopmentStorage=true" (optionally with
+// "DevelopmentStorageProxyUri=http://host"), into a full connection string
+// for the development account on Azurite's default blob port 10000. Any
+// other connection string is returned unchanged.
+func ExpandConnectionString(s string) (string, error) {
+	var dev bool
+	proxy := ""
+	for _, part := range strings.Split(strings.TrimSuffix(strings.TrimSpace(s), ";"), ";") {
+		k, v, _ := strings.Cut(part, "=")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "usedevelopmentstorage":
+			if !strings.EqualFold(strings.TrimSpace(v), "true") {
+				return "", fmt.Errorf("%w: UseDevelopmentStorage must be true, got %q", ErrBadConnectionString, v)
+			}
+			dev = true
+		case "developmentstorageproxyuri":
+			proxy = strings.TrimSpace(v)
+		}
+	}
+	if !dev {
+		return s, nil
+	}
+	endpoint := developmentBlobEndpoint
+	if proxy != "" {
+		u, err := url.Parse(proxy)
+		if err != nil || u.Scheme == "" || u.Hostname() == "" {
+			return "", fmt.Errorf("%w: DevelopmentStorageProxyUri %q is not an absolute URI", ErrBadConnectionString, proxy)
+		}
+		endpoint = u.Scheme + "://" + u.Hostname() + ":10000"
+	}
+	return "DefaultEndpointsProtocol=http;AccountName=" + DevelopmentAccount + ";AccountKey=" + DevelopmentAccountKey +
+		";BlobEndpoint=" + endpoint + "/" + DevelopmentAccount + ";", nil
 }
 
 // checkConnectionString rejects what the SDK would accept silently or fail on

@@ -1,7 +1,7 @@
 // Command bench runs the benchmarks of issue 6 on a local Azurite and writes
 // docs/benchmarks.md and its plots (see package bench and test/bench/bench.mk):
 //
-//	go run ./test/bench/cmd/bench -worker bin/worker -sample bin/sampleworker -runs 20
+//	go run ./test/bench/cmd/bench -worker bin/blobleader -sample bin/sampleworker -runs 20
 //
 // Phases: failover (crash, both parameter sets), graceful (both), schedule
 // (leaderless time under the fixed fault schedule, both), cost (storage ops
@@ -30,9 +30,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blobleader/blobleader/test/azurite"
 	"github.com/blobleader/blobleader/test/bench"
 	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 func main() {
@@ -54,7 +54,7 @@ func run() error {
 		runs       = flag.Int("runs", envInt("BENCH_RUNS", 20), "runs per failover figure (crash and graceful, each parameter set) [BENCH_RUNS]")
 		parallel   = flag.Int("parallel", envInt("BENCH_PARALLEL", 4), "clusters at a time in the cluster phases [BENCH_PARALLEL]")
 		seed       = flag.Uint64("seed", uint64(envInt("BENCH_SEED", 1)), "seed of the random settle delays [BENCH_SEED]")
-		workerBin  = flag.String("worker", "bin/worker", "worker binary")
+		workerBin  = flag.String("worker", "bin/blobleader", "blobleader (worker) binary")
 		sampleBin  = flag.String("sample", "bin/sampleworker", "sample-baseline binary (test/bench/cmd/sampleworker)")
 		docPath    = flag.String("doc", "docs/benchmarks.md", "markdown to write")
 		plotDir    = flag.String("plots", "docs/bench", "directory for the plots and results.json (emptied of *.svg first)")
@@ -313,7 +313,7 @@ func machine(runs, parallel int, seed uint64, start time.Time) bench.Machine {
 		m.Kernel = "Linux " + strings.TrimSpace(string(b))
 	}
 	m.Azurite = "unknown"
-	if bin, err := azurite.Binary(); err == nil {
+	if bin, err := azuritetest.Binary(); err == nil {
 		if p, err := filepath.EvalSymlinks(bin); err == nil {
 			for d := filepath.Dir(p); d != filepath.Dir(d); d = filepath.Dir(d) {
 				b, err := os.ReadFile(filepath.Join(d, "package.json"))

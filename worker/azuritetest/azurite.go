@@ -1,10 +1,10 @@
-// Package azurite starts and stops a private, in-memory Azurite blob service on a
+// Package azuritetest starts and stops a private, in-memory Azurite blob service on a
 // free loopback port, for tests, the demo and the benchmarks.
 //
 // The binary comes from the repository's pinned npm install (node_modules/.bin,
 // made by `make node_modules`), or from $AZURITE_BLOB when set. Nothing here
 // talks to anything but 127.0.0.1.
-package azurite
+package azuritetest
 
 import (
 	"bytes"
@@ -69,11 +69,17 @@ func Binary() (string, error) {
 // Start launches Azurite on a free loopback port and returns once it answers
 // HTTP, or fails when ctx ends first.
 func Start(ctx context.Context) (*Server, error) {
-	bin, err := Binary()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	return StartOnPort(ctx, port)
+}
+
+// StartOnPort launches Azurite on the given loopback port (10000 is the
+// well-known one that "UseDevelopmentStorage=true" names).
+func StartOnPort(ctx context.Context, port int) (*Server, error) {
+	bin, err := Binary()
 	if err != nil {
 		return nil, err
 	}

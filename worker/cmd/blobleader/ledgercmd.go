@@ -16,10 +16,10 @@ func runLedger(args []string, stdout, _ io.Writer) error {
 	var s storageOptions
 	var verify, asJSON bool
 	var timeout time.Duration
-	fs := newFlagSet("worker ledger", stdout, `worker ledger — print (and verify) the fenced ledger the leaders write.
+	fs := newFlagSet("blobleader ledger", stdout, `blobleader ledger — print (and verify) the fenced ledger the leaders write.
 
 Usage:
-  worker ledger [--verify] [--json] [storage flags]`)
+  blobleader ledger [--verify] [--json] [storage flags]`)
 	s.register(fs)
 	fs.BoolVar(&verify, "verify", false, "check the ledger: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not")
 	fs.BoolVar(&asJSON, "json", false, "print entries as JSON lines instead of a table")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,7 +19,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
 )
@@ -28,11 +29,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "worker-test-")
+	dir, err := os.MkdirTemp("", "blobleader-test-")
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "worker")
+	binary = filepath.Join(dir, "blobleader")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build worker: %v\n%s", err, out)
 		os.Exit(1)
@@ -131,7 +132,7 @@ func TestWorker_HelpExitsZeroAndListsEveryFlagWithItsEnvTwin(t *testing.T) {
 // it serves /status.
 func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
-	port, err := azurite.FreePort()
+	port, err := azuritetest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func getStatus(t *testing.T, base string) map[string]any {
 
 func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 	t.Parallel()
-	az := azurite.StartT(t)
+	az := azuritetest.StartT(t)
 	dir := t.TempDir()
 	leaderURL, leader := startWorker(t, az.ConnectionString(), "w1", filepath.Join(dir, "w1.jsonl"))
 	awaitRole(t, leaderURL, "leader") // then start the follower
@@ -294,7 +295,7 @@ func TestWorker_HistoryToBlobLandsInTheHistoryContainer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	az := azurite.StartT(t)
+	az := azuritetest.StartT(t)
 	base, cmd := startWorker(t, az.ConnectionString(), "hb1", "blob")
 	awaitRole(t, base, "leader")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -321,4 +322,27 @@ func TestWorker_HistoryToBlobLandsInTheHistoryContainer(t *testing.T) {
 			t.Fatalf("history blob lacks %s (the final flush on stop must write it):\n%s", ev, body)
 		}
 	}
+}
+
+// "UseDevelopmentStorage=true" is the emulator shortcut of Microsoft's samples
+// and app.config files: it names the development account on 127.0.0.1:10000.
+// The worker must accept it and lead through it (it exited 2 as "malformed").
+func TestWorker_AcceptsUseDevelopmentStorage(t *testing.T) {
+	const wellKnownPort = 10000
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// A developer's own Azurite on 10000 is exactly what the shortcut means;
+	// otherwise start one there.
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", wellKnownPort)); err == nil {
+		l.Close()
+		az, err := azuritetest.StartOnPort(ctx, wellKnownPort)
+		if err != nil {
+			t.Fatalf("start Azurite on the well-known port: %v", err)
+		}
+		t.Cleanup(az.Stop)
+	}
+	dir := t.TempDir()
+	base, _ := startWorker(t, "UseDevelopmentStorage=true", "devstorage", filepath.Join(dir, "h.jsonl"),
+		"--container", fmt.Sprintf("devstorage-%d", time.Now().UnixNano()))
+	awaitRole(t, base, "leader")
 }

@@ -9,14 +9,14 @@ import (
 )
 
 // runStatus prints a running worker's /status. The container image has no
-// shell or HTTP client, so `az container exec … --exec-command "/worker status"`
+// shell or HTTP client, so `az container exec … --exec-command "/blobleader status"`
 // is how an operator asks a worker on Azure who leads.
 func runStatus(args []string, stdout io.Writer) error {
 	var url string
-	fs := newFlagSet("worker status", stdout, `worker status — print a running worker's /status JSON.
+	fs := newFlagSet("blobleader status", stdout, `blobleader status — print a running worker's /status JSON.
 
 Usage:
-  worker status [--url http://127.0.0.1:8080]`)
+  blobleader status [--url http://127.0.0.1:8080]`)
 	fs.StringVar(&url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
 	if err := parse(fs, args); err != nil {
 		return err

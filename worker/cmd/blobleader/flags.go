@@ -109,13 +109,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 func parseOptions(args []string, out io.Writer) (*options, error) {
 	o := &options{}
-	fs := newFlagSet("worker", out, `worker — one contender in a leader election on an Azure Blob Storage lease.
+	fs := newFlagSet("blobleader", out, `blobleader — one contender in a leader election on an Azure Blob Storage lease.
 The leader appends to a fenced ledger every --tick; followers watch and take over.
 
 Usage:
-  worker [flags]            run (SIGTERM/SIGINT: stop the task, release the lease, exit 0)
-  worker ledger [flags]     print and verify the ledger (worker ledger --help)
-  worker status [--url U]   print a running worker's /status (for images without a shell)
+  blobleader [flags]            run (SIGTERM/SIGINT: stop the task, release the lease, exit 0)
+  blobleader ledger [flags]     print and verify the ledger (blobleader ledger --help)
+  blobleader status [--url U]   print a running worker's /status (for images without a shell)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	o.storageOptions.register(fs)

@@ -1,4 +1,4 @@
-// Command worker is one contender in a leader election on an Azure Blob
+// Command blobleader is one contender in a leader election on an Azure Blob
 // Storage lease. The leader runs the reference task (a fenced ledger append
 // every --tick); the others follow and take over when it goes. See --help and
 // docs/architecture.md.
@@ -51,10 +51,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err == nil || errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "worker: %v\n", err)
+		fmt.Fprintf(stderr, "blobleader: %v\n", err)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "worker: %v\n", err)
+		fmt.Fprintf(stderr, "blobleader: %v\n", err)
 		return 1
 	}
 }

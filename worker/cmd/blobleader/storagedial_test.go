@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blobleader/blobleader/test/azurite"
+	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 // --storage-dial (and its env twin) must be host:port; anything else is an
@@ -34,12 +34,12 @@ func TestWorker_StorageDialInvalidExitsTwo(t *testing.T) {
 // the connection string names a host that does not resolve, and the calls
 // still reach Azurite. Without the flag the same client fails.
 func TestWorker_StorageDialReachesStorageThroughTheAddress(t *testing.T) {
-	az := azurite.StartT(t)
+	az := azuritetest.StartT(t)
 	// Production-style host (Azurite takes the account from the first label),
 	// under .invalid so that it can never resolve.
-	fake := azurite.Account + ".blob.core.windows.invalid"
+	fake := azuritetest.Account + ".blob.core.windows.invalid"
 	endpoint := fmt.Sprintf("http://%s:%d", fake, az.Port)
-	conn := azurite.ConnectionString(endpoint)
+	conn := azuritetest.ConnectionString(endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

@@ -1,4 +1,4 @@
-package azurite
+package azuritetest
 
 import "syscall"
 
