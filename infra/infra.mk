@@ -29,10 +29,12 @@ TF_OFFLINE_RC     := $(CACHE)/terraform/offline.tfrc
 # Scratch copy of infra/ for the offline checks, so their .terraform/ and the
 # lock file (hashes of a locally built provider) never touch the deploy root.
 TF_CHECK_DIR      := $(ROOT)/out/tfcheck
-# Where the checks get the provider: `mirror` (default; built from source, no
-# Terraform registry needed) or `registry` (plain `terraform init`, for machines
-# that reach registry.terraform.io: make test-infra TF_PROVIDER_SOURCE=registry).
-TF_PROVIDER_SOURCE ?= mirror
+# Where the checks get the provider: `registry` (plain `terraform init`) when
+# the public Terraform registry answers within seconds, else `mirror` (built
+# from source, no registry needed). `make test-infra` probes once
+# (scripts/provider-route.sh) and says which route it took; set
+# TF_PROVIDER_SOURCE=registry|mirror to skip the probe.
+TF_PROVIDER_SOURCE ?=
 ifeq ($(TF_PROVIDER_SOURCE),registry)
 TF_PROVIDER_DEPS :=
 TF_CHECK_ENV     := TF_IN_AUTOMATION=1 TF_INPUT=0
@@ -64,7 +66,14 @@ endef
 ##@ Infrastructure (Azure)
 
 .PHONY: test-infra
-test-infra: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) ## Offline infra checks, each timed: terraform fmt/init/validate/test (mock_provider), tflint, tfsec, deploy.sh and provider-mirror.sh tests.
+test-infra: ## Offline infra checks, each timed: terraform fmt/init/validate/test (mock_provider), tflint, tfsec, deploy.sh and provider-mirror.sh tests.
+	@route='$(TF_PROVIDER_SOURCE)'; [ -n "$$route" ] || route=$$(bash $(INFRA)/scripts/provider-route.sh); \
+	  case "$$route" in registry|mirror) ;; *) echo "TF_PROVIDER_SOURCE must be registry or mirror, not '$$route'"; exit 2;; esac; \
+	  echo ">> azurerm provider route: $$route"; \
+	  $(MAKE) test-infra-checks TF_PROVIDER_SOURCE=$$route
+
+.PHONY: test-infra-checks
+test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC)
 	@$(call timed,terraform fmt -check -recursive,$(TF_CHECK_ENV) $(TERRAFORM) fmt -check -recursive $(INFRA))
 	@rm -rf $(TF_CHECK_DIR) && mkdir -p $(TF_CHECK_DIR) && \
 	  tar -C $(INFRA) --exclude=.terraform --exclude=.terraform.lock.hcl --exclude='*.tfstate*' \
