@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -244,6 +245,56 @@ func TestElector_PausesBeforeContendingAfterALostLease(t *testing.T) {
 			if d := at.Sub(stopped[0].Time); d >= 0 && d < 1800*time.Millisecond {
 				t.Fatalf("a tried to acquire %s after losing its lease, want a pause of at least 2·P·0.9 = 1.8s", d)
 			}
+		}
+	})
+}
+
+// Hole 9: a term write storage refuses for good (a 4xx that is not a lease
+// answer) surfaces in Healthy and Ready instead of looping silently; the
+// elector keeps contending, and a later successful write clears it.
+func TestElector_RejectedTermWriteSurfacesInHealthAndReadiness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		lock := store.NewLock("a")
+		var mu sync.Mutex
+		reject := true
+		lock.SetFault(func(ctx context.Context, op string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if op == "update" && reject {
+				return fmt.Errorf("update: 403 AuthorizationFailure: %w", ErrRejected)
+			}
+			return nil
+		})
+		e, err := NewElector(testConfig("a"), lock, Callbacks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = e.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if e.IsLeader() {
+			t.Fatal("led without a term write")
+		}
+		if err := e.Healthy(); err == nil || !strings.Contains(err.Error(), "term write") {
+			t.Fatalf("Healthy() = %v, want the refused term write", err)
+		}
+		if err := e.Ready(); err == nil || !strings.Contains(err.Error(), "term write") {
+			t.Fatalf("Ready() = %v, want the refused term write", err)
+		}
+		if n := lock.Calls("acquire"); n < 2 {
+			t.Fatalf("%d acquire attempts in 5 s, want the elector to keep contending", n)
+		}
+		mu.Lock()
+		reject = false
+		mu.Unlock()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if !e.IsLeader() || e.Healthy() != nil || e.Ready() != nil {
+			t.Fatalf("after storage accepts the write: leader=%v healthy=%v ready=%v", e.IsLeader(), e.Healthy(), e.Ready())
 		}
 	})
 }

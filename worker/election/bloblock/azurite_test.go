@@ -287,3 +287,21 @@ func TestLock_DeletedContainerOrBlobIsALossAndTermsStayAbove(t *testing.T) {
 		})
 	}
 }
+
+// A term write storage cannot carry (metadata with non-ASCII characters
+// breaks the signed request: 403) is ErrRejected, not transient and not a
+// loss, so the elector surfaces it in /healthz and /readyz.
+func TestLock_MetadataStorageCannotCarryIsRejected(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c, _ := newContainer(t)
+	l := newLock(t, c)
+	id := uuid.NewString()
+	if err := l.Acquire(ctx, id, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	err := l.Update(ctx, id, election.Record{Holder: "wörker-ü", Term: 1, Acquired: time.Now()})
+	if !errors.Is(err, election.ErrRejected) || errors.Is(err, election.ErrLockLost) {
+		t.Fatalf("Update with non-ASCII metadata = %v, want ErrRejected", err)
+	}
+}
