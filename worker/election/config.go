@@ -57,11 +57,13 @@ type Config struct {
 	// Logger receives the election's logs; nil means slog.Default().
 	Logger *slog.Logger
 
-	// UnsafeNoStepDown makes a leader ignore its renew deadline and definite
-	// lease losses and keep claiming leadership. It exists only so the chaos
-	// harness can prove its checker catches an unsafe elector (a negative
-	// control). Never set it in production.
-	UnsafeNoStepDown bool
+	// unsafeNoStepDown makes a leader ignore its renew deadline and definite
+	// lease losses and keep claiming leadership: the chaos suite's negative
+	// control, which proves its checker catches an unsafe elector. It is
+	// unexported so that no library user and no flag of a shipped binary can
+	// set it; only EnableUnsafeNoStepDown, compiled under the negativecontrol
+	// build tag, does.
+	unsafeNoStepDown bool
 }
 
 // DefaultConfig returns the defaults of DESIGN §2 for the given identity.

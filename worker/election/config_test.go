@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,18 @@ func TestNewElector_RejectsInvalidConfig(t *testing.T) {
 	}
 	if _, err := NewElector(DefaultConfig("a"), nil, Callbacks{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewElector with nil lock = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// The negative control must not be reachable from a production build: no
+// exported Config field may switch safety off (it is compiled in only under
+// the negativecontrol build tag; see negativecontrol.go).
+func TestConfig_NoExportedFieldDisablesSafety(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() && strings.Contains(strings.ToLower(f.Name), "unsafe") {
+			t.Errorf("Config.%s is exported: any library user could switch the negative control on", f.Name)
+		}
 	}
 }

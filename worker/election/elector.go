@@ -129,7 +129,7 @@ func (e *Elector) IsLeader() bool {
 }
 
 func (e *Elector) isLeaderLocked(now time.Time) bool {
-	return e.leading && (e.cfg.UnsafeNoStepDown || now.Before(e.deadline))
+	return e.leading && (e.cfg.unsafeNoStepDown || now.Before(e.deadline))
 }
 
 // Status returns a snapshot; see Status.
@@ -143,7 +143,7 @@ func (e *Elector) Status() Status {
 		s.Role = RoleStopping
 	case e.isLeaderLocked(now):
 		s.Role = RoleLeader
-		if !e.cfg.UnsafeNoStepDown {
+		if !e.cfg.unsafeNoStepDown {
 			s.ValidUntil = e.deadline
 		}
 	case e.leading:
@@ -420,7 +420,7 @@ func (e *Elector) lead(ctx context.Context, term int64, validUntil time.Time) (h
 		// The request may not outlive the leadership it is trying to extend.
 		end := sent.Add(e.cfg.RequestTimeout())
 		e.mu.Lock()
-		if e.deadline.Before(end) && !e.cfg.UnsafeNoStepDown {
+		if e.deadline.Before(end) && !e.cfg.unsafeNoStepDown {
 			end = e.deadline
 		}
 		e.mu.Unlock()
@@ -459,7 +459,7 @@ func (e *Elector) lead(ctx context.Context, term int64, validUntil time.Time) (h
 			e.mu.Lock()
 			dl := e.deadline
 			e.mu.Unlock()
-			if e.cfg.UnsafeNoStepDown {
+			if e.cfg.unsafeNoStepDown {
 				deadlineTimer.Reset(e.cfg.RenewInterval)
 				continue
 			}
@@ -500,7 +500,7 @@ func (e *Elector) lead(ctx context.Context, term int64, validUntil time.Time) (h
 				e.mu.Unlock()
 				deadlineTimer.Reset(time.Until(dl))
 				e.emit(Event{Kind: EventRenewed, Term: term, ValidUntil: e.reported(dl)})
-			case errors.Is(r.err, ErrLockLost) && !e.cfg.UnsafeNoStepDown:
+			case errors.Is(r.err, ErrLockLost) && !e.cfg.unsafeNoStepDown:
 				// A definite loss: someone broke or took the lease. Nothing to
 				// release.
 				stop("lease lost: "+r.err.Error(), false, false)
@@ -531,7 +531,7 @@ func (e *Elector) lead(ctx context.Context, term int64, validUntil time.Time) (h
 // reported is the ValidUntil to publish: none for an unsafe elector, whose
 // claim has no bound.
 func (e *Elector) reported(t time.Time) time.Time {
-	if e.cfg.UnsafeNoStepDown {
+	if e.cfg.unsafeNoStepDown {
 		return time.Time{}
 	}
 	return t
