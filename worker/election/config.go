@@ -35,7 +35,7 @@ type Config struct {
 	Identity string
 
 	// LeaseDuration L is the lease storage grants on acquire and renew.
-	// 15s–60s; default 15s.
+	// Whole seconds, 15s–60s; default 15s.
 	LeaseDuration time.Duration
 
 	// RenewDeadline D: the leader steps down when D has passed since the send
@@ -125,6 +125,10 @@ func (c Config) Validate() error {
 		return bad("Identity", strconv.Quote(c.Identity), "must be printable ASCII (space to ~) with no leading or trailing space: it is stored as a metadata value, an HTTP header, which storage refuses otherwise")
 	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
 		return bad("LeaseDuration", c.LeaseDuration, "must be between %s and %s (the range Azure Storage accepts; infinite leases are refused)", MinLeaseDuration, MaxLeaseDuration)
+	case c.LeaseDuration%time.Second != 0:
+		// Storage grants whole seconds: 15.9s would be sent as 15s, while the
+		// renew deadline's margin would be checked against 15.9s.
+		return bad("LeaseDuration", c.LeaseDuration, "must be a whole number of seconds (storage grants leases in whole seconds)")
 	case c.RenewDeadline <= 0:
 		return bad("RenewDeadline", c.RenewDeadline, "must be > 0")
 	case c.RenewDeadline >= c.LeaseDuration-SafetyMargin:

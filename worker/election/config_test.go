@@ -37,6 +37,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"lease exactly 15s", func(c *Config) { c.LeaseDuration = 15 * time.Second }, ""},
 		{"lease exactly 60s", func(c *Config) { c.LeaseDuration = 60 * time.Second }, ""},
 		{"lease just above 60s", func(c *Config) { c.LeaseDuration = 60*time.Second + time.Nanosecond }, "LeaseDuration"},
+		{"lease 15.9s is not whole seconds", func(c *Config) { c.LeaseDuration = 15900 * time.Millisecond }, "LeaseDuration"},
+		{"lease 15s + 1ns is not whole seconds", func(c *Config) { c.LeaseDuration = 15*time.Second + time.Nanosecond }, "LeaseDuration"},
 		{"lease infinite (-1)", func(c *Config) { c.LeaseDuration = -1 }, "LeaseDuration"},
 		{"deadline zero", func(c *Config) { c.RenewDeadline = 0 }, "RenewDeadline"},
 		{"deadline equal to L-2s", func(c *Config) { c.RenewDeadline = 13 * time.Second }, "RenewDeadline"},

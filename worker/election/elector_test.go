@@ -428,7 +428,9 @@ func TestElector_BrokenLeaseLeaderContendsAgain(t *testing.T) {
 		for round := range 5 {
 			time.Sleep(3 * time.Second)
 			store.Break() // an operator's BreakLease(0)
-			time.Sleep(2*time.Second + 1100*time.Millisecond)
+			// It learns at its next renew (≤ 2 s), pauses 2·P·1.1 like after a
+			// hand-off, then wins the free lease at its first poll.
+			time.Sleep(2*time.Second + 2200*time.Millisecond + time.Millisecond)
 			synctest.Wait()
 			if !a.e.IsLeader() {
 				t.Fatalf("round %d: the sole contender did not lead again after its lease was broken", round)

@@ -27,7 +27,7 @@ func ExampleRunTaskWhenLeader() {
 	})
 	fmt.Println("stopped:", err)
 	// The lease was released on stop: another contender gets it at once.
-	fmt.Println("free for the next:", store.NewLock("worker-2").Acquire(context.Background(), cfg.LeaseDuration) == nil)
+	fmt.Println("free for the next:", store.NewLock("worker-2").Acquire(context.Background(), "another-lease-id", cfg.LeaseDuration) == nil)
 	// Output:
 	// leading with term 1
 	// stopped: <nil>
