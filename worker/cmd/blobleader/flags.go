@@ -126,7 +126,7 @@ Usage:
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	o.storageOptions.register(fs)
 	d := election.DefaultConfig("")
-	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status (default <hostname>-<pid>)")
+	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes (default <hostname>-<pid>)")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
 	fs.DurationVar(&o.renewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
