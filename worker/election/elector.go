@@ -76,7 +76,7 @@ func NewElector(cfg Config, lock Lock, cb Callbacks) (*Elector, error) {
 	}
 	now := time.Now()
 	return &Elector{cfg: cfg, lock: lock, cb: cb, since: now, lastLoop: now,
-		unsafeNoStepDown: cfg.UnsafeNoStepDown,
+		unsafeNoStepDown: cfg.unsafeNoStepDown,
 		log:              log.With("identity", cfg.Identity, "lock", lock.Describe())}, nil
 }
 

@@ -544,28 +544,6 @@ func checkIntervals(t *testing.T, breaks []time.Time, cs ...*contender) {
 	}
 }
 
-func TestElector_UnsafeNoStepDownKeepsClaimingAfterLoss(t *testing.T) {
-	// The negative control's mechanism: with UnsafeNoStepDown a deposed
-	// leader keeps claiming, and publishes no bound on its claim.
-	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
-		cfg := testConfig("a")
-		cfg.UnsafeNoStepDown = true
-		a := start(t, store, cfg, Callbacks{})
-		synctest.Wait()
-		a.lock.SetFault(hang("renew"))
-		b := start(t, store, testConfig("b"), Callbacks{})
-		time.Sleep(30 * time.Second)
-		synctest.Wait()
-		if len(leaders(a, b)) != 2 {
-			t.Fatal("the unsafe elector should still claim leadership beside the new leader")
-		}
-		if st := a.rec.all(EventStartedLeading); len(st) != 1 || !st[0].ValidUntil.IsZero() {
-			t.Fatalf("unsafe started_leading = %+v, want no valid_until", st)
-		}
-	})
-}
-
 func TestElector_RunTwiceIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := start(t, NewMemStore(), testConfig("a"), Callbacks{})

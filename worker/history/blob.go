@@ -14,7 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // Container is where `--history blob` writes: one folder per identity, one
@@ -138,7 +138,7 @@ func (b *Blob) flush(ctx context.Context) error {
 	}
 	body := bytes.Join(batch, nil)
 	client := b.c.NewAppendBlobClient(b.Name())
-	if _, err := client.AppendBlock(bloblock.WithOp(ctx, "history_append"), streaming.NopCloser(bytes.NewReader(body)), nil); err != nil {
+	if _, err := client.AppendBlock(storage.WithOp(ctx, "history_append"), streaming.NopCloser(bytes.NewReader(body)), nil); err != nil {
 		return err
 	}
 	b.blocks++
@@ -157,15 +157,14 @@ func (b *Blob) flush(ctx context.Context) error {
 
 func (b *Blob) create(ctx context.Context) error {
 	client := b.c.NewAppendBlobClient(b.Name())
-	_, err := client.Create(bloblock.WithOp(ctx, "history_create"), nil)
+	_, err := client.Create(storage.WithOp(ctx, "history_create"), nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		// Locally (Azurite) nobody made the container; on Azure Terraform did
-		// and our role cannot create containers (403), which we tolerate.
-		if _, cerr := b.c.Create(bloblock.WithOp(ctx, "create_container"), nil); cerr != nil &&
-			!bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists, bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationFailure) {
+		// (and our role may not create containers).
+		if cerr := storage.EnsureContainer(ctx, b.c); cerr != nil {
 			return cerr
 		}
-		_, err = client.Create(bloblock.WithOp(ctx, "history_create"), nil)
+		_, err = client.Create(storage.WithOp(ctx, "history_create"), nil)
 	}
 	if err != nil {
 		return err

@@ -94,6 +94,13 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	historyFile, err := openHistoryFile(o.history)
+	if err != nil {
+		return err
+	}
+	if historyFile != nil {
+		defer historyFile.Close()
+	}
 	base := newLogger(o.logFormat, stderr)
 	log := base.With("identity", o.identity)
 	cfg := o.electionConfig()
@@ -139,12 +146,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 			}
 		}()
 	default:
-		f, err := history.OpenFile(o.history)
-		if err != nil {
-			return err
-		}
-		hist = f
-		defer f.Close()
+		hist = historyFile
 	}
 	onEvent := func(ev election.Event) {
 		metrics.ObserveEvent(ev)
