@@ -152,10 +152,6 @@ func checkConnectionString(s string) error {
 	return nil
 }
 
-// WithOp names the storage operation made with ctx, for ObserveFunc. It is
-// storage.WithOp, kept here for callers of the lock backend.
-func WithOp(ctx context.Context, op string) context.Context { return storage.WithOp(ctx, op) }
-
 type observePolicy struct{ observe ObserveFunc }
 
 func (p observePolicy) Do(req *policy.Request) (*http.Response, error) {
