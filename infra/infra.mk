@@ -44,7 +44,8 @@ endif
 # --- Image and deployment --------------------------------------------------------------
 IMAGE_DIR      := $(ROOT)/out/image
 WORKER_LINUX   := $(ROOT)/out/blobleader-linux-amd64
-CA_BUNDLE      ?= /etc/ssl/certs/ca-certificates.crt
+# Empty: infra/image finds the machine's bundle (Debian, Fedora, macOS, Alpine paths).
+CA_BUNDLE      ?=
 AZURE_LOCATION ?= eastus
 WORKER_COUNT   ?= 3
 
@@ -121,10 +122,10 @@ $(TFSEC):
 infra-tools: $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) ## Install the pinned tflint, its azurerm ruleset and tfsec into ./bin.
 
 .PHONY: image
-image: ## Build the worker image without Docker (static /blobleader + CA bundle, user 65532) as an OCI layout in out/image.
+image: ## Build the worker image without Docker (static /blobleader, /status linked to it, CA bundle, user 65532) as an OCI layout in out/image.
 	@mkdir -p $(dir $(WORKER_LINUX))
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o $(WORKER_LINUX) ./worker/cmd/blobleader
-	$(GO) -C infra/image run . build --binary $(WORKER_LINUX) --ca-bundle $(CA_BUNDLE) --out $(IMAGE_DIR)
+	$(GO) -C infra/image run . build --binary $(WORKER_LINUX) $(if $(CA_BUNDLE),--ca-bundle $(CA_BUNDLE)) --out $(IMAGE_DIR)
 
 .PHONY: test-image
 test-image: ## Test the image builder (builds an image, checks entrypoint, user, platform, runs the binary's --help).
