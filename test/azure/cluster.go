@@ -542,7 +542,7 @@ func (w *worker) alive(ctx context.Context) bool {
 }
 
 // Status is the worker's own /status: relayed by its sidecar when that is
-// fresh, otherwise asked through ACI exec (`/worker status`).
+// fresh, otherwise asked through ACI exec (StatusCommand, `/status`).
 func (w *worker) Status(ctx context.Context) (cluster.Status, error) {
 	var relayErr error
 	if w.ctl != nil {
@@ -560,7 +560,7 @@ func (w *worker) Status(ctx context.Context) (cluster.Status, error) {
 	}
 	ectx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
-	out, err := w.c.cfg.Exec.Exec(ectx, w.name, "worker", "/worker status")
+	out, err := w.c.cfg.Exec.Exec(ectx, w.name, "worker", StatusCommand)
 	if err != nil {
 		return cluster.Status{}, errors.Join(relayErr, err)
 	}
