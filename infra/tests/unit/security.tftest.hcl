@@ -175,9 +175,12 @@ run "worker_groups_have_no_ip" {
     condition     = alltrue([for g in azurerm_container_group.worker : g.restart_policy == "Always" && g.os_type == "Linux"])
     error_message = "Worker groups must restart Always."
   }
+  # azurerm applies `security { privilege_enabled }` only to the Confidential
+  # SKU; on Standard it proves nothing at best and fails the create at worst.
+  # Standard-SKU groups cannot run privileged containers at all.
   assert {
-    condition     = alltrue([for g in azurerm_container_group.worker : alltrue([for c in g.container : c.security[0].privilege_enabled == false])])
-    error_message = "No container may run privileged."
+    condition     = alltrue([for g in azurerm_container_group.worker : g.sku == "Standard" && alltrue([for c in g.container : length(c.security) == 0])])
+    error_message = "Worker groups must be Standard SKU (no privileged containers there) and set no security block (azurerm applies it only to the Confidential SKU)."
   }
 }
 
@@ -326,9 +329,9 @@ run "chaos_sidecar_when_enabled" {
     condition = alltrue([
       for g in azurerm_container_group.worker :
       length(g.container) == 2 && g.container[1].name == "chaos" && length(g.container[1].ports) == 0 &&
-      g.ip_address_type == "None" && !g.container[1].security[0].privilege_enabled
+      g.ip_address_type == "None" && g.sku == "Standard" && length(g.container[1].security) == 0
     ])
-    error_message = "The sidecar is a second, unprivileged container with no ports, and the group stays without an IP."
+    error_message = "The sidecar is a second container with no ports and no security block in a Standard-SKU group (no privileged containers), and the group stays without an IP."
   }
   assert {
     condition = alltrue([
