@@ -115,6 +115,6 @@ type State struct {
 	WorkerAt    time.Time       `json:"worker_at,omitzero"`
 	WorkerError string          `json:"worker_error,omitempty"`
 	Stop        *StopResult     `json:"stop,omitempty"` // the last stop request acted on
-	Started     time.Time       `json:"started"` // sidecar start
-	At          time.Time       `json:"at"`      // when this state was written
+	Started     time.Time       `json:"started"`        // sidecar start
+	At          time.Time       `json:"at"`             // when this state was written
 }

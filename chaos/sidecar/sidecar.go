@@ -28,7 +28,7 @@ type Sidecar struct {
 	// endpoint must still get its answer in.
 	RequestTimeout time.Duration
 	Log            *slog.Logger // default: discard
-	Now   func() time.Time
+	Now            func() time.Time
 	// StatusURL, if set, is the worker's GET /status
 	// (http://127.0.0.1:8080/status in the group); the sidecar relays the
 	// answer in its state on every poll.
