@@ -45,6 +45,7 @@ type options struct {
 	listen          string
 	history         string
 	logFormat       string
+	controlListen   string // control.go
 	unsafe          bool
 }
 
@@ -132,6 +133,7 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
 	fs.BoolVar(&o.unsafe, "unsafe-no-step-down", false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
+	o.registerControl(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -207,6 +209,9 @@ func (o *options) validate() error {
 		return usagef("%v", err)
 	}
 	if err := o.storageOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.validateControl(); err != nil {
 		return err
 	}
 	switch {

@@ -176,6 +176,11 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	closeControl, err := startControl(o.controlListen, log) // after NotifyContext: a control stop is a SIGTERM
+	if err != nil {
+		return err
+	}
+	defer closeControl()
 	runErr := make(chan error, 1)
 	go func() { runErr <- elector.Run(ctx) }()
 
