@@ -297,8 +297,8 @@ run "chaos_sidecar_is_off_by_default" {
     error_message = "Without chaos_sidecar.enabled each group runs the worker alone."
   }
   assert {
-    condition     = alltrue([for g in azurerm_container_group.worker : !contains(keys(g.container[0].environment_variables), "BLOBLEADER_STORAGE_DIAL")])
-    error_message = "Without the sidecar the worker dials storage directly."
+    condition     = alltrue([for g in azurerm_container_group.worker : !contains(keys(g.container[0].environment_variables), "BLOBLEADER_STORAGE_DIAL") && !contains(keys(g.container[0].environment_variables), "BLOBLEADER_CONTROL_LISTEN")])
+    error_message = "Without the sidecar the worker dials storage directly and serves no control endpoint."
   }
   assert {
     condition     = length(azurerm_storage_container.this) == 2 && length(azurerm_role_assignment.chaos_controller) == 0
@@ -342,10 +342,12 @@ run "chaos_sidecar_when_enabled" {
       g.container[1].environment_variables["BLOBLEADER_CHAOS_ACCOUNT_URL"] == "https://stblobleadertest.blob.core.windows.net/" &&
       g.container[1].environment_variables["BLOBLEADER_CHAOS_CONTAINER"] == "chaos" &&
       g.container[1].environment_variables["BLOBLEADER_CHAOS_WORKER_STATUS"] == "http://127.0.0.1:8080/status" &&
+      g.container[0].environment_variables["BLOBLEADER_CONTROL_LISTEN"] == "127.0.0.1:8081" &&
+      g.container[1].environment_variables["BLOBLEADER_CHAOS_WORKER_STOP"] == "http://127.0.0.1:8081/stop" &&
       g.container[1].environment_variables["AZURE_CLIENT_ID"] == "11111111-1111-1111-1111-111111111111" &&
       g.container[1].secure_environment_variables == null
     ])
-    error_message = "The worker must dial the sidecar's loopback proxy, and the sidecar must listen on loopback only, read its own plan (named after its group) from the chaos container with the worker identity, and relay the worker's /status."
+    error_message = "The worker must dial the sidecar's loopback proxy and serve its control endpoint on loopback, and the sidecar must listen on loopback only, read its own plan (named after its group) from the chaos container with the worker identity, relay the worker's /status and know the worker's stop URL."
   }
   assert {
     condition     = azurerm_storage_container.this["chaos"].name == "chaos" && azurerm_storage_container.this["chaos"].container_access_type == "private"
