@@ -37,8 +37,13 @@ type Config struct {
 	Sidecar        bool          // the chaos sidecar runs in every group (network faults, relayed status)
 	StatusMaxAge   time.Duration // a relayed status older than this is not trusted (exec instead); default 3 s
 	Poll           time.Duration // ARM and state polling period; default 2 s
-	Dir            string        // where History downloads the histories; required
-	Logf           func(format string, args ...any)
+	// ARMBudget bounds each ARM-backed fault operation (crash: stop, heal:
+	// start, outage: a rule change until the probe sees it, graceful stop:
+	// until the worker is back) in place of the caller's deadline, which the
+	// shared scenarios size for local processes; default DefaultARMBudget.
+	ARMBudget time.Duration
+	Dir       string // where History downloads the histories; required
+	Logf      func(format string, args ...any)
 
 	GroupsClient *armcontainerinstance.ContainerGroupsClient // crash, restart, liveness
 	Exec         Execer                                      // status when no fresh relayed one; nil: none
@@ -57,6 +62,9 @@ type Cluster struct {
 	workers []*worker
 
 	timeline cluster.Timeline
+
+	opsMu sync.Mutex
+	ops   []chaos.ARMOp
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
@@ -85,6 +93,9 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
 	}
+	if cfg.ARMBudget <= 0 {
+		cfg.ARMBudget = DefaultARMBudget
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -105,7 +116,52 @@ func (c *Cluster) Storage() *container.Client { return c.cfg.Leases }
 func (c *Cluster) LockBlob() string           { return c.cfg.LockBlob }
 func (c *Cluster) ClusterStart() time.Time    { return c.start }
 func (c *Cluster) group(w *worker) *chaos.ContainerGroup {
-	return &chaos.ContainerGroup{Client: c.cfg.GroupsClient, ResourceGroup: c.cfg.ResourceGroup, Name: w.name, Poll: c.cfg.Poll}
+	return &chaos.ContainerGroup{Client: c.cfg.GroupsClient, ResourceGroup: c.cfg.ResourceGroup, Name: w.name, Poll: c.cfg.Poll, OnOp: c.recordOp}
+}
+
+// recordOp keeps and logs one ARM operation (the report lists them).
+func (c *Cluster) recordOp(op chaos.ARMOp) {
+	c.opsMu.Lock()
+	c.ops = append(c.ops, op)
+	c.opsMu.Unlock()
+	if op.Err != "" {
+		c.cfg.Logf("arm: %s %s failed after %v: %s", op.Op, op.Target, op.Took.Round(time.Millisecond), op.Err)
+		return
+	}
+	c.cfg.Logf("arm: %s %s took %v", op.Op, op.Target, op.Took.Round(time.Millisecond))
+}
+
+// ARMOps are the ARM operations of every fault so far, in order.
+func (c *Cluster) ARMOps() []chaos.ARMOp {
+	c.opsMu.Lock()
+	defer c.opsMu.Unlock()
+	return append([]chaos.ARMOp(nil), c.ops...)
+}
+
+// armBacked reports whether f acts through ARM or waits on ACI (and so
+// runs under the ARM budget rather than the caller's deadline).
+func armBacked(f chaos.Fault) bool {
+	switch f.(type) {
+	case *chaos.AzureCrash, *chaos.AzureOutage, *sidecar.RemoteStop:
+		return true
+	}
+	return false
+}
+
+// within runs op on f under the ARM budget when f is ARM-backed (detached
+// from the caller's deadline, which the shared scenarios size for local
+// processes), else under ctx.
+func (c *Cluster) within(ctx context.Context, f chaos.Fault, op func(context.Context) error) error {
+	if !armBacked(f) {
+		return op(ctx)
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ARMBudget)
+	defer cancel()
+	err := op(bctx)
+	if err != nil && bctx.Err() != nil {
+		return fmt.Errorf("%w (not done within the ARM budget of %v; raise %s)", err, c.cfg.ARMBudget, EnvARMBudget)
+	}
+	return err
 }
 
 // Start returns the first n deployed workers once each answers its status.
@@ -266,10 +322,17 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 		}
 		return &chaos.AzureCrash{Restart: f.Restart, Group: c.group(w)}, nil
 	case *chaos.Stop:
-		if err := needGroups(); err != nil {
+		// ARM has no documented graceful stop (a restart is not documented
+		// to SIGTERM; `az container stop` is reported to SIGKILL), so the
+		// worker is asked through its sidecar and SIGTERMs itself; ACI's
+		// restart policy starts it again.
+		if err := needWorker(); err != nil {
 			return nil, err
 		}
-		return &chaos.AzureRestart{Group: c.group(w)}, nil
+		if w.ctl == nil {
+			return nil, fmt.Errorf("%w: graceful stop needs the chaos sidecar (the worker is asked on its control endpoint; ACI has no documented graceful stop)", chaos.ErrUnsupported)
+		}
+		return &sidecar.RemoteStop{Restart: f.Restart, Controller: w.ctl, Worker: w.name}, nil
 	case *chaos.Pause:
 		return nil, fmt.Errorf("%w: pause: %s", chaos.ErrUnsupported, chaos.ACIPauseReason)
 	case *chaos.Latency, *chaos.Timeout, *chaos.Reset, *chaos.Partition:
@@ -284,7 +347,8 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 		if c.cfg.Accounts == nil {
 			return nil, fmt.Errorf("%w: outage needs the ARM storage accounts client", chaos.ErrNoTarget)
 		}
-		return &chaos.AzureOutage{Accounts: c.cfg.Accounts, ResourceGroup: c.cfg.ResourceGroup, Account: c.cfg.StorageAccount, Probe: c.reachable, ProbeEvery: c.cfg.Poll}, nil
+		return &chaos.AzureOutage{Accounts: c.cfg.Accounts, ResourceGroup: c.cfg.ResourceGroup, Account: c.cfg.StorageAccount,
+			Probe: c.reachable, ProbeEvery: c.cfg.Poll, OnOp: c.recordOp}, nil
 	case *chaos.BreakLease:
 		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
 		return f, nil
@@ -296,15 +360,7 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 			f.Group = c.group(w)
 		}
 		return f, nil
-	case *chaos.AzureRestart:
-		if f.Group == nil {
-			if err := needGroups(); err != nil {
-				return nil, err
-			}
-			f.Group = c.group(w)
-		}
-		return f, nil
-	case *chaos.AzureOutage, *sidecar.Remote:
+	case *chaos.AzureOutage, *sidecar.Remote, *sidecar.RemoteStop:
 		return f, nil
 	}
 	return nil, fmt.Errorf("azure: cannot inject %T", f)
@@ -340,7 +396,7 @@ func (c *Cluster) Inject(ctx context.Context, f chaos.Fault, target cluster.Work
 	if bl, ok := real.(*chaos.BreakLease); ok {
 		rec.Target = bl.Target()
 	}
-	err = real.Inject(ctx)
+	err = c.within(ctx, real, real.Inject)
 	c.timeline.Add(f, real, rec)
 	if err != nil {
 		return fmt.Errorf("azure: inject %s on %s: %w", rec.Kind, rec.Target, err)
@@ -358,7 +414,7 @@ func (c *Cluster) Remove(ctx context.Context, f chaos.Fault) error {
 	if !ok {
 		return f.Remove(ctx)
 	}
-	if err := real.Remove(ctx); err != nil {
+	if err := c.within(ctx, real, real.Remove); err != nil {
 		return fmt.Errorf("azure: remove %s on %s: %w", rec.Kind, rec.Target, err)
 	}
 	if cr, ok := real.(*chaos.AzureCrash); ok && cr.Restart {

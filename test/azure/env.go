@@ -20,7 +20,13 @@ const (
 	EnvRequired  = "BLOBLEADER_AZURE_REQUIRED"    // "1": fail instead of skip when something is missing (make test-azure)
 	EnvWorkDir   = "BLOBLEADER_AZURE_WORKDIR"     // stage data and the Terraform copy; default out/azure-suite
 	EnvTFVars    = "BLOBLEADER_AZURE_TF_VARS"     // extra Terraform variables as JSON, e.g. {"zones":[]}
+	EnvARMBudget = "BLOBLEADER_AZURE_ARM_BUDGET"  // budget of one ARM fault operation (stop, start, rule change), default 15m
 )
+
+// DefaultARMBudget bounds one ARM fault operation: an ACI Start re-allocates
+// the group and pulls two images through the managed identity (minutes), a
+// network rule change takes a while to reach the storage front ends.
+const DefaultARMBudget = 15 * time.Minute
 
 // Env is what the suite needs from its environment.
 type Env struct {
@@ -32,6 +38,7 @@ type Env struct {
 	Terraform      string
 	WorkDir        string
 	ExtraVars      string
+	ARMBudget      time.Duration
 }
 
 // Probe is how LoadEnv looks at the machine; tests replace it.
@@ -81,6 +88,7 @@ func LoadEnv(p Probe) (Env, error) {
 		Terraform:      "terraform",
 		WorkDir:        get(EnvWorkDir),
 		ExtraVars:      get(EnvTFVars),
+		ARMBudget:      DefaultARMBudget,
 	}
 	if v := get(EnvLocation); v != "" {
 		e.Location = v
@@ -102,6 +110,13 @@ func LoadEnv(p Probe) (Env, error) {
 			bad = append(bad, fmt.Sprintf("%s=%q (want a Go duration from 0 to 5s, e.g. 250ms)", EnvClockSkew, v))
 		}
 		e.ClockSkew = d
+	}
+	if v := get(EnvARMBudget); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > 2*time.Hour {
+			bad = append(bad, fmt.Sprintf("%s=%q (want a Go duration from 1m to 2h, e.g. 15m)", EnvARMBudget, v))
+		}
+		e.ARMBudget = d
 	}
 	if e.SubscriptionID == "" {
 		missing = append(missing, "ARM_SUBSCRIPTION_ID (export ARM_SUBSCRIPTION_ID=$(az account show --query id -o tsv))")

@@ -538,7 +538,7 @@ func TestOffline_ClusterTranslatesTheScenarioFaults(t *testing.T) {
 		want   string
 	}{
 		{&chaos.Crash{Restart: true}, w, "*chaos.AzureCrash"},
-		{&chaos.Stop{Restart: true}, w, "*chaos.AzureRestart"},
+		{&chaos.Stop{Restart: true}, w, "*sidecar.RemoteStop"},
 		{&chaos.Latency{Latency: 300}, w, "*sidecar.Remote"},
 		{&chaos.Timeout{}, w, "*sidecar.Remote"},
 		{&chaos.Reset{}, w, "*sidecar.Remote"},
