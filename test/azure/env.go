@@ -39,6 +39,7 @@ type Env struct {
 	WorkDir        string
 	ExtraVars      string
 	ARMBudget      time.Duration
+	Credential     CredentialPlan // how the harness authenticates (credential.go)
 }
 
 // Probe is how LoadEnv looks at the machine; tests replace it.
@@ -59,20 +60,6 @@ func HostProbe() Probe {
 			return exec.Command("az", "account", "show", "--only-show-errors", "-o", "none").Run() == nil
 		},
 	}
-}
-
-// spCredential reports whether a service principal is configured in the
-// environment, in Terraform's (ARM_*) or the Azure SDK's (AZURE_*) spelling.
-func spCredential(get func(string) string) bool {
-	for _, p := range []string{"ARM_", "AZURE_"} {
-		id, tenant := get(p+"CLIENT_ID"), get(p+"TENANT_ID")
-		secret := get(p+"CLIENT_SECRET") != "" || get(p+"CLIENT_CERTIFICATE_PATH") != "" ||
-			get(p+"OIDC_TOKEN") != "" || get(p+"OIDC_TOKEN_FILE_PATH") != "" || get(p+"FEDERATED_TOKEN_FILE") != ""
-		if id != "" && tenant != "" && secret {
-			return true
-		}
-	}
-	return false
 }
 
 // LoadEnv checks everything the suite needs before anything is created and
@@ -121,12 +108,17 @@ func LoadEnv(p Probe) (Env, error) {
 	if e.SubscriptionID == "" {
 		missing = append(missing, "ARM_SUBSCRIPTION_ID (export ARM_SUBSCRIPTION_ID=$(az account show --query id -o tsv))")
 	}
-	// Credentials: a service principal in the environment, or the Azure CLI
-	// signed in. Only look at az when the cheap checks pass, and never
-	// reach the network from here.
-	if !spCredential(get) {
+	// Credentials: the forms Terraform's azurerm reads from ARM_*, in its
+	// order (credential.go), else the Azure CLI signed in. Only look at az
+	// when the cheap checks pass, and never reach the network from here.
+	plan, err := PlanCredential(get)
+	e.Credential = plan
+	switch {
+	case err != nil:
+		missing = append(missing, strings.TrimPrefix(err.Error(), ErrCredential.Error()+": "))
+	case plan.Kind == CredAzureCLI:
 		if _, err := p.LookPath("az"); err != nil {
-			missing = append(missing, "Azure credentials (az login with the Azure CLI on PATH, or ARM_CLIENT_ID + ARM_TENANT_ID + ARM_CLIENT_SECRET for a service principal)")
+			missing = append(missing, "Azure credentials (az login with the Azure CLI on PATH, or ARM_CLIENT_ID + ARM_TENANT_ID with ARM_CLIENT_SECRET, ARM_CLIENT_CERTIFICATE_PATH or ARM_USE_OIDC=true)")
 		} else if e.SubscriptionID != "" && !p.AzSignedIn() {
 			missing = append(missing, "Azure credentials (az is not signed in: run az login)")
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerinstance/armcontainerinstance/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -46,7 +45,11 @@ func TestAzure_Election(t *testing.T) {
 		work = filepath.Join(root, "out", "azure-suite")
 	}
 	tfDir := filepath.Join(work, "infra")
-	cred := credential(t)
+	cred, err := NewCredential(env.Credential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("credentials: %s", env.Credential.Kind)
 
 	// Destroy is registered before anything is applied; it finds the
 	// options the deploy stage saved before its first apply.
@@ -293,25 +296,6 @@ func newCluster(t *testing.T, env Env, d Deployment, work string, cred azcore.To
 		t.Fatal(err)
 	}
 	return c
-}
-
-// credential is a service principal from ARM_* (Terraform's variables) when
-// set, else DefaultAzureCredential (AZURE_* variables, workload identity,
-// managed identity, az login).
-func credential(t *testing.T) azcore.TokenCredential {
-	t.Helper()
-	id, secret, tenant := os.Getenv("ARM_CLIENT_ID"), os.Getenv("ARM_CLIENT_SECRET"), os.Getenv("ARM_TENANT_ID")
-	var cred azcore.TokenCredential
-	var err error
-	if id != "" && secret != "" && tenant != "" {
-		cred, err = azidentity.NewClientSecretCredential(tenant, id, secret, nil)
-	} else {
-		cred, err = azidentity.NewDefaultAzureCredential(nil)
-	}
-	if err != nil {
-		t.Fatalf("azure credential: %v", err)
-	}
-	return cred
 }
 
 func repoRoot(t *testing.T) string {
