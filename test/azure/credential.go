@@ -242,7 +242,9 @@ func (p CredentialPlan) oidcAssertion(transport policy.Transporter) func(context
 	if transport == nil {
 		transport = http.DefaultClient
 	}
-	return func(ctx context.Context) (string, error) { return githubIDToken(ctx, transport, p.RequestURL, p.RequestToken) }
+	return func(ctx context.Context) (string, error) {
+		return githubIDToken(ctx, transport, p.RequestURL, p.RequestToken)
+	}
 }
 
 // githubIDToken asks GitHub Actions' ID token endpoint for a token with
