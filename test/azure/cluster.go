@@ -455,7 +455,7 @@ func (c *Cluster) History(ctx context.Context, window time.Duration) (cluster.Hi
 	}
 	after := c.traffic(ctx)
 	h.End = time.Now()
-	files, err := DownloadHistory(ctx, c.cfg.History, c.cfg.Groups, c.cfg.Dir)
+	files, err := downloadHistory(ctx, c.cfg.History, c.cfg.Groups, c.cfg.Dir, c.cfg.Logf)
 	if err != nil {
 		return h, err
 	}
@@ -511,30 +511,49 @@ func (c *Cluster) traffic(ctx context.Context) []count {
 
 // DownloadHistory copies the append blobs <identity>/<start-ns>-<n>.jsonl of
 // the given identities from the history container into dir, one file per
-// blob, and returns the files.
+// blob, and returns the files. Every listing and every blob is retried with
+// backoff while storage refuses (a 403 lingering after an outage's rule is
+// lifted), and a blob is always written whole, so no record is lost; it
+// gives up when ctx ends.
 func DownloadHistory(ctx context.Context, hc *container.Client, identities []string, dir string) ([]string, error) {
+	return downloadHistory(ctx, hc, identities, dir, nil)
+}
+
+func downloadHistory(ctx context.Context, hc *container.Client, identities []string, dir string, logf func(string, ...any)) ([]string, error) {
 	var files []string
 	for _, id := range identities {
-		prefix := id + "/"
-		pager := hc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("azure: list history of %s: %w", id, err)
-			}
-			for _, it := range page.Segment.BlobItems {
-				name := *it.Name
-				dst := filepath.Join(dir, id, filepath.Base(name))
-				if err := download(ctx, hc, name, dst); err != nil {
-					return nil, err
+		var names []string
+		err := retryStorage(ctx, "list history of "+id, logf, func() error {
+			names = names[:0]
+			prefix := id + "/"
+			pager := hc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+			for pager.More() {
+				page, err := pager.NextPage(ctx)
+				if err != nil {
+					return err
 				}
-				files = append(files, dst)
+				for _, it := range page.Segment.BlobItems {
+					names = append(names, *it.Name)
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("azure: list history of %s: %w", id, err)
+		}
+		for _, name := range names {
+			dst := filepath.Join(dir, id, filepath.Base(name))
+			if err := retryStorage(ctx, "read history "+name, logf, func() error { return download(ctx, hc, name, dst) }); err != nil {
+				return nil, err
+			}
+			files = append(files, dst)
 		}
 	}
 	return files, nil
 }
 
+// download writes blob name to dst whole: into a temporary file renamed
+// into place only after the full body arrived.
 func download(ctx context.Context, hc *container.Client, name, dst string) error {
 	resp, err := hc.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
@@ -544,15 +563,20 @@ func download(ctx context.Context, hc *container.Client, name, dst string) error
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(dst)
+	tmp := dst + ".part"
+	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()
+		os.Remove(tmp)
 		return fmt.Errorf("azure: read history %s: %w", name, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 // Stop heals what is still injected and clears every sidecar plan; it

@@ -59,8 +59,9 @@ func Judge(t *testing.T, c cluster.Cluster, name, out string, skew time.Duration
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}
-	run, err := scenarios.Collect(ctx, c, h)
-	if err != nil {
+	var run checker.Run
+	// The ledger read too survives a lingering 403 after an outage.
+	if err := retryStorage(ctx, "collect the run (ledger)", t.Logf, func() (err error) { run, err = scenarios.Collect(ctx, c, h); return err }); err != nil {
 		t.Fatalf("collect run: %v", err)
 	}
 	cp := scenarios.CheckerParams(p)
