@@ -204,7 +204,9 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 	if err != nil {
 		t.Fatal(err)
 	}
-	timed("push images", func() { images, err = Push(ctx, root, cred, terraform.Output(t, opts, "registry_login_server"), wl, sl) })
+	timed("push images", func() {
+		images, err = Push(ctx, root, cred, terraform.Output(t, opts, "registry_login_server"), wl, sl)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
