@@ -163,7 +163,7 @@ func CopyInfra(root, dir string) error {
 		rel, _ := filepath.Rel(src, path)
 		if d.IsDir() {
 			switch d.Name() {
-			case ".terraform", "image", "scripts", "tests", "examples":
+			case ".terraform", "image", "scripts", "tests", "examples", "ci":
 				if rel != "." {
 					return filepath.SkipDir
 				}
