@@ -45,8 +45,9 @@ type options struct {
 	listen          string
 	history         string
 	logFormat       string
-	unsafe          bool // the negative control is on (only a -tags negativecontrol build sets it)
-	unsafeAsked     bool // a production build was given the negative control's flag or env twin
+	controlListen   string // control.go
+	unsafe          bool   // the negative control is on (only a -tags negativecontrol build sets it)
+	unsafeAsked     bool   // a production build was given the negative control's flag or env twin
 }
 
 // unsafeFlag is the negative control's flag: real only in a binary built with
@@ -138,6 +139,7 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
 	o.registerNegativeControl(fs)
+	o.registerControl(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -217,6 +219,9 @@ func (o *options) validate() error {
 		return usagef("%v", err)
 	}
 	if err := o.storageOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.validateControl(); err != nil {
 		return err
 	}
 	switch {

@@ -31,7 +31,7 @@ import (
 var processStart = time.Now()
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }
 
 // run is main without os.Exit, returning the exit code: 0 clean stop,
@@ -178,6 +178,11 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	closeControl, err := startControl(o.controlListen, log) // after NotifyContext: a control stop is a SIGTERM
+	if err != nil {
+		return err
+	}
+	defer closeControl()
 	runErr := make(chan error, 1)
 	go func() { runErr <- elector.Run(ctx) }()
 
