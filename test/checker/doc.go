@@ -20,11 +20,14 @@
 // # Belief intervals
 //
 // A worker believes it leads term T from its started_leading event until the
-// earliest of: its stopped_leading for T, the latest valid_until it logged for
-// T, and the time the harness SIGKILLed it (a crash fault). A belief with no
-// such end (a worker that logs no valid_until, like the --unsafe-no-step-down
-// negative control) lasts until the run ends. A paused worker needs no special
-// case: valid_until already ends its belief at its deadline.
+// earliest of: its stopped_leading for T and the latest valid_until it logged
+// for T. Only a belief without any valid_until (the --unsafe-no-step-down
+// negative control) is also ended by the time the harness SIGKILLed it (a
+// crash fault): the fault is stamped by the harness before the kill lands
+// (on Azure, before an ARM stop of several seconds), so capping a belief the
+// worker itself bounded could hide an overlap. A belief with no end at all
+// lasts until the run ends. A paused worker needs no special case:
+// valid_until already ends its belief at its deadline.
 //
 // # L1 bounds
 //

@@ -56,10 +56,9 @@ func randomRun(seed uint64, overlap int) (run Run, want time.Duration, terms [2]
 			events = append(events, e(stop, EventStoppedLeading, vu))
 			end = min(stop, vu)
 		case 1: // paused (or partitioned) past its deadline: logs nothing more
-		case 2: // killed
+		case 2: // killed: its own valid_until still bounds the belief
 			k := last + ms(r.IntN(10000)) // while it still believes: the process dies
 			faults = append(faults, Fault{Kind: FaultCrash, Target: id, Start: t0.Add(k)})
-			end = min(k, vu)
 		}
 		if i == overlap {
 			want = min(end, prevEnd) - start
