@@ -288,6 +288,11 @@ func TestCheck_RequestFaults(t *testing.T) {
 			want: []string{"L1:after fault graceful"},
 		},
 		{
+			name:   "a lost response held until the ghost expired does not excuse it",
+			events: stopped(26), faults: []Fault{graceful, {Kind: FaultLostResponse, Target: "w2", Start: at(5), End: at(26)}},
+			want: []string{"L1:after fault graceful"},
+		},
+		{
 			name:   "a lost response never healed: inconclusive, no verdict",
 			events: stopped(26), faults: []Fault{graceful, {Kind: FaultLostResponse, Target: "w2", Start: at(5)}},
 		},
