@@ -282,10 +282,10 @@ func SummaryText(s report.Summary) string {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(&b, "%-10s %6s %9s %8s %8s %8s %9s %6s\n", "kind", "faults", "failovers", "p50 s", "p99 s", "max s", "bound s", "over")
+	fmt.Fprintf(&b, "%-16s %6s %9s %8s %8s %8s %9s %6s\n", "kind", "faults", "failovers", "p50 s", "p99 s", "max s", "bound s", "over")
 	for _, k := range kinds {
 		st := s.FailoversByKind[k]
-		fmt.Fprintf(&b, "%-10s %6d %9d %8.2f %8.2f %8.2f %9.2f %6d\n", k, s.FaultsByKind[k], st.Count, st.P50, st.P99, st.Max, st.MaxBound, st.Exceeded)
+		fmt.Fprintf(&b, "%-16s %6d %9d %8.2f %8.2f %8.2f %9.2f %6d\n", k, s.FaultsByKind[k], st.Count, st.P50, st.P99, st.Max, st.MaxBound, st.Exceeded)
 	}
 	for inv, n := range s.ByInvariant {
 		fmt.Fprintf(&b, "violations %s: %d\n", inv, n)
