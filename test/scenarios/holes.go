@@ -12,15 +12,19 @@ import (
 
 // The scenarios of issue 10: one per safety hole a reader found and the
 // chaos suite could not, built on the fault classes added for them (late
-// delivery, lost response, an operator deleting the lock). Each fails on the
-// code before the fix (see docs/chaos.md) and states the evidence it needs.
+// delivery, lost response, an operator deleting the lock). Each states the
+// evidence it needs. The hole scenarios (late release, deleted blob or
+// container) fail on the code before the fix; the lost-answers scenario
+// passed there too (one lease ID per process re-acquired its own lease) and
+// guards the fix's design: it fails on an elector that takes a fresh lease ID
+// per acquire attempt (a ghost lease).
 //
 // Hole 3 (the task's context cancelled late, a task started after its
 // leadership lapsed) is a matter of microseconds inside one process: it is
 // covered by worker/election's unit tests, not by a scenario. Hole 4 (the
-// negative control in a production build) by
-// test/cluster's TestWorkerBinaries_OnlyTheNegativeControlTakesTheUnsafeFlag
-// and the negative control below still failing the run.
+// negative control in a production build) by test/cluster's
+// TestWorkerBinaries_OnlyTheNegativeControlTakesTheUnsafeFlag, and by
+// TestChecker_ReportsS1ForUnsafeLeader still failing its run.
 var (
 	LateReleaseFromEndedLeadership = Scenario{Name: "LateReleaseFromEndedLeadership", Workers: 2, Run: lateRelease,
 		Requires: checker.Requirements{LeadershipsBeforeFault: 1, HitLeader: []string{checker.FaultLateDelivery}, LeadershipsAfterFault: 1}}
