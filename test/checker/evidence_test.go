@@ -1,9 +1,12 @@
 package checker
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/blobleader/blobleader/worker/history"
 )
 
 func TestCheck_WorkerWithoutHistory(t *testing.T) {
@@ -313,5 +316,22 @@ func TestCheck_RequestFaults(t *testing.T) {
 			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(31)}, testParams())
 			wantViolations(t, res, tc.want...)
 		})
+	}
+}
+
+// The record the blob sink really writes (worker/history) reaches the
+// checker as a history_dropped event with its count: the contract between
+// the two is the JSON, so it is tested with the sink's own type.
+func TestParseHistory_TheSinksDroppedRecord(t *testing.T) {
+	b, err := json.Marshal(history.Record{T: "2026-11-21T07:00:01Z", MonoNS: 5, Identity: "w1", Event: history.EventDropped, Dropped: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ParseHistory(strings.NewReader(string(b)+"\n"), "sink.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Event != EventHistoryDropped || evs[0].Dropped != 9 {
+		t.Fatalf("the sink's %s parsed as %+v", b, evs)
 	}
 }
