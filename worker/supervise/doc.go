@@ -4,7 +4,7 @@
 //
 // Start runs the command directly (no shell) in a process group of its own,
 // with stdin on /dev/null, stdout and stderr passed through, and the
-// environment it is given. Group.Stop ends the whole group: SIGTERM (and
+// environment it is given. Group.Stop ends the whole group: SIGTERM or SIGINT (and
 // SIGCONT, so a stopped member can act on it) to every member, a grace period,
 // then SIGKILL to the group; it returns only once every member is dead and
 // reaped, or reports ErrSurvived after KillTimeout.

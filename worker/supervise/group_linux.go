@@ -178,12 +178,13 @@ func (g *Group) Signal(sig syscall.Signal) error {
 }
 
 // Stop ends the whole group and returns once every member is reaped. With a
-// positive grace it first sends SIGTERM and SIGCONT and waits up to grace;
-// then (or at once, with grace ≤ 0) it sends SIGKILL and waits up to
-// KillTimeout, returning ErrSurvived if a member is still there.
-func (g *Group) Stop(grace time.Duration) error {
+// positive grace it first sends polite (SIGTERM, or the SIGINT an operator
+// sent the supervisor) and SIGCONT, and waits up to grace; then (or at once,
+// with grace ≤ 0) it sends SIGKILL and waits up to KillTimeout, returning
+// ErrSurvived if a member is still there.
+func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
 	if grace > 0 {
-		if err := g.Signal(syscall.SIGTERM); err != nil {
+		if err := g.Signal(polite); err != nil {
 			return err
 		}
 		// A stopped member only acts on SIGTERM once continued.

@@ -81,7 +81,7 @@ func startT(t *testing.T, s Spec) *Group {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = g.Stop(0) })
+	t.Cleanup(func() { _ = g.Stop(syscall.SIGTERM, 0) })
 	return g
 }
 
@@ -150,7 +150,7 @@ func TestStop_KillsACommandThatIgnoresSIGTERMAfterTheGrace(t *testing.T) {
 	pid := pidsIn(t, pidfile, 1)[0]
 	const grace = 300 * time.Millisecond
 	began := time.Now()
-	if err := g.Stop(grace); err != nil {
+	if err := g.Stop(syscall.SIGTERM, grace); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(began)
@@ -173,7 +173,7 @@ func TestStop_WithoutGraceSendsSIGKILLAtOnce(t *testing.T) {
 	g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
 	pidsIn(t, pidfile, 1)
 	began := time.Now()
-	if err := g.Stop(0); err != nil {
+	if err := g.Stop(syscall.SIGTERM, 0); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(began); took > KillTimeout {
@@ -218,7 +218,7 @@ func TestStop_TakesAGrandchildThatIgnoresSignals(t *testing.T) {
 					t.Fatalf("orphaned grandchild's parent is %d, want us (%d): the subreaper is not in effect", ppid, os.Getpid())
 				}
 			}
-			if err := g.Stop(200 * time.Millisecond); err != nil {
+			if err := g.Stop(syscall.SIGTERM, 200*time.Millisecond); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range pids {

@@ -18,11 +18,11 @@ func EnableSubreaper() error { return ErrUnsupported }
 // Start returns ErrUnsupported elsewhere than Linux.
 func Start(Spec) (*Group, error) { return nil, ErrUnsupported }
 
-func (g *Group) Pid() int                        { return 0 }
-func (g *Group) Exited() <-chan struct{}         { return nil }
-func (g *Group) Status() ExitStatus              { return ExitStatus{} }
-func (g *Group) Done() <-chan struct{}           { return nil }
-func (g *Group) Signal(sig syscall.Signal) error { return ErrUnsupported }
-func (g *Group) Stop(grace time.Duration) error  { return ErrUnsupported }
+func (g *Group) Pid() int                                              { return 0 }
+func (g *Group) Exited() <-chan struct{}                               { return nil }
+func (g *Group) Status() ExitStatus                                    { return ExitStatus{} }
+func (g *Group) Done() <-chan struct{}                                 { return nil }
+func (g *Group) Signal(sig syscall.Signal) error                       { return ErrUnsupported }
+func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error { return ErrUnsupported }
 
 func signalName(sig syscall.Signal) string { return fmt.Sprintf("signal %d", int(sig)) }
