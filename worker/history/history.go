@@ -39,6 +39,9 @@ type Record struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Cause    string `json:"cause,omitempty"`
+	// Dropped: on history_dropped (written by the Blob sink), how many
+	// records were lost before it. (Additive to DESIGN §3.)
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
 // NewRecord turns an election event into a record. start is the process

@@ -37,9 +37,17 @@ type node struct {
 // openNode prepares everything but the elector. It listens first, so a taken
 // port fails before we contend.
 func openNode(o *options, stderr io.Writer) (n *node, err error) {
+	historyFile, err := openHistoryFile(o.history) // before listening or touching storage
+	if err != nil {
+		return nil, err
+	}
 	base := newLogger(o.logFormat, stderr)
 	n = &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
 	n.cfg.Logger = base // the elector adds identity itself
+	if historyFile != nil {
+		n.hist = historyFile
+		n.closers = append(n.closers, func() { historyFile.Close() })
+	}
 	defer func() {
 		if err != nil {
 			n.close()
@@ -81,13 +89,6 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 				n.log.Error("history", "err", err)
 			}
 		})
-	default:
-		f, err := history.OpenFile(o.history)
-		if err != nil {
-			return nil, err
-		}
-		n.hist = f
-		n.closers = append(n.closers, func() { f.Close() })
 	}
 	return n, nil
 }
@@ -134,10 +135,17 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 	return e, nil
 }
 
-// serve serves the HTTP endpoints and runs the election until ctx ends (or
-// the HTTP server fails), then shuts the server down.
+// serve serves the HTTP endpoints (and --control-listen) and runs the
+// election until ctx ends (or the HTTP server fails), then shuts the server
+// down. ctx must already end on SIGTERM: a control stop is a SIGTERM to
+// ourselves.
 func (n *node) serve(ctx context.Context) error {
 	cfg := n.cfg
+	closeControl, err := startControl(n.o.controlListen, n.log)
+	if err != nil {
+		return err
+	}
+	defer closeControl()
 	srv := &http.Server{Handler: status.Handler(n.elector, n.metrics), ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(n.ln) }()
@@ -150,7 +158,6 @@ func (n *node) serve(ctx context.Context) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- n.elector.Run(ctx) }()
 
-	var err error
 	select {
 	case err = <-runErr:
 	case err = <-srvErr:
