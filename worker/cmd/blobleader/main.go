@@ -27,7 +27,7 @@ import (
 var processStart = time.Now()
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }
 
 // run is main without os.Exit, returning the exit code: 0 clean stop,

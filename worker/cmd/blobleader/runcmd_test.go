@@ -224,17 +224,23 @@ func TestRun_OnceExitsWithTheCommandsStatus(t *testing.T) {
 			if code := s.wait(t, 20*time.Second); code != tt.wantCode {
 				t.Fatalf("exit code %d, want %d; output:\n%s", code, tt.wantCode, s.out)
 			}
-			if want := fmt.Sprintf("term=1 identity=%s\n", id); !strings.Contains(s.out.String(), want) {
-				t.Fatalf("the command's output (passed through) lacks %q:\n%s", want, s.out)
-			}
 			rs := readRecords(t, s.history)
 			got := strings.Join(events(rs), ",")
 			if got != "started_leading,child_started,child_exited,stopped_leading,released" {
 				t.Fatalf("history events %s, want started_leading,child_started,child_exited,stopped_leading,released", got)
 			}
+			// Terms start at a wall-clock floor, not 1: the command must see
+			// the term the supervisor leads under, as its history records it.
+			term := rs[0].Term
+			if term <= 0 {
+				t.Fatalf("started_leading %+v has no term", rs[0])
+			}
+			if want := fmt.Sprintf("term=%d identity=%s\n", term, id); !strings.Contains(s.out.String(), want) {
+				t.Fatalf("the command's output (passed through) lacks %q:\n%s", want, s.out)
+			}
 			started, exited := rs[1], rs[2]
-			if started.PID <= 0 || started.Term != 1 || exited.PID != started.PID || exited.Term != 1 || exited.Cause != "exited" {
-				t.Fatalf("child events %+v, %+v: want pid, term 1, cause exited", started, exited)
+			if started.PID <= 0 || started.Term != term || exited.PID != started.PID || exited.Term != term || exited.Cause != "exited" {
+				t.Fatalf("child events %+v, %+v: want pid, term %d, cause exited", started, exited, term)
 			}
 			if (exited.ExitCode == nil) != (tt.wantExit == nil) || (exited.ExitCode != nil && *exited.ExitCode != *tt.wantExit) || exited.Signal != tt.wantSig {
 				t.Fatalf("child_exited %+v: want exit_code %v, signal %q", exited, tt.wantExit, tt.wantSig)
