@@ -17,6 +17,12 @@
 //
 // Every violation quotes the offending history lines with their file:line.
 //
+// In run mode (`blobleader run -- COMMAND`) the actors are the commands:
+// CheckCommands judges S1 over command lifetimes, S2 over the terms the
+// commands write to their own ledger, a freeze rule and the fast hand-over
+// after a command's own exit (commands.go has the exact rules, including
+// the one named exception, a supervisor paused alone).
+//
 // # Belief intervals
 //
 // A worker believes it leads term T from its started_leading event until the
