@@ -276,17 +276,32 @@ func (k *commandChecker) lifetimes() {
 		}
 		lt.End, lt.EndedBy = end, by
 		// Activity after the end: something of this command still ran.
+		// One violation per lifetime, naming the first and the last report;
+		// the lifetime then lasts until the last.
+		if by == EndFrozen || by == EndRunEnd {
+			// After a freeze: the freeze rule's business (checkFreezes).
+			// Open at the run's end: it may well still run.
+			continue
+		}
+		var first, last Activity
+		n := 0
 		for _, a := range k.act {
-			if by == EndFrozen {
-				break // after a freeze: the freeze rule's business (checkFreezes)
-			}
 			if a.Holder != lt.Identity || a.Term != lt.Term || !a.At.After(lt.End.Add(k.p.ClockSkew)) {
 				continue
 			}
-			k.report(InvCmdS1, placed(a.At, lt.Identity), []Event{lt.Started, lt.Exited},
-				"command %d of %s (term %d) reported %q at %s, after its lifetime ended at %s [%s]",
-				a.PID, lt.Identity, lt.Term, a.What, k.rel(a.At), k.rel(lt.End), lt.EndedBy)
-			lt.End, lt.EndedBy = a.At, EndActivity
+			if n == 0 || a.At.Before(first.At) {
+				first = a
+			}
+			if n == 0 || a.At.After(last.At) {
+				last = a
+			}
+			n++
+		}
+		if n > 0 {
+			k.report(InvCmdS1, placed(first.At, lt.Identity), []Event{lt.Started, lt.Exited},
+				"command %d of %s (term %d) ended at %s [%s], but its process group reported %d time(s) after: first %q by pid %d at %s, last %q by pid %d at %s",
+				lt.PID, lt.Identity, lt.Term, k.rel(lt.End), lt.EndedBy, n, first.What, first.PID, k.rel(first.At), last.What, last.PID, k.rel(last.At))
+			lt.End, lt.EndedBy = last.At, EndActivity
 		}
 	}
 	sort.SliceStable(k.lts, func(a, b int) bool { return k.lts[a].Start.Before(k.lts[b].Start) })
@@ -435,24 +450,27 @@ func (k *commandChecker) checkFailovers() {
 		if lt.Cause != "exited" {
 			continue
 		}
+		// From the reaped exit, as its supervisor reported it (the lifetime
+		// may have been extended by later activity: that is S1's business).
+		exit := lt.Exited.T
 		fo := CommandFailover{From: lt, Bound: bound}
 		for _, nx := range k.lts {
-			if nx.Start.After(lt.End) || (nx.Start.Equal(lt.End) && nx.PID != lt.PID) {
+			if !nx.Start.Before(exit) && (nx.Identity != lt.Identity || nx.PID != lt.PID) {
 				fo.To, fo.NewIdentity = nx.Start, nx.Identity
 				break
 			}
 		}
 		switch {
-		case fo.To.IsZero() && k.end.Sub(lt.End) < bound:
+		case fo.To.IsZero() && k.end.Sub(exit) < bound:
 			fo.Inconclusive = "the run ended before the bound"
 		case fo.To.IsZero():
 			// The checker cannot tell whether any other supervisor was able
 			// to take over; the scenario asserts that one did.
 			fo.Inconclusive = "no command started after it"
 		default:
-			fo.Duration = fo.To.Sub(lt.End)
+			fo.Duration = fo.To.Sub(exit)
 			if fo.Duration > bound+k.p.ClockSkew {
-				k.report(InvCmdL1, placed(lt.End.Add(bound), lt.Identity, fo.NewIdentity), []Event{lt.Exited},
+				k.report(InvCmdL1, placed(exit.Add(bound), lt.Identity, fo.NewIdentity), []Event{lt.Exited},
 					"the next command started %v after %s exited on its own; bound P·1.1 + ε = %v", fo.Duration, k.describeLT(lt), bound)
 			}
 		}

@@ -78,11 +78,12 @@ func TestCheckCommands(t *testing.T) {
 			want:   []string{"S1-commands"},
 		},
 		{
-			name:     "activity after the reaped exit extends the lifetime and is itself reported",
-			events:   hist(one(started(1, "a", 10, 100)), one(exited(5, "a", 10, 100, "leadership_ended")), one(started(6, "b", 11, 200))),
-			activity: []Activity{{Holder: "a", Term: 10, PID: 101, At: at(6.5), What: "alive"}},
-			end:      10,
-			want:     []string{"S1-commands:reported \"alive\"", "S1-commands:ended by activity"},
+			name:   "activity after the reaped exit extends the lifetime and is itself reported",
+			events: hist(one(started(1, "a", 10, 100)), one(exited(5, "a", 10, 100, "leadership_ended")), one(started(6, "b", 11, 200))),
+			activity: []Activity{{Holder: "a", Term: 10, PID: 101, At: at(6.5), What: "alive"}, {Holder: "a", Term: 10, PID: 101, At: at(6.6), What: "alive"},
+				{Holder: "a", Term: 10, PID: 101, At: at(4), What: "alive"}, {Holder: "b", Term: 11, PID: 201, At: at(7), What: "alive"}},
+			end:  10,
+			want: []string{`S1-commands:reported 2 time(s) after: first "alive" by pid 101 at +6.500s`, "S1-commands:ended by activity"},
 		},
 		{
 			name:     "activity of a command that outlived its SIGKILLed supervisor",
@@ -90,7 +91,13 @@ func TestCheckCommands(t *testing.T) {
 			faults:   []Fault{{Kind: FaultCrash, Target: "a", Start: at(5)}},
 			activity: []Activity{{Holder: "a", Term: 10, PID: 101, At: at(21), What: "alive"}},
 			end:      25,
-			want:     []string{"S1-commands:after its lifetime ended", "S1-commands:two commands"},
+			want:     []string{"S1-commands:[crash], but its process group reported 1 time(s) after", "S1-commands:two commands"},
+		},
+		{
+			name:     "activity after the run end of a lifetime still open is no violation",
+			events:   hist(one(started(1, "a", 10, 100))),
+			activity: []Activity{{Holder: "a", Term: 10, PID: 100, At: at(12), What: "append ok seq 9"}},
+			end:      10,
 		},
 		{
 			name:   "supervisor alone paused, no exception named: a violation",
@@ -216,6 +223,12 @@ func TestCheckCommands_Failovers(t *testing.T) {
 	}
 	if fo := res.Failovers[1]; fo.Inconclusive == "" || !fo.To.IsZero() {
 		t.Errorf("second failover %+v: the run ended 0.5 s later, want inconclusive", fo)
+	}
+	// Counted from the reaped exit even when later activity extends the
+	// lifetime (that is S1's violation, not a slower hand-over).
+	late := checkCommands(t, CommandRun{Run: Run{Events: events, End: at(9.5)}, Activity: []Activity{{Holder: "a", Term: 10, PID: 101, At: at(7), What: "alive"}}})
+	if fo := late.Failovers[0]; fo.Duration != 800*time.Millisecond || fo.Inconclusive != "" {
+		t.Errorf("failover with late activity %+v: want 800ms from the reaped exit", fo)
 	}
 	if len(res.Lifetimes) != 2 || res.Lifetimes[0].EndedBy != EndExited || res.Lifetimes[0].PID != 100 || res.Lifetimes[0].Cause != "exited" {
 		t.Errorf("lifetimes %+v", res.Lifetimes)
