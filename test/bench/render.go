@@ -164,6 +164,10 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 		}
 		w("| crash failover p99 with %d contenders, from the last renew | %s s | — | | ≤ %.1f s at 300 | %s |\n", big.N, f2(bs.P99), TargetCrashP99, status)
 	}
+	if k, _ := r.CommandTrials(); len(k) > 0 {
+		cmdK := Summarize(k)
+		w("| run mode: command crash → next command p99, from SIGKILL (§8) | %s s | — | %s faster than ours in-process | ≤ %.1f s | %s |\n", f3(cmdK.P99), ratio(ocK.P99, cmdK.P99), TargetCommandCrashP99, met(cmdK.P99 <= TargetCommandCrashP99, true))
+	}
 	w("\nTheoretical bounds (DESIGN §2, L1): crash ≤ L + 1.1·P from the last successful renew = **%.1f s** ours, %.1f s sample; graceful ≤ 1.1·P from the release = **%.1f s** ours, %.1f s sample (the checker adds ε = 1 s for the acquire's own work).\n\n",
 		ours.crashBound().Seconds(), sample.crashBound().Seconds(), ours.gracefulBound().Seconds(), sample.gracefulBound().Seconds())
 	w("Checker verdicts over every cluster run (S1, forced break, S2, L1, L2): ours %s; sample %s.\n\n", violationText(r.Violations("ours")), violationText(r.Violations("sample")))
@@ -338,6 +342,8 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 		w("| Azurite CPU with 3 workers | %s %% of one core |\n", f1(oCost.AzuriteCPU))
 	}
 	w("\nRSS is VmRSS from /proc/<pid>/status at the end of the cost window; CPU is utime + stime over the window.\n\n")
+
+	renderRunMode(w, r, ocK)
 
 	// 7. Side by side is the summary table; method and caveats.
 	w("## 7. Side by side with the sample's parameters\n\n")
