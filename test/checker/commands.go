@@ -61,6 +61,14 @@ import (
 // its identity) inside that command's lifetime and before the other command
 // started is then reported in CommandResult.Expected instead of Violations.
 // S2-commands is never excused.
+//
+// The operator's forced break (BreakLease(0)) frees the lease at once; the
+// holder hears at its next renew, at most RenewInterval + RequestTimeout
+// later, and then stops its command (KillGrace, then SIGKILL and the reap,
+// KillAllowance). ExceptOperatorBreak excuses an overlap whose earlier
+// command's lifetime contains a break, when that command ended within
+// RenewInterval + RequestTimeout + Epsilon + KillGrace + KillAllowance of
+// the break; a later end is still a violation.
 const (
 	EventChildStarted = "child_started" // {pid, term}
 	EventChildExited  = "child_exited"  // {pid, term, exit_code | signal, cause}
@@ -89,6 +97,9 @@ type Exception string
 // "The named exception").
 const ExceptSupervisorAlonePaused Exception = "supervisor-alone-paused"
 
+// ExceptOperatorBreak: an operator's forced break (package doc).
+const ExceptOperatorBreak Exception = "operator-break"
+
 // Activity is one thing a command reported doing, with its own clock.
 type Activity struct {
 	Holder string    `json:"holder"` // BLOBLEADER_IDENTITY
@@ -113,6 +124,8 @@ type CommandParams struct {
 	// still run (the supervisor's SIGKILL and reap); default 1 s
 	// (supervise.KillTimeout).
 	KillAllowance time.Duration
+	// KillGrace: the supervisors' --kill-grace; default 1 s.
+	KillGrace time.Duration
 	// Exceptions the scenario provokes on purpose.
 	Exceptions []Exception
 }
@@ -181,11 +194,14 @@ func CheckCommands(run CommandRun, p CommandParams) (CommandResult, error) {
 	if err != nil {
 		return CommandResult{}, err
 	}
-	if p.KillAllowance < 0 {
-		return CommandResult{}, fmt.Errorf("%w: KillAllowance must be >= 0", ErrParams)
+	if p.KillAllowance < 0 || p.KillGrace < 0 {
+		return CommandResult{}, fmt.Errorf("%w: KillAllowance and KillGrace must be >= 0", ErrParams)
 	}
 	if p.KillAllowance == 0 {
 		p.KillAllowance = time.Second
+	}
+	if p.KillGrace == 0 {
+		p.KillGrace = time.Second
 	}
 	run.Events = append([]Event(nil), run.Events...)
 	SortEvents(run.Events)
@@ -349,15 +365,40 @@ func (k *commandChecker) checkS1() {
 			ev := []Event{a.Started, a.Exited, b.Started, b.Exited}
 			msg := fmt.Sprintf("two commands ran at once for %v from %s: %s; %s", overlap, k.rel(lo), k.describeLT(a), k.describeLT(b))
 			if p, ok := k.alonePaused(a, b); ok && k.excepted(ExceptSupervisorAlonePaused) {
-				n := len(k.violations)
-				k.report(InvCmdS1, placed(lo, a.Identity, b.Identity), ev, "%s (expected: %s, %s)", msg, ExceptSupervisorAlonePaused, p)
-				k.expected = append(k.expected, k.violations[n])
-				k.violations = k.violations[:n]
+				k.expect(placed(lo, a.Identity, b.Identity), ev, "%s (expected: %s, %s)", msg, ExceptSupervisorAlonePaused, p)
+				continue
+			}
+			if f, ok := k.brokeIn(a, b); ok && k.excepted(ExceptOperatorBreak) {
+				k.expect(placed(lo, a.Identity, b.Identity), ev, "%s (expected: %s, %s; ended within %v of it)", msg, ExceptOperatorBreak, f, k.breakAllowance())
 				continue
 			}
 			k.report(InvCmdS1, placed(lo, a.Identity, b.Identity), ev, "%s", msg)
 		}
 	}
+}
+
+// expect files an overlap under a named exception.
+func (k *commandChecker) expect(w where, ev []Event, format string, args ...any) {
+	n := len(k.violations)
+	k.report(InvCmdS1, w, ev, format, args...)
+	k.expected = append(k.expected, k.violations[n])
+	k.violations = k.violations[:n]
+}
+
+func (k *commandChecker) breakAllowance() time.Duration {
+	return k.p.RenewInterval + k.p.RequestTimeout + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
+}
+
+// brokeIn finds the break that explains a's overlap with b: inside a's
+// lifetime, before b started, with a ended within the break allowance.
+func (k *commandChecker) brokeIn(a, b Lifetime) (Fault, bool) {
+	for _, f := range k.run.Faults {
+		if f.Kind == FaultBreak && !f.Start.Before(a.Start) && f.Start.Before(a.End) && !b.Start.Before(f.Start) &&
+			!a.End.After(f.Start.Add(k.breakAllowance()+k.p.ClockSkew)) {
+			return f, true
+		}
+	}
+	return Fault{}, false
 }
 
 // alonePaused finds the pause of a's supervisor that explains a's overlap

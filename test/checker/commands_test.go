@@ -132,6 +132,30 @@ func TestCheckCommands(t *testing.T) {
 			want:       []string{"S1-commands"},
 		},
 		{
+			name:       "operator break: the old command stopped within the allowance is expected",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 11, 200)), one(exited(10, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultBreak, Start: at(5)}},
+			end:        12,
+			exceptions: []Exception{ExceptOperatorBreak},
+			expected:   1,
+		},
+		{
+			name:       "operator break: an old command still running past the allowance is a violation",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 11, 200)), one(exited(12.5, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultBreak, Start: at(5)}},
+			end:        13,
+			exceptions: []Exception{ExceptOperatorBreak},
+			want:       []string{"S1-commands:two commands ran at once for 7s"}, // allowance 2+2+1+1+1 = 7 s after the break
+		},
+		{
+			name:       "operator break not named: a violation",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 11, 200)), one(exited(10, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultBreak, Start: at(5)}},
+			end:        12,
+			exceptions: []Exception{ExceptSupervisorAlonePaused},
+			want:       []string{"S1-commands"},
+		},
+		{
 			name:   "frozen with its supervisor and killed at resume: no overlap",
 			events: hist(one(started(1, "a", 10, 100)), one(started(18, "b", 11, 200)), one(exited(25.05, "a", 10, 100, "leadership_ended"))),
 			faults: []Fault{{Kind: FaultFreeze, Target: "a", Start: at(3), End: at(25)}},
@@ -200,7 +224,7 @@ func TestCheckCommands(t *testing.T) {
 				t.Errorf("%d expected overlap(s), want %d: %v", len(res.Expected), tt.expected, res.Expected)
 			}
 			for _, v := range res.Expected {
-				if v.Invariant != InvCmdS1 || !strings.Contains(v.Message, string(ExceptSupervisorAlonePaused)) {
+				if v.Invariant != InvCmdS1 || !strings.Contains(v.Message, string(tt.exceptions[0])) {
 					t.Errorf("expected overlap does not name its exception: %v", v)
 				}
 			}
