@@ -339,9 +339,11 @@ func commandKilled(t *testing.T, rc *RunCluster) []checker.Exception {
 }
 
 // The command exits on its own, with 0 and with 3: each exit hands over at
-// once, and the exit code is in the history.
+// once, and the exit code is in the history. (3 s of life leaves the
+// standby, started after the first append, time to be polling: a hand-over
+// needs someone to hand over to.)
 func commandExits(t *testing.T, rc *RunCluster) []checker.Exception {
-	_, _, started := firstCommand(t, rc, []string{"--exit-after", "1500ms", "--exit-code", "0"}, []string{"--exit-after", "1500ms", "--exit-code", "3"})
+	_, _, started := firstCommand(t, rc, []string{"--exit-after", "3s", "--exit-code", "0"}, []string{"--exit-after", "3s", "--exit-code", "3"})
 	rc.exitOf(started, 10*time.Second)
 	for _, code := range []int{0, 3} {
 		e := rc.awaitChild(20*time.Second, fmt.Sprintf("a command exiting %d on its own", code), func(e ChildEvent) bool {
