@@ -228,7 +228,7 @@ func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
 	w("| supervisor footprint while its command runs | |\n|---|---|\n")
 	for _, m := range r.RunMode {
 		w("| %s: RSS (VmRSS) | %s |\n", m.Job, mib(m.RSSBytes))
-		w("| %s: CPU (utime + stime over %s s) | %s %% of one core |\n", m.Job, f0(m.WindowS), f2(m.CPUPercent))
+		w("| %s: CPU (utime + stime over %s s; one clock tick = %s %%) | %s %% of one core |\n", m.Job, f0(m.WindowS), f2(100/clockTicks/m.WindowS), f2(m.CPUPercent))
 		w("| %s: checker verdicts (Check and CheckCommands) | %s |\n", m.Job, violationText(m.Violations))
 		if m.Err != "" {
 			w("| %s: error | %s |\n", m.Job, m.Err)
