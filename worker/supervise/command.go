@@ -71,6 +71,12 @@ type Spec struct {
 	// Stdout and Stderr receive the command's output; nil means the
 	// supervisor's own. Stdin is always /dev/null.
 	Stdout, Stderr *os.File
+	// Guard, if set, is an executable that acts as a group guard when
+	// started as GuardName (RunGuard; blobleader's own binary): it SIGKILLs
+	// the command's whole group if the supervisor dies without saying the
+	// group ended. Without it, what the command forks survives a SIGKILL of
+	// the supervisor.
+	Guard string
 }
 
 // ExitStatus is how the command (the group leader) ended.

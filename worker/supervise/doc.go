@@ -28,10 +28,14 @@
 //     double-forks) is out of reach, as under `consul lock` or `flock`.
 //     Commands run under a supervisor must not daemonise.
 //   - When the supervisor itself is SIGKILLed, the parent-death signal takes
-//     the command, but not what the command forked: nobody is left to kill
-//     the rest of the group. Run the supervisor as a container's PID 1 (the
-//     kernel then kills the whole PID namespace) or as a systemd service
-//     (KillMode=control-group) to cover that.
+//     the command, but not what the command forked. With Spec.Guard a guard
+//     process (guard.go) covers that: it holds a pipe only the supervisor
+//     writes to, and SIGKILLs the group when the pipe closes without the
+//     supervisor having said the group ended. Not covered: a fork in the
+//     instant between the command's start and the guard learning its group,
+//     and a guard killed together with the supervisor (an OOM kill of both,
+//     kill -9 of everything): run the supervisor as a container's PID 1 or a
+//     systemd service (KillMode=control-group) if that matters.
 //   - A process in uninterruptible sleep does not die on SIGKILL until the
 //     kernel lets it; Stop then returns ErrSurvived after KillTimeout and the
 //     caller must not act as if it were gone.

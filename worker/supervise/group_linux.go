@@ -19,6 +19,7 @@ type Group struct {
 	exited chan struct{} // the command itself has been reaped
 	done   chan struct{} // every member of the group has been reaped
 	status ExitStatus    // valid once exited is closed
+	guard  *guard        // nil without Spec.Guard
 }
 
 var subreaper struct {
@@ -60,6 +61,14 @@ func Start(spec Spec) (*Group, error) {
 		stderr = os.Stderr
 	}
 	g := &Group{exited: make(chan struct{}), done: make(chan struct{})}
+	// 0. The guard first, so there is no moment with a group and no guard
+	// (but for the instant between the fork and naming the group to it).
+	if spec.Guard != "" {
+		if g.guard, err = startGuard(spec.Guard); err != nil {
+			devnull.Close()
+			return nil, err
+		}
+	}
 	started := make(chan error, 1)
 	go func() {
 		// 1. Fork on a thread that lives as long as the child: the kernel
@@ -81,10 +90,16 @@ func Start(spec Spec) (*Group, error) {
 			return
 		}
 		g.pid = pid
+		if g.guard != nil {
+			g.guard.watch(pid)
+		}
 		started <- nil
 		g.reap()
 	}()
 	if err := <-started; err != nil {
+		if g.guard != nil {
+			g.guard.release()
+		}
 		return nil, startError(spec.Path, err)
 	}
 	return g, nil
@@ -131,6 +146,9 @@ func (g *Group) reap() {
 				close(g.exited)
 			}
 			if !g.present() {
+				if g.guard != nil {
+					g.guard.release() // before done: no guard outlives its group's end
+				}
 				close(g.done)
 				return
 			}

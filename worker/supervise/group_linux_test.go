@@ -13,6 +13,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if IsGuard() {
+		os.Exit(RunGuard())
+	}
 	if role := os.Getenv(helperEnv); role != "" {
 		runHelper(role)
 	}
@@ -307,5 +310,47 @@ func TestResolve_NamesTheProblem(t *testing.T) {
 	}
 	if p, err := Resolve("sh"); err != nil || !filepath.IsAbs(p) {
 		t.Fatalf("Resolve(sh) = %q, %v; want an absolute path", p, err)
+	}
+}
+
+// A supervisor killed with SIGKILL takes with it what its command forked,
+// not only the command: the grandchild ignores every polite signal and is
+// not reached by the command's parent-death signal.
+func TestStart_WhatTheCommandForkedDiesWithItsSupervisor(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	sup := startT(t, helperSpec("supervisor-of-forker", "HELPER_PIDFILE="+pidfile, "HELPER_GUARD=1"))
+	pids := pidsIn(t, pidfile, 2) // the grandchild and the command
+	if err := syscall.Kill(sup.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for _, p := range pids {
+		for alive(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d of the command's group still runs 3s after its supervisor %d was SIGKILLed (pids %v)", p, sup.Pid(), pids)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Re-parented to us (a subreaper too): reap them.
+	for _, p := range pids {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// After a normal end the guard is told so, exits 0 and is reaped before
+// Done: no guard outlives its group, and none kills after the end.
+func TestStart_GuardEndsWithItsGroup(t *testing.T) {
+	spec := helperSpec("exit", "HELPER_CODE=3")
+	spec.Guard = spec.Path
+	g := startT(t, spec)
+	await(t, g.Done(), 10*time.Second, "the group's end")
+	st := g.guard.cmd.ProcessState
+	if st == nil || !st.Exited() || st.ExitCode() != 0 {
+		t.Fatalf("guard state after Done: %v, want exited 0", st)
+	}
+	if got := g.Status(); got.Code != 3 {
+		t.Fatalf("command status %v, want exit code 3", got)
 	}
 }

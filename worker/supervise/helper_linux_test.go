@@ -62,6 +62,20 @@ func runHelper(role string) {
 		// Exit once the grandchild has announced itself.
 		waitLines(os.Getenv("HELPER_PIDFILE"), 2, 10*time.Second)
 		os.Exit(0)
+	case "supervisor-of-forker":
+		// A supervisor of its own whose command leaves a grandchild that
+		// ignores signals (for the guard test).
+		spec := helperSpec("forker", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE"), "HELPER_WAIT=1")
+		if os.Getenv("HELPER_GUARD") != "" {
+			spec.Guard = spec.Path // this test binary: TestMain runs RunGuard as GuardName
+		}
+		g, err := Start(spec)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		<-g.Done()
+		os.Exit(0)
 	case "supervisor":
 		// A supervisor of its own (for the parent-death test): starts an
 		// ignore-term child and waits for ever.

@@ -21,12 +21,16 @@ import (
 	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/supervise"
 )
 
 // processStart anchors mono_ns in the history.
 var processStart = time.Now()
 
 func main() {
+	if supervise.IsGuard() { // `run`'s group guard (worker/supervise/guard.go)
+		os.Exit(supervise.RunGuard())
+	}
 	os.Exit(run(argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }
 

@@ -37,6 +37,7 @@ type runOptions struct {
 	killGrace time.Duration
 	argv      []string // the command and its arguments, as given
 	path      string   // the command resolved (supervise.Resolve)
+	guard     string   // this binary, the group guard (supervise.Spec.Guard)
 }
 
 const runSummary = `blobleader run — run COMMAND only while this process leads: the fleet's singleton.
@@ -57,7 +58,8 @@ to its environment.
     before the lease can expire at storage.
   - SIGTERM/SIGINT: forwarded to the group; SIGKILL after --shutdown-grace;
     then the lease is released and it exits 0 (with --once: COMMAND's status).
-  - The command dies with the supervisor (parent-death signal). Linux only.
+  - The command dies with the supervisor (parent-death signal), and so does
+    what it forked (a guard process SIGKILLs the group). Linux only.
 
 Exit codes: 0 clean stop, 2 invalid configuration or command, 1 anything else;
 with --once, COMMAND's status once it has run.`
@@ -136,6 +138,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := supervise.EnableSubreaper(); err != nil {
 		return err
 	}
+	// This binary is also the group guard (main runs it as GuardName): it
+	// kills what the command forked should we be SIGKILLed.
+	guard, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find our own executable for the group guard: %w", err)
+	}
+	o.guard = guard
 	n, err := openNode(&o.options, stderr)
 	if err != nil {
 		return err
@@ -265,7 +274,7 @@ func (s *supervisor) result() (supervise.ExitStatus, bool) {
 // and its whole group are dead and reaped.
 func (s *supervisor) lead(ctx context.Context, term int64) error {
 	log := s.log.With("term", term)
-	g, err := supervise.Start(supervise.Spec{Path: s.o.path, Args: s.o.argv, Env: commandEnv(os.Environ(), term, s.o.identity)})
+	g, err := supervise.Start(supervise.Spec{Path: s.o.path, Args: s.o.argv, Env: commandEnv(os.Environ(), term, s.o.identity), Guard: s.o.guard})
 	if err != nil {
 		log.Error("could not start the command; handing leadership on", "err", err)
 		if s.o.once {
