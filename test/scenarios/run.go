@@ -376,14 +376,18 @@ func commandIgnoresTerm(t *testing.T, rc *RunCluster) []checker.Exception {
 }
 
 // The supervisor is SIGKILLed: its command dies with it (parent-death
-// signal); nobody releases, so the standby waits out the lease.
+// signal), and so does the grandchild it left in its group (the guard);
+// nobody releases, so the standby waits out the lease.
 func supervisorKilled(t *testing.T, rc *RunCluster) []checker.Exception {
-	leader, _, started := firstCommand(t, rc, nil, nil)
+	leader, _, started := firstCommand(t, rc, []string{"--grandchild"}, nil)
+	gc := rc.grandchildOf(started)
 	inject(t, rc, &chaos.Crash{}, leader)
 	killed := time.Now()
-	for deadline := killed.Add(time.Second); alive(started.PID); hold(t, 5*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("command %d still runs 1 s after its supervisor was SIGKILLed", started.PID)
+	for _, pid := range []int{started.PID, gc} {
+		for deadline := killed.Add(time.Second); alive(pid); hold(t, 5*time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d of the command's group (command %d, grandchild %d) still runs 1 s after its supervisor was SIGKILLed", pid, started.PID, gc)
+			}
 		}
 	}
 	next := rc.nextStart(started, takeover(rc.Params()))
