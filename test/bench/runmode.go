@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/scenarios"
+	"github.com/blobleader/blobleader/worker/supervise"
 )
 
 // CommandTrial is one measured command-crash failover in run mode.
@@ -29,6 +32,7 @@ type RunModeResult struct {
 	Job        string         `json:"job"`
 	Trials     []CommandTrial `json:"trials"`
 	RSSBytes   int64          `json:"supervisor_rss_bytes"`   // VmRSS of the leading supervisor at the end of the window
+	GuardRSS   int64          `json:"guard_rss_bytes"`        // VmRSS of its group guard (a second process; 0 if none found)
 	CPUPercent float64        `json:"supervisor_cpu_percent"` // its utime + stime over the window, % of one core
 	WindowS    float64        `json:"window_s"`
 	Violations map[string]int `json:"violations"` // Check and CheckCommands, by invariant
@@ -75,6 +79,9 @@ func RunModeRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration, j
 	}
 	out.CPUPercent = (cpu1 - cpu0) / time.Since(t0).Seconds() * 100
 	out.RSSBytes = rss
+	if gp, err := childNamed(sup.Pid, supervise.GuardName); err == nil {
+		out.GuardRSS, _ = RSSBytes(gp)
+	}
 	env.Progress(fmt.Sprintf("%s: supervisor %s RSS %s, CPU %.2f %% over %v", job, cur.Identity, mib(rss), out.CPUPercent, window))
 
 	// 2. Command crashes.
@@ -184,6 +191,35 @@ func awaitRunning(t testing.TB, c *cluster.Local, timeout time.Duration, not int
 	}
 }
 
+// childNamed finds a child of parent whose argv[0] is name.
+func childNamed(parent int, name string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if argv0, _, _ := strings.Cut(string(cmdline), "\x00"); argv0 != name {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 1 && f[1] == strconv.Itoa(parent) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("bench: no child %q of %d", name, parent)
+}
+
 func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
@@ -228,6 +264,7 @@ func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
 	w("| supervisor footprint while its command runs | |\n|---|---|\n")
 	for _, m := range r.RunMode {
 		w("| %s: RSS (VmRSS) | %s |\n", m.Job, mib(m.RSSBytes))
+		w("| %s: RSS of its group guard (a second process) | %s |\n", m.Job, mib(m.GuardRSS))
 		w("| %s: CPU (utime + stime over %s s; one clock tick = %s %%) | %s %% of one core |\n", m.Job, f0(m.WindowS), f2(100/clockTicks/m.WindowS), f2(m.CPUPercent))
 		w("| %s: checker verdicts (Check and CheckCommands) | %s |\n", m.Job, violationText(m.Violations))
 		if m.Err != "" {
