@@ -29,6 +29,13 @@
 // segment (same identity, process start t − mono_ns, event, term and time)
 // are judged once.
 //
+// In run mode (`blobleader run -- COMMAND`) the actors are the commands:
+// CheckCommands judges S1 over command lifetimes, S2 over the terms the
+// commands write to their own ledger, a freeze rule and the fast hand-over
+// after a command's own exit (commands.go has the exact rules, including
+// the named exceptions a scenario may declare: a supervisor paused alone,
+// an operator's forced break).
+//
 // # Belief intervals
 //
 // A worker believes it leads term T from its started_leading event until the
