@@ -20,6 +20,11 @@ import (
 // ErrUnsupported is returned by faults a backend cannot inject.
 var ErrUnsupported = errors.New("chaos: fault not supported on this backend")
 
+// The graceful stop has no ARM form here: ARM's restart is not documented to
+// send SIGTERM and `az container stop` is reported to SIGKILL (azure-cli
+// issue 16673). The Azure suite asks the worker itself through its chaos
+// sidecar (chaos/sidecar.RemoteStop), which is graceful by construction.
+
 // ACIPauseReason is why Pause has no Azure counterpart: ACI offers no way to
 // freeze a container's processes (no SIGSTOP, no cgroup freezer, no exec as
 // root in a shell-less image), and stopping the group is a crash, not a
@@ -32,6 +37,35 @@ type ContainerGroup struct {
 	ResourceGroup string
 	Name          string        // also the worker's election identity
 	Poll          time.Duration // how often to read the group's state; default 2 s
+	// OnOp, if set, hears about every ARM operation on the group: what it
+	// was, and how long until its effect was seen (a real run's evidence of
+	// what ACI does, e.g. how long a Start with two image pulls takes).
+	OnOp func(ARMOp)
+}
+
+// ARMOp is one ARM operation of an Azure fault, timed from the call until
+// its effect was observed (the group Stopped or Running, the network rule
+// seen by the data-plane probe).
+type ARMOp struct {
+	Op     string        `json:"op"`     // stop, start, deny, allow
+	Target string        `json:"target"` // container group or storage account
+	Start  time.Time     `json:"start"`
+	Took   time.Duration `json:"took_ns"`
+	Err    string        `json:"error,omitempty"`
+}
+
+// timeOp runs f as operation op on target and reports it to onOp.
+func timeOp(onOp func(ARMOp), op, target string, f func() error) error {
+	start := time.Now()
+	err := f()
+	if onOp != nil {
+		rec := ARMOp{Op: op, Target: target, Start: start, Took: time.Since(start)}
+		if err != nil {
+			rec.Err = err.Error()
+		}
+		onOp(rec)
+	}
+	return err
 }
 
 // Group states as ARM reports them in the instance view.
@@ -131,11 +165,13 @@ func (f *AzureCrash) Inject(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := f.Group.Client.Stop(ctx, f.Group.ResourceGroup, f.Group.Name, nil); err != nil {
-		return fmt.Errorf("chaos: stop container group %s: %w", f.Group.Name, err)
-	}
-	f.active = true
-	return f.Group.WaitState(ctx, ACIStopped)
+	return timeOp(f.Group.OnOp, "stop", f.Group.Name, func() error {
+		if _, err := f.Group.Client.Stop(ctx, f.Group.ResourceGroup, f.Group.Name, nil); err != nil {
+			return fmt.Errorf("chaos: stop container group %s: %w", f.Group.Name, err)
+		}
+		f.active = true
+		return f.Group.WaitState(ctx, ACIStopped)
+	})
 }
 
 // Remove starts the group again (when Restart is set) and returns once it
@@ -155,58 +191,18 @@ func (f *AzureCrash) Remove(ctx context.Context) error {
 	return nil
 }
 
+// start starts the group and returns once it runs. On ACI a Start
+// re-allocates the group and pulls both images again (through the managed
+// identity), which takes minutes: callers give it a budget sized for that.
 func start(ctx context.Context, g *ContainerGroup) error {
-	poller, err := g.Client.BeginStart(ctx, g.ResourceGroup, g.Name, nil)
-	if err != nil {
-		return fmt.Errorf("chaos: start container group %s: %w", g.Name, err)
-	}
-	if _, err := poller.PollUntilDone(ctx, g.pollOpts()); err != nil {
-		return fmt.Errorf("chaos: start container group %s: %w", g.Name, err)
-	}
-	return g.WaitState(ctx, ACIRunning)
+	return timeOp(g.OnOp, "start", g.Name, func() error {
+		poller, err := g.Client.BeginStart(ctx, g.ResourceGroup, g.Name, nil)
+		if err != nil {
+			return fmt.Errorf("chaos: start container group %s: %w", g.Name, err)
+		}
+		if _, err := poller.PollUntilDone(ctx, g.pollOpts()); err != nil {
+			return fmt.Errorf("chaos: start container group %s: %w", g.Name, err)
+		}
+		return g.WaitState(ctx, ACIRunning)
+	})
 }
-
-// AzureRestart restarts a worker's container group in place
-// (ContainerGroupsClient.BeginRestart): ACI stops the containers — the worker
-// gets SIGTERM, steps down and releases the lease — and starts them again.
-// This is the graceful stop of DESIGN §5 on ACI. Inject returns once the
-// group runs again, so Remove has nothing left to undo.
-type AzureRestart struct {
-	Group *ContainerGroup `json:"-"`
-
-	mu sync.Mutex
-}
-
-var _ Fault = (*AzureRestart)(nil)
-
-func (f *AzureRestart) Kind() Kind { return KindGraceful }
-
-func (f *AzureRestart) Target() string {
-	if f.Group == nil {
-		return ""
-	}
-	return f.Group.Name
-}
-
-// Inject restarts the group and waits until it runs again.
-func (f *AzureRestart) Inject(ctx context.Context) error {
-	if err := f.Group.check(); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	poller, err := f.Group.Client.BeginRestart(ctx, f.Group.ResourceGroup, f.Group.Name, nil)
-	if err != nil {
-		return fmt.Errorf("chaos: restart container group %s: %w", f.Group.Name, err)
-	}
-	if _, err := poller.PollUntilDone(ctx, f.Group.pollOpts()); err != nil {
-		return fmt.Errorf("chaos: restart container group %s: %w", f.Group.Name, err)
-	}
-	return f.Group.WaitState(ctx, ACIRunning)
-}
-
-// Remove is a no-op: the restart already brought the worker back.
-func (f *AzureRestart) Remove(context.Context) error { return nil }

@@ -195,7 +195,7 @@ func TestOffline_AzureCrashHonoursTheDeadline(t *testing.T) {
 func TestOffline_AzureFaultsReportARMErrors(t *testing.T) {
 	c := newFakeACI().client(t) // knows no group: every call is a 404
 	ctx := testCtx(t, 5*time.Second)
-	for _, f := range []Fault{&AzureCrash{Group: group(c, "missing")}, &AzureRestart{Group: group(c, "missing")}} {
+	for _, f := range []Fault{&AzureCrash{Group: group(c, "missing")}} {
 		err := f.Inject(ctx)
 		var re *azcore.ResponseError
 		if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound {
@@ -204,25 +204,5 @@ func TestOffline_AzureFaultsReportARMErrors(t *testing.T) {
 	}
 	if err := (&AzureCrash{}).Inject(ctx); !errors.Is(err, ErrNoTarget) {
 		t.Errorf("crash without a group: %v, want ErrNoTarget", err)
-	}
-}
-
-func TestOffline_AzureRestartIsGraceful(t *testing.T) {
-	aci := newFakeACI("ci-w-02")
-	c := aci.client(t)
-	f := &AzureRestart{Group: group(c, "ci-w-02")}
-	if f.Kind() != KindGraceful || f.Target() != "ci-w-02" {
-		t.Fatalf("kind %s target %q, want graceful on ci-w-02", f.Kind(), f.Target())
-	}
-	ctx := testCtx(t, 10*time.Second)
-	if err := f.Inject(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Remove(ctx); err != nil {
-		t.Fatal(err)
-	}
-	calls := aci.Calls()
-	if len(calls) < 2 || calls[0] != "restart rg-test/ci-w-02" || calls[len(calls)-1] != "get rg-test/ci-w-02" {
-		t.Fatalf("ARM calls %q, want a restart then a state read", calls)
 	}
 }

@@ -27,6 +27,9 @@ type AzureOutage struct {
 	// (true) or refuses it (false).
 	Probe      func(ctx context.Context) (reachable bool, err error) `json:"-"`
 	ProbeEvery time.Duration                                         `json:"-"` // default 2 s
+	// OnOp, if set, hears about each rule change ("deny", "allow") and how
+	// long until the probe saw it take effect.
+	OnOp func(ARMOp) `json:"-"`
 
 	mu    sync.Mutex
 	saved *armstorage.NetworkRuleSet
@@ -60,11 +63,13 @@ func (f *AzureOutage) Inject(ctx context.Context) error {
 	}
 	deny := *saved
 	deny.DefaultAction = to(armstorage.DefaultActionDeny)
-	if err := f.update(ctx, &deny); err != nil {
-		return err
-	}
-	f.saved = saved
-	return f.waitReachable(ctx, false)
+	return timeOp(f.OnOp, "deny", f.Account, func() error {
+		if err := f.update(ctx, &deny); err != nil {
+			return err
+		}
+		f.saved = saved
+		return f.waitReachable(ctx, false)
+	})
 }
 
 // Remove puts the saved rule set back.
@@ -74,11 +79,13 @@ func (f *AzureOutage) Remove(ctx context.Context) error {
 	if f.saved == nil {
 		return nil
 	}
-	if err := f.update(ctx, f.saved); err != nil {
-		return err
-	}
-	f.saved = nil
-	return f.waitReachable(ctx, true)
+	return timeOp(f.OnOp, "allow", f.Account, func() error {
+		if err := f.update(ctx, f.saved); err != nil {
+			return err
+		}
+		f.saved = nil
+		return f.waitReachable(ctx, true)
+	})
 }
 
 func (f *AzureOutage) update(ctx context.Context, rules *armstorage.NetworkRuleSet) error {

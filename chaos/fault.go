@@ -19,6 +19,11 @@ const (
 	KindPartition Kind = "partition"
 	KindOutage    Kind = "outage"
 	KindBreak     Kind = "break"
+
+	KindLateDelivery    Kind = "late_delivery"    // a request held past the client's timeout, delivered later
+	KindLostResponse    Kind = "lost_response"    // a request applied at storage, its answer dropped
+	KindDeleteBlob      Kind = "delete_blob"      // an operator deletes the lock blob
+	KindDeleteContainer Kind = "delete_container" // an operator deletes the lock's container
 )
 
 // TargetAll is the target of faults that hit every worker at once.

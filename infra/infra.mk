@@ -14,6 +14,11 @@ TFLINT                 := $(BIN)/tflint-$(TFLINT_VERSION)
 TFLINT_PLUGIN_DIR      := $(BIN)/tflint.d/azurerm-$(TFLINT_AZURERM_VERSION)
 TFLINT_AZURERM         := $(TFLINT_PLUGIN_DIR)/tflint-ruleset-azurerm
 TFSEC                  := $(BIN)/tfsec-$(TFSEC_VERSION)
+ACTIONLINT_VERSION     := v1.7.12
+ACTIONLINT             := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
+# shellcheck and pyflakes off: actionlint would use whatever this machine has
+# installed, and the checks must give the same result everywhere.
+ACTIONLINT_RUN         := $(ACTIONLINT) -no-color -shellcheck= -pyflakes= $(wildcard $(ROOT)/.github/workflows/*.yml)
 
 # --- The azurerm provider, built from source into a filesystem mirror ---------------
 # The Go module proxy serves the azurerm 5.2.0 tree only as this pseudo-version
@@ -29,10 +34,12 @@ TF_OFFLINE_RC     := $(CACHE)/terraform/offline.tfrc
 # Scratch copy of infra/ for the offline checks, so their .terraform/ and the
 # lock file (hashes of a locally built provider) never touch the deploy root.
 TF_CHECK_DIR      := $(ROOT)/out/tfcheck
-# Where the checks get the provider: `mirror` (default; built from source, no
-# Terraform registry needed) or `registry` (plain `terraform init`, for machines
-# that reach registry.terraform.io: make test-infra TF_PROVIDER_SOURCE=registry).
-TF_PROVIDER_SOURCE ?= mirror
+# Where the checks get the provider: `registry` (plain `terraform init`) when
+# the public Terraform registry answers within seconds, else `mirror` (built
+# from source, no registry needed). `make test-infra` probes once
+# (scripts/provider-route.sh) and says which route it took; set
+# TF_PROVIDER_SOURCE=registry|mirror to skip the probe.
+TF_PROVIDER_SOURCE ?=
 ifeq ($(TF_PROVIDER_SOURCE),registry)
 TF_PROVIDER_DEPS :=
 TF_CHECK_ENV     := TF_IN_AUTOMATION=1 TF_INPUT=0
@@ -44,7 +51,8 @@ endif
 # --- Image and deployment --------------------------------------------------------------
 IMAGE_DIR      := $(ROOT)/out/image
 WORKER_LINUX   := $(ROOT)/out/blobleader-linux-amd64
-CA_BUNDLE      ?= /etc/ssl/certs/ca-certificates.crt
+# Empty: infra/image finds the machine's bundle (Debian, Fedora, macOS, Alpine paths).
+CA_BUNDLE      ?=
 AZURE_LOCATION ?= eastus
 WORKER_COUNT   ?= 3
 
@@ -64,7 +72,14 @@ endef
 ##@ Infrastructure (Azure)
 
 .PHONY: test-infra
-test-infra: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) ## Offline infra checks, each timed: terraform fmt/init/validate/test (mock_provider), tflint, tfsec, deploy.sh and provider-mirror.sh tests.
+test-infra: ## Offline infra checks, each timed: terraform fmt/init/validate/test (mock_provider) of infra/ and infra/ci, tflint, tfsec, actionlint, deploy.sh and provider-mirror.sh tests.
+	@route='$(TF_PROVIDER_SOURCE)'; [ -n "$$route" ] || route=$$(bash $(INFRA)/scripts/provider-route.sh); \
+	  case "$$route" in registry|mirror) ;; *) echo "TF_PROVIDER_SOURCE must be registry or mirror, not '$$route'"; exit 2;; esac; \
+	  echo ">> azurerm provider route: $$route"; \
+	  $(MAKE) test-infra-checks TF_PROVIDER_SOURCE=$$route
+
+.PHONY: test-infra-checks
+test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(ACTIONLINT)
 	@$(call timed,terraform fmt -check -recursive,$(TF_CHECK_ENV) $(TERRAFORM) fmt -check -recursive $(INFRA))
 	@rm -rf $(TF_CHECK_DIR) && mkdir -p $(TF_CHECK_DIR) && \
 	  tar -C $(INFRA) --exclude=.terraform --exclude=.terraform.lock.hcl --exclude='*.tfstate*' \
@@ -73,8 +88,11 @@ test-infra: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) ## Offline 
 	@$(call timed,terraform validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) validate -no-color)
 	@$(call timed,terraform test (mock_provider plan),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) test -no-color -test-directory=tests/unit)
 	@$(call timed,examples/default init+validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/examples/default init -backend=false >/dev/null && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/examples/default validate -no-color)
+	@$(call timed,ci identity init+validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/ci init -backend=false >/dev/null && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/ci validate -no-color)
+	@$(call timed,ci identity terraform test (mock_provider plan),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/ci test -no-color -test-directory=tests/unit)
 	@$(call timed,tflint (ruleset azurerm $(TFLINT_AZURERM_VERSION)),TFLINT_PLUGIN_DIR=$(TFLINT_PLUGIN_DIR) $(TFLINT) --chdir=$(INFRA) --config=$(INFRA)/.tflint.hcl --recursive --no-color)
 	@$(call timed,tfsec,$(TFSEC) $(INFRA) --no-color --concise-output --exclude-downloaded-modules)
+	@$(call timed,actionlint $(ACTIONLINT_VERSION) (.github/workflows),$(ACTIONLINT_RUN))
 	@$(call timed,deploy.sh dry run (stubbed az/terraform/go),bash $(INFRA)/scripts/deploy_test.sh)
 	@$(call timed,provider-mirror.sh (file:// module proxy),bash $(INFRA)/scripts/provider-mirror_test.sh)
 
@@ -117,14 +135,21 @@ $(TFLINT_AZURERM):
 $(TFSEC):
 	$(call go-install-tool,$@,github.com/aquasecurity/tfsec/cmd/tfsec,$(TFSEC_VERSION))
 
+$(ACTIONLINT):
+	$(call go-install-tool,$@,github.com/rhysd/actionlint/cmd/actionlint,$(ACTIONLINT_VERSION))
+
+.PHONY: actionlint
+actionlint: $(ACTIONLINT) ## Lint the GitHub workflows with the pinned actionlint (also part of test-infra).
+	$(ACTIONLINT_RUN)
+
 .PHONY: infra-tools
-infra-tools: $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) ## Install the pinned tflint, its azurerm ruleset and tfsec into ./bin.
+infra-tools: $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(ACTIONLINT) ## Install the pinned tflint, its azurerm ruleset, tfsec and actionlint into ./bin.
 
 .PHONY: image
-image: ## Build the worker image without Docker (static /blobleader + CA bundle, user 65532) as an OCI layout in out/image.
+image: ## Build the worker image without Docker (static /blobleader, /status linked to it, CA bundle, user 65532) as an OCI layout in out/image.
 	@mkdir -p $(dir $(WORKER_LINUX))
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o $(WORKER_LINUX) ./worker/cmd/blobleader
-	$(GO) -C infra/image run . build --binary $(WORKER_LINUX) --ca-bundle $(CA_BUNDLE) --out $(IMAGE_DIR)
+	$(GO) -C infra/image run . build --binary $(WORKER_LINUX) $(if $(CA_BUNDLE),--ca-bundle $(CA_BUNDLE)) --out $(IMAGE_DIR)
 
 .PHONY: test-image
 test-image: ## Test the image builder (builds an image, checks entrypoint, user, platform, runs the binary's --help).

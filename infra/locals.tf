@@ -51,6 +51,9 @@ locals {
     # Every election and ledger connection goes to the sidecar's loopback
     # proxy; TLS still verifies the storage host (worker --storage-dial).
     BLOBLEADER_STORAGE_DIAL = "127.0.0.1:${var.chaos_sidecar.listen_port}"
+    # The sidecar asks the worker for a graceful stop here (POST /stop; the
+    # worker SIGTERMs itself): ACI has no documented graceful stop.
+    BLOBLEADER_CONTROL_LISTEN = "127.0.0.1:${var.chaos_sidecar.control_port}"
     } : {}, {
     AZURE_CLIENT_ID             = azurerm_user_assigned_identity.worker.client_id
     BLOBLEADER_ACCOUNT_URL      = azurerm_storage_account.this.primary_blob_endpoint
@@ -75,6 +78,7 @@ locals {
     BLOBLEADER_CHAOS_LISTEN        = "127.0.0.1:${var.chaos_sidecar.listen_port}"
     BLOBLEADER_CHAOS_POLL          = "${var.chaos_sidecar.poll_seconds}s"
     BLOBLEADER_CHAOS_WORKER_STATUS = "http://127.0.0.1:${local.worker_port}/status"
+    BLOBLEADER_CHAOS_WORKER_STOP   = "http://127.0.0.1:${var.chaos_sidecar.control_port}/stop"
   }
 
   tags = merge({ project = "blobleader" }, var.tags)

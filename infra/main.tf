@@ -193,9 +193,8 @@ resource "azurerm_container_group" "worker" {
       protocol = "TCP"
     }
 
-    security {
-      privilege_enabled = false
-    }
+    # No `security` block: azurerm applies privilege_enabled only to the
+    # Confidential SKU; a Standard-SKU group runs no privileged container.
 
     liveness_probe {
       failure_threshold     = 3
@@ -241,10 +240,6 @@ resource "azurerm_container_group" "worker" {
       environment_variables = merge(local.chaos_environment, {
         BLOBLEADER_CHAOS_NAME = each.value.name
       })
-
-      security {
-        privilege_enabled = false
-      }
     }
   }
 

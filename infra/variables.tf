@@ -20,6 +20,7 @@ variable "chaos_sidecar" {
     cpu                      = optional(number, 0.25)
     memory_gb                = optional(number, 0.25)
     listen_port              = optional(number, 10443)
+    control_port             = optional(number, 8081)
     poll_seconds             = optional(number, 1)
     controller_principal_ids = optional(list(string), [])
   })
@@ -41,6 +42,10 @@ variable "chaos_sidecar" {
     - `image`: the sidecar image, pinned by digest (required when enabled).
     - `cpu`, `memory_gb`: its resource requests.
     - `listen_port`: the loopback port of the proxy (1024-65535, not 8080).
+    - `control_port`: the worker's loopback control endpoint
+      (`BLOBLEADER_CONTROL_LISTEN`), where the sidecar asks it for a graceful
+      stop (POST /stop; the worker SIGTERMs itself). 1024-65535, not 8080 and
+      not `listen_port`.
     - `poll_seconds`: plan poll period (0.1-60).
     - `controller_principal_ids`: Entra object ids of the test harness:
       Storage Blob Data Contributor on the `chaos` container (to write plans)
@@ -59,6 +64,10 @@ variable "chaos_sidecar" {
   validation {
     condition     = var.chaos_sidecar.listen_port >= 1024 && var.chaos_sidecar.listen_port <= 65535 && floor(var.chaos_sidecar.listen_port) == var.chaos_sidecar.listen_port && var.chaos_sidecar.listen_port != 8080
     error_message = "chaos_sidecar.listen_port must be a whole number from 1024 to 65535 other than 8080 (the worker's HTTP port)."
+  }
+  validation {
+    condition     = var.chaos_sidecar.control_port >= 1024 && var.chaos_sidecar.control_port <= 65535 && floor(var.chaos_sidecar.control_port) == var.chaos_sidecar.control_port && var.chaos_sidecar.control_port != 8080 && var.chaos_sidecar.control_port != var.chaos_sidecar.listen_port
+    error_message = "chaos_sidecar.control_port must be a whole number from 1024 to 65535 other than 8080 (the worker's HTTP port) and other than chaos_sidecar.listen_port."
   }
   validation {
     condition     = var.chaos_sidecar.poll_seconds >= 0.1 && var.chaos_sidecar.poll_seconds <= 60

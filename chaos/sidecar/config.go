@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -29,7 +30,10 @@ type Config struct {
 	ConnectionString string        // instead of AccountURL (Azurite, tests)
 	Container        string        // control container; default "chaos"
 	Poll             time.Duration // plan poll period; default 1 s
+	RequestTimeout   time.Duration // bound of one control-blob request (each try, token fetch included); default 10 s
+	TokenTimeout     time.Duration // how long to wait for the first storage token at start; default 3 min
 	WorkerStatus     string        // the worker's /status URL to relay; default http://127.0.0.1:8080/status, empty = off
+	WorkerStop       string        // the worker's control stop URL (its --control-listen); default http://127.0.0.1:8081/stop, empty = off
 }
 
 // ErrConfig is wrapped by every configuration error (exit code 2).
@@ -47,7 +51,10 @@ func ParseConfig(args []string, lookup func(string) (string, bool), out io.Write
 	fs.StringVar(&c.ConnectionString, "connection-string", "", "storage connection string instead of --account-url (Azurite)")
 	fs.StringVar(&c.Container, "container", DefaultContainer, "control container holding plans/ and state/")
 	fs.DurationVar(&c.Poll, "poll", time.Second, "how often to read the plan and write the state")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", 10*time.Second, "bound of one control-blob request, token fetch included (independent of --poll: a slow token endpoint must not starve the sidecar)")
+	fs.DurationVar(&c.TokenTimeout, "token-timeout", 3*time.Minute, "how long to wait at start for the first storage token (ACI's managed-identity endpoint can be slow to answer first)")
 	fs.StringVar(&c.WorkerStatus, "worker-status", "http://127.0.0.1:8080/status", "the worker's /status URL inside the group, relayed in the state on every poll (empty: off)")
+	fs.StringVar(&c.WorkerStop, "worker-stop", "http://127.0.0.1:8081/stop", "the worker's control endpoint (its --control-listen) that a plan's stop request is POSTed to (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -85,6 +92,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: set exactly one of --account-url and --connection-string", ErrConfig)
 	case c.Poll < 100*time.Millisecond:
 		return fmt.Errorf("%w: --poll %s must be at least 100ms", ErrConfig, c.Poll)
+	case c.RequestTimeout < time.Second:
+		return fmt.Errorf("%w: --request-timeout %s must be at least 1s (a token fetch runs inside it)", ErrConfig, c.RequestTimeout)
+	case c.TokenTimeout < time.Second:
+		return fmt.Errorf("%w: --token-timeout %s must be at least 1s", ErrConfig, c.TokenTimeout)
 	}
 	host, _, err := net.SplitHostPort(c.Listen)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
@@ -102,22 +113,51 @@ func (c *Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.Upstream); err != nil {
 		return fmt.Errorf("%w: --upstream %q must be host:port", ErrConfig, c.Upstream)
 	}
+	if c.WorkerStop != "" {
+		u, err := url.Parse(c.WorkerStop)
+		if ip := net.ParseIP(u.Hostname()); err != nil || u.Scheme != "http" || ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("%w: --worker-stop %q must be an http URL on a loopback IP, e.g. http://127.0.0.1:8081/stop (the worker's --control-listen)", ErrConfig, c.WorkerStop)
+		}
+	}
 	return nil
 }
 
-// ControlClient is a client for the control container. Its requests go to
-// storage directly, never through the sidecar's own proxy.
-func (c Config) ControlClient() (*container.Client, error) {
+// controlClient is a client for the control container. Its requests go to
+// storage directly, never through the sidecar's own proxy. Each try gets
+// RequestTimeout, not the poll period: the SDK fetches tokens inside a try.
+// cred is used with AccountURL; transport, when set, replaces the default
+// HTTP client (tests).
+func (c Config) controlClient(cred azcore.TokenCredential, transport policy.Transporter) (*container.Client, error) {
 	opts := &container.ClientOptions{}
-	opts.Retry = policy.RetryOptions{MaxRetries: 2, TryTimeout: c.Poll}
+	opts.Retry = policy.RetryOptions{MaxRetries: 2, TryTimeout: c.RequestTimeout}
+	if transport != nil {
+		opts.Transport = transport
+	}
 	if c.ConnectionString != "" {
 		return container.NewClientFromConnectionString(c.ConnectionString, c.Container, opts)
 	}
-	cred, err := azidentity.NewDefaultAzureCredential(nil)
-	if err != nil {
-		return nil, fmt.Errorf("chaos-sidecar: no Azure credential: %w", err)
-	}
 	return container.NewClient(strings.TrimSuffix(c.AccountURL, "/")+"/"+c.Container, cred, opts)
+}
+
+// start builds what Main runs: with an account URL, it first waits (up to
+// TokenTimeout) for a storage token from cred, then makes the control client
+// and the loopback proxy.
+func start(ctx context.Context, cfg Config, cred azcore.TokenCredential, transport policy.Transporter, log *slog.Logger) (*Sidecar, error) {
+	if cfg.AccountURL != "" {
+		if _, err := AwaitToken(ctx, cred, cfg.TokenTimeout, log); err != nil {
+			return nil, err
+		}
+	}
+	cc, err := cfg.controlClient(cred, transport)
+	if err != nil {
+		return nil, err
+	}
+	px, err := chaos.NewLoopbackProxy(cfg.Name, cfg.Listen, cfg.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	return &Sidecar{Proxy: px, Store: &Store{C: cc, Name: cfg.Name}, Poll: cfg.Poll, RequestTimeout: cfg.RequestTimeout,
+		Log: log, StatusURL: cfg.WorkerStatus, StopURL: cfg.WorkerStop}, nil
 }
 
 // Main runs the sidecar until ctx ends and returns the exit code: 0 after a
@@ -132,19 +172,21 @@ func Main(ctx context.Context, args []string, lookup func(string) (string, bool)
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("sidecar", cfg.Name)
-	cc, err := cfg.ControlClient()
+	var cred azcore.TokenCredential
+	if cfg.AccountURL != "" {
+		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
+			fmt.Fprintf(stderr, "chaos-sidecar: no Azure credential: %v\n", err)
+			return 1
+		}
+	}
+	sc, err := start(ctx, cfg, cred, nil, log)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	px, err := chaos.NewLoopbackProxy(cfg.Name, cfg.Listen, cfg.Upstream)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	defer px.Close()
-	log.Info("chaos sidecar started", "listen", px.Addr(), "upstream", cfg.Upstream, "plan", cfg.Container+"/"+PlanBlob(cfg.Name), "poll", cfg.Poll)
-	sc := &Sidecar{Proxy: px, Store: &Store{C: cc, Name: cfg.Name}, Poll: cfg.Poll, Log: log, StatusURL: cfg.WorkerStatus}
+	defer sc.Proxy.Close()
+	log.Info("chaos sidecar started", "listen", sc.Proxy.Addr(), "upstream", cfg.Upstream, "plan", cfg.Container+"/"+PlanBlob(cfg.Name),
+		"poll", cfg.Poll, "request_timeout", cfg.RequestTimeout)
 	if err := sc.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

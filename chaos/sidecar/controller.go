@@ -32,7 +32,7 @@ func (c *Controller) Apply(ctx context.Context, f chaos.Fault) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := c.write(ctx, append(append([]PlanFault(nil), c.faults...), pf)); err != nil {
+	if _, err := c.write(ctx, append(append([]PlanFault(nil), c.faults...), pf), nil); err != nil {
 		return "", err
 	}
 	return pf.ID, nil
@@ -55,7 +55,8 @@ func (c *Controller) Remove(ctx context.Context, id string) error {
 	if !found {
 		return nil
 	}
-	return c.write(ctx, rest)
+	_, err := c.write(ctx, rest, nil)
+	return err
 }
 
 // Clear writes an empty plan and waits for the sidecar (also after a
@@ -63,12 +64,39 @@ func (c *Controller) Remove(ctx context.Context, id string) error {
 func (c *Controller) Clear(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.write(ctx, nil)
+	_, err := c.write(ctx, nil, nil)
+	return err
 }
 
-// write stores the plan with a new version and waits for its acknowledgement;
-// on success the plan becomes c.faults.
-func (c *Controller) write(ctx context.Context, faults []PlanFault) error {
+// StopTTL is how long a stop request stays valid in the plan.
+const StopTTL = time.Minute
+
+// StopWorker asks the sidecar to stop its worker gracefully (the worker
+// SIGTERMs itself) and returns once the sidecar reports the worker's
+// answer: the result's At is when the worker accepted, on the group's clock.
+// The faults in place stay.
+func (c *Controller) StopWorker(ctx context.Context) (StopResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	req := &StopRequest{ID: fmt.Sprintf("stop-%d-%d", c.seq, time.Now().UnixNano()), Before: time.Now().Add(StopTTL).UTC()}
+	st, err := c.write(ctx, c.faults, req)
+	if err != nil {
+		return StopResult{}, err
+	}
+	switch {
+	case st.Stop == nil || st.Stop.ID != req.ID:
+		return StopResult{}, fmt.Errorf("sidecar %s applied plan %d without acting on stop %s", c.Store.Name, st.Version, req.ID)
+	case st.Stop.Error != "":
+		return *st.Stop, fmt.Errorf("sidecar %s could not stop its worker: %s", c.Store.Name, st.Stop.Error)
+	}
+	return *st.Stop, nil
+}
+
+// write stores the plan (with stop, when set) under a new version and waits
+// for its acknowledgement; on success the plan becomes c.faults and the
+// acknowledging state is returned.
+func (c *Controller) write(ctx context.Context, faults []PlanFault, stop *StopRequest) (State, error) {
 	ttl := c.TTL
 	if ttl <= 0 {
 		ttl = 15 * time.Minute
@@ -76,23 +104,24 @@ func (c *Controller) write(ctx context.Context, faults []PlanFault) error {
 	// Versions grow with the wall clock, so a new harness never reuses a
 	// version an old sidecar state already acknowledges.
 	v := max(c.version+1, time.Now().UnixNano())
-	p := Plan{Version: v, Expires: time.Now().Add(ttl).UTC(), Faults: faults}
+	p := Plan{Version: v, Expires: time.Now().Add(ttl).UTC(), Faults: faults, Stop: stop}
 	if p.Faults == nil {
 		p.Faults = []PlanFault{}
 	}
 	if err := c.Store.WritePlan(ctx, p); err != nil {
-		return err
+		return State{}, err
 	}
 	c.version = v
-	if err := c.wait(ctx, v); err != nil {
-		return err
+	st, err := c.wait(ctx, v)
+	if err != nil {
+		return st, err
 	}
 	c.faults = faults
-	return nil
+	return st, nil
 }
 
 // wait polls the state until the sidecar reports version v.
-func (c *Controller) wait(ctx context.Context, v int64) error {
+func (c *Controller) wait(ctx context.Context, v int64) (State, error) {
 	every := c.Poll
 	if every <= 0 {
 		every = time.Second
@@ -106,15 +135,15 @@ func (c *Controller) wait(ctx context.Context, v int64) error {
 		case err != nil:
 			last = err.Error()
 		case ok && st.Version == v && st.Error != "":
-			return fmt.Errorf("sidecar %s: plan %d: %s", c.Store.Name, v, st.Error)
+			return st, fmt.Errorf("sidecar %s: plan %d: %s", c.Store.Name, v, st.Error)
 		case ok && st.Version == v:
-			return nil
+			return st, nil
 		case ok:
 			last = fmt.Sprintf("state at %s has plan %d, error %q", st.At.Format(time.RFC3339Nano), st.Version, st.Error)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("sidecar %s did not apply plan %d (%s): %w", c.Store.Name, v, last, ctx.Err())
+			return State{}, fmt.Errorf("sidecar %s did not apply plan %d (%s): %w", c.Store.Name, v, last, ctx.Err())
 		case <-tick.C:
 		}
 	}

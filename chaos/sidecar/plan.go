@@ -15,7 +15,25 @@ type Plan struct {
 	Version int64       `json:"version"`          // increases with every write; the sidecar echoes the version it applied
 	Expires time.Time   `json:"expires,omitzero"` // after this the sidecar removes every fault (the harness died); zero = never
 	Faults  []PlanFault `json:"faults"`           // the faults in place; empty heals the link
-	Note    string      `json:"note,omitempty"`   // free text for humans (which scenario wrote it)
+	// Stop, when set, asks the sidecar to stop its worker gracefully, once
+	// per request id (stop.go): the graceful-stop fault on Azure.
+	Stop *StopRequest `json:"stop,omitempty"`
+	Note string       `json:"note,omitempty"` // free text for humans (which scenario wrote it)
+}
+
+// StopRequest asks for one graceful stop of the worker. The sidecar acts on
+// each ID once, and not at all after Before: a sidecar that restarts and
+// reads an old plan must not stop its worker again.
+type StopRequest struct {
+	ID     string    `json:"id"`
+	Before time.Time `json:"before"`
+}
+
+// StopResult is what the sidecar did with the last stop request.
+type StopResult struct {
+	ID    string    `json:"id"`
+	At    time.Time `json:"at"`              // when the worker accepted (or refused), on the group's clock
+	Error string    `json:"error,omitempty"` // why the worker could not be asked; empty: it accepted and SIGTERMed itself
 }
 
 // PlanFault is one network fault: its kind and the chaos type's own JSON
@@ -96,6 +114,7 @@ type State struct {
 	Worker      json.RawMessage `json:"worker,omitempty"`
 	WorkerAt    time.Time       `json:"worker_at,omitzero"`
 	WorkerError string          `json:"worker_error,omitempty"`
-	Started     time.Time       `json:"started"` // sidecar start
-	At          time.Time       `json:"at"`      // when this state was written
+	Stop        *StopResult     `json:"stop,omitempty"` // the last stop request acted on
+	Started     time.Time       `json:"started"`        // sidecar start
+	At          time.Time       `json:"at"`             // when this state was written
 }

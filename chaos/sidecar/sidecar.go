@@ -23,12 +23,20 @@ type Sidecar struct {
 	Proxy *chaos.Proxy
 	Store *Store
 	Poll  time.Duration // how often to read the plan and write the state; default 1 s
-	Log   *slog.Logger  // default: discard
-	Now   func() time.Time
+	// RequestTimeout bounds each control-blob request (a token fetch runs
+	// inside it); default 10 s. It is not the poll period: a slow token
+	// endpoint must still get its answer in.
+	RequestTimeout time.Duration
+	Log            *slog.Logger // default: discard
+	Now            func() time.Time
 	// StatusURL, if set, is the worker's GET /status
 	// (http://127.0.0.1:8080/status in the group); the sidecar relays the
 	// answer in its state on every poll.
 	StatusURL string
+	// StopURL, if set, is the worker's control endpoint POST /stop (its
+	// --control-listen, http://127.0.0.1:8081/stop in the group); a plan's
+	// Stop request is delivered there.
+	StopURL string
 
 	mu        sync.Mutex
 	traffic   *chaos.Traffic
@@ -77,10 +85,15 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	s.traffic = tr
 	s.mu.Unlock()
 
+	rt := s.RequestTimeout
+	if rt <= 0 {
+		rt = 10 * time.Second
+	}
+	s.recallStop(ctx, rt)
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
-		s.Step(ctx, poll)
+		s.Step(ctx, rt)
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -119,7 +132,7 @@ func (s *Sidecar) Step(ctx context.Context, timeout time.Duration) {
 	}
 	st := s.snapshot()
 	if s.StatusURL != "" {
-		sctx, cancel := context.WithTimeout(ctx, timeout/2)
+		sctx, cancel := context.WithTimeout(ctx, s.statusTimeout())
 		st.Worker, st.WorkerError = fetchStatus(sctx, s.StatusURL)
 		st.WorkerAt = s.now().UTC()
 		cancel()
@@ -183,6 +196,9 @@ func (s *Sidecar) Apply(ctx context.Context, p Plan) {
 		}
 		s.active[id] = active{spec: pf, f: f}
 		s.log().Info("fault injected", "id", id, "kind", pf.Kind, "params", string(pf.Params))
+	}
+	if p.Stop != nil && !expired {
+		s.stopLocked(ctx, *p.Stop)
 	}
 	s.state.Version = p.Version
 	s.state.Expired = expired

@@ -242,7 +242,7 @@ func TestOffline_SidecarAppliesThePlanToTheWorkersTLSTraffic(t *testing.T) {
 	if err := ctl.Store.WritePlan(ctxT(t, 5*time.Second), bad); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.wait(ctxT(t, 10*time.Second), bad.Version); err == nil || !strings.Contains(err.Error(), "crash") {
+	if _, err := ctl.wait(ctxT(t, 10*time.Second), bad.Version); err == nil || !strings.Contains(err.Error(), "crash") {
 		t.Fatalf("plan with a crash: %v, want the sidecar to reject it naming the kind", err)
 	}
 
@@ -321,6 +321,9 @@ func TestOffline_ConfigNamesWhatIsWrong(t *testing.T) {
 		{"public listen", []string{"--name", "w", "--account-url", "https://st.blob.core.windows.net", "--listen", "0.0.0.0:10443"}, env(), "loopback"},
 		{"http account", []string{"--name", "w", "--account-url", "http://st.blob.core.windows.net"}, env(), "https"},
 		{"bad env poll", nil, env("BLOBLEADER_CHAOS_NAME", "w", "BLOBLEADER_CHAOS_ACCOUNT_URL", "https://st.blob.core.windows.net", "BLOBLEADER_CHAOS_POLL", "soon"), "BLOBLEADER_CHAOS_POLL"},
+		{"public stop url", []string{"--name", "w", "--account-url", "https://st.blob.core.windows.net", "--worker-stop", "http://10.0.0.4:8081/stop"}, env(), "--worker-stop"},
+		{"request timeout too short", []string{"--name", "w", "--account-url", "https://st.blob.core.windows.net", "--request-timeout", "100ms"}, env(), "--request-timeout"},
+		{"token timeout too short", []string{"--name", "w", "--account-url", "https://st.blob.core.windows.net", "--token-timeout", "0s"}, env(), "--token-timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig(tc.args, tc.env, io.Discard)
@@ -335,6 +338,11 @@ func TestOffline_ConfigNamesWhatIsWrong(t *testing.T) {
 	}
 	if c.Name != "flag-wins" || c.Upstream != "st.blob.core.windows.net:443" || c.Listen != "127.0.0.1:10443" || c.Container != "chaos" {
 		t.Fatalf("config %+v: want the flag over the env, upstream from the account URL on 443, loopback listen, container chaos", c)
+	}
+	// A slow token endpoint must not starve the sidecar: the request timeout
+	// is seconds whatever the poll, and the first token gets minutes.
+	if c.RequestTimeout < 5*time.Second || c.TokenTimeout < time.Minute || c.WorkerStop != "http://127.0.0.1:8081/stop" {
+		t.Fatalf("defaults %+v: want a request timeout of several seconds, minutes for the first token, the worker's stop URL on 8081", c)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +41,7 @@ var epoch = time.Unix(0, 0).UTC()
 var (
 	errNotStatic = errors.New("image: binary is not a static linux/amd64 executable")
 	errNoCA      = errors.New("image: CA bundle missing")
+	errBadLink   = errors.New("image: invalid link")
 )
 
 // buildOptions are the inputs of one image build.
@@ -47,6 +50,52 @@ type buildOptions struct {
 	CABundle string // PEM bundle copied to /etc/ssl/certs/ca-certificates.crt
 	Tag      string // ref name recorded in the layout's index (annotation)
 	Name     string // file name of the binary at the image root, and so the entrypoint /Name (default blobleader)
+	// Links are extra names at the image root, each a symlink to /Name: the
+	// binary dispatches on the name it is started under. nil means the
+	// default: /status for the blobleader binary (ACI's exec runs one word,
+	// so `/status` is how one asks a worker for its status), none otherwise.
+	Links []string
+}
+
+// defaultLinks are the entry points the blobleader binary answers to by name
+// (worker/cmd/blobleader/argv0.go).
+var defaultLinks = map[string][]string{defaultName: {"status"}}
+
+var linkName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// links returns the validated link names of this build.
+func (o buildOptions) links() ([]string, error) {
+	ls := o.Links
+	if ls == nil {
+		ls = defaultLinks[strings.TrimPrefix(o.entrypoint(), "/")]
+	}
+	reserved := []string{strings.TrimPrefix(o.entrypoint(), "/"), "etc", "home", "tmp"}
+	for _, l := range ls {
+		if !linkName.MatchString(l) || slices.Contains(reserved, l) {
+			return nil, fmt.Errorf("%w: link name %q must be a plain file name (lower-case letters, digits, '.', '_', '-') other than %q", errBadLink, l, reserved)
+		}
+	}
+	return ls, nil
+}
+
+// caBundleCandidates are where build machines keep their PEM CA bundle:
+// Debian/Ubuntu, Fedora/RHEL, macOS and Alpine, Homebrew's OpenSSL.
+var caBundleCandidates = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/cert.pem",
+	"/opt/homebrew/etc/openssl@3/cert.pem",
+	"/usr/local/etc/openssl@3/cert.pem",
+}
+
+// findCABundle returns the first candidate that exists.
+func findCABundle(candidates []string) (string, error) {
+	for _, c := range candidates {
+		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%w: none of %s exists on this machine; pass --ca-bundle (make image CA_BUNDLE=…)", errNoCA, strings.Join(candidates, ", "))
 }
 
 // entrypoint is where the binary lands in the image, and what the image runs.
@@ -90,8 +139,18 @@ func buildImage(o buildOptions) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Root-owned and not writable by the user the worker runs as.
-	binLayer, err := tarLayer([]tarEntry{{name: strings.TrimPrefix(o.entrypoint(), "/"), mode: 0o755, data: bin}})
+	// Root-owned and not writable by the user the worker runs as; the links
+	// are relative, so they resolve inside the image.
+	links, err := o.links()
+	if err != nil {
+		return nil, err
+	}
+	binName := strings.TrimPrefix(o.entrypoint(), "/")
+	binEntries := []tarEntry{{name: binName, mode: 0o755, data: bin}}
+	for _, l := range links {
+		binEntries = append(binEntries, tarEntry{name: l, mode: 0o777, link: binName})
+	}
+	binLayer, err := tarLayer(binEntries)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +213,7 @@ type tarEntry struct {
 	name string
 	mode int64
 	dir  bool
+	link string // a symlink to this target
 	uid  int
 	data []byte
 }
@@ -172,9 +232,13 @@ func tarLayer(entries []tarEntry) (v1.Layer, error) {
 			ModTime: epoch,
 			Format:  tar.FormatPAX,
 		}
-		if e.dir {
+		switch {
+		case e.dir:
 			h.Typeflag = tar.TypeDir
-		} else {
+		case e.link != "":
+			h.Typeflag = tar.TypeSymlink
+			h.Linkname = e.link
+		default:
 			h.Typeflag = tar.TypeReg
 			h.Size = int64(len(e.data))
 		}

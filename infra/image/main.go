@@ -3,7 +3,9 @@
 //
 // The image is made FROM nothing with go-containerregistry: one layer with the
 // machine's CA bundle and a passwd entry for user 65532, one layer with the
-// static worker binary at /blobleader, and an OCI config for linux/amd64 that runs
+// static worker binary at /blobleader (and /status, a symlink to it: the
+// binary runs its status subcommand under that name, the one-word command
+// ACI's exec can run), and an OCI config for linux/amd64 that runs
 // /blobleader as 65532:65532. There is no shell. Nothing is pulled.
 //
 //	image build --binary out/blobleader-linux-amd64 --out out/image
@@ -21,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -29,12 +32,13 @@ const tokenEnv = "BLOBLEADER_REGISTRY_TOKEN"
 const usage = `image builds the blobleader worker image without Docker and pushes it.
 
 Usage:
-  image build  --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME] [--name FILE]
+  image build  --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME] [--name FILE] [--link NAME]...
   image digest [--layout DIR]
   image push   --repository REGISTRY/REPO [--layout DIR] [--tag TAG]
 
 build   writes an OCI image layout (FROM nothing: CA bundle, passwd entry for
-        65532, the static binary at /blobleader (--name); entrypoint /blobleader, user
+        65532, the static binary at /blobleader (--name) and, for blobleader,
+        /status linked to it (--link); entrypoint /blobleader, user
         65532:65532, linux/amd64) and prints its digest.
 digest  prints the digest of the image in a layout.
 push    pushes the layout's image unchanged and prints REGISTRY/REPO@sha256:….
@@ -101,19 +105,31 @@ func parse(fs *flag.FlagSet, args []string) int {
 }
 
 func runBuild(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("build", "build --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME] [--name FILE]", stderr)
+	fs := newFlagSet("build", "build --binary PATH [--ca-bundle PATH] [--out DIR] [--tag NAME] [--name FILE] [--link NAME]...", stderr)
 	var o buildOptions
 	out := fs.String("out", "out/image", "directory of the OCI image layout to write (replaced if it is one)")
 	fs.StringVar(&o.Binary, "binary", "", "static linux/amd64 worker binary (CGO_ENABLED=0) (required)")
-	fs.StringVar(&o.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle to ship as /etc/ssl/certs/ca-certificates.crt")
+	fs.StringVar(&o.CABundle, "ca-bundle", "", "PEM CA bundle to ship as /etc/ssl/certs/ca-certificates.crt (default: the first of "+strings.Join(caBundleCandidates, ", ")+" that exists)")
 	fs.StringVar(&o.Tag, "tag", "blobleader/worker", "ref name recorded in the layout index")
 	fs.StringVar(&o.Name, "name", defaultName, "file name of the binary at the image root; the entrypoint is /NAME")
+	fs.Func("link", "add /NAME as a symlink to the binary (repeatable; default: status for blobleader, none otherwise)", func(v string) error {
+		o.Links = append(o.Links, v)
+		return nil
+	})
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
 	if o.Binary == "" {
 		fmt.Fprintln(stderr, "image build: --binary is required (e.g. CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -o out/blobleader-linux-amd64 ./worker/cmd/blobleader)")
 		return 2
+	}
+	if o.CABundle == "" {
+		ca, err := findCABundle(caBundleCandidates)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		o.CABundle = ca
 	}
 	img, err := buildImage(o)
 	if err != nil {

@@ -168,7 +168,7 @@ func assertWorkerImage(t *testing.T, img v1.Image, desc v1.Descriptor, ca []byte
 		}
 	}
 	slices.Sort(regular)
-	want := []string{"etc/group", "etc/passwd", "etc/ssl/certs/ca-certificates.crt", "blobleader"}
+	want := []string{"blobleader", "etc/group", "etc/passwd", "etc/ssl/certs/ca-certificates.crt"}
 	if !slices.Equal(regular, want) {
 		t.Errorf("files in image = %q, want exactly %q (no shell, nothing else)", regular, want)
 	}
@@ -177,7 +177,11 @@ func assertWorkerImage(t *testing.T, img v1.Image, desc v1.Descriptor, ca []byte
 	}
 	w := fs["blobleader"]
 	if w.hdr == nil || w.hdr.Mode&0o111 == 0 || w.hdr.Uid != 0 || w.hdr.Mode&0o022 != 0 {
-		t.Fatalf("/worker must be an executable owned by root and not writable by others, got %+v", w.hdr)
+		t.Fatalf("/blobleader must be an executable owned by root and not writable by others, got %+v", w.hdr)
+	}
+	// ACI exec cannot pass arguments: /status is the one-word entry point.
+	if l := fs["status"]; l.hdr == nil || l.hdr.Typeflag != tar.TypeSymlink || l.hdr.Linkname != "blobleader" || l.hdr.Uid != 0 {
+		t.Errorf("/status must be a root-owned symlink to blobleader (ACI exec runs one word), got %+v", l.hdr)
 	}
 
 	// Run the binary exactly as extracted from the layer.
@@ -226,6 +230,68 @@ func TestBuild_RealWorkerImageRunsHelp(t *testing.T) {
 	for _, flag := range []string{"account-url", "lease-duration"} {
 		if !strings.Contains(out, flag) {
 			t.Errorf("worker --help does not mention %q:\n%s", flag, out)
+		}
+	}
+}
+
+// The image's /status runs the real binary's status subcommand: the same
+// bytes started under the link's name (argv[0] "/status").
+func TestBuild_RealWorkerImageStatusEntryPoint(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("cannot run a linux/amd64 binary on %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "blobleader")
+	if err := goBuild(t, root, bin, "./worker/cmd/blobleader"); err != nil {
+		t.Fatalf("go build ./worker/cmd/blobleader failed: %v", err)
+	}
+	img, _, _ := buildAndReopen(t, buildOptions{Binary: bin, CABundle: testCABundle(t)})
+	fs := files(t, img)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "blobleader"), fs["blobleader"].data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := fs["status"]
+	if l.hdr == nil || l.hdr.Typeflag != tar.TypeSymlink {
+		t.Fatalf("the image has no /status link: %+v", l.hdr)
+	}
+	if err := os.Symlink(l.hdr.Linkname, filepath.Join(dir, "status")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(dir, "status"), "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "blobleader status") {
+		t.Fatalf("/status --help from the image: %v, want the status subcommand's help:\n%s", err, out)
+	}
+}
+
+// Other binaries (the chaos sidecar) get no /status link unless asked.
+func TestBuild_LinksOnlyForTheWorker(t *testing.T) {
+	img, _, _ := buildAndReopen(t, buildOptions{Binary: fixtureBinary(t), CABundle: testCABundle(t), Name: "chaos-sidecar"})
+	fs := files(t, img)
+	if _, ok := fs["status"]; ok {
+		t.Error("the chaos-sidecar image has a /status link")
+	}
+	if f := fs["chaos-sidecar"]; f.hdr == nil || f.hdr.Typeflag != tar.TypeReg {
+		t.Errorf("no /chaos-sidecar in the image: %+v", f.hdr)
+	}
+	img, _, _ = buildAndReopen(t, buildOptions{Binary: fixtureBinary(t), CABundle: testCABundle(t), Links: []string{"a", "b"}})
+	fs = files(t, img)
+	for _, n := range []string{"a", "b"} {
+		if l := fs[n]; l.hdr == nil || l.hdr.Typeflag != tar.TypeSymlink || l.hdr.Linkname != "blobleader" {
+			t.Errorf("--link %s: got %+v, want a symlink to blobleader", n, l.hdr)
+		}
+	}
+	if _, ok := fs["status"]; ok {
+		t.Error("explicit links replace the default status link")
+	}
+	for _, bad := range []string{"", "etc/passwd", "../x", "blobleader", "a b"} {
+		if _, err := buildImage(buildOptions{Binary: fixtureBinary(t), CABundle: testCABundle(t), Links: []string{bad}}); err == nil {
+			t.Errorf("link name %q was accepted", bad)
 		}
 	}
 }
@@ -373,5 +439,26 @@ func TestRun_CommandLine(t *testing.T) {
 				t.Errorf("output does not contain %q:\n%s", tc.wantOut, all)
 			}
 		})
+	}
+}
+
+// make image must find the CA bundle where the build machine keeps it:
+// Debian/Ubuntu, Fedora/RHEL, macOS and Alpine differ.
+func TestFindCABundle(t *testing.T) {
+	if !slices.Contains(caBundleCandidates, "/etc/ssl/cert.pem") {
+		t.Errorf("the candidates %q miss macOS's /etc/ssl/cert.pem", caBundleCandidates)
+	}
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.crt")
+	second := filepath.Join(dir, "cert.pem")
+	if err := os.WriteFile(second, []byte("-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findCABundle([]string{missing, second}); err != nil || got != second {
+		t.Fatalf("findCABundle = %q, %v; want %s", got, err, second)
+	}
+	_, err := findCABundle([]string{missing})
+	if !errors.Is(err, errNoCA) || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "--ca-bundle") {
+		t.Fatalf("no bundle anywhere: %v; want errNoCA naming the places looked and --ca-bundle", err)
 	}
 }

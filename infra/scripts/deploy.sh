@@ -10,11 +10,25 @@
 # Environment: AZURE_LOCATION (region), WORKER_COUNT, TERRAFORM, GO,
 # OPERATOR_OBJECT_ID (who gets read access to the lease; default: whoever az is signed in as),
 # LEADER_TIMEOUT (seconds to wait for a leader, default 600), LEADER_POLL (10 s),
-# RETRY_BACKOFF (seconds, times the attempt number, between stage-3 retries; 60),
-# IMAGE_LAYOUT (default out/image),
+# PROPAGATION_WAIT (seconds stage 3 keeps retrying while role assignments
+# propagate, default 900: ARM is documented to take up to about 10 minutes),
+# RETRY_BACKOFF (seconds, times the attempt number and at most 180, between
+# stage-3 retries; 60), IMAGE_LAYOUT (default out/image),
 # TF_VARS (extra arguments for terraform plan/apply, e.g. "-var zones=[]").
 # State stays local in infra/terraform.tfstate (git-ignored); keep it to destroy.
+#
+# Needs bash >= 4.4 (mapfile, empty arrays under `set -u`); an older bash
+# (macOS ships 3.2) is refused before anything runs.
 set -euo pipefail
+
+# require_bash MAJOR MINOR: refuse, in one line, a bash older than 4.4.
+require_bash() {
+	if (($1 < 4 || ($1 == 4 && $2 < 4))); then
+		printf 'deploy: needs bash >= 4.4, this is %s.%s (macOS ships 3.2); install a newer one (macOS: brew install bash, then open a new shell) and run make again; nothing was changed\n' "$1" "$2" >&2
+		exit 2
+	fi
+}
+require_bash "${BASH_VERSINFO[0]}" "${BASH_VERSINFO[1]}"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 infra=$(dirname "$here")
@@ -26,6 +40,7 @@ WORKER_COUNT=${WORKER_COUNT:-3}
 LEADER_TIMEOUT=${LEADER_TIMEOUT:-600}
 LEADER_POLL=${LEADER_POLL:-10}
 RETRY_BACKOFF=${RETRY_BACKOFF:-60}
+PROPAGATION_WAIT=${PROPAGATION_WAIT:-900}
 layout=${IMAGE_LAYOUT:-$root/out/image}
 tf() { "$TERRAFORM" -chdir="$infra" "$@"; }
 step() { printf '\n==> %s\n' "$*"; }
@@ -99,17 +114,21 @@ deploy() {
 	digest=${ref##*@}
 	echo "pushed $ref"
 
-	# ACI pulls with the identity's AcrPull, which ARM may take minutes to
-	# propagate: a failed group create is retried (it is replaced on the retry).
+	# ACI pulls with the identity's AcrPull, which ARM may take up to about
+	# 10 minutes to propagate: a failed group create is retried (it is
+	# replaced on the retry) for PROPAGATION_WAIT seconds in all.
 	step "stage 3/3: $WORKER_COUNT worker container groups pinned to $digest"
-	local attempt
-	for attempt in 1 2 3 4; do
-		if tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest"; then
-			break
-		fi
-		((attempt < 4)) || die "stage 3 failed 4 times; see the errors above (role propagation can take up to 10 minutes: run make deploy again)"
-		echo "stage 3 failed (attempt $attempt); retrying in $((attempt * RETRY_BACKOFF)) s in case role assignments are still propagating"
-		sleep $((attempt * RETRY_BACKOFF))
+	local attempt=1 waited=0 delay
+	until tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest"; do
+		((waited < PROPAGATION_WAIT)) ||
+			die "stage 3 kept failing for ${waited}s (PROPAGATION_WAIT=$PROPAGATION_WAIT); see the errors above. Role assignments can take up to 10 minutes to propagate: run make deploy again, or raise PROPAGATION_WAIT"
+		delay=$((attempt * RETRY_BACKOFF))
+		((delay <= 180)) || delay=180
+		((delay <= PROPAGATION_WAIT - waited)) || delay=$((PROPAGATION_WAIT - waited))
+		echo "stage 3 failed (attempt $attempt, ${waited}s of ${PROPAGATION_WAIT}s); retrying in ${delay}s in case role assignments are still propagating"
+		sleep "$delay"
+		waited=$((waited + delay))
+		attempt=$((attempt + 1))
 	done
 
 	step "outputs"
@@ -156,6 +175,14 @@ destroy() {
 	tf init -input=false >/dev/null
 	tf destroy -input=false -auto-approve "${vars[@]}" -var "image_digest=$(tf output -raw image_digest 2>/dev/null || true)"
 }
+
+# Sourced (by deploy_test.sh): define the functions, run nothing.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
+
+for n in LEADER_TIMEOUT LEADER_POLL RETRY_BACKOFF PROPAGATION_WAIT WORKER_COUNT; do
+	[[ ${!n} =~ ^[0-9]+$ ]] || { echo "deploy: $n=${!n} must be a whole number of seconds (or workers)" >&2; exit 2; }
+done
+((RETRY_BACKOFF > 0)) || { echo "deploy: RETRY_BACKOFF must be at least 1 second" >&2; exit 2; }
 
 cmd=${1:-}
 case $cmd in

@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
-# Offline test of deploy.sh: stub `az`, `terraform` and `go` on PATH, run
-# deploy/destroy, and check what they called, in which order, and what they print.
-# Nothing here talks to Azure. Run by `make test-infra`.
+# Offline test of deploy.sh: stub `az`, `terraform`, `go` and `sleep` on PATH,
+# run deploy/destroy, and check what they called, in which order, and what they
+# print. Nothing here talks to Azure. Run by `make test-infra`.
+#
+# Hermetic: deploy.sh runs with an empty environment (env -i) and a PATH of
+# the stubs plus a sandbox holding only the few system tools it needs, so an
+# Azure CLI, Terraform or Docker installed on this machine (or an az login, or
+# ARM_* variables in the caller's shell) cannot change the outcome.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 deploy="$here/deploy.sh"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 stubs="$work/bin"
-mkdir -p "$stubs" "$work/layout"
+sandbox="$work/sys"
+mkdir -p "$stubs" "$sandbox" "$work/layout" "$work/home"
+# The system tools deploy.sh and the stubs use, linked from wherever this
+# machine has them; nothing else of /usr/bin is visible.
+for tool in bash env cat dirname basename date sed tr grep cut wc tail mkdir rm; do
+	found=$(command -v "$tool") || { echo "deploy_test: this machine has no $tool"; exit 1; }
+	ln -s "$found" "$sandbox/$tool"
+done
 echo '{}' >"$work/layout/index.json"
 calls="$work/calls.log"
 digest="sha256:$(printf '%064d' 7)"
@@ -76,15 +88,20 @@ while (($#)); do [[ $1 == --repository ]] && repo=$2; shift; done
 echo "push: progress on stderr" >&2
 echo "$repo@$DIGEST"
 EOF
+# sleep records the seconds asked for and returns at once.
+cat >"$stubs/sleep" <<'EOF'
+#!/usr/bin/env bash
+echo "$1" >>"$STATE/sleeps"
+EOF
 chmod +x "$stubs"/*
 
 run() { # name, then env assignments and deploy.sh arguments; output in $work/<name>.out
 	local name=$1
 	shift
-	rm -f "$calls" "$work"/polls "$work"/stage3
+	rm -f "$calls" "$work"/polls "$work"/stage3 "$work"/sleeps
 	set +e
-	env PATH="$stubs:/usr/bin:/bin" CALLS="$calls" STATE="$work" DIGEST="$digest" \
-		IMAGE_LAYOUT="$work/layout" LEADER_POLL=0 RETRY_BACKOFF=0 TERRAFORM=terraform GO=go \
+	env -i PATH="$stubs:$sandbox" HOME="$work/home" CALLS="$calls" STATE="$work" DIGEST="$digest" \
+		IMAGE_LAYOUT="$work/layout" LEADER_POLL=0 TERRAFORM=terraform GO=go \
 		"$@" >"$work/$name.out" 2>&1
 	echo $? >"$work/$name.rc"
 	set -e
@@ -125,6 +142,34 @@ run loggedout ARM_SUBSCRIPTION_ID=x AZ_LOGGED_OUT=1 bash "$deploy" deploy
 expect_contains "$work/loggedout.out" "missing: Azure credentials (run: az login)" "missing login named"
 [[ $(cat "$work/loggedout.rc") == 1 ]] && pass || fail "deploy logged out exited $(cat "$work/loggedout.rc")"
 
+# 4. Stage 3 keeps retrying for as long as role assignments are documented to
+#    take to propagate (about 10 minutes, docs/security.md), then gives up
+#    with one message naming the window.
+run window ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE3_FAILURES=1000 bash "$deploy" deploy
+[[ $(cat "$work/window.rc") == 1 ]] && pass || fail "deploy whose stage 3 never succeeds exited $(cat "$work/window.rc")"
+waited=0
+while read -r s; do waited=$((waited + s)); done < <(cat "$work/sleeps" 2>/dev/null)
+((waited >= 600)) && pass || fail "stage 3 retried for only ${waited}s before giving up; role propagation takes up to 10 min"
+expect_contains "$work/window.out" "stage 3 kept failing for ${waited}s" "the give-up message names the window"
+
+# 5. A bash older than 4.4 (stock macOS has 3.2) is refused up front, in one
+#    line saying what to install.
+(
+	set +eu
+	source "$deploy" >/dev/null 2>&1 # defines the functions; runs nothing when sourced
+	require_bash 3 2
+) >"$work/oldbash.out" 2>&1 && rc=0 || rc=$?
+[[ $rc == 2 ]] && pass || fail "bash 3.2 was not refused with exit 2 (exit $rc: $(cat "$work/oldbash.out"))"
+expect_contains "$work/oldbash.out" "brew install bash" "old bash: says what to install"
+[[ $(wc -l <"$work/oldbash.out") == 1 ]] && pass || fail "old bash: not one line: $(cat "$work/oldbash.out")"
+(
+	set +eu
+	source "$deploy" >/dev/null 2>&1
+	require_bash 4 4 && require_bash 5 2
+) && pass || fail "bash 4.4 and 5.2 must be accepted"
+
+# 6. No az at all (the stub removed; the sandbox has none, whatever this
+#    machine has installed): destroy names it and the missing subscription.
 rm "$stubs/az"
 run noaz bash "$deploy" destroy
 expect_contains "$work/noaz.out" "destroy: cannot destroy, nothing was changed; missing: az (Azure CLI on PATH); ARM_SUBSCRIPTION_ID" "destroy names both"

@@ -37,8 +37,13 @@ type Config struct {
 	Sidecar        bool          // the chaos sidecar runs in every group (network faults, relayed status)
 	StatusMaxAge   time.Duration // a relayed status older than this is not trusted (exec instead); default 3 s
 	Poll           time.Duration // ARM and state polling period; default 2 s
-	Dir            string        // where History downloads the histories; required
-	Logf           func(format string, args ...any)
+	// ARMBudget bounds each ARM-backed fault operation (crash: stop, heal:
+	// start, outage: a rule change until the probe sees it, graceful stop:
+	// until the worker is back) in place of the caller's deadline, which the
+	// shared scenarios size for local processes; default DefaultARMBudget.
+	ARMBudget time.Duration
+	Dir       string // where History downloads the histories; required
+	Logf      func(format string, args ...any)
 
 	GroupsClient *armcontainerinstance.ContainerGroupsClient // crash, restart, liveness
 	Exec         Execer                                      // status when no fresh relayed one; nil: none
@@ -57,6 +62,9 @@ type Cluster struct {
 	workers []*worker
 
 	timeline cluster.Timeline
+
+	opsMu sync.Mutex
+	ops   []chaos.ARMOp
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
@@ -85,6 +93,9 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
 	}
+	if cfg.ARMBudget <= 0 {
+		cfg.ARMBudget = DefaultARMBudget
+	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -105,7 +116,52 @@ func (c *Cluster) Storage() *container.Client { return c.cfg.Leases }
 func (c *Cluster) LockBlob() string           { return c.cfg.LockBlob }
 func (c *Cluster) ClusterStart() time.Time    { return c.start }
 func (c *Cluster) group(w *worker) *chaos.ContainerGroup {
-	return &chaos.ContainerGroup{Client: c.cfg.GroupsClient, ResourceGroup: c.cfg.ResourceGroup, Name: w.name, Poll: c.cfg.Poll}
+	return &chaos.ContainerGroup{Client: c.cfg.GroupsClient, ResourceGroup: c.cfg.ResourceGroup, Name: w.name, Poll: c.cfg.Poll, OnOp: c.recordOp}
+}
+
+// recordOp keeps and logs one ARM operation (the report lists them).
+func (c *Cluster) recordOp(op chaos.ARMOp) {
+	c.opsMu.Lock()
+	c.ops = append(c.ops, op)
+	c.opsMu.Unlock()
+	if op.Err != "" {
+		c.cfg.Logf("arm: %s %s failed after %v: %s", op.Op, op.Target, op.Took.Round(time.Millisecond), op.Err)
+		return
+	}
+	c.cfg.Logf("arm: %s %s took %v", op.Op, op.Target, op.Took.Round(time.Millisecond))
+}
+
+// ARMOps are the ARM operations of every fault so far, in order.
+func (c *Cluster) ARMOps() []chaos.ARMOp {
+	c.opsMu.Lock()
+	defer c.opsMu.Unlock()
+	return append([]chaos.ARMOp(nil), c.ops...)
+}
+
+// armBacked reports whether f acts through ARM or waits on ACI (and so
+// runs under the ARM budget rather than the caller's deadline).
+func armBacked(f chaos.Fault) bool {
+	switch f.(type) {
+	case *chaos.AzureCrash, *chaos.AzureOutage, *sidecar.RemoteStop:
+		return true
+	}
+	return false
+}
+
+// within runs op on f under the ARM budget when f is ARM-backed (detached
+// from the caller's deadline, which the shared scenarios size for local
+// processes), else under ctx.
+func (c *Cluster) within(ctx context.Context, f chaos.Fault, op func(context.Context) error) error {
+	if !armBacked(f) {
+		return op(ctx)
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ARMBudget)
+	defer cancel()
+	err := op(bctx)
+	if err != nil && bctx.Err() != nil {
+		return fmt.Errorf("%w (not done within the ARM budget of %v; raise %s)", err, c.cfg.ARMBudget, EnvARMBudget)
+	}
+	return err
 }
 
 // Start returns the first n deployed workers once each answers its status.
@@ -266,10 +322,17 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 		}
 		return &chaos.AzureCrash{Restart: f.Restart, Group: c.group(w)}, nil
 	case *chaos.Stop:
-		if err := needGroups(); err != nil {
+		// ARM has no documented graceful stop (a restart is not documented
+		// to SIGTERM; `az container stop` is reported to SIGKILL), so the
+		// worker is asked through its sidecar and SIGTERMs itself; ACI's
+		// restart policy starts it again.
+		if err := needWorker(); err != nil {
 			return nil, err
 		}
-		return &chaos.AzureRestart{Group: c.group(w)}, nil
+		if w.ctl == nil {
+			return nil, fmt.Errorf("%w: graceful stop needs the chaos sidecar (the worker is asked on its control endpoint; ACI has no documented graceful stop)", chaos.ErrUnsupported)
+		}
+		return &sidecar.RemoteStop{Restart: f.Restart, Controller: w.ctl, Worker: w.name}, nil
 	case *chaos.Pause:
 		return nil, fmt.Errorf("%w: pause: %s", chaos.ErrUnsupported, chaos.ACIPauseReason)
 	case *chaos.Latency, *chaos.Timeout, *chaos.Reset, *chaos.Partition:
@@ -284,7 +347,8 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 		if c.cfg.Accounts == nil {
 			return nil, fmt.Errorf("%w: outage needs the ARM storage accounts client", chaos.ErrNoTarget)
 		}
-		return &chaos.AzureOutage{Accounts: c.cfg.Accounts, ResourceGroup: c.cfg.ResourceGroup, Account: c.cfg.StorageAccount, Probe: c.reachable, ProbeEvery: c.cfg.Poll}, nil
+		return &chaos.AzureOutage{Accounts: c.cfg.Accounts, ResourceGroup: c.cfg.ResourceGroup, Account: c.cfg.StorageAccount,
+			Probe: c.reachable, ProbeEvery: c.cfg.Poll, OnOp: c.recordOp}, nil
 	case *chaos.BreakLease:
 		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
 		return f, nil
@@ -296,15 +360,7 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 			f.Group = c.group(w)
 		}
 		return f, nil
-	case *chaos.AzureRestart:
-		if f.Group == nil {
-			if err := needGroups(); err != nil {
-				return nil, err
-			}
-			f.Group = c.group(w)
-		}
-		return f, nil
-	case *chaos.AzureOutage, *sidecar.Remote:
+	case *chaos.AzureOutage, *sidecar.Remote, *sidecar.RemoteStop:
 		return f, nil
 	}
 	return nil, fmt.Errorf("azure: cannot inject %T", f)
@@ -340,7 +396,7 @@ func (c *Cluster) Inject(ctx context.Context, f chaos.Fault, target cluster.Work
 	if bl, ok := real.(*chaos.BreakLease); ok {
 		rec.Target = bl.Target()
 	}
-	err = real.Inject(ctx)
+	err = c.within(ctx, real, real.Inject)
 	c.timeline.Add(f, real, rec)
 	if err != nil {
 		return fmt.Errorf("azure: inject %s on %s: %w", rec.Kind, rec.Target, err)
@@ -358,7 +414,7 @@ func (c *Cluster) Remove(ctx context.Context, f chaos.Fault) error {
 	if !ok {
 		return f.Remove(ctx)
 	}
-	if err := real.Remove(ctx); err != nil {
+	if err := c.within(ctx, real, real.Remove); err != nil {
 		return fmt.Errorf("azure: remove %s on %s: %w", rec.Kind, rec.Target, err)
 	}
 	if cr, ok := real.(*chaos.AzureCrash); ok && cr.Restart {
@@ -399,7 +455,7 @@ func (c *Cluster) History(ctx context.Context, window time.Duration) (cluster.Hi
 	}
 	after := c.traffic(ctx)
 	h.End = time.Now()
-	files, err := DownloadHistory(ctx, c.cfg.History, c.cfg.Groups, c.cfg.Dir)
+	files, err := downloadHistory(ctx, c.cfg.History, c.cfg.Groups, c.cfg.Dir, c.cfg.Logf)
 	if err != nil {
 		return h, err
 	}
@@ -455,30 +511,49 @@ func (c *Cluster) traffic(ctx context.Context) []count {
 
 // DownloadHistory copies the append blobs <identity>/<start-ns>-<n>.jsonl of
 // the given identities from the history container into dir, one file per
-// blob, and returns the files.
+// blob, and returns the files. Every listing and every blob is retried with
+// backoff while storage refuses (a 403 lingering after an outage's rule is
+// lifted), and a blob is always written whole, so no record is lost; it
+// gives up when ctx ends.
 func DownloadHistory(ctx context.Context, hc *container.Client, identities []string, dir string) ([]string, error) {
+	return downloadHistory(ctx, hc, identities, dir, nil)
+}
+
+func downloadHistory(ctx context.Context, hc *container.Client, identities []string, dir string, logf func(string, ...any)) ([]string, error) {
 	var files []string
 	for _, id := range identities {
-		prefix := id + "/"
-		pager := hc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("azure: list history of %s: %w", id, err)
-			}
-			for _, it := range page.Segment.BlobItems {
-				name := *it.Name
-				dst := filepath.Join(dir, id, filepath.Base(name))
-				if err := download(ctx, hc, name, dst); err != nil {
-					return nil, err
+		var names []string
+		err := retryStorage(ctx, "list history of "+id, logf, func() error {
+			names = names[:0]
+			prefix := id + "/"
+			pager := hc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+			for pager.More() {
+				page, err := pager.NextPage(ctx)
+				if err != nil {
+					return err
 				}
-				files = append(files, dst)
+				for _, it := range page.Segment.BlobItems {
+					names = append(names, *it.Name)
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("azure: list history of %s: %w", id, err)
+		}
+		for _, name := range names {
+			dst := filepath.Join(dir, id, filepath.Base(name))
+			if err := retryStorage(ctx, "read history "+name, logf, func() error { return download(ctx, hc, name, dst) }); err != nil {
+				return nil, err
+			}
+			files = append(files, dst)
 		}
 	}
 	return files, nil
 }
 
+// download writes blob name to dst whole: into a temporary file renamed
+// into place only after the full body arrived.
 func download(ctx context.Context, hc *container.Client, name, dst string) error {
 	resp, err := hc.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
@@ -488,15 +563,20 @@ func download(ctx context.Context, hc *container.Client, name, dst string) error
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(dst)
+	tmp := dst + ".part"
+	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()
+		os.Remove(tmp)
 		return fmt.Errorf("azure: read history %s: %w", name, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 // Stop heals what is still injected and clears every sidecar plan; it
@@ -542,7 +622,7 @@ func (w *worker) alive(ctx context.Context) bool {
 }
 
 // Status is the worker's own /status: relayed by its sidecar when that is
-// fresh, otherwise asked through ACI exec (`/worker status`).
+// fresh, otherwise asked through ACI exec (StatusCommand, `/status`).
 func (w *worker) Status(ctx context.Context) (cluster.Status, error) {
 	var relayErr error
 	if w.ctl != nil {
@@ -560,7 +640,7 @@ func (w *worker) Status(ctx context.Context) (cluster.Status, error) {
 	}
 	ectx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
-	out, err := w.c.cfg.Exec.Exec(ectx, w.name, "worker", "/worker status")
+	out, err := w.c.cfg.Exec.Exec(ectx, w.name, "worker", StatusCommand)
 	if err != nil {
 		return cluster.Status{}, errors.Join(relayErr, err)
 	}

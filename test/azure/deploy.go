@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +39,11 @@ type Deployment struct {
 	SidecarImage   string         `json:"sidecar_image"`
 	Operator       string         `json:"operator"`
 	Params         cluster.Params `json:"params"`
-	Deployed       time.Time      `json:"deployed"`
+	Started        time.Time      `json:"started"`  // stage 1 began (the registry exists from here)
+	Deployed       time.Time      `json:"deployed"` // the groups exist from here
+	// Stages are how long each deploy step took (Terraform applies, image
+	// builds and pushes): part of the run's report.
+	Stages map[string]time.Duration `json:"stage_durations_ns"`
 }
 
 // NewPostfix is 6 random lower-case letters and digits: part of every
@@ -140,7 +145,9 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 			"(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*": "AcrPull for the workers' identity is still propagating",
 			"(?s).*(AuthorizationFailed|PrincipalNotFound).*":                                         "a new identity or role assignment is still propagating",
 		},
-		MaxRetries:         4,
+		// Role assignments can take up to about 10 minutes to propagate
+		// (docs/security.md): 8 retries 90 s apart cover 12.
+		MaxRetries:         8,
 		TimeBetweenRetries: 90 * time.Second,
 	}
 }
@@ -156,7 +163,7 @@ func CopyInfra(root, dir string) error {
 		rel, _ := filepath.Rel(src, path)
 		if d.IsDir() {
 			switch d.Name() {
-			case ".terraform", "image", "scripts", "tests", "examples":
+			case ".terraform", "image", "scripts", "tests", "examples", "ci":
 				if rel != "." {
 					return filepath.SkipDir
 				}
@@ -177,7 +184,8 @@ func CopyInfra(root, dir string) error {
 // BuildImages builds the worker and the sidecar as static linux/amd64
 // binaries and packs each into an OCI layout with infra/image (the same
 // builder `make image` uses: the binary lands at /blobleader, which is the
-// entrypoint; the sidecar image has /chaos-sidecar).
+// entrypoint, with /status linked to it; the sidecar image has
+// /chaos-sidecar and no link).
 func BuildImages(ctx context.Context, root, out string) (worker, side string, err error) {
 	worker, side = filepath.Join(out, "image-worker"), filepath.Join(out, "image-chaos")
 	steps := []struct {
@@ -193,7 +201,7 @@ func BuildImages(ctx context.Context, root, out string) (worker, side string, er
 		cmd := exec.CommandContext(ctx, "go", s.args...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		if s.args[0] == "run" { // the builder itself runs here
+		if slices.Contains(s.args, "run") { // the builder itself runs here, for this machine
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		}
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -207,7 +215,7 @@ func BuildImages(ctx context.Context, root, out string) (worker, side string, er
 // the digest-pinned reference it prints. The registry token travels in the
 // environment only, as in deploy.sh.
 func PushImage(ctx context.Context, root, layout, repo, token string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "run", "./infra/image", "push", "--layout", layout, "--repository", repo)
+	cmd := pushCommand(ctx, root, layout, repo)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BLOBLEADER_REGISTRY_TOKEN="+token)
 	var stderr strings.Builder
@@ -221,6 +229,13 @@ func PushImage(ctx context.Context, root, layout, repo, token string) (string, e
 		return "", fmt.Errorf("azure: push %s printed %q, not a digest reference", layout, ref)
 	}
 	return ref, nil
+}
+
+// pushCommand runs infra/image's push; infra/image is a module of its own,
+// so it runs there (go -C), not as a package of the root module.
+func pushCommand(ctx context.Context, root, layout, repo string, extra ...string) *exec.Cmd {
+	args := append([]string{"-C", filepath.Join(root, "infra", "image"), "run", ".", "push", "--layout", layout, "--repository", repo}, extra...)
+	return exec.CommandContext(ctx, "go", args...)
 }
 
 // Push gets a registry token and pushes both images.

@@ -20,7 +20,13 @@ const (
 	EnvRequired  = "BLOBLEADER_AZURE_REQUIRED"    // "1": fail instead of skip when something is missing (make test-azure)
 	EnvWorkDir   = "BLOBLEADER_AZURE_WORKDIR"     // stage data and the Terraform copy; default out/azure-suite
 	EnvTFVars    = "BLOBLEADER_AZURE_TF_VARS"     // extra Terraform variables as JSON, e.g. {"zones":[]}
+	EnvARMBudget = "BLOBLEADER_AZURE_ARM_BUDGET"  // budget of one ARM fault operation (stop, start, rule change), default 15m
 )
+
+// DefaultARMBudget bounds one ARM fault operation: an ACI Start re-allocates
+// the group and pulls two images through the managed identity (minutes), a
+// network rule change takes a while to reach the storage front ends.
+const DefaultARMBudget = 15 * time.Minute
 
 // Env is what the suite needs from its environment.
 type Env struct {
@@ -32,6 +38,8 @@ type Env struct {
 	Terraform      string
 	WorkDir        string
 	ExtraVars      string
+	ARMBudget      time.Duration
+	Credential     CredentialPlan // how the harness authenticates (credential.go)
 }
 
 // Probe is how LoadEnv looks at the machine; tests replace it.
@@ -54,20 +62,6 @@ func HostProbe() Probe {
 	}
 }
 
-// spCredential reports whether a service principal is configured in the
-// environment, in Terraform's (ARM_*) or the Azure SDK's (AZURE_*) spelling.
-func spCredential(get func(string) string) bool {
-	for _, p := range []string{"ARM_", "AZURE_"} {
-		id, tenant := get(p+"CLIENT_ID"), get(p+"TENANT_ID")
-		secret := get(p+"CLIENT_SECRET") != "" || get(p+"CLIENT_CERTIFICATE_PATH") != "" ||
-			get(p+"OIDC_TOKEN") != "" || get(p+"OIDC_TOKEN_FILE_PATH") != "" || get(p+"FEDERATED_TOKEN_FILE") != ""
-		if id != "" && tenant != "" && secret {
-			return true
-		}
-	}
-	return false
-}
-
 // LoadEnv checks everything the suite needs before anything is created and
 // returns one error naming all that is missing.
 func LoadEnv(p Probe) (Env, error) {
@@ -81,6 +75,7 @@ func LoadEnv(p Probe) (Env, error) {
 		Terraform:      "terraform",
 		WorkDir:        get(EnvWorkDir),
 		ExtraVars:      get(EnvTFVars),
+		ARMBudget:      DefaultARMBudget,
 	}
 	if v := get(EnvLocation); v != "" {
 		e.Location = v
@@ -103,15 +98,27 @@ func LoadEnv(p Probe) (Env, error) {
 		}
 		e.ClockSkew = d
 	}
+	if v := get(EnvARMBudget); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute || d > 2*time.Hour {
+			bad = append(bad, fmt.Sprintf("%s=%q (want a Go duration from 1m to 2h, e.g. 15m)", EnvARMBudget, v))
+		}
+		e.ARMBudget = d
+	}
 	if e.SubscriptionID == "" {
 		missing = append(missing, "ARM_SUBSCRIPTION_ID (export ARM_SUBSCRIPTION_ID=$(az account show --query id -o tsv))")
 	}
-	// Credentials: a service principal in the environment, or the Azure CLI
-	// signed in. Only look at az when the cheap checks pass, and never
-	// reach the network from here.
-	if !spCredential(get) {
+	// Credentials: the forms Terraform's azurerm reads from ARM_*, in its
+	// order (credential.go), else the Azure CLI signed in. Only look at az
+	// when the cheap checks pass, and never reach the network from here.
+	plan, err := PlanCredential(get)
+	e.Credential = plan
+	switch {
+	case err != nil:
+		missing = append(missing, strings.TrimPrefix(err.Error(), ErrCredential.Error()+": "))
+	case plan.Kind == CredAzureCLI:
 		if _, err := p.LookPath("az"); err != nil {
-			missing = append(missing, "Azure credentials (az login with the Azure CLI on PATH, or ARM_CLIENT_ID + ARM_TENANT_ID + ARM_CLIENT_SECRET for a service principal)")
+			missing = append(missing, "Azure credentials (az login with the Azure CLI on PATH, or ARM_CLIENT_ID + ARM_TENANT_ID with ARM_CLIENT_SECRET, ARM_CLIENT_CERTIFICATE_PATH or ARM_USE_OIDC=true)")
 		} else if e.SubscriptionID != "" && !p.AzSignedIn() {
 			missing = append(missing, "Azure credentials (az is not signed in: run az login)")
 		}

@@ -34,7 +34,13 @@ type ACIExec struct {
 // ErrExec is wrapped by exec failures.
 var ErrExec = errors.New("azure: exec")
 
+// Exec refuses a command with white space before calling ARM: ACI runs the
+// command string as one executable name, without a shell, so "/blobleader
+// status" would look for a file of that name and fail every time.
 func (e *ACIExec) Exec(ctx context.Context, group, container, command string) (string, error) {
+	if command == "" || strings.ContainsAny(command, " \t\r\n") {
+		return "", fmt.Errorf("%w: %s/%s: command %q: ACI exec runs one executable without arguments; use a one-word entry point such as %s", ErrExec, group, container, command, StatusCommand)
+	}
 	rows, cols := int32(24), int32(200)
 	resp, err := e.Containers.ExecuteCommand(ctx, e.ResourceGroup, group, container, armcontainerinstance.ContainerExecRequest{
 		Command:      &command,
@@ -92,6 +98,11 @@ func readExecSocket(ctx context.Context, uri, password, origin string) (string, 
 		}
 	}
 }
+
+// StatusCommand is what the suite runs through ACI exec to read a worker's
+// status: one word, because ACI runs the command string as one executable
+// (no arguments, no shell); the image links /status to the binary.
+const StatusCommand = "/status"
 
 // execTimeout bounds one status exec (ARM call, websocket, the command).
 const execTimeout = 20 * time.Second

@@ -310,7 +310,7 @@ func TestOffline_ExecAsksTheWorkerThroughARMAndTheWebsocket(t *testing.T) {
 	var calls []string
 	uri := execServer(t, "one-time", "\x1b[?2004h"+statusJSON+"\r\n")
 	ex := &ACIExec{Containers: containersClient(t, uri, "one-time", &calls), ResourceGroup: "rg-test"}
-	out, err := ex.Exec(ctxT(t, 10*time.Second), "ci-bl-worker-01", "worker", "/worker status")
+	out, err := ex.Exec(ctxT(t, 10*time.Second), "ci-bl-worker-01", "worker", StatusCommand)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,12 +318,12 @@ func TestOffline_ExecAsksTheWorkerThroughARMAndTheWebsocket(t *testing.T) {
 	if err != nil || st.Role != "leader" || st.Term != 3 || st.Identity != "ci-bl-worker-01" {
 		t.Fatalf("status %+v, %v from %q", st, err, out)
 	}
-	if len(calls) != 1 || calls[0] != "rg-test/ci-bl-worker-01/worker /worker status" {
+	if len(calls) != 1 || calls[0] != "rg-test/ci-bl-worker-01/worker /status" {
 		t.Fatalf("ARM calls %v", calls)
 	}
 	// A server that does not accept the password gives no status.
 	bad := &ACIExec{Containers: containersClient(t, execServer(t, "other", statusJSON), "one-time", &calls), ResourceGroup: "rg-test"}
-	out, err = bad.Exec(ctxT(t, 10*time.Second), "ci-bl-worker-01", "worker", "/worker status")
+	out, err = bad.Exec(ctxT(t, 10*time.Second), "ci-bl-worker-01", "worker", StatusCommand)
 	if _, perr := ParseStatus(out); err == nil && perr == nil {
 		t.Fatalf("a rejected password still produced a status: %q", out)
 	}
@@ -490,17 +490,21 @@ func newContainer(t *testing.T, prefix string) *container.Client {
 }
 
 type fakeExec struct {
-	mu    sync.Mutex
-	calls int
-	out   string
+	mu       sync.Mutex
+	calls    int
+	commands []string
+	out      string
 }
 
+// Exec answers like the worker image would: only its /status entry point
+// prints a status (ACI runs the command string as one executable name).
 func (f *fakeExec) Exec(_ context.Context, group, ctr, cmd string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
-	if ctr != "worker" || cmd != "/worker status" {
-		return "", fmt.Errorf("unexpected exec %s %s %q", group, ctr, cmd)
+	f.commands = append(f.commands, cmd)
+	if ctr != "worker" || cmd != "/status" {
+		return "", fmt.Errorf("unexpected exec %s %s %q: no such file in the worker image", group, ctr, cmd)
 	}
 	return strings.ReplaceAll(f.out, "GROUP", group), nil
 }
@@ -534,7 +538,7 @@ func TestOffline_ClusterTranslatesTheScenarioFaults(t *testing.T) {
 		want   string
 	}{
 		{&chaos.Crash{Restart: true}, w, "*chaos.AzureCrash"},
-		{&chaos.Stop{Restart: true}, w, "*chaos.AzureRestart"},
+		{&chaos.Stop{Restart: true}, w, "*sidecar.RemoteStop"},
 		{&chaos.Latency{Latency: 300}, w, "*sidecar.Remote"},
 		{&chaos.Timeout{}, w, "*sidecar.Remote"},
 		{&chaos.Reset{}, w, "*sidecar.Remote"},
@@ -593,6 +597,32 @@ func TestOffline_ClusterCrashAndHealThroughARM(t *testing.T) {
 	defer groups.mu.Unlock()
 	if strings.Join(groups.calls, ",") != "stop ci-w-02,start ci-w-02" {
 		t.Fatalf("ARM calls %v, want stop then start of ci-w-02 only", groups.calls)
+	}
+}
+
+// ACI's exec API cannot pass arguments: the command string is run as one
+// executable name (Microsoft's exec doc, "Restrictions"; azure-cli issue
+// 10039). So the command the suite sends for a worker's status is one word,
+// the image's /status entry point (infra/image links it to the binary,
+// which dispatches on argv[0]).
+func TestOffline_StatusExecIsOneWord(t *testing.T) {
+	groups := &fakeGroups{state: map[string]string{"ci-w-01": chaos.ACIRunning}}
+	ex := &fakeExec{out: statusJSON}
+	c := testCluster(t, groups, ex)
+	if _, err := c.Workers()[0].Status(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatalf("status through exec: %v (commands sent: %q)", err, ex.commands)
+	}
+	if len(ex.commands) != 1 {
+		t.Fatalf("exec commands %q, want one", ex.commands)
+	}
+	if cmd := ex.commands[0]; strings.ContainsAny(cmd, " \t\n") || !strings.HasPrefix(cmd, "/") {
+		t.Fatalf("the suite sends %q through ACI exec: it must be one absolute path without spaces", cmd)
+	}
+	// ACIExec itself refuses a command ACI would misread, before any ARM call.
+	var calls []string
+	ex2 := &ACIExec{Containers: containersClient(t, "ws://127.0.0.1:1/x", "pw", &calls), ResourceGroup: "rg-test"}
+	if _, err := ex2.Exec(ctxT(t, 5*time.Second), "ci-w-01", "worker", "/blobleader status"); err == nil || len(calls) != 0 {
+		t.Fatalf("ACIExec with a command holding a space: err %v, ARM calls %v; want a refusal and no call", err, calls)
 	}
 }
 

@@ -4,7 +4,6 @@ package azure
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -44,9 +43,10 @@ func Scenarios() []Scenario {
 // Judge is scenarios.Judge with the Azure clock-skew tolerance: it heals the
 // cluster, collects the run (histories from storage, the ledger, the
 // cumulative fault timeline, liveness), checks it and writes the report into
-// out. The run covers the whole deployment so far, so a later scenario is
-// judged together with every earlier one on the same workers.
-func Judge(t *testing.T, c cluster.Cluster, name, out string, skew time.Duration) (checker.Run, checker.Result) {
+// out, with extra (the ARM figures) in its summary. The run covers the whole
+// deployment so far, so a later scenario is judged together with every
+// earlier one on the same workers.
+func Judge(t *testing.T, c cluster.Cluster, name, out string, skew time.Duration, extra map[string]float64) (checker.Run, checker.Result, report.Files) {
 	t.Helper()
 	p := c.Params()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -59,8 +59,9 @@ func Judge(t *testing.T, c cluster.Cluster, name, out string, skew time.Duration
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}
-	run, err := scenarios.Collect(ctx, c, h)
-	if err != nil {
+	var run checker.Run
+	// The ledger read too survives a lingering 403 after an outage.
+	if err := retryStorage(ctx, "collect the run (ledger)", t.Logf, func() (err error) { run, err = scenarios.Collect(ctx, c, h); return err }); err != nil {
 		t.Fatalf("collect run: %v", err)
 	}
 	cp := scenarios.CheckerParams(p)
@@ -69,10 +70,7 @@ func Judge(t *testing.T, c cluster.Cluster, name, out string, skew time.Duration
 	if err != nil {
 		t.Fatalf("checker: %v", err)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	files, err := report.Write(out, name, run, res)
+	files, err := WriteScenarioReport(out, name, run, res, extra)
 	if err != nil {
 		t.Errorf("report: %v", err)
 	} else {
@@ -83,5 +81,5 @@ func Judge(t *testing.T, c cluster.Cluster, name, out string, skew time.Duration
 	for _, fo := range res.Failovers {
 		t.Logf("failover after %s on %s: %v (bound %v, basis %s)", fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis)
 	}
-	return run, res
+	return run, res, files
 }

@@ -14,13 +14,13 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerinstance/armcontainerinstance/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/gruntwork-io/terratest/modules/terraform"
 	test_structure "github.com/gruntwork-io/terratest/modules/test-structure"
 
+	"github.com/blobleader/blobleader/test/report"
 	"github.com/blobleader/blobleader/test/scenarios"
 )
 
@@ -46,7 +46,11 @@ func TestAzure_Election(t *testing.T) {
 		work = filepath.Join(root, "out", "azure-suite")
 	}
 	tfDir := filepath.Join(work, "infra")
-	cred := credential(t)
+	cred, err := NewCredential(env.Credential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("credentials: %s", env.Credential.Kind)
 
 	// Destroy is registered before anything is applied; it finds the
 	// options the deploy stage saved before its first apply.
@@ -56,7 +60,9 @@ func TestAzure_Election(t *testing.T) {
 			return
 		}
 		opts := test_structure.LoadTerraformOptions(t, tfDir)
+		t0 := time.Now()
 		terraform.Destroy(t, opts)
+		t.Logf("teardown: terraform destroy took %v", time.Since(t0).Round(time.Second))
 		// The reports and downloaded histories stay; the state is empty now.
 		if err := errors.Join(os.RemoveAll(tfDir), os.Remove(filepath.Join(work, "deployment.json"))); err != nil {
 			t.Errorf("teardown: %v", err)
@@ -84,13 +90,29 @@ func TestAzure_Election(t *testing.T) {
 		if out == "" {
 			out = filepath.Join(work, "reports")
 		}
+		rr := RunReport{Started: d.Started, Location: d.Location, Postfix: d.Postfix, Workers: len(d.Groups),
+			Credential: string(env.Credential.Kind), WorkerImg: d.WorkerImage, ClockSkew: env.ClockSkew, Stages: d.Stages}
+		// The run's evidence is written however the scenarios end.
+		defer func() {
+			rr.Ended = time.Now()
+			in := DefaultCostInputs(len(d.Groups))
+			in.GroupsRunning, in.Deployed = time.Since(d.Deployed), time.Since(d.Started)
+			rr.Cost = EstimateCost(in)
+			if jp, mp, err := WriteRunReport(out, rr); err != nil {
+				t.Errorf("run report: %v", err)
+			} else {
+				t.Logf("run report: %s (%s)", mp, jp)
+			}
+		}()
 		for _, s := range Scenarios() {
 			// One deployment, so the scenarios run one after the other.
-			t.Run(s.Name, func(t *testing.T) {
+			sr := ScenarioReport{Name: s.Name, Start: time.Now()}
+			opsBefore := len(c.ARMOps())
+			passed := t.Run(s.Name, func(t *testing.T) {
 				if s.Skip != "" {
 					t.Skip("not on Azure: " + s.Skip)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 				defer cancel()
 				// One deployment for all: whatever happens, leave no fault
 				// behind for the next scenario (Judge heals too).
@@ -104,11 +126,34 @@ func TestAzure_Election(t *testing.T) {
 				}
 				c.WaitLeader(t, 5*time.Minute)
 				s.Run(t, c)
-				_, res := Judge(t, c, "Azure_"+s.Name, out, env.ClockSkew)
+				ops := c.ARMOps()[opsBefore:]
+				run, res, files := Judge(t, c, "Azure_"+s.Name, out, env.ClockSkew, ScenarioExtra(ops, DefaultCostInputs(len(d.Groups)), time.Since(sr.Start)))
 				if err := res.Err(); err != nil {
 					t.Error(err)
 				}
+				// Graceful by construction: a graceful stop of the leader
+				// must show its `released` event, not the crash bound.
+				if err := RequireReleased(run, res, sr.Start); err != nil {
+					t.Error(err)
+				}
+				sum := report.Summarize(run, res)
+				sr.Files, sr.Violations = files, sum.Violations
+				for _, fo := range sum.Failovers {
+					if fo.Injected >= sr.Start.Sub(sum.Start).Seconds() {
+						sr.Failovers = append(sr.Failovers, fo) // this scenario's failovers only
+					}
+				}
 			})
+			sr.End, sr.ARMOps = time.Now(), c.ARMOps()[opsBefore:]
+			switch {
+			case s.Skip != "":
+				sr.Verdict, sr.Reason = VerdictSkip, s.Skip
+			case passed:
+				sr.Verdict = VerdictPass
+			default:
+				sr.Verdict, sr.Reason = VerdictFail, "see the test log and Azure_"+s.Name+".html"
+			}
+			rr.Scenarios = append(rr.Scenarios, sr)
 		}
 	})
 }
@@ -133,6 +178,14 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 	if err := CopyInfra(root, tfDir); err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now().UTC()
+	stages := map[string]time.Duration{}
+	timed := func(name string, f func()) {
+		t0 := time.Now()
+		f()
+		stages[name] = time.Since(t0)
+		t.Logf("deploy: %s took %v", name, stages[name].Round(time.Second))
+	}
 	t.Logf("deploy: postfix %s, region %s, %d workers, resource group rg-blobleader-test-%s", postfix, env.Location, env.Workers, postfix)
 
 	// 1. Storage, identity, roles, registry, logs (no groups yet).
@@ -142,14 +195,18 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 	}
 	opts := TerraformOptions(env, tfDir, vars)
 	test_structure.SaveTerraformOptions(t, tfDir, opts)
-	terraform.InitAndApply(t, opts)
+	timed("terraform apply, stage 1 (storage, identity, roles, registry, logs)", func() { terraform.InitAndApply(t, opts) })
 
 	// 2. Build both images without Docker and push them by digest.
-	wl, sl, err := BuildImages(ctx, root, work)
+	var wl, sl string
+	var images *Images
+	timed("build images", func() { wl, sl, err = BuildImages(ctx, root, work) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := Push(ctx, root, cred, terraform.Output(t, opts, "registry_login_server"), wl, sl)
+	timed("push images", func() {
+		images, err = Push(ctx, root, cred, terraform.Output(t, opts, "registry_login_server"), wl, sl)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +217,7 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 		t.Fatal(err)
 	}
 	test_structure.SaveTerraformOptions(t, tfDir, opts)
-	terraform.Apply(t, opts)
+	timed("terraform apply, stage 2 (worker groups with the sidecar)", func() { terraform.Apply(t, opts) })
 
 	containers := terraform.OutputMap(t, opts, "container_names")
 	d := Deployment{
@@ -179,7 +236,9 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 		SidecarImage:   images.Sidecar,
 		Operator:       operator,
 		Params:         SuiteParams(),
+		Started:        started,
 		Deployed:       time.Now().UTC(),
+		Stages:         stages,
 	}
 	if d.ChaosContainer == "" || len(d.Groups) != env.Workers {
 		t.Fatalf("deploy: outputs name chaos container %q and %d groups, want the chaos container and %d groups", d.ChaosContainer, len(d.Groups), env.Workers)
@@ -282,6 +341,7 @@ func newCluster(t *testing.T, env Env, d Deployment, work string, cred azcore.To
 		Sidecar:        true,
 		Dir:            dir,
 		Logf:           t.Logf,
+		ARMBudget:      env.ARMBudget,
 		GroupsClient:   aci.NewContainerGroupsClient(),
 		Exec:           &ACIExec{Containers: aci.NewContainersClient(), ResourceGroup: d.ResourceGroup},
 		Accounts:       accounts,
@@ -293,25 +353,6 @@ func newCluster(t *testing.T, env Env, d Deployment, work string, cred azcore.To
 		t.Fatal(err)
 	}
 	return c
-}
-
-// credential is a service principal from ARM_* (Terraform's variables) when
-// set, else DefaultAzureCredential (AZURE_* variables, workload identity,
-// managed identity, az login).
-func credential(t *testing.T) azcore.TokenCredential {
-	t.Helper()
-	id, secret, tenant := os.Getenv("ARM_CLIENT_ID"), os.Getenv("ARM_CLIENT_SECRET"), os.Getenv("ARM_TENANT_ID")
-	var cred azcore.TokenCredential
-	var err error
-	if id != "" && secret != "" && tenant != "" {
-		cred, err = azidentity.NewClientSecretCredential(tenant, id, secret, nil)
-	} else {
-		cred, err = azidentity.NewDefaultAzureCredential(nil)
-	}
-	if err != nil {
-		t.Fatalf("azure credential: %v", err)
-	}
-	return cred
 }
 
 func repoRoot(t *testing.T) string {

@@ -34,25 +34,25 @@ func (l *crashLock) guard() error {
 	return nil
 }
 
-func (l *crashLock) Acquire(ctx context.Context, d time.Duration) error {
+func (l *crashLock) Acquire(ctx context.Context, id string, d time.Duration) error {
 	if err := l.guard(); err != nil {
 		return err
 	}
-	return l.Lock.Acquire(ctx, d)
+	return l.Lock.Acquire(ctx, id, d)
 }
 
-func (l *crashLock) Renew(ctx context.Context) error {
+func (l *crashLock) Renew(ctx context.Context, id string) error {
 	if err := l.guard(); err != nil {
 		return err
 	}
-	return l.Lock.Renew(ctx)
+	return l.Lock.Renew(ctx, id)
 }
 
-func (l *crashLock) Release(ctx context.Context) error {
+func (l *crashLock) Release(ctx context.Context, id string) error {
 	if err := l.guard(); err != nil {
 		return err
 	}
-	return l.Lock.Release(ctx)
+	return l.Lock.Release(ctx, id)
 }
 
 func (l *crashLock) Get(ctx context.Context) (election.Record, error) {
@@ -62,11 +62,11 @@ func (l *crashLock) Get(ctx context.Context) (election.Record, error) {
 	return l.Lock.Get(ctx)
 }
 
-func (l *crashLock) Update(ctx context.Context, r election.Record) error {
+func (l *crashLock) Update(ctx context.Context, id string, r election.Record) error {
 	if err := l.guard(); err != nil {
 		return err
 	}
-	return l.Lock.Update(ctx, r)
+	return l.Lock.Update(ctx, id, r)
 }
 
 // ScaleResult is one contender count's figures.

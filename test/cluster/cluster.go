@@ -136,8 +136,10 @@ type workerOpts struct {
 	args   []string
 }
 
-// Unsafe runs the workers with the hidden --unsafe-no-step-down flag: the
-// negative control, which keeps claiming leadership after losing it.
+// Unsafe runs the workers with --unsafe-no-step-down: the negative control,
+// which keeps claiming leadership after losing it. The flag exists only in
+// a binary built with -tags negativecontrol, so these workers run that
+// binary (UnsafeWorkerBinary); the production binary refuses it.
 func Unsafe() Option { return func(o *workerOpts) { o.unsafe = true } }
 
 // Args adds raw worker flags.

@@ -23,6 +23,7 @@ import (
 type Local struct {
 	t             testing.TB
 	bin           string
+	unsafeBin     string // "" until a worker with Unsafe starts
 	dir           string
 	params        Params
 	containerName string
@@ -43,10 +44,14 @@ var _ Cluster = (*Local)(nil)
 
 // LocalConfig configures NewLocal; the zero value is usable.
 type LocalConfig struct {
-	Params    Params // zero: DefaultParams()
-	Binary    string // zero: WorkerBinary(t)
-	Container string // zero: "leases"
-	Blob      string // zero: "leader"
+	Params Params // zero: DefaultParams()
+	Binary string // zero: WorkerBinary(t)
+	// UnsafeBinary runs the workers started with Unsafe. Zero:
+	// UnsafeWorkerBinary(t) (built with -tags negativecontrol) when Binary
+	// is zero too, else Binary (a stand-in worker serves both).
+	UnsafeBinary string
+	Container    string // zero: "leases"
+	Blob         string // zero: "leader"
 }
 
 // NewLocal starts Azurite and returns an empty local cluster; add workers
@@ -58,6 +63,8 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 	}
 	if cfg.Binary == "" {
 		cfg.Binary = WorkerBinary(t)
+	} else if cfg.UnsafeBinary == "" {
+		cfg.UnsafeBinary = cfg.Binary
 	}
 	if cfg.Container == "" {
 		cfg.Container = "leases"
@@ -68,6 +75,7 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 	c := &Local{
 		t:             t,
 		bin:           cfg.Binary,
+		unsafeBin:     cfg.UnsafeBinary,
 		dir:           t.TempDir(),
 		params:        cfg.Params,
 		containerName: cfg.Container,
@@ -111,6 +119,7 @@ func (c *Local) Start(ctx context.Context, n int, opts ...Option) ([]Worker, err
 	for _, opt := range opts {
 		opt(&o)
 	}
+	c.binaryFor(o) // build the negative control here, on the caller's goroutine
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
@@ -119,12 +128,19 @@ func (c *Local) Start(ctx context.Context, n int, opts ...Option) ([]Worker, err
 	var added []*localWorker
 	for range n {
 		slot := fmt.Sprintf("w%d", len(c.workers)+1)
-		px, err := chaos.NewProxy(slot, fmt.Sprintf("%s:%d", c.az.Host, c.az.Port))
+		// worker → toxiproxy (byte faults) → HTTP proxy (request faults) → Azurite
+		hp, err := chaos.NewHTTPProxy(slot, fmt.Sprintf("%s:%d", c.az.Host, c.az.Port))
 		if err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
-		w := &localWorker{c: c, slot: slot, proxy: px, opts: o, httpc: c.httpc}
+		px, err := chaos.NewProxy(slot, hp.Addr())
+		if err != nil {
+			hp.Close()
+			c.mu.Unlock()
+			return nil, err
+		}
+		w := &localWorker{c: c, slot: slot, proxy: px, http: hp, opts: o, httpc: c.httpc}
 		c.workers = append(c.workers, w)
 		added = append(added, w)
 	}
@@ -297,8 +313,26 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		}
 		c.mu.Unlock()
 		return nil
+	case *chaos.LateDelivery:
+		if err := need(); err != nil {
+			return err
+		}
+		f.Proxy = w.http
+		return nil
+	case *chaos.LostResponse:
+		if err := need(); err != nil {
+			return err
+		}
+		f.Proxy = w.http
+		return nil
 	case *chaos.BreakLease:
 		f.Blob = c.storage.NewBlobClient(c.blobName)
+		return nil
+	case *chaos.DeleteBlob:
+		f.Blob = c.storage.NewBlobClient(c.blobName)
+		return nil
+	case *chaos.DeleteContainer:
+		f.Container = c.storage
 		return nil
 	}
 	return fmt.Errorf("cluster: cannot bind fault %T", f)
@@ -476,6 +510,7 @@ func (c *Local) Stop() {
 	for _, w := range workers {
 		errs = append(errs, w.kill())
 		w.proxy.Close()
+		w.http.Close()
 	}
 	if c.az != nil {
 		c.az.Stop()
@@ -502,3 +537,17 @@ func containerClient(endpoint, name string) (*container.Client, error) {
 
 // proxyOf is a worker's proxy (for tests of the cluster itself).
 func (c *Local) proxyOf(w Worker) *chaos.Proxy { return w.(*localWorker).proxy }
+
+// binaryFor is the binary a worker runs: the negative-control build for a
+// worker started with Unsafe, built on first use.
+func (c *Local) binaryFor(o workerOpts) string {
+	if !o.unsafe {
+		return c.bin
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unsafeBin == "" {
+		c.unsafeBin = UnsafeWorkerBinary(c.t)
+	}
+	return c.unsafeBin
+}

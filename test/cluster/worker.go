@@ -25,7 +25,8 @@ import (
 type localWorker struct {
 	c     *Local
 	slot  string
-	proxy *chaos.Proxy
+	proxy *chaos.Proxy     // toxiproxy: what the worker dials
+	http  *chaos.HTTPProxy // behind proxy, in front of storage
 	opts  workerOpts
 
 	mu    sync.Mutex
@@ -184,7 +185,7 @@ func (w *localWorker) spawn() (*incarnation, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(c.bin, args...)
+	cmd := exec.Command(c.binaryFor(w.opts), args...)
 	// Only what the worker needs: no Azure credentials from the caller's
 	// environment can leak in, and no BLOBLEADER_* overrides.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + c.dir}

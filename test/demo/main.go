@@ -229,7 +229,7 @@ func (d *demo) table(tty bool) string {
 		b.WriteString("\033[H\033[2J")
 	}
 	fmt.Fprintf(&b, "blobleader demo — %d workers on Azurite %s   (lease 15s, poll 1s)\r\n\r\n", len(d.workers), d.az.BlobEndpoint())
-	fmt.Fprintf(&b, "  %-10s %-7s %-10s %-5s %-10s %s\r\n", "IDENTITY", "PID", "ROLE", "TERM", "LEADER", "SINCE")
+	fmt.Fprintf(&b, "  %-10s %-7s %-10s %-14s %-10s %s\r\n", "IDENTITY", "PID", "ROLE", "TERM", "LEADER", "SINCE")
 	for _, w := range d.workers {
 		s, ok := d.status(w)
 		switch {
@@ -242,7 +242,7 @@ func (d *demo) table(tty bool) string {
 			if tty && role == "leader" {
 				role = "\033[1;32mleader\033[0m    "
 			}
-			fmt.Fprintf(&b, "  %-10s %-7d %-10s %-5d %-10s %s\r\n", w.id, w.cmd.Process.Pid, role, s.Term, s.Leader, since)
+			fmt.Fprintf(&b, "  %-10s %-7d %-10s %-14d %-10s %s\r\n", w.id, w.cmd.Process.Pid, role, s.Term, s.Leader, since)
 		case w.alive():
 			fmt.Fprintf(&b, "  %-10s %-7d %-10s\r\n", w.id, w.cmd.Process.Pid, "starting")
 		default:

@@ -1,5 +1,6 @@
 // Package azuritetest starts and stops a private, in-memory Azurite blob service on a
-// free loopback port, for tests, the demo and the benchmarks.
+// free loopback port, for tests, the demo and the benchmarks — and for the
+// integration tests of services that use the library (like net/http/httptest).
 //
 // The binary comes from the repository's pinned npm install (node_modules/.bin,
 // made by `make node_modules`), or from $AZURITE_BLOB when set. Nothing here

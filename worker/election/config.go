@@ -3,6 +3,7 @@ package election
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 )
 
@@ -17,15 +18,24 @@ const (
 	SafetyMargin = 2 * time.Second
 )
 
+// MaxIdentityLength bounds Config.Identity, in bytes. The identity is stored
+// as the lock blob's "holder" metadata value, and Azure allows 8 KiB for all
+// of a blob's metadata names and values together; 256 bytes leaves the rest
+// (term, acquired, and whatever a later version adds) far inside that bound,
+// and is longer than any host name (253) plus a pid.
+const MaxIdentityLength = 256
+
 // Config holds the election's parameters. Build it from DefaultConfig and
 // override fields; NewElector validates it.
 type Config struct {
 	// Identity names this contender in the lock's metadata, in events and in
 	// OnNewLeader. Required; the worker defaults it to <hostname>-<pid>.
+	// Printable ASCII with no leading or trailing space, at most
+	// MaxIdentityLength bytes: what storage can carry as a metadata value.
 	Identity string
 
 	// LeaseDuration L is the lease storage grants on acquire and renew.
-	// 15s–60s; default 15s.
+	// Whole seconds, 15s–60s; default 15s.
 	LeaseDuration time.Duration
 
 	// RenewDeadline D: the leader steps down when D has passed since the send
@@ -57,11 +67,13 @@ type Config struct {
 	// Logger receives the election's logs; nil means slog.Default().
 	Logger *slog.Logger
 
-	// UnsafeNoStepDown makes a leader ignore its renew deadline and definite
-	// lease losses and keep claiming leadership. It exists only so the chaos
-	// harness can prove its checker catches an unsafe elector (a negative
-	// control). Never set it in production.
-	UnsafeNoStepDown bool
+	// unsafeNoStepDown makes a leader ignore its renew deadline and definite
+	// lease losses and keep claiming leadership: the chaos suite's negative
+	// control, which proves its checker catches an unsafe elector. It is
+	// unexported so that no library user and no flag of a shipped binary can
+	// set it; only EnableUnsafeNoStepDown, compiled under the negativecontrol
+	// build tag, does.
+	unsafeNoStepDown bool
 }
 
 // DefaultConfig returns the defaults of DESIGN §2 for the given identity.
@@ -107,8 +119,16 @@ func (c Config) Validate() error {
 	switch {
 	case c.Identity == "":
 		return bad("Identity", `""`, "must not be empty")
+	case len(c.Identity) > MaxIdentityLength:
+		return bad("Identity", fmt.Sprintf("(%d bytes)", len(c.Identity)), "must be at most %d bytes (it is stored in the lock blob's metadata, which Azure limits to 8 KiB in all)", MaxIdentityLength)
+	case !storableInMetadata(c.Identity):
+		return bad("Identity", strconv.Quote(c.Identity), "must be printable ASCII (space to ~) with no leading or trailing space: it is stored as a metadata value, an HTTP header, which storage refuses otherwise")
 	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
 		return bad("LeaseDuration", c.LeaseDuration, "must be between %s and %s (the range Azure Storage accepts; infinite leases are refused)", MinLeaseDuration, MaxLeaseDuration)
+	case c.LeaseDuration%time.Second != 0:
+		// Storage grants whole seconds: 15.9s would be sent as 15s, while the
+		// renew deadline's margin would be checked against 15.9s.
+		return bad("LeaseDuration", c.LeaseDuration, "must be a whole number of seconds (storage grants leases in whole seconds)")
 	case c.RenewDeadline <= 0:
 		return bad("RenewDeadline", c.RenewDeadline, "must be > 0")
 	case c.RenewDeadline >= c.LeaseDuration-SafetyMargin:
@@ -129,4 +149,19 @@ func (c Config) Validate() error {
 		return bad("ObserveEvery", c.ObserveEvery, "must be ≥ 1")
 	}
 	return nil
+}
+
+// storableInMetadata reports whether s survives a round trip as an Azure
+// metadata value. Metadata travels as x-ms-meta-* HTTP headers: a byte outside
+// printable ASCII breaks the request (Azure answers 403, the signature no
+// longer matching what the server decoded; a control character is not a
+// header at all), and HTTP strips leading and trailing whitespace, so the
+// value read back would not be the identity written.
+func storableInMetadata(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s[0] != ' ' && s[len(s)-1] != ' '
 }

@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +18,27 @@ func TestConfig_Validate(t *testing.T) {
 	}{
 		{"defaults are valid", func(c *Config) {}, ""},
 		{"identity empty", func(c *Config) { c.Identity = "" }, "Identity"},
+		// The identity travels as a metadata value (an HTTP header): storage
+		// refuses what a header cannot carry, and the term write fails for ever.
+		{"identity non-ASCII", func(c *Config) { c.Identity = "wörker-ü" }, "Identity"},
+		{"identity with a tab", func(c *Config) { c.Identity = "w\t1" }, "Identity"},
+		{"identity with a newline", func(c *Config) { c.Identity = "w1\nx-ms-meta-term: 99" }, "Identity"},
+		{"identity with DEL", func(c *Config) { c.Identity = "w\x7f1" }, "Identity"},
+		{"identity with a leading space", func(c *Config) { c.Identity = " w1" }, "Identity"},
+		{"identity with a trailing space", func(c *Config) { c.Identity = "w1 " }, "Identity"},
+		{"identity only a space", func(c *Config) { c.Identity = " " }, "Identity"},
+		{"identity with an inner space", func(c *Config) { c.Identity = "web 1" }, ""},
+		{"identity of printable ASCII", func(c *Config) { c.Identity = "w-1_a.b:c/d@e~!#$%&'()*+,;=?[]{}|<>\"`^" }, ""},
+		{"identity of MaxIdentityLength bytes", func(c *Config) { c.Identity = strings.Repeat("a", MaxIdentityLength) }, ""},
+		{"identity one byte too long", func(c *Config) { c.Identity = strings.Repeat("a", MaxIdentityLength+1) }, "Identity"},
+		{"identity of 9000 bytes (over Azure's 8 KiB of metadata)", func(c *Config) { c.Identity = strings.Repeat("a", 9000) }, "Identity"},
 		{"lease just below 15s", func(c *Config) { c.LeaseDuration = 15*time.Second - time.Nanosecond }, "LeaseDuration"},
 		{"lease 5s", func(c *Config) { c.LeaseDuration = 5 * time.Second }, "LeaseDuration"},
 		{"lease exactly 15s", func(c *Config) { c.LeaseDuration = 15 * time.Second }, ""},
 		{"lease exactly 60s", func(c *Config) { c.LeaseDuration = 60 * time.Second }, ""},
 		{"lease just above 60s", func(c *Config) { c.LeaseDuration = 60*time.Second + time.Nanosecond }, "LeaseDuration"},
+		{"lease 15.9s is not whole seconds", func(c *Config) { c.LeaseDuration = 15900 * time.Millisecond }, "LeaseDuration"},
+		{"lease 15s + 1ns is not whole seconds", func(c *Config) { c.LeaseDuration = 15*time.Second + time.Nanosecond }, "LeaseDuration"},
 		{"lease infinite (-1)", func(c *Config) { c.LeaseDuration = -1 }, "LeaseDuration"},
 		{"deadline zero", func(c *Config) { c.RenewDeadline = 0 }, "RenewDeadline"},
 		{"deadline equal to L-2s", func(c *Config) { c.RenewDeadline = 13 * time.Second }, "RenewDeadline"},
@@ -86,5 +103,18 @@ func TestNewElector_RejectsInvalidConfig(t *testing.T) {
 	}
 	if _, err := NewElector(DefaultConfig("a"), nil, Callbacks{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewElector with nil lock = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// The negative control must not be reachable from a production build: no
+// exported Config field may switch safety off (it is compiled in only under
+// the negativecontrol build tag; see negativecontrol.go).
+func TestConfig_NoExportedFieldDisablesSafety(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() && strings.Contains(strings.ToLower(f.Name), "unsafe") {
+			t.Errorf("Config.%s is exported: any library user could switch the negative control on", f.Name)
+		}
 	}
 }

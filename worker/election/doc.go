@@ -2,6 +2,23 @@
 // shared object (an Azure Storage blob in production; see package bloblock),
 // and runs a task while this process leads.
 //
+// # Start here
+//
+// Most services need one call: build a lock on a blob and hand RunTaskWhenLeader
+// the task that must run on exactly one instance:
+//
+//	c, _ := bloblock.NewContainerClient(bloblock.ClientConfig{
+//		AccountURL: "https://myacct.blob.core.windows.net", Container: "leases"})
+//	lock, _ := bloblock.New(c, "leader")
+//	cfg := election.DefaultConfig(hostname)
+//	err := election.RunTaskWhenLeader(ctx, cfg, lock, func(ctx context.Context, term int64) error {
+//		// ... work until ctx is cancelled; pass term to every side effect ...
+//	})
+//
+// Services that also want to know who leads, or to observe every event, use
+// NewElector with Callbacks and Run it. Unit tests use MemStore instead of a
+// blob; package azuritetest starts a real Azurite for integration tests.
+//
 // # How it works
 //
 // A follower tries to acquire the lease every RetryPeriod (jittered ±10%).
@@ -26,6 +43,11 @@
 //     process resumed after a pause never claims a lapsed leadership.
 //   - Terms strictly increase across leaderships, and each is written under
 //     the lease that grants it.
+//   - A request sent for one leadership never acts on a later one: every
+//     leadership has its own lease ID, so a late renew or release from an
+//     ended leadership is refused by storage.
+//   - The task's context is cancelled the instant leadership ends, and a task
+//     whose leadership lapsed before it could start is never started.
 //   - An elector never gives up: transient storage errors (timeouts, 5xx,
 //     throttling, 403 while a role assignment propagates) are retried for as
 //     long as Run's context lives.
@@ -49,4 +71,22 @@
 //     stepping down; Healthy reports it so an orchestrator can restart the
 //     process.
 //   - Leadership is not fair: any follower may win a free lease.
+//   - A clock that stops: the deadline runs on the monotonic clock, which on
+//     Linux does not advance while a VM is suspended (CLOCK_MONOTONIC stops
+//     during system suspend). A whole VM suspended for longer than
+//     LeaseDuration − RenewDeadline resumes believing in a leadership whose
+//     lease storage has already expired, until its next renew fails (at most
+//     RenewInterval + the request timeout). A process pause (SIGSTOP, GC) is
+//     covered: the clock keeps running. Fencing keeps side effects safe in
+//     both cases.
+//   - Terms stay monotonic across an operator deleting the lock blob or its
+//     container only as far as the term floor reaches: bloblock reads a
+//     missing term as the wall-clock millisecond, and every elector stays
+//     above the highest term it has seen, so a worker whose clock is set back
+//     by more than the time since the last deletion, with no memory of the
+//     old terms, could hand out a term a side-effect store has already seen
+//     (the store's fence then refuses it; see docs/operations.md).
+//   - A late acquire (one delivered after its sender gave up) can create a
+//     lease under an ID nobody renews: it costs at most one LeaseDuration of
+//     liveness, never safety.
 package election

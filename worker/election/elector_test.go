@@ -428,7 +428,9 @@ func TestElector_BrokenLeaseLeaderContendsAgain(t *testing.T) {
 		for round := range 5 {
 			time.Sleep(3 * time.Second)
 			store.Break() // an operator's BreakLease(0)
-			time.Sleep(2*time.Second + 1100*time.Millisecond)
+			// It learns at its next renew (≤ 2 s), pauses 2·P·1.1 like after a
+			// hand-off, then wins the free lease at its first poll.
+			time.Sleep(2*time.Second + 2200*time.Millisecond + time.Millisecond)
 			synctest.Wait()
 			if !a.e.IsLeader() {
 				t.Fatalf("round %d: the sole contender did not lead again after its lease was broken", round)
@@ -540,28 +542,6 @@ func checkIntervals(t *testing.T, breaks []time.Time, cs ...*contender) {
 	if len(ivs) < 2 {
 		t.Fatalf("only %d leaderships in a schedule of 30 faults: the test exercised nothing", len(ivs))
 	}
-}
-
-func TestElector_UnsafeNoStepDownKeepsClaimingAfterLoss(t *testing.T) {
-	// The negative control's mechanism: with UnsafeNoStepDown a deposed
-	// leader keeps claiming, and publishes no bound on its claim.
-	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
-		cfg := testConfig("a")
-		cfg.UnsafeNoStepDown = true
-		a := start(t, store, cfg, Callbacks{})
-		synctest.Wait()
-		a.lock.SetFault(hang("renew"))
-		b := start(t, store, testConfig("b"), Callbacks{})
-		time.Sleep(30 * time.Second)
-		synctest.Wait()
-		if len(leaders(a, b)) != 2 {
-			t.Fatal("the unsafe elector should still claim leadership beside the new leader")
-		}
-		if st := a.rec.all(EventStartedLeading); len(st) != 1 || !st[0].ValidUntil.IsZero() {
-			t.Fatalf("unsafe started_leading = %+v, want no valid_until", st)
-		}
-	})
 }
 
 func TestElector_RunTwiceIsRefused(t *testing.T) {

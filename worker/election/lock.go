@@ -7,16 +7,21 @@ import (
 )
 
 // Sentinel errors. Lock implementations wrap them with %w so the elector can
-// tell "someone else leads" and "our lease is definitely gone" from transient
-// failures, which it always retries.
+// tell "someone else leads", "our lease is definitely gone" and "storage
+// refuses this request" from transient failures, which it always retries.
 var (
 	// ErrInvalidConfig is wrapped by every *ConfigError.
 	ErrInvalidConfig = errors.New("election: invalid config")
 	// ErrLockHeld: the lock is held by another contender (409 LeaseAlreadyPresent).
 	ErrLockHeld = errors.New("election: lock held by another contender")
 	// ErrLockLost: our lease is definitely gone (changed, broken, expired and
-	// taken, or a lease-guarded write was refused). Never retried.
+	// taken, deleted with its blob or container, or a lease-guarded write was
+	// refused). Never retried.
 	ErrLockLost = errors.New("election: lease lost")
+	// ErrRejected: storage refused the request for a reason retrying will not
+	// fix by itself (a 4xx that is not a lease answer, e.g. metadata it cannot
+	// carry). The elector keeps contending but reports it in Healthy and Ready.
+	ErrRejected = errors.New("election: storage rejected the request")
 )
 
 // Record is what the lock stores beside the lease: who holds it and the
@@ -29,24 +34,35 @@ type Record struct {
 
 // Lock is one lease on one shared object. Implementations must honour ctx
 // deadlines on every call (the elector relies on it to keep its deadline),
-// and classify errors with ErrLockHeld and ErrLockLost; anything else is
-// treated as transient.
+// and classify errors with ErrLockHeld, ErrLockLost and ErrRejected; anything
+// else is treated as transient.
+//
+// Every lease operation names the lease it acts on by leaseID. The elector
+// picks a fresh ID for each leadership and keeps it while it retries an
+// acquire whose answer was lost, so a request sent for one leadership (a late
+// renew, a late release) can never act on a later one, and a lost acquire
+// answer never leaves a ghost lease. IDs are GUID strings, as Azure requires.
 //
 // A Lock is used by one Elector at a time; methods are not called concurrently.
 type Lock interface {
-	// Acquire takes the lease for d if nobody holds it (creating the
-	// underlying object if missing). Returns an error wrapping ErrLockHeld if
-	// another contender holds it.
-	Acquire(ctx context.Context, d time.Duration) error
-	// Renew extends the lease we hold. ErrLockLost if it is definitely gone.
-	Renew(ctx context.Context) error
-	// Release gives the lease up so another contender can take it at once.
-	Release(ctx context.Context) error
-	// Get reads the record, whoever holds the lease.
+	// Acquire takes the lease as leaseID for d if nobody else holds it
+	// (creating the underlying object if missing); acquiring a lease already
+	// held as leaseID extends it. Returns an error wrapping ErrLockHeld if
+	// another lease ID holds it.
+	Acquire(ctx context.Context, leaseID string, d time.Duration) error
+	// Renew extends the lease held as leaseID. ErrLockLost if it is
+	// definitely gone (including when the object was deleted).
+	Renew(ctx context.Context, leaseID string) error
+	// Release gives the lease held as leaseID up so another contender can
+	// take it at once. It never affects a lease held under another ID.
+	Release(ctx context.Context, leaseID string) error
+	// Get reads the record, whoever holds the lease. When there is no record
+	// (first use, or the object was deleted) it returns a Record whose Term is
+	// the lock's term floor: the next leadership's term will be above it.
 	Get(ctx context.Context) (Record, error)
-	// Update writes the record, guarded by our lease: it fails with
-	// ErrLockLost unless we still hold it.
-	Update(ctx context.Context, r Record) error
+	// Update writes the record, guarded by the lease held as leaseID: it
+	// fails with ErrLockLost unless that lease still holds the object.
+	Update(ctx context.Context, leaseID string, r Record) error
 	// Describe names the lock for logs, e.g. "blob leases/leader".
 	Describe() string
 }

@@ -12,11 +12,11 @@ import (
 // closely enough for unit tests: leases expire on the clock (time.Now, so a
 // testing/synctest bubble controls it), an expired lease can still be renewed
 // by its holder until someone else acquires, a broken lease cannot be renewed,
-// and a lease-guarded write needs an unexpired lease.
+// a lease-guarded write needs an unexpired lease, and every lease operation
+// names its lease ID (acquiring with the ID already held extends the lease).
 type MemStore struct {
 	mu      sync.Mutex
-	nextID  int64
-	leaseID int64 // 0: no lease ever, or released
+	leaseID string // "": no lease ever, released, or deleted
 	expires time.Time
 	period  time.Duration // of the current lease, reused by renew
 	broken  bool
@@ -34,9 +34,17 @@ func (s *MemStore) NewLock(name string) *MemLock { return &MemLock{s: s, name: n
 func (s *MemStore) Break() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.leaseID != 0 {
+	if s.leaseID != "" {
 		s.broken = true
 	}
+}
+
+// Delete removes the lease and the record, as an operator deleting the lock
+// blob or its container does.
+func (s *MemStore) Delete() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaseID, s.broken, s.rec = "", false, Record{}
 }
 
 // Record returns the stored record.
@@ -48,7 +56,7 @@ func (s *MemStore) Record() Record {
 
 // held reports whether a live lease exists; s.mu must be held.
 func (s *MemStore) held(now time.Time) bool {
-	return s.leaseID != 0 && !s.broken && now.Before(s.expires)
+	return s.leaseID != "" && !s.broken && now.Before(s.expires)
 }
 
 // MemLock is one elector's handle on a MemStore. Tests can make any call fail
@@ -57,10 +65,10 @@ type MemLock struct {
 	s    *MemStore
 	name string
 
-	mu    sync.Mutex
-	mine  int64 // the lease ID this handle holds (or last held)
-	fault func(ctx context.Context, op string) error
-	calls map[string]int
+	mu     sync.Mutex
+	fault  func(ctx context.Context, op string) error
+	calls  map[string]int
+	lastID map[string]string // the lease ID of each operation's last call
 }
 
 // SetFault installs f, called at the start of every operation with its name
@@ -73,6 +81,14 @@ func (l *MemLock) SetFault(f func(ctx context.Context, op string) error) {
 	l.fault = f
 }
 
+// LastLeaseID returns the lease ID the last call of op named (tests use it
+// to deliver a captured request late).
+func (l *MemLock) LastLeaseID(op string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastID[op]
+}
+
 // Calls returns how many times op was called.
 func (l *MemLock) Calls(op string) int {
 	l.mu.Lock()
@@ -80,12 +96,13 @@ func (l *MemLock) Calls(op string) int {
 	return l.calls[op]
 }
 
-func (l *MemLock) begin(ctx context.Context, op string) error {
+func (l *MemLock) begin(ctx context.Context, op, leaseID string) error {
 	l.mu.Lock()
 	if l.calls == nil {
-		l.calls = map[string]int{}
+		l.calls, l.lastID = map[string]int{}, map[string]string{}
 	}
 	l.calls[op]++
+	l.lastID[op] = leaseID
 	f := l.fault
 	l.mu.Unlock()
 	if f != nil {
@@ -96,46 +113,33 @@ func (l *MemLock) begin(ctx context.Context, op string) error {
 	return ctx.Err()
 }
 
-func (l *MemLock) Acquire(ctx context.Context, d time.Duration) error {
-	if err := l.begin(ctx, "acquire"); err != nil {
+func (l *MemLock) Acquire(ctx context.Context, leaseID string, d time.Duration) error {
+	if err := l.begin(ctx, "acquire", leaseID); err != nil {
 		return err
 	}
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	mine := l.owned()
-	if s.held(now) && s.leaseID != mine {
+	if s.held(now) && s.leaseID != leaseID {
 		return fmt.Errorf("memlock %s: %w", l.name, ErrLockHeld)
 	}
-	if s.leaseID == 0 || s.leaseID != mine || s.broken || !now.Before(s.expires) {
-		// A new lease; as in Azure, acquiring a lease we still hold (same
-		// lease ID) just extends it.
-		s.nextID++
-		s.leaseID = s.nextID
-	}
-	s.expires, s.period, s.broken = now.Add(d), d, false
-	l.mu.Lock()
-	l.mine = s.leaseID
-	l.mu.Unlock()
+	// A new lease, or (as in Azure) the same lease ID extending its own.
+	s.leaseID, s.expires, s.period, s.broken = leaseID, now.Add(d), d, false
 	return nil
 }
 
-func (l *MemLock) owned() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.mine
-}
-
-func (l *MemLock) Renew(ctx context.Context) error {
-	if err := l.begin(ctx, "renew"); err != nil {
+func (l *MemLock) Renew(ctx context.Context, leaseID string) error {
+	if err := l.begin(ctx, "renew", leaseID); err != nil {
 		return err
 	}
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.leaseID != l.owned() || s.leaseID == 0:
+	case s.leaseID == "":
+		return fmt.Errorf("memlock %s: no lease: %w", l.name, ErrLockLost)
+	case s.leaseID != leaseID:
 		return fmt.Errorf("memlock %s: lease ID mismatch: %w", l.name, ErrLockLost)
 	case s.broken:
 		return fmt.Errorf("memlock %s: lease is broken: %w", l.name, ErrLockLost)
@@ -145,35 +149,35 @@ func (l *MemLock) Renew(ctx context.Context) error {
 	return nil
 }
 
-func (l *MemLock) Release(ctx context.Context) error {
-	if err := l.begin(ctx, "release"); err != nil {
+func (l *MemLock) Release(ctx context.Context, leaseID string) error {
+	if err := l.begin(ctx, "release", leaseID); err != nil {
 		return err
 	}
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.leaseID != l.owned() || s.leaseID == 0 {
+	if s.leaseID != leaseID || s.leaseID == "" {
 		return fmt.Errorf("memlock %s: release of a lease not held: %w", l.name, ErrLockLost)
 	}
-	s.leaseID, s.broken = 0, false
+	s.leaseID, s.broken = "", false
 	return nil
 }
 
 func (l *MemLock) Get(ctx context.Context) (Record, error) {
-	if err := l.begin(ctx, "get"); err != nil {
+	if err := l.begin(ctx, "get", ""); err != nil {
 		return Record{}, err
 	}
 	return l.s.Record(), nil
 }
 
-func (l *MemLock) Update(ctx context.Context, r Record) error {
-	if err := l.begin(ctx, "update"); err != nil {
+func (l *MemLock) Update(ctx context.Context, leaseID string, r Record) error {
+	if err := l.begin(ctx, "update", leaseID); err != nil {
 		return err
 	}
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.leaseID != l.owned() || !s.held(time.Now()) {
+	if s.leaseID != leaseID || !s.held(time.Now()) {
 		return fmt.Errorf("memlock %s: write without a live lease: %w", l.name, ErrLockLost)
 	}
 	s.rec = r

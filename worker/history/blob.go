@@ -14,7 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // Container is where `--history blob` writes: one folder per identity, one
@@ -25,8 +25,12 @@ const Container = "history"
 // Blob appends records to an append blob in batches, flushed at least every
 // FlushEvery. Write never blocks: records wait in a bounded buffer and the
 // oldest are dropped (and counted) if storage stays unreachable that long.
+// Drops are not silent: the next flush writes a history_dropped record with
+// the count first, so whoever reads the history knows it has a hole.
 type Blob struct {
 	c          *container.Client
+	identity   string
+	start      time.Time
 	prefix     string
 	log        *slog.Logger
 	flushEvery time.Duration
@@ -37,6 +41,7 @@ type Blob struct {
 	base    int64    // absolute index of pending[0] (records ever removed from the head)
 	size    int
 	dropped atomic.Int64
+	written int64 // drops already announced in storage by a history_dropped record
 
 	seg     int
 	blocks  int
@@ -59,7 +64,7 @@ const segmentBlocks = 40000
 // identity; start names this process's blobs.
 func OpenBlob(c *container.Client, identity string, start time.Time, opts BlobOptions) *Blob {
 	b := &Blob{
-		c: c, prefix: fmt.Sprintf("%s/%d", identity, start.UnixNano()),
+		c: c, identity: identity, start: start, prefix: fmt.Sprintf("%s/%d", identity, start.UnixNano()),
 		log: opts.Logger, flushEvery: opts.FlushEvery, maxBuffer: opts.MaxBuffer,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -120,11 +125,30 @@ func (b *Blob) loop() {
 	}
 }
 
-// flush writes everything pending as one block (records stay queued on error).
+// EventDropped is the record a Blob sink writes ahead of the records that
+// follow a drop; Dropped says how many records were lost since the last one.
+const EventDropped = "history_dropped"
+
+// droppedLine is the history_dropped record for n lost records.
+func (b *Blob) droppedLine(n int64) []byte {
+	now := time.Now()
+	line, _ := json.Marshal(Record{
+		T: now.UTC().Format(time.RFC3339Nano), MonoNS: int64(now.Sub(b.start)), Identity: b.identity,
+		Event: EventDropped, Dropped: n, Reason: "history buffer full while storage was unreachable",
+	})
+	return append(line, '\n')
+}
+
+// flush writes everything pending as one block (records stay queued on
+// error), preceded by a history_dropped record when records were lost.
 func (b *Blob) flush(ctx context.Context) error {
 	b.mu.Lock()
 	batch, from := b.pending, b.base
+	lost := b.dropped.Load() - b.written
 	b.mu.Unlock()
+	if lost > 0 {
+		batch = append([][]byte{b.droppedLine(lost)}, batch...)
+	}
 	if len(batch) == 0 {
 		return nil
 	}
@@ -138,11 +162,15 @@ func (b *Blob) flush(ctx context.Context) error {
 	}
 	body := bytes.Join(batch, nil)
 	client := b.c.NewAppendBlobClient(b.Name())
-	if _, err := client.AppendBlock(bloblock.WithOp(ctx, "history_append"), streaming.NopCloser(bytes.NewReader(body)), nil); err != nil {
+	if _, err := client.AppendBlock(storage.WithOp(ctx, "history_append"), streaming.NopCloser(bytes.NewReader(body)), nil); err != nil {
 		return err
 	}
 	b.blocks++
 	b.mu.Lock()
+	b.written += lost
+	if lost > 0 {
+		batch = batch[1:]
+	}
 	// Remove what we wrote. Write may have dropped some of it from the head
 	// meanwhile, so count in absolute indexes.
 	n := max(0, from+int64(len(batch))-b.base)
@@ -157,15 +185,14 @@ func (b *Blob) flush(ctx context.Context) error {
 
 func (b *Blob) create(ctx context.Context) error {
 	client := b.c.NewAppendBlobClient(b.Name())
-	_, err := client.Create(bloblock.WithOp(ctx, "history_create"), nil)
+	_, err := client.Create(storage.WithOp(ctx, "history_create"), nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		// Locally (Azurite) nobody made the container; on Azure Terraform did
-		// and our role cannot create containers (403), which we tolerate.
-		if _, cerr := b.c.Create(bloblock.WithOp(ctx, "create_container"), nil); cerr != nil &&
-			!bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists, bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationFailure) {
+		// (and our role may not create containers).
+		if cerr := storage.EnsureContainer(ctx, b.c); cerr != nil {
 			return cerr
 		}
-		_, err = client.Create(bloblock.WithOp(ctx, "history_create"), nil)
+		_, err = client.Create(storage.WithOp(ctx, "history_create"), nil)
 	}
 	if err != nil {
 		return err

@@ -32,6 +32,9 @@ type Record struct {
 	// the leadership as known then; absent for an unbounded (unsafe) claim.
 	// (Additive to DESIGN §3.)
 	ValidUntil string `json:"valid_until,omitempty"`
+	// Dropped: on history_dropped (written by the Blob sink), how many
+	// records were lost before it. (Additive to DESIGN §3.)
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
 // NewRecord turns an election event into a record. start is the process

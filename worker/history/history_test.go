@@ -155,3 +155,41 @@ func TestBlob_WriteNeverBlocksWhenStorageIsDown(t *testing.T) {
 		t.Fatal("Close with storage down and records dropped returned nil")
 	}
 }
+
+// Records the sink had to drop are announced in the blob: a history_dropped
+// record with the count comes first, so a reader cannot mistake the history
+// for a complete one.
+func TestBlob_DroppedRecordsAreAnnouncedInTheBlob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	az := azuritetest.StartT(t)
+	c := historyClient(t, az.ConnectionString())
+	// A flush period far beyond the test: only Close flushes, so the 2 KiB
+	// buffer overflows first.
+	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: time.Hour, MaxBuffer: 2 << 10})
+	for i := range 500 {
+		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
+	}
+	dropped := sink.Dropped()
+	if dropped == 0 {
+		t.Fatal("a 2 KiB buffer held 500 records: nothing dropped")
+	}
+	if err := sink.Close(ctx); err == nil || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("Close after drops = %v, want an error naming the drops", err)
+	}
+	resp, err := c.NewAppendBlobClient(sink.Name()).DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := readLines(t, resp.Body)
+	if len(got) == 0 || got[0].Event != history.EventDropped || got[0].Dropped != dropped || got[0].Identity != "w1" {
+		t.Fatalf("first record %+v, want history_dropped with dropped=%d for w1", got[0], dropped)
+	}
+	if int64(len(got)-1)+dropped != 500 {
+		t.Fatalf("%d records kept + %d dropped != 500 written", len(got)-1, dropped)
+	}
+	if last := got[len(got)-1].Event; last != "499" {
+		t.Fatalf("last record %q, want the newest (499) kept", last)
+	}
+}

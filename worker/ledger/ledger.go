@@ -4,17 +4,25 @@
 //
 // Layout: append blobs "<blob>-ledger/00000001", "…/00000002", … in the
 // election's container. Each block is one JSON line. A segment's metadata
-// holds the highest term that has fenced it, the first seq it holds, and
-// whether it is sealed (full; the next segment continues the sequence).
+// holds the highest term that has fenced it and the holder that stamped it,
+// the first seq it holds, and whether it is sealed (full; the next segment
+// continues the sequence).
 //
 // Fencing: a new leader of term T first stamps term=T into the current
 // segment's metadata, conditioned on the ETag it just read (If-Match). That
 // write changes the ETag, and every append is conditioned on the writer's
-// last known ETag, so a deposed leader's next append fails with 412. A
-// writer that finds a term ≥ its own in the metadata is fenced. Sealing and
-// opening the next segment are conditioned the same way (If-Match on the
+// last known ETag, so a deposed leader's next append fails with 412. Sealing
+// and opening the next segment are conditioned the same way (If-Match on the
 // old segment, If-None-Match on the new one), so rotation cannot fork the
 // sequence.
+//
+// A 412 says the segment changed, not who changed it, and a write whose
+// answer was lost may have landed: so a writer decides it is fenced only
+// from the term it reads back (one read-check path, catchUp, for Open and
+// for every write of unknown outcome). A newer term — or our term under
+// another holder — is a fence; our own term and holder is a request of ours
+// that landed (an Open that failed after its stamp, a create or append whose
+// answer was lost or that arrived late), and the writer carries on after it.
 package ledger
 
 import (
@@ -27,6 +35,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +48,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // Entry is one ledger record.
@@ -65,6 +74,10 @@ const (
 	metaTerm   = "term"
 	metaFirst  = "first"
 	metaSealed = "sealed"
+	// metaHolder names the writer that stamped or created the segment
+	// (query-escaped, so any holder fits in a metadata value). With the term
+	// it tells a writer its own earlier stamp from another's.
+	metaHolder = "holder"
 )
 
 // Prefix is where the ledger of the election blob `blob` lives.
@@ -94,7 +107,8 @@ type Options struct {
 }
 
 // Open fences the ledger for term and returns a writer positioned after the
-// last entry. It returns ErrFenced if a term ≥ term already holds it.
+// last entry. It returns ErrFenced if a newer term already holds it (or an
+// older one: the same term again means a retry of our own Open).
 func Open(ctx context.Context, c *container.Client, blob string, term int64, holder string, opts Options) (*Writer, error) {
 	w := &Writer{c: c, blob: blob, term: term, holder: holder, segmentLimit: opts.SegmentLimit}
 	if w.segmentLimit <= 0 {
@@ -105,7 +119,7 @@ func Open(ctx context.Context, c *container.Client, blob string, term int64, hol
 	// (the stamp must stay conditional, or it could overwrite a newer term).
 	// The deposed leader stops within its renew deadline, so this ends.
 	for attempt := 0; ; attempt++ {
-		err := w.fence(ctx)
+		err := w.catchUp(ctx, claim)
 		if !errors.Is(err, errRace) {
 			if err != nil {
 				return nil, err
@@ -122,74 +136,98 @@ func Open(ctx context.Context, c *container.Client, blob string, term int64, hol
 }
 
 var (
+	// errRace: the segment changed between two of our requests, or a
+	// segment we meant to create appeared. Read again; the term decides.
 	errRace   = errors.New("ledger: concurrent write")
 	errExists = errors.New("ledger: segment exists")
 )
 
-// fencedIfExists: when a writer that already holds the ledger finds its next
-// segment opened by someone else, a newer term has moved on without it.
-func fencedIfExists(err error) error {
-	if errors.Is(err, errExists) {
-		return fmt.Errorf("%w: %v", ErrFenced, err)
-	}
-	return err
-}
+// catchUpMode says what catchUp does with a ledger an older term holds.
+type catchUpMode int
 
-func (w *Writer) fence(ctx context.Context) error {
+const (
+	// claim (Open): stamp our term over the older one.
+	claim catchUpMode = iota
+	// resume (a writer whose last write's outcome is unknown): the ledger
+	// must still be ours; any other term has fenced us.
+	resume
+)
+
+// catchUp is the one read-check path of Open and of a writer that lost track
+// of its last write: read the last segment's term under its ETag, decide
+// from the term alone whether we are fenced, and position the writer after
+// the last entry.
+//
+// The term (with the holder) is the whole evidence. Terms are unique to a
+// leadership, so a segment that holds our own term and holder was stamped or
+// created by us — a request of ours whose answer was lost, or an Open that
+// failed after its stamp — and is ours to continue, never a fence. A newer
+// term fences us; so does our term under another holder (a term handed out
+// twice, which the election's term floor prevents: we refuse rather than
+// share it).
+func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 	segs, err := segments(ctx, w.c, w.blob)
 	if err != nil {
 		return err
 	}
 	if len(segs) == 0 {
+		if mode == resume {
+			return fmt.Errorf("%w: the ledger is gone while we held it", ErrFenced)
+		}
 		// 1. An empty ledger: create segment 1, already stamped with our term.
 		if err := w.create(ctx, 1, 1); err != nil {
 			if errors.Is(err, errExists) {
-				return errRace // another writer made it first: fence theirs
+				return errRace // another writer (or a late request of ours) made it first
 			}
 			return err
 		}
 		w.next = 1
 		return nil
 	}
-	w.seg = segs[len(segs)-1]
-	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
-	props, err := client.GetProperties(bloblock.WithOp(ctx, "ledger_get"), nil)
+
+	// 2. Read the last segment's term, and check it.
+	seg := segs[len(segs)-1]
+	client := w.c.NewAppendBlobClient(segmentName(w.blob, seg))
+	props, err := client.GetProperties(storage.WithOp(ctx, "ledger_get"), nil)
 	if err != nil {
-		return fmt.Errorf("ledger: read segment %d: %w", w.seg, err)
+		return fmt.Errorf("ledger: read segment %d: %w", seg, err)
 	}
 	md := lower(props.Metadata)
-	if t := atoi(md[metaTerm]); t >= w.term {
-		return fmt.Errorf("%w: segment %d holds term %d, we are %d", ErrFenced, w.seg, t, w.term)
-	}
-	w.first = atoi(md[metaFirst])
-	// 2. Stamp our term, conditioned on what we read.
-	etag := *props.ETag
-	resp, err := client.SetMetadata(bloblock.WithOp(ctx, "ledger_fence"), meta(w.term, w.first, md[metaSealed] == "true"),
-		&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
-	if err != nil {
-		if isPrecondition(err) {
-			return errRace
+	etag, first, sealed := *props.ETag, atoi(md[metaFirst]), md[metaSealed] == "true"
+	switch t, ours := atoi(md[metaTerm]), md[metaHolder] == url.QueryEscape(w.holder); {
+	case t > w.term, t == w.term && !ours, t < w.term && mode == resume:
+		return fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
+	case t < w.term:
+		// 3. Stamp our term, conditioned on what we read.
+		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, sealed),
+			&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
+		if err != nil {
+			if isPrecondition(err) {
+				return errRace
+			}
+			return fmt.Errorf("ledger: fence segment %d: %w", seg, err)
 		}
-		return fmt.Errorf("ledger: fence segment %d: %w", w.seg, err)
+		etag = *resp.ETag
 	}
-	w.etag = *resp.ETag
-	// 3. Read the segment as of our stamp to find where the sequence stands.
-	entries, err := readSegment(ctx, w.c, w.blob, w.seg, &w.etag)
+
+	// 4. The segment is ours: read it as of that ETag to find where the
+	// sequence stands.
+	entries, err := readSegment(ctx, w.c, w.blob, seg, &etag)
 	if err != nil {
 		if isPrecondition(err) {
 			return errRace
 		}
 		return err
 	}
-	w.blocks = len(entries)
-	w.next = w.first
+	w.seg, w.first, w.etag, w.blocks = seg, first, etag, len(entries)
+	w.next = first
 	if len(entries) > 0 {
 		w.next = entries[len(entries)-1].Seq + 1
 	}
-	if md[metaSealed] == "true" {
-		// The last writer sealed this segment but had not opened the next
-		// when we read it: open it ourselves, or fence theirs if it won.
-		if err := w.create(ctx, w.seg+1, w.next); err != nil {
+	if sealed {
+		// The last writer (maybe we) sealed it but had not opened the next
+		// when we listed: open it ourselves, or read again if it appeared.
+		if err := w.create(ctx, seg+1, w.next); err != nil {
 			if errors.Is(err, errExists) {
 				return errRace
 			}
@@ -200,22 +238,25 @@ func (w *Writer) fence(ctx context.Context) error {
 }
 
 // create makes segment n (first seq `first`) stamped with our term, only if
-// it does not exist yet.
+// it does not exist yet, and positions the writer at its start.
 func (w *Writer) create(ctx context.Context, n int, first int64) error {
-	anyTag := azcore.ETagAny
-	resp, err := w.c.NewAppendBlobClient(segmentName(w.blob, n)).Create(bloblock.WithOp(ctx, "ledger_create"), &appendblob.CreateOptions{
-		Metadata:         meta(w.term, first, false),
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
-	})
+	create := func() (appendblob.CreateResponse, error) {
+		anyTag := azcore.ETagAny
+		return w.c.NewAppendBlobClient(segmentName(w.blob, n)).Create(storage.WithOp(ctx, "ledger_create"), &appendblob.CreateOptions{
+			Metadata:         w.meta(first, false),
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
+		})
+	}
+	resp, err := create()
+	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		if cerr := storage.EnsureContainer(ctx, w.c); cerr != nil {
+			return fmt.Errorf("ledger: create container: %w", cerr)
+		}
+		resp, err = create()
+	}
 	if err != nil {
 		if isPrecondition(err) || bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
-			return fmt.Errorf("%w: segment %d was opened by another writer", errExists, n)
-		}
-		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
-			if _, cerr := w.c.Create(bloblock.WithOp(ctx, "create_container"), nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-				return fmt.Errorf("ledger: create container: %w", cerr)
-			}
-			return w.create(ctx, n, first)
+			return fmt.Errorf("%w: segment %d already exists", errExists, n)
 		}
 		return fmt.Errorf("ledger: create segment %d: %w", n, err)
 	}
@@ -231,10 +272,33 @@ func (w *Writer) Term() int64 { return w.term }
 // error leaves the outcome unknown and the next Append first re-reads where
 // the ledger stands.
 func (w *Writer) Append(ctx context.Context) (Entry, error) {
-	if w.unsure {
-		if err := w.resync(ctx); err != nil {
-			return Entry{}, err
+	// A refused conditional write (412) says the segment changed, not who
+	// changed it: a newer term's stamp does, and so does a write of our own
+	// that we gave up on and that landed late. Re-read; the term tells. Our
+	// own late writes are few (one per failed call), so this ends; past a few
+	// rounds, give up for this call and stay unsure.
+	const rounds = 3
+	for attempt := 1; ; attempt++ {
+		e, err := w.append(ctx)
+		if !errors.Is(err, errRace) {
+			return e, err
 		}
+		w.unsure = true
+		if attempt == rounds {
+			return Entry{}, fmt.Errorf("ledger: the segment changed under us %d times while our term still held it: %w", rounds, err)
+		}
+	}
+}
+
+func (w *Writer) append(ctx context.Context) (Entry, error) {
+	if w.unsure {
+		if err := w.catchUp(ctx, resume); err != nil {
+			if errors.Is(err, ErrFenced) {
+				return Entry{}, err
+			}
+			return Entry{}, fmt.Errorf("ledger: resync: %w", err)
+		}
+		w.unsure = false
 	}
 	if w.blocks >= w.segmentLimit {
 		if err := w.rotate(ctx); err != nil {
@@ -245,11 +309,11 @@ func (w *Writer) Append(ctx context.Context) (Entry, error) {
 	line, _ := json.Marshal(e)
 	line = append(line, '\n')
 	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
-	resp, err := client.AppendBlock(bloblock.WithOp(ctx, "ledger_append"), streaming.NopCloser(bytes.NewReader(line)),
+	resp, err := client.AppendBlock(storage.WithOp(ctx, "ledger_append"), streaming.NopCloser(bytes.NewReader(line)),
 		&appendblob.AppendBlockOptions{AccessConditions: ifMatch(w.etag)})
 	if err != nil {
 		if isPrecondition(err) {
-			return Entry{}, fmt.Errorf("%w: append of seq %d refused (412)", ErrFenced, e.Seq)
+			return Entry{}, fmt.Errorf("%w: append of seq %d refused (412)", errRace, e.Seq)
 		}
 		w.unsure = true
 		return Entry{}, fmt.Errorf("ledger: append seq %d: %w", e.Seq, err)
@@ -261,60 +325,29 @@ func (w *Writer) Append(ctx context.Context) (Entry, error) {
 }
 
 // rotate seals the full segment (conditioned on our ETag) and opens the next.
+// Any failure leaves the writer unsure: the seal or the create may have
+// landed, and the next Append re-reads before it writes.
 func (w *Writer) rotate(ctx context.Context) error {
 	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
-	_, err := client.SetMetadata(bloblock.WithOp(ctx, "ledger_seal"), meta(w.term, w.first, true),
+	resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_seal"), w.meta(w.first, true),
 		&blob.SetMetadataOptions{AccessConditions: ifMatch(w.etag)})
 	if err != nil {
-		if isPrecondition(err) {
-			return fmt.Errorf("%w: seal of segment %d refused (412)", ErrFenced, w.seg)
-		}
 		w.unsure = true
+		if isPrecondition(err) {
+			return fmt.Errorf("%w: seal of segment %d refused (412)", errRace, w.seg)
+		}
 		return fmt.Errorf("ledger: seal segment %d: %w", w.seg, err)
 	}
-	return fencedIfExists(w.create(ctx, w.seg+1, w.next))
-}
-
-// resync re-reads the current segment after a write of unknown outcome. If
-// our term still holds it, carry on from what is there.
-func (w *Writer) resync(ctx context.Context) error {
-	segs, err := segments(ctx, w.c, w.blob)
-	if err != nil {
+	// The seal changed the segment's ETag; keep it, or the next conditional
+	// write on this segment would be refused by our own seal.
+	w.etag = *resp.ETag
+	if err := w.create(ctx, w.seg+1, w.next); err != nil {
+		w.unsure = true
+		if errors.Is(err, errExists) {
+			return fmt.Errorf("%w: %v", errRace, err)
+		}
 		return err
 	}
-	if len(segs) == 0 || segs[len(segs)-1] != w.seg {
-		if len(segs) > 0 && segs[len(segs)-1] == w.seg+1 {
-			// Our seal may have landed; whoever opened the next segment decides.
-			w.seg++
-		} else {
-			return fmt.Errorf("%w: the ledger moved on while our write was in doubt", ErrFenced)
-		}
-	}
-	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
-	props, err := client.GetProperties(bloblock.WithOp(ctx, "ledger_get"), nil)
-	if err != nil {
-		return fmt.Errorf("ledger: resync: %w", err)
-	}
-	md := lower(props.Metadata)
-	if t := atoi(md[metaTerm]); t != w.term {
-		return fmt.Errorf("%w: segment %d now holds term %d", ErrFenced, w.seg, t)
-	}
-	etag := *props.ETag
-	entries, err := readSegment(ctx, w.c, w.blob, w.seg, &etag)
-	if err != nil {
-		return fmt.Errorf("ledger: resync: %w", err)
-	}
-	w.etag, w.first, w.blocks = etag, atoi(md[metaFirst]), len(entries)
-	w.next = w.first
-	if len(entries) > 0 {
-		w.next = entries[len(entries)-1].Seq + 1
-	}
-	if md[metaSealed] == "true" {
-		if err := w.create(ctx, w.seg+1, w.next); err != nil {
-			return fencedIfExists(err)
-		}
-	}
-	w.unsure = false
 	return nil
 }
 
@@ -356,7 +389,7 @@ func segments(ctx context.Context, c *container.Client, blob string) ([]int, err
 	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
 	var out []int
 	for pager.More() {
-		page, err := pager.NextPage(bloblock.WithOp(ctx, "ledger_list"))
+		page, err := pager.NextPage(storage.WithOp(ctx, "ledger_list"))
 		if err != nil {
 			if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 				return nil, nil
@@ -380,7 +413,7 @@ func readSegment(ctx context.Context, c *container.Client, name string, n int, e
 	if etag != nil {
 		opts = &blob.DownloadStreamOptions{AccessConditions: ifMatch(*etag)}
 	}
-	resp, err := c.NewAppendBlobClient(segmentName(name, n)).DownloadStream(bloblock.WithOp(ctx, "ledger_read"), opts)
+	resp, err := c.NewAppendBlobClient(segmentName(name, n)).DownloadStream(storage.WithOp(ctx, "ledger_read"), opts)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read segment %d: %w", n, err)
 	}
@@ -400,9 +433,11 @@ func readSegment(ctx context.Context, c *container.Client, name string, n int, e
 	return out, nil
 }
 
-func meta(term, first int64, sealed bool) map[string]*string {
-	t, f, s := strconv.FormatInt(term, 10), strconv.FormatInt(first, 10), strconv.FormatBool(sealed)
-	return map[string]*string{metaTerm: &t, metaFirst: &f, metaSealed: &s}
+// meta is a segment's metadata as this writer stamps it.
+func (w *Writer) meta(first int64, sealed bool) map[string]*string {
+	t, f, s := strconv.FormatInt(w.term, 10), strconv.FormatInt(first, 10), strconv.FormatBool(sealed)
+	h := url.QueryEscape(w.holder)
+	return map[string]*string{metaTerm: &t, metaFirst: &f, metaSealed: &s, metaHolder: &h}
 }
 
 func lower(md map[string]*string) map[string]string {

@@ -175,9 +175,12 @@ run "worker_groups_have_no_ip" {
     condition     = alltrue([for g in azurerm_container_group.worker : g.restart_policy == "Always" && g.os_type == "Linux"])
     error_message = "Worker groups must restart Always."
   }
+  # azurerm applies `security { privilege_enabled }` only to the Confidential
+  # SKU; on Standard it proves nothing at best and fails the create at worst.
+  # Standard-SKU groups cannot run privileged containers at all.
   assert {
-    condition     = alltrue([for g in azurerm_container_group.worker : alltrue([for c in g.container : c.security[0].privilege_enabled == false])])
-    error_message = "No container may run privileged."
+    condition     = alltrue([for g in azurerm_container_group.worker : g.sku == "Standard" && alltrue([for c in g.container : length(c.security) == 0])])
+    error_message = "Worker groups must be Standard SKU (no privileged containers there) and set no security block (azurerm applies it only to the Confidential SKU)."
   }
 }
 
@@ -294,8 +297,8 @@ run "chaos_sidecar_is_off_by_default" {
     error_message = "Without chaos_sidecar.enabled each group runs the worker alone."
   }
   assert {
-    condition     = alltrue([for g in azurerm_container_group.worker : !contains(keys(g.container[0].environment_variables), "BLOBLEADER_STORAGE_DIAL")])
-    error_message = "Without the sidecar the worker dials storage directly."
+    condition     = alltrue([for g in azurerm_container_group.worker : !contains(keys(g.container[0].environment_variables), "BLOBLEADER_STORAGE_DIAL") && !contains(keys(g.container[0].environment_variables), "BLOBLEADER_CONTROL_LISTEN")])
+    error_message = "Without the sidecar the worker dials storage directly and serves no control endpoint."
   }
   assert {
     condition     = length(azurerm_storage_container.this) == 2 && length(azurerm_role_assignment.chaos_controller) == 0
@@ -326,9 +329,9 @@ run "chaos_sidecar_when_enabled" {
     condition = alltrue([
       for g in azurerm_container_group.worker :
       length(g.container) == 2 && g.container[1].name == "chaos" && length(g.container[1].ports) == 0 &&
-      g.ip_address_type == "None" && !g.container[1].security[0].privilege_enabled
+      g.ip_address_type == "None" && g.sku == "Standard" && length(g.container[1].security) == 0
     ])
-    error_message = "The sidecar is a second, unprivileged container with no ports, and the group stays without an IP."
+    error_message = "The sidecar is a second container with no ports and no security block in a Standard-SKU group (no privileged containers), and the group stays without an IP."
   }
   assert {
     condition = alltrue([
@@ -339,10 +342,12 @@ run "chaos_sidecar_when_enabled" {
       g.container[1].environment_variables["BLOBLEADER_CHAOS_ACCOUNT_URL"] == "https://stblobleadertest.blob.core.windows.net/" &&
       g.container[1].environment_variables["BLOBLEADER_CHAOS_CONTAINER"] == "chaos" &&
       g.container[1].environment_variables["BLOBLEADER_CHAOS_WORKER_STATUS"] == "http://127.0.0.1:8080/status" &&
+      g.container[0].environment_variables["BLOBLEADER_CONTROL_LISTEN"] == "127.0.0.1:8081" &&
+      g.container[1].environment_variables["BLOBLEADER_CHAOS_WORKER_STOP"] == "http://127.0.0.1:8081/stop" &&
       g.container[1].environment_variables["AZURE_CLIENT_ID"] == "11111111-1111-1111-1111-111111111111" &&
       g.container[1].secure_environment_variables == null
     ])
-    error_message = "The worker must dial the sidecar's loopback proxy, and the sidecar must listen on loopback only, read its own plan (named after its group) from the chaos container with the worker identity, and relay the worker's /status."
+    error_message = "The worker must dial the sidecar's loopback proxy and serve its control endpoint on loopback, and the sidecar must listen on loopback only, read its own plan (named after its group) from the chaos container with the worker identity, relay the worker's /status and know the worker's stop URL."
   }
   assert {
     condition     = azurerm_storage_container.this["chaos"].name == "chaos" && azurerm_storage_container.this["chaos"].container_access_type == "private"

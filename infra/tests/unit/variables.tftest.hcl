@@ -236,6 +236,14 @@ run "chaos_sidecar_on_the_worker_port" {
   expect_failures = [var.chaos_sidecar]
 }
 
+run "chaos_sidecar_control_on_the_proxy_port" {
+  command = plan
+  variables {
+    chaos_sidecar = { enabled = false, listen_port = 10443, control_port = 10443 }
+  }
+  expect_failures = [var.chaos_sidecar]
+}
+
 run "chaos_sidecar_controller_not_a_guid" {
   command = plan
   variables {

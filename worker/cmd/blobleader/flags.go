@@ -45,11 +45,18 @@ type options struct {
 	listen          string
 	history         string
 	logFormat       string
-	unsafe          bool
+	controlListen   string // control.go
+	unsafe          bool   // the negative control is on (only a -tags negativecontrol build sets it)
+	unsafeAsked     bool   // a production build was given the negative control's flag or env twin
 }
 
+// unsafeFlag is the negative control's flag: real only in a binary built with
+// -tags negativecontrol (negativecontrol.go), refused by every other build
+// (negativecontrol_refused.go).
+const unsafeFlag = "unsafe-no-step-down"
+
 // hidden flags are accepted but not listed by --help.
-var hidden = map[string]bool{"unsafe-no-step-down": true}
+var hidden = map[string]bool{unsafeFlag: true}
 
 func envName(flagName string) string {
 	return "BLOBLEADER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -120,7 +127,7 @@ Usage:
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	o.storageOptions.register(fs)
 	d := election.DefaultConfig("")
-	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status (default <hostname>-<pid>)")
+	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes (default <hostname>-<pid>)")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
 	fs.DurationVar(&o.renewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
@@ -131,8 +138,12 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
-	fs.BoolVar(&o.unsafe, "unsafe-no-step-down", false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
+	o.registerNegativeControl(fs)
+	o.registerControl(fs)
 	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := o.refuseNegativeControl(); err != nil {
 		return nil, err
 	}
 	if _, set := os.LookupEnv(envName("identity")); !set && !flagSet(fs, "identity") {
@@ -190,7 +201,8 @@ var fieldFlags = map[string]string{
 func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
 	c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryPeriod = o.leaseDuration, o.renewDeadline, o.renewInterval, o.retryPeriod
-	c.WatchdogTimeout, c.ShutdownGrace, c.UnsafeNoStepDown = o.watchdogTimeout, o.shutdownGrace, o.unsafe
+	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
+	o.applyNegativeControl(&c)
 	return c
 }
 
@@ -207,6 +219,9 @@ func (o *options) validate() error {
 		return usagef("%v", err)
 	}
 	if err := o.storageOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.validateControl(); err != nil {
 		return err
 	}
 	switch {

@@ -31,7 +31,7 @@ import (
 var processStart = time.Now()
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }
 
 // run is main without os.Exit, returning the exit code: 0 clean stop,
@@ -94,6 +94,13 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	historyFile, err := openHistoryFile(o.history)
+	if err != nil {
+		return err
+	}
+	if historyFile != nil {
+		defer historyFile.Close()
+	}
 	base := newLogger(o.logFormat, stderr)
 	log := base.With("identity", o.identity)
 	cfg := o.electionConfig()
@@ -139,12 +146,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 			}
 		}()
 	default:
-		f, err := history.OpenFile(o.history)
-		if err != nil {
-			return err
-		}
-		hist = f
-		defer f.Close()
+		hist = historyFile
 	}
 	onEvent := func(ev election.Event) {
 		metrics.ObserveEvent(ev)
@@ -176,6 +178,11 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	closeControl, err := startControl(o.controlListen, log) // after NotifyContext: a control stop is a SIGTERM
+	if err != nil {
+		return err
+	}
+	defer closeControl()
 	runErr := make(chan error, 1)
 	go func() { runErr <- elector.Run(ctx) }()
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,6 +76,7 @@ func TestWorker_InvalidConfigExitsTwoNamingTheFlag(t *testing.T) {
 	}{
 		{"lease 5s", nil, []string{conn, "--lease-duration=5s"}, "--lease-duration"},
 		{"lease 61s", nil, []string{conn, "--lease-duration=61s"}, "--lease-duration"},
+		{"lease 15.9s is not whole seconds", nil, []string{conn, "--lease-duration=15.9s"}, "--lease-duration"},
 		{"deadline equal to L-2s", nil, []string{conn, "--renew-deadline=13s"}, "--renew-deadline"},
 		{"deadline above L", nil, []string{conn, "--lease-duration=20s", "--renew-deadline=19s"}, "--renew-deadline"},
 		{"renew interval above D/3", nil, []string{conn, "--renew-interval=4s"}, "--renew-interval"},
@@ -193,6 +195,7 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
 	dir := t.TempDir()
+	start := time.Now()
 	leaderURL, leader := startWorker(t, az.ConnectionString(), "w1", filepath.Join(dir, "w1.jsonl"))
 	awaitRole(t, leaderURL, "leader") // then start the follower
 	followerURL, _ := startWorker(t, az.ConnectionString(), "w2", filepath.Join(dir, "w2.jsonl"))
@@ -213,8 +216,10 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339Nano, st["since"].(string)); err != nil {
 			t.Fatalf("since %q is not RFC3339Nano", st["since"])
 		}
-		if st["leaseDuration"] != "15s" || st["term"] != float64(1) {
-			t.Fatalf("/status = %v, want leaseDuration 15s, term 1", st)
+		// The first term on a new lock blob starts at the term floor (the
+		// wall-clock millisecond), not at 1: see docs/failover.md.
+		if st["leaseDuration"] != "15s" || (base == leaderURL && st["term"].(float64) < float64(start.UnixMilli())) {
+			t.Fatalf("/status = %v, want leaseDuration 15s and a term above the floor %d", st, start.UnixMilli())
 		}
 	}
 	if st := getStatus(t, leaderURL); st["role"] != "leader" || st["leader"] != "w1" || st["identity"] != "w1" {
@@ -222,9 +227,10 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 	}
 	// The follower reads the holder from metadata on its first held poll.
 	deadline := time.Now().Add(5 * time.Second)
-	for st := getStatus(t, followerURL); st["role"] != "follower" || st["leader"] != "w1"; st = getStatus(t, followerURL) {
+	leaderTerm := getStatus(t, leaderURL)["term"]
+	for st := getStatus(t, followerURL); st["role"] != "follower" || st["leader"] != "w1" || st["term"] != leaderTerm; st = getStatus(t, followerURL) {
 		if time.Now().After(deadline) {
-			t.Fatalf("follower /status = %v, want role follower, leader w1", st)
+			t.Fatalf("follower /status = %v, want role follower, leader w1, term %v", st, leaderTerm)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -242,7 +248,8 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 		}
 	}
 	resp.Body.Close()
-	for _, m := range []string{"blobleader_is_leader 1", "blobleader_term 1", "blobleader_transitions_total 1",
+	term := int64(getStatus(t, leaderURL)["term"].(float64))
+	for _, m := range []string{"blobleader_is_leader 1", "blobleader_term " + strconv.FormatFloat(float64(term), 'g', -1, 64), "blobleader_transitions_total 1",
 		`blobleader_storage_requests_total{code="201",op="acquire"} 1`} {
 		if !metrics[m] {
 			t.Errorf("/metrics lacks %q", m)

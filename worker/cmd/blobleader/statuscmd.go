@@ -9,8 +9,10 @@ import (
 )
 
 // runStatus prints a running worker's /status. The container image has no
-// shell or HTTP client, so `az container exec … --exec-command "/blobleader status"`
-// is how an operator asks a worker on Azure who leads.
+// shell or HTTP client, and ACI's exec runs one executable without
+// arguments, so the image links /status to the binary (argv0.go) and
+// `az container exec … --exec-command /status` is how an operator asks a
+// worker on Azure who leads.
 func runStatus(args []string, stdout io.Writer) error {
 	var url string
 	fs := newFlagSet("blobleader status", stdout, `blobleader status — print a running worker's /status JSON.

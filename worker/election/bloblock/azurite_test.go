@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
@@ -78,27 +79,28 @@ func TestLock_ClassifiesStorageAnswers(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	c, reqs := newContainer(t)
 	a, b := newLock(t, c), newLock(t, c)
+	idA, idB := uuid.NewString(), uuid.NewString()
 
 	// The first acquire creates the container and the blob.
-	if err := a.Acquire(ctx, 15*time.Second); err != nil {
+	if err := a.Acquire(ctx, idA, 15*time.Second); err != nil {
 		t.Fatalf("first Acquire on a missing container: %v", err)
 	}
-	if err := b.Acquire(ctx, 15*time.Second); !errors.Is(err, election.ErrLockHeld) {
+	if err := b.Acquire(ctx, idB, 15*time.Second); !errors.Is(err, election.ErrLockHeld) {
 		t.Fatalf("Acquire while held = %v, want ErrLockHeld", err)
 	}
-	if err := a.Acquire(ctx, 15*time.Second); err != nil {
+	if err := a.Acquire(ctx, idA, 15*time.Second); err != nil {
 		t.Fatalf("re-acquire of our own lease (same ID) = %v, want nil", err)
 	}
-	if err := a.Update(ctx, election.Record{Holder: "a", Term: 7, Acquired: time.Now()}); err != nil {
+	if err := a.Update(ctx, idA, election.Record{Holder: "a", Term: 7, Acquired: time.Now()}); err != nil {
 		t.Fatalf("Update under our lease: %v", err)
 	}
 	if rec, err := b.Get(ctx); err != nil || rec.Holder != "a" || rec.Term != 7 {
 		t.Fatalf("Get = %+v, %v; want holder a, term 7", rec, err)
 	}
-	if err := b.Update(ctx, election.Record{Holder: "b", Term: 8}); !errors.Is(err, election.ErrLockLost) {
+	if err := b.Update(ctx, idB, election.Record{Holder: "b", Term: 8}); !errors.Is(err, election.ErrLockLost) {
 		t.Fatalf("Update without the lease = %v, want ErrLockLost (412)", err)
 	}
-	if err := b.Renew(ctx); !errors.Is(err, election.ErrLockLost) {
+	if err := b.Renew(ctx, idB); !errors.Is(err, election.ErrLockLost) {
 		t.Fatalf("Renew of a lease someone else holds = %v, want ErrLockLost", err)
 	}
 
@@ -106,7 +108,7 @@ func TestLock_ClassifiesStorageAnswers(t *testing.T) {
 	if err := bloblock.Break(ctx, c, "leader"); err != nil {
 		t.Fatalf("Break: %v", err)
 	}
-	err := a.Renew(ctx)
+	err := a.Renew(ctx, idA)
 	if !errors.Is(err, election.ErrLockLost) {
 		t.Fatalf("Renew after BreakLease(0) = %v, want ErrLockLost", err)
 	}
@@ -118,13 +120,13 @@ func TestLock_ClassifiesStorageAnswers(t *testing.T) {
 		t.Fatalf("error text %q is not the compact form", err)
 	}
 	// A broken lease is free: b takes it at once.
-	if err := b.Acquire(ctx, 15*time.Second); err != nil {
+	if err := b.Acquire(ctx, idB, 15*time.Second); err != nil {
 		t.Fatalf("Acquire after break: %v", err)
 	}
-	if err := a.Release(ctx); !errors.Is(err, election.ErrLockLost) {
+	if err := a.Release(ctx, idA); !errors.Is(err, election.ErrLockLost) {
 		t.Fatalf("Release of a lease we lost = %v, want ErrLockLost", err)
 	}
-	if err := b.Release(ctx); err != nil {
+	if err := b.Release(ctx, idB); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	if n := reqs.count("acquire 201"); n < 2 {
@@ -140,7 +142,7 @@ func TestLock_RefusesOutOfRangeLeaseLikeAzure(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	c, _ := newContainer(t)
 	l := newLock(t, c)
-	err := l.Acquire(ctx, 5*time.Second)
+	err := l.Acquire(ctx, uuid.NewString(), 5*time.Second)
 	var se *bloblock.Error
 	if !errors.As(err, &se) || se.Status != 400 {
 		t.Fatalf("Acquire(5s) = %v, want 400 from storage", err)
@@ -157,7 +159,7 @@ func TestLock_TimeoutIsTransient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	err := l.Renew(ctx)
+	err := l.Renew(ctx, uuid.NewString())
 	if err == nil || errors.Is(err, election.ErrLockLost) || errors.Is(err, election.ErrLockHeld) {
 		t.Fatalf("Renew with an expired context = %v, want a transient error", err)
 	}
@@ -183,5 +185,123 @@ func TestNewContainerClient_RejectsBadInput(t *testing.T) {
 				t.Fatalf("NewContainerClient = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Hole 1 (issue 10): a release held in flight from an ended leadership
+// arrives after the same process leads again. With one lease ID per
+// leadership storage refuses it; the current lease survives.
+func TestLock_LateReleaseOfAnEndedLeadershipCannotFreeALaterOne(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c, _ := newContainer(t)
+	a, b := newLock(t, c), newLock(t, c)
+	first, second := uuid.NewString(), uuid.NewString()
+	if err := a.Acquire(ctx, first, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// The first leadership ends; its release is held in flight. The lease is
+	// still live at storage, so nobody else can take it…
+	if err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); !errors.Is(err, election.ErrLockHeld) {
+		t.Fatalf("Acquire by b while a's lease is live = %v, want ErrLockHeld", err)
+	}
+	// …until it is released or expires. Model the release landing first (as
+	// a fresh Acquire would need), then the next leadership of the same
+	// process, with its own ID.
+	if err := a.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Acquire(ctx, second, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// A duplicate of the first release (retried by a proxy, delivered late).
+	err := a.Release(ctx, first)
+	if !errors.Is(err, election.ErrLockLost) {
+		t.Fatalf("late Release with the ended leadership's ID = %v, want a refusal (ErrLockLost)", err)
+	}
+	if err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); !errors.Is(err, election.ErrLockHeld) {
+		t.Fatalf("after the late release b could acquire (%v): the later leadership's lease was freed", err)
+	}
+	if err := a.Renew(ctx, second); err != nil {
+		t.Fatalf("the later leadership cannot renew after the late release: %v", err)
+	}
+}
+
+// Hole 2 (issue 10): deleting the lock's container (or blob) under a holder
+// is a definite loss at its next renew or guarded write, and the recreated
+// record never yields a term at or below one handed out before.
+func TestLock_DeletedContainerOrBlobIsALossAndTermsStayAbove(t *testing.T) {
+	t.Parallel()
+	for _, what := range []string{"container", "blob"} {
+		t.Run(what, func(t *testing.T) {
+			ctx := ctxT(t, 30*time.Second)
+			c, _ := newContainer(t)
+			a := newLock(t, c)
+			id := uuid.NewString()
+			if err := a.Acquire(ctx, id, 15*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now().UnixMilli()
+			if err := a.Update(ctx, id, election.Record{Holder: "a", Term: before, Acquired: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			switch what {
+			case "container":
+				if _, err := c.Delete(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+			case "blob":
+				if err := bloblock.Break(ctx, c, "leader"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.NewBlobClient("leader").Delete(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := a.Renew(ctx, id); !errors.Is(err, election.ErrLockLost) {
+				t.Fatalf("Renew after the %s was deleted = %v, want ErrLockLost (404 is a definite loss)", what, err)
+			}
+			if err := a.Update(ctx, id, election.Record{Holder: "a", Term: before + 1}); !errors.Is(err, election.ErrLockLost) {
+				t.Fatalf("guarded Update after the %s was deleted = %v, want ErrLockLost", what, err)
+			}
+			if err := a.Release(ctx, id); !errors.Is(err, election.ErrLockLost) {
+				t.Fatalf("Release after the %s was deleted = %v, want ErrLockLost", what, err)
+			}
+			// Recreated by the next acquire (a deleted container may take a
+			// moment before Azurite lets it be created again).
+			b := newLock(t, c)
+			deadline := time.Now().Add(20 * time.Second)
+			for err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); err != nil; err = b.Acquire(ctx, uuid.NewString(), 15*time.Second) {
+				if time.Now().After(deadline) {
+					t.Fatalf("could not recreate the lock after deleting its %s: %v", what, err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			rec, err := b.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Term < before {
+				t.Fatalf("recreated record's term floor %d is below the term %d handed out before the delete", rec.Term, before)
+			}
+		})
+	}
+}
+
+// A term write storage cannot carry (metadata with non-ASCII characters
+// breaks the signed request: 403) is ErrRejected, not transient and not a
+// loss, so the elector surfaces it in /healthz and /readyz.
+func TestLock_MetadataStorageCannotCarryIsRejected(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c, _ := newContainer(t)
+	l := newLock(t, c)
+	id := uuid.NewString()
+	if err := l.Acquire(ctx, id, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	err := l.Update(ctx, id, election.Record{Holder: "wörker-ü", Term: 1, Acquired: time.Now()})
+	if !errors.Is(err, election.ErrRejected) || errors.Is(err, election.ErrLockLost) {
+		t.Fatalf("Update with non-ASCII metadata = %v, want ErrRejected", err)
 	}
 }

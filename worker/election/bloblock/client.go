@@ -14,6 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // ObserveFunc receives one storage HTTP request: the operation name (see
@@ -150,21 +152,11 @@ func checkConnectionString(s string) error {
 	return nil
 }
 
-type opKey struct{}
-
-// WithOp names the storage operation made with ctx, for ObserveFunc.
-func WithOp(ctx context.Context, op string) context.Context {
-	return context.WithValue(ctx, opKey{}, op)
-}
-
 type observePolicy struct{ observe ObserveFunc }
 
 func (p observePolicy) Do(req *policy.Request) (*http.Response, error) {
 	ctx := req.Raw().Context()
-	op, _ := ctx.Value(opKey{}).(string)
-	if op == "" {
-		op = "other"
-	}
+	op := storage.Op(ctx)
 	start := time.Now()
 	resp, err := req.Next()
 	code := "error"

@@ -29,23 +29,23 @@ type crashable struct {
 	dead atomic.Bool
 }
 
-func (c *crashable) Acquire(ctx context.Context, d time.Duration) error {
+func (c *crashable) Acquire(ctx context.Context, id string, d time.Duration) error {
 	if c.dead.Load() {
 		return errCrashed
 	}
-	return c.Lock.Acquire(ctx, d)
+	return c.Lock.Acquire(ctx, id, d)
 }
-func (c *crashable) Renew(ctx context.Context) error {
+func (c *crashable) Renew(ctx context.Context, id string) error {
 	if c.dead.Load() {
 		return errCrashed
 	}
-	return c.Lock.Renew(ctx)
+	return c.Lock.Renew(ctx, id)
 }
-func (c *crashable) Release(ctx context.Context) error {
+func (c *crashable) Release(ctx context.Context, id string) error {
 	if c.dead.Load() {
 		return errCrashed
 	}
-	return c.Lock.Release(ctx)
+	return c.Lock.Release(ctx, id)
 }
 func (c *crashable) Get(ctx context.Context) (election.Record, error) {
 	if c.dead.Load() {
@@ -53,11 +53,11 @@ func (c *crashable) Get(ctx context.Context) (election.Record, error) {
 	}
 	return c.Lock.Get(ctx)
 }
-func (c *crashable) Update(ctx context.Context, r election.Record) error {
+func (c *crashable) Update(ctx context.Context, id string, r election.Record) error {
 	if c.dead.Load() {
 		return errCrashed
 	}
-	return c.Lock.Update(ctx, r)
+	return c.Lock.Update(ctx, id, r)
 }
 
 // node is one elector on Azurite.
@@ -180,6 +180,7 @@ func others(leader *node, all ...*node) []*node {
 func TestElection_ExactlyOneOfThreeLeadsAndTermsCountTakeovers(t *testing.T) {
 	t.Parallel()
 	c, _ := newContainer(t)
+	start := time.Now()
 	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
 	leader := awaitLeader(t, 5*time.Second, nodes...)
 	// Hold steady for a few renew intervals: still exactly one, the same one.
@@ -190,16 +191,18 @@ func TestElection_ExactlyOneOfThreeLeadsAndTermsCountTakeovers(t *testing.T) {
 		}
 	}
 	rec, err := leader.lock.Get(ctxT(t, 5*time.Second))
-	if err != nil || rec.Term != 1 || rec.Holder != leader.id {
-		t.Fatalf("record = %+v, %v; want term 1 held by %s", rec, err, leader.id)
+	// The first term on a new blob starts above the term floor (the
+	// wall-clock millisecond), so it is above any term of a deleted record.
+	if err != nil || rec.Term < start.UnixMilli() || rec.Holder != leader.id {
+		t.Fatalf("record = %+v, %v; want a term above the floor %d held by %s", rec, err, start.UnixMilli(), leader.id)
 	}
 	// Two graceful takeovers: the term goes up by exactly one each time.
-	for want := int64(2); want <= 3; want++ {
+	for want := rec.Term + 1; want <= rec.Term+2; want++ {
 		drain(nodes...)
 		leader.cancel()
 		next, ev := awaitStart(t, 5*time.Second, others(leader, nodes...)...)
 		if ev.Term != want {
-			t.Fatalf("takeover %d: new term %d, want %d", want-1, ev.Term, want)
+			t.Fatalf("takeover to term %d: new term %d", want, ev.Term)
 		}
 		rec, err := next.lock.Get(ctxT(t, 5*time.Second))
 		if err != nil || rec.Term != want || rec.Holder != next.id {
@@ -268,6 +271,10 @@ func TestElection_BrokenLeaseLeaderStepsDownAndSomeoneLeads(t *testing.T) {
 	c, _ := newContainer(t)
 	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b")}
 	leader := awaitLeader(t, 5*time.Second, nodes...)
+	first, err := leader.lock.Get(ctxT(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(1 * time.Second)
 	drain(nodes...)
 	if err := bloblock.Break(ctxT(t, 5*time.Second), c, "leader"); err != nil {
@@ -289,7 +296,7 @@ func TestElection_BrokenLeaseLeaderStepsDownAndSomeoneLeads(t *testing.T) {
 	}
 	awaitLeader(t, 5*time.Second, nodes...)
 	rec, err := nodes[0].lock.Get(ctxT(t, 5*time.Second))
-	if err != nil || rec.Term != 2 {
-		t.Fatalf("record after the break = %+v, %v; want term 2", rec, err)
+	if err != nil || rec.Term != first.Term+1 {
+		t.Fatalf("record after the break = %+v, %v; want term %d", rec, err, first.Term+1)
 	}
 }

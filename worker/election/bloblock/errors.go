@@ -55,13 +55,30 @@ var lostCodes = []bloberror.Code{
 	bloberror.LeaseLost,
 }
 
+// callKind says what a failed call was, which decides what its answer means.
+type callKind int
+
+const (
+	// plainCall: acquire, get, break, creates — a 404 means "not there yet".
+	plainCall callKind = iota
+	// leaseCall: renew or release of a lease we hold — a 404 means the blob
+	// or its container was deleted under us, so the lease is gone.
+	leaseCall
+	// guardedWrite: a write conditioned on our lease — any 412 means the
+	// condition (our lease) no longer holds, a 404 that the blob is gone, and
+	// any other 4xx that storage will not take what we write.
+	guardedWrite
+)
+
+// Codes that mean the blob the lease was on no longer exists.
+var goneCodes = []bloberror.Code{bloberror.BlobNotFound, bloberror.ContainerNotFound}
+
 // classify turns an SDK error into an *Error: definite answers (someone
-// holds the lease; our lease is gone) are marked, everything else — timeouts,
-// 5xx, 503 ServerBusy, throttling, connection errors, 403 while a role
-// assignment propagates — is transient, and the elector retries it.
-// guardedWrite marks a write conditioned on our lease, where any 412 means
-// the condition (our lease) no longer holds.
-func classify(op string, err error, guardedWrite bool) error {
+// holds the lease; our lease is gone; storage refuses what we write) are
+// marked, everything else — timeouts, 5xx, 503 ServerBusy, throttling,
+// connection errors, 403 while a role assignment propagates — is transient,
+// and the elector retries it.
+func classify(op string, err error, kind callKind) error {
 	if err == nil {
 		return nil
 	}
@@ -75,8 +92,16 @@ func classify(op string, err error, guardedWrite bool) error {
 		e.Kind = election.ErrLockHeld
 	case bloberror.HasCode(err, lostCodes...):
 		e.Kind = election.ErrLockLost
-	case guardedWrite && e.Status == http.StatusPreconditionFailed:
+	case kind != plainCall && (e.Status == http.StatusNotFound || bloberror.HasCode(err, goneCodes...)):
 		e.Kind = election.ErrLockLost
+	case kind == guardedWrite && e.Status == http.StatusPreconditionFailed:
+		e.Kind = election.ErrLockLost
+	case kind == guardedWrite && e.Status >= 400 && e.Status < 500 &&
+		e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests:
+		// 403 for metadata storage cannot carry, 400 for an oversized one…
+		// Retrying the same write will not help; the elector keeps contending
+		// (a 403 may also be a role assignment still propagating) but says so.
+		e.Kind = election.ErrRejected
 	}
 	return e
 }

@@ -2,10 +2,18 @@
 // on one blob. The blob's metadata carries the record: holder, term (the
 // fencing token) and acquired.
 //
-// The lease ID is fixed for the life of a Lock (a random UUID), so an acquire
-// whose answer was lost in transit can be retried and simply re-acquires our
-// own lease instead of leaving a ghost lease that blocks everyone for L. A
-// restarted process gets a new ID and must wait for the old lease to expire.
+// Every lease operation carries the lease ID the elector chose for that
+// leadership (a fresh GUID each time), so a request held in flight from an
+// ended leadership — a late renew or release — meets a different lease ID
+// at storage and is refused (409 LeaseIdMismatchWithLeaseOperation). An
+// acquire whose answer was lost is retried with the same ID and simply
+// re-acquires our own lease instead of leaving a ghost lease that blocks
+// everyone for L.
+//
+// If an operator deletes the lock blob or its container, the holder's next
+// renew gets 404, a definite loss; the next acquire recreates both. Get on a
+// blob without a term returns the term floor (the wall-clock millisecond), so
+// terms handed out on a recreated record stay above every earlier one.
 package bloblock
 
 import (
@@ -25,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // Metadata keys on the lock blob.
@@ -36,11 +45,11 @@ const (
 
 // Lock is a lease on one blob. It is used by one elector at a time.
 type Lock struct {
-	c       *container.Client
-	name    string
-	blob    *blockblob.Client
-	lease   *lease.BlobClient
-	leaseID string
+	c    *container.Client
+	name string
+	blob *blockblob.Client
+	// now is the wall clock of the term floor (tests replace it).
+	now func() time.Time
 }
 
 var _ election.Lock = (*Lock)(nil)
@@ -50,17 +59,17 @@ func New(c *container.Client, name string) (*Lock, error) {
 	if name == "" {
 		return nil, fmt.Errorf("bloblock: blob name is empty")
 	}
-	id := uuid.NewString()
-	bb := c.NewBlockBlobClient(name)
-	lc, err := lease.NewBlobClient(bb, &lease.BlobClientOptions{LeaseID: &id})
-	if err != nil {
-		return nil, fmt.Errorf("bloblock: lease client: %w", err)
-	}
-	return &Lock{c: c, name: name, blob: bb, lease: lc, leaseID: id}, nil
+	return &Lock{c: c, name: name, blob: c.NewBlockBlobClient(name), now: time.Now}, nil
 }
 
-// LeaseID is this lock's lease ID (for lease-guarded writes by the caller).
-func (l *Lock) LeaseID() string { return l.leaseID }
+// leaseClient is the lease client for one lease ID: every lease operation
+// names the lease it acts on.
+func (l *Lock) leaseClient(leaseID string) (*lease.BlobClient, error) {
+	if _, err := uuid.Parse(leaseID); err != nil {
+		return nil, fmt.Errorf("bloblock: lease ID %q is not a GUID: %w", leaseID, err)
+	}
+	return lease.NewBlobClient(l.blob, &lease.BlobClientOptions{LeaseID: &leaseID})
+}
 
 // Describe names the lock for logs.
 func (l *Lock) Describe() string {
@@ -72,17 +81,22 @@ func containerName(c *container.Client) string {
 	return u[strings.LastIndex(u, "/")+1:]
 }
 
-// Acquire takes the lease for d, creating the container and blob if missing.
-func (l *Lock) Acquire(ctx context.Context, d time.Duration) error {
+// Acquire takes the lease as leaseID for d (whole seconds, as storage
+// counts them), creating the container and blob if missing.
+func (l *Lock) Acquire(ctx context.Context, leaseID string, d time.Duration) error {
+	lc, err := l.leaseClient(leaseID)
+	if err != nil {
+		return err
+	}
 	secs := int32(d / time.Second)
-	_, err := l.lease.AcquireLease(WithOp(ctx, "acquire"), secs, nil)
+	_, err = lc.AcquireLease(storage.WithOp(ctx, "acquire"), secs, nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		if err := l.ensure(ctx); err != nil {
 			return err
 		}
-		_, err = l.lease.AcquireLease(WithOp(ctx, "acquire"), secs, nil)
+		_, err = lc.AcquireLease(storage.WithOp(ctx, "acquire"), secs, nil)
 	}
-	return classify("acquire", err, false)
+	return classify("acquire", err, plainCall)
 }
 
 // ensure creates the container and the empty lock blob, idempotently. With a
@@ -90,46 +104,67 @@ func (l *Lock) Acquire(ctx context.Context, d time.Duration) error {
 // refused with 403; the container then exists (Terraform made it), so that
 // answer counts as ready.
 func (l *Lock) ensure(ctx context.Context) error {
-	_, err := l.c.Create(WithOp(ctx, "create_container"), nil)
-	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists, bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationFailure) {
-		return classify("create_container", err, false)
+	if err := storage.EnsureContainer(ctx, l.c); err != nil {
+		return classify("create_container", err, plainCall)
 	}
 	// If-None-Match: * so that we never overwrite a blob someone else made
 	// (and its term) between our acquire and this create.
 	anyTag := azcore.ETagAny
-	_, err = l.blob.Upload(WithOp(ctx, "create_blob"), streaming.NopCloser(strings.NewReader("")), &blockblob.UploadOptions{
+	_, err := l.blob.Upload(storage.WithOp(ctx, "create_blob"), streaming.NopCloser(strings.NewReader("")), &blockblob.UploadOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
 	})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet, bloberror.LeaseIDMissing) {
-		return classify("create_blob", err, false)
+		return classify("create_blob", err, plainCall)
 	}
 	return nil
 }
 
-// Renew extends our lease.
-func (l *Lock) Renew(ctx context.Context) error {
-	_, err := l.lease.RenewLease(WithOp(ctx, "renew"), nil)
-	return classify("renew", err, false)
+// Renew extends the lease held as leaseID.
+func (l *Lock) Renew(ctx context.Context, leaseID string) error {
+	lc, err := l.leaseClient(leaseID)
+	if err != nil {
+		return err
+	}
+	_, err = lc.RenewLease(storage.WithOp(ctx, "renew"), nil)
+	return classify("renew", err, leaseCall)
 }
 
-// Release gives our lease up.
-func (l *Lock) Release(ctx context.Context) error {
-	_, err := l.lease.ReleaseLease(WithOp(ctx, "release"), nil)
-	return classify("release", err, false)
+// Release gives the lease held as leaseID up; storage refuses it (409) when
+// the blob's lease has another ID, so it never frees a later leadership.
+func (l *Lock) Release(ctx context.Context, leaseID string) error {
+	lc, err := l.leaseClient(leaseID)
+	if err != nil {
+		return err
+	}
+	_, err = lc.ReleaseLease(storage.WithOp(ctx, "release"), nil)
+	return classify("release", err, leaseCall)
 }
 
-// Get reads the record from the blob's metadata. A blob without metadata (or
-// no blob yet) is term 0 with no holder.
+// Get reads the record from the blob's metadata. A blob without a term (or no
+// blob at all: first use, or deleted by an operator) returns the term floor.
 func (l *Lock) Get(ctx context.Context) (election.Record, error) {
-	props, err := l.blob.GetProperties(WithOp(ctx, "get"), nil)
+	props, err := l.blob.GetProperties(storage.WithOp(ctx, "get"), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
-		return election.Record{}, nil
+		return election.Record{Term: l.termFloor()}, nil
 	}
 	if err != nil {
-		return election.Record{}, classify("get", err, false)
+		return election.Record{}, classify("get", err, plainCall)
 	}
-	return parseRecord(props.Metadata)
+	r, err := parseRecord(props.Metadata)
+	if err == nil && r.Term == 0 {
+		r.Term = l.termFloor()
+	}
+	return r, err
 }
+
+// termFloor is the term below which a record without a term must not hand
+// out the next one: the wall-clock millisecond. A record is without a term on
+// first use and after an operator deleted the blob or its container; the
+// floor keeps every term handed out afterwards above every term handed out
+// before, as long as fewer than one leadership a millisecond happened and
+// the clock did not step back (electors also never go below the highest term
+// they have seen; docs/failover.md has the argument).
+func (l *Lock) termFloor() int64 { return l.now().UnixMilli() }
 
 func parseRecord(md map[string]*string) (election.Record, error) {
 	var r election.Record
@@ -155,15 +190,16 @@ func parseRecord(md map[string]*string) (election.Record, error) {
 	return r, nil
 }
 
-// Update writes the record, conditioned on our lease: storage refuses it
-// (412) once the lease is not ours.
-func (l *Lock) Update(ctx context.Context, r election.Record) error {
+// Update writes the record, conditioned on the lease held as leaseID:
+// storage refuses it (412) once that lease does not hold the blob, and with
+// 404 once the blob or its container is gone.
+func (l *Lock) Update(ctx context.Context, leaseID string, r election.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
 	md := map[string]*string{MetaHolder: &r.Holder, MetaTerm: &term, MetaAcquired: &acquired}
-	_, err := l.blob.SetMetadata(WithOp(ctx, "update"), md, &blob.SetMetadataOptions{
-		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &l.leaseID}},
+	_, err := l.blob.SetMetadata(storage.WithOp(ctx, "update"), md, &blob.SetMetadataOptions{
+		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID}},
 	})
-	return classify("update", err, true)
+	return classify("update", err, guardedWrite)
 }
 
 // Break frees the lease on blob name at once, as an operator would
@@ -175,6 +211,6 @@ func Break(ctx context.Context, c *container.Client, name string) error {
 		return err
 	}
 	zero := int32(0)
-	_, err = lc.BreakLease(WithOp(ctx, "break"), &lease.BlobBreakOptions{BreakPeriod: &zero})
-	return classify("break", err, false)
+	_, err = lc.BreakLease(storage.WithOp(ctx, "break"), &lease.BlobBreakOptions{BreakPeriod: &zero})
+	return classify("break", err, plainCall)
 }

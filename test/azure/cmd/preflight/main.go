@@ -18,5 +18,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	fmt.Printf("test-azure: subscription %s, region %s, %d workers, clock skew %v\n", env.SubscriptionID, env.Location, env.Workers, env.ClockSkew)
+	fmt.Printf("test-azure: subscription %s, region %s, %d workers, clock skew %v, ARM budget %v, credentials: %s\n",
+		env.SubscriptionID, env.Location, env.Workers, env.ClockSkew, env.ARMBudget, env.Credential.Kind)
 }

@@ -38,6 +38,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"net"
@@ -126,12 +127,15 @@ func (s *state) set(role string, term int64) {
 }
 
 type sample struct {
-	o      options
-	lock   *bloblock.Lock
-	st     *state
-	log    *slog.Logger
-	emitMu sync.Mutex
-	hist   *history.File
+	o    options
+	lock *bloblock.Lock
+	// leaseID of the current acquire attempt: the sample lets storage pick a
+	// new lease ID on every acquire, so a new one each attempt is its shape.
+	leaseID string
+	st      *state
+	log     *slog.Logger
+	emitMu  sync.Mutex
+	hist    *history.File
 }
 
 func (s *sample) emit(ev election.Event) {
@@ -156,7 +160,8 @@ func (s *sample) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		// 1. TryAcquireLeaseOrWait.
 		sent := time.Now()
-		err := s.call(ctx, func(c context.Context) error { return s.lock.Acquire(c, s.o.lease) })
+		s.leaseID = uuid.NewString()
+		err := s.call(ctx, func(c context.Context) error { return s.lock.Acquire(c, s.leaseID, s.o.lease) })
 		if err != nil {
 			if !errors.Is(err, election.ErrLockHeld) {
 				s.emit(election.Event{Kind: election.EventAcquireFailed, Time: time.Now(), Reason: err.Error()})
@@ -183,7 +188,7 @@ func (s *sample) loop(ctx context.Context) {
 func (s *sample) lead(ctx context.Context, term int64) bool {
 	for {
 		sent := time.Now()
-		err := s.call(ctx, s.lock.Renew)
+		err := s.call(ctx, func(c context.Context) error { return s.lock.Renew(c, s.leaseID) })
 		if ctx.Err() != nil {
 			s.stop(term)
 			return true
@@ -208,7 +213,7 @@ func (s *sample) lead(ctx context.Context, term int64) bool {
 func (s *sample) stop(term int64) {
 	s.st.set("stopping", term)
 	s.emit(election.Event{Kind: election.EventStoppedLeading, Time: time.Now(), Term: term, Reason: "shutdown"})
-	if err := s.call(context.Background(), s.lock.Release); err != nil {
+	if err := s.call(context.Background(), func(c context.Context) error { return s.lock.Release(c, s.leaseID) }); err != nil {
 		s.log.Error("release", "err", err)
 		return
 	}

@@ -1,0 +1,95 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+)
+
+// DeleteBlob is an operator deleting the lock blob, with its metadata (the
+// holder and the term). Storage refuses to delete a leased blob without the
+// lease ID, so the operator breaks the lease first, as the portal and the CLI
+// make one do; a contender that re-takes the lease in between is broken
+// again. The holder learns at its next renew (404 BlobNotFound), and whoever
+// acquires next finds a new, empty blob: the fault that shows whether terms
+// can go backwards. Remove has nothing to undo.
+type DeleteBlob struct {
+	Blob *blob.Client `json:"-"` // the lock blob, reached directly (not through a worker's proxy)
+
+	mu     sync.Mutex
+	active bool
+}
+
+var _ Fault = (*DeleteBlob)(nil)
+
+func (f *DeleteBlob) Kind() Kind { return KindDeleteBlob }
+
+// Target is TargetAll: the deletion hits whoever holds the lease.
+func (f *DeleteBlob) Target() string { return TargetAll }
+
+// BlobName is the lock blob as container/blob, for the timeline.
+func (f *DeleteBlob) BlobName() string { return blobName(f.Blob) }
+
+// Inject breaks any lease and deletes the blob; it retries the pair (every
+// 50 ms, within ctx) while a contender keeps re-taking the lease in between.
+// A blob that is already gone is an error (the operator deleted nothing).
+func (f *DeleteBlob) Inject(ctx context.Context) error {
+	if f.Blob == nil {
+		return fmt.Errorf("%w: delete_blob needs the lock blob", ErrNoTarget)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active {
+		return ErrInjected
+	}
+	lc, err := lease.NewBlobClient(f.Blob, nil)
+	if err != nil {
+		return err
+	}
+	zero := int32(0)
+	for {
+		_, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &zero})
+		if err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
+			return fmt.Errorf("chaos: delete blob: break its lease: %w", err)
+		}
+		_, err = f.Blob.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to(blob.DeleteSnapshotsOptionTypeInclude)})
+		switch {
+		case err == nil:
+			f.active = true
+			return nil
+		case !bloberror.HasCode(err, bloberror.LeaseIDMissing, bloberror.LeaseIDMismatchWithBlobOperation):
+			return fmt.Errorf("chaos: delete blob: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("chaos: delete blob: the lease kept being re-taken: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Remove forgets the deletion; the workers recreate the blob.
+func (f *DeleteBlob) Remove(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = false
+	return nil
+}
+
+// blobName is container/blob of c, for the timeline.
+func blobName(c *blob.Client) string {
+	if c == nil {
+		return ""
+	}
+	u, err := azblob.ParseURL(c.URL())
+	if err != nil {
+		return c.URL()
+	}
+	return u.ContainerName + "/" + u.BlobName
+}

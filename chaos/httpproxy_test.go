@@ -1,0 +1,120 @@
+package chaos
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/google/uuid"
+)
+
+// fixtureHTTP is fixtureStorage with an HTTP proxy in front of Azurite, and
+// optionally the toxiproxy Proxy in front of that (the local cluster's chain).
+func fixtureHTTP(t *testing.T) (direct *container.Client, hp *HTTPProxy) {
+	t.Helper()
+	srv := startAzurite(t)
+	direct, _ = fixtureStorage(t)
+	hp, err := NewHTTPProxy(containerNameOf(direct), fmt.Sprintf("%s:%d", srv.Host, srv.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hp.Close)
+	return direct, hp
+}
+
+// leaseVia is a lease client on blob name reached through hostport, with its
+// own fixed lease ID (as the worker's Lock has).
+func leaseVia(t *testing.T, hostport string, direct *container.Client, name string) *lease.BlobClient {
+	t.Helper()
+	id := uuid.NewString()
+	lc, err := lease.NewBlobClient(containerVia(t, hostport, containerNameOf(direct)).NewBlobClient(name), &lease.BlobClientOptions{LeaseID: &id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lc
+}
+
+func TestClassifyRequest(t *testing.T) {
+	req := func(method, query string, action string) *http.Request {
+		r := &http.Request{Method: method, URL: &url.URL{Path: "/acct/c/b", RawQuery: query}, Header: http.Header{}}
+		if action != "" {
+			r.Header.Set("X-Ms-Lease-Action", action)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		r    *http.Request
+		want Op
+	}{
+		{"acquire", req("PUT", "comp=lease", "acquire"), OpAcquire},
+		{"renew, odd case", req("PUT", "COMP=Lease", "Renew"), OpRenew},
+		{"release", req("PUT", "comp=lease", "release"), OpRelease},
+		{"break", req("PUT", "comp=lease", "break"), OpBreak},
+		{"change", req("PUT", "comp=lease", "change"), OpChange},
+		{"metadata write", req("PUT", "comp=metadata", ""), OpMetadata},
+		{"metadata read is not a write", req("GET", "comp=metadata", ""), OpOther},
+		{"append", req("PUT", "comp=appendblock", ""), OpAppend},
+		{"properties read", req("HEAD", "", ""), OpOther},
+		{"create blob", req("PUT", "", ""), OpOther},
+		{"lease without an action", req("PUT", "comp=lease", ""), OpOther},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ClassifyRequest(tc.r); got != tc.want {
+				t.Fatalf("ClassifyRequest = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if err := Op("lease").validate(); err == nil {
+		t.Fatal(`op "lease" accepted`)
+	}
+}
+
+// With no fault on it, the proxy forwards every kind of request unchanged,
+// also behind the toxiproxy Proxy (the local cluster's chain).
+func TestHTTPProxy_ForwardsUnchanged(t *testing.T) {
+	direct, hp := fixtureHTTP(t)
+	px := newProxy(t, "chain-"+containerNameOf(direct), hp.Addr())
+	for _, hostport := range []string{hp.Addr(), px.Addr()} {
+		via := containerVia(t, hostport, containerNameOf(direct))
+		name := "blob-" + uuid.NewString()[:8]
+		if err := put(via, name, 5*time.Second); err != nil {
+			t.Fatalf("upload via %s: %v", hostport, err)
+		}
+		if !exists(t, direct, name) {
+			t.Fatalf("blob uploaded via %s is not in storage", hostport)
+		}
+		lc := leaseVia(t, hostport, direct, name)
+		if _, err := lc.AcquireLease(ctxT(t, 5*time.Second), 15, nil); err != nil {
+			t.Fatalf("acquire via %s: %v", hostport, err)
+		}
+		md := "7"
+		id := lc.LeaseID()
+		if _, err := via.NewBlobClient(name).SetMetadata(ctxT(t, 5*time.Second), map[string]*string{"term": &md}, leaseCond(id)); err != nil {
+			t.Fatalf("metadata write via %s: %v", hostport, err)
+		}
+		props, err := direct.NewBlobClient(name).GetProperties(ctxT(t, 5*time.Second), nil)
+		if err != nil || props.Metadata == nil {
+			t.Fatalf("read back: %v", err)
+		}
+		if _, err := lc.ReleaseLease(ctxT(t, 5*time.Second), nil); err != nil {
+			t.Fatalf("release via %s: %v", hostport, err)
+		}
+	}
+}
+
+func leaseCond(id *string) *blob.SetMetadataOptions {
+	return &blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: id}}}
+}
+
+// directAddr is Azurite's host:port.
+func directAddr(t *testing.T) string {
+	t.Helper()
+	srv := startAzurite(t)
+	return fmt.Sprintf("%s:%d", srv.Host, srv.Port)
+}

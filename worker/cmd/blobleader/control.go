@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// The control endpoint (--control-listen, off by default). It exists so that
+// a graceful stop can be asked for by something that is not the process's
+// parent: on Azure Container Instances no ARM operation is documented to
+// SIGTERM a container (a restart is not documented to, and `az container
+// stop` is reported to SIGKILL), so the Azure test suite's chaos sidecar,
+// inside the same container group, POSTs here. The worker then sends itself
+// SIGTERM, so a control stop takes exactly the path an orchestrator's stop
+// takes: step down, release the lease, log `released`, exit 0.
+//
+// Contract (docs/architecture.md): POST /stop → 202 Accepted, then SIGTERM to
+// this process; any other method on /stop → 405; any other path → 404. The
+// address must be a loopback IP and port: nothing outside the host (or the
+// ACI group, whose containers share one network namespace) can reach it.
+
+func (o *options) registerControl(fs *flag.FlagSet) {
+	fs.StringVar(&o.controlListen, "control-listen", "", "loopback host:port for the control endpoint: POST /stop there stops this worker as SIGTERM would (the Azure chaos sidecar uses it); empty: off")
+}
+
+func (o *options) validateControl() error {
+	if o.controlListen == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(o.controlListen)
+	n, perr := strconv.Atoi(port)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || perr != nil || n < 0 || n > 65535 {
+		return usagef("invalid --control-listen %q: must be a loopback IP and port, e.g. 127.0.0.1:8081 (the endpoint can stop the worker, so nothing off the host may reach it)", o.controlListen)
+	}
+	return nil
+}
+
+// startControl serves the control endpoint on addr until the returned
+// function is called; with addr empty it does nothing. Call it only after
+// SIGTERM is being handled (signal.NotifyContext): a stop sends SIGTERM to
+// this process.
+func startControl(addr string, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --control-listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stop", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST /stop stops the worker", http.StatusMethodNotAllowed)
+			return
+		}
+		log.Info("graceful stop asked for on the control endpoint; sending SIGTERM to self", "from", r.RemoteAddr)
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintln(w, "stopping")
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			log.Error("cannot send SIGTERM to self", "err", err)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	log.Info("control endpoint listening", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}

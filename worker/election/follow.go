@@ -1,0 +1,148 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// won is a leadership just acquired: its term (written under its lease), its
+// lease ID, and when it lapses without a renew.
+type won struct {
+	term       int64
+	leaseID    string
+	validUntil time.Time
+}
+
+// follow polls for the lease every P (jittered) until it wins it and stamps
+// a new term; ok is false when ctx ended.
+func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bool) {
+	heldPolls := 0 // consecutive polls that found the lock held
+	// One lease ID per leadership attempt: kept while an acquire's answer may
+	// have been lost (retrying with it re-acquires our own ghost lease), and
+	// replaced once a request with it may still be in flight after we gave
+	// the lease up.
+	leaseID := newLeaseID()
+	timer := time.NewTimer(pause)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return won{}, false
+		case <-timer.C:
+		}
+
+		// 1. Try to take the lease. The send time bounds the lease from below:
+		// storage grants it at or after `sent`, so it lasts past sent + L.
+		sent := time.Now()
+		err := e.call(ctx, func(c context.Context) error { return e.lock.Acquire(c, leaseID, e.cfg.LeaseDuration) })
+		switch {
+		case ctx.Err() != nil:
+			if err == nil { // won just as we stop: do not make others wait L
+				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
+			}
+			return won{}, false
+		case err == nil:
+			e.touch(true)
+			// 2. Become leader: stamp a new term under the lease (the fencing token).
+			term, err := e.stampTerm(ctx, leaseID, sent)
+			if err == nil {
+				return won{term: term, leaseID: leaseID, validUntil: sent.Add(e.cfg.RenewDeadline)}, true
+			}
+			e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
+			e.log.Warn("acquired the lease but could not write the term; releasing", "err", err)
+			if !errors.Is(err, ErrLockLost) {
+				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
+			}
+			leaseID = newLeaseID() // the release may yet arrive late
+			heldPolls = 0
+		case errors.Is(err, ErrLockHeld):
+			e.touch(true)
+			// Someone leads. Read who (not every poll: it costs an operation),
+			// but every poll while we know nobody: the winner may not have
+			// stamped its term yet when we first look.
+			if heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" {
+				e.observe(ctx)
+			}
+			heldPolls++
+		default:
+			e.touch(false)
+			e.emit(Event{Kind: EventAcquireFailed, Reason: err.Error()})
+			e.log.Debug("acquire failed (transient)", "err", err)
+			heldPolls = 0
+		}
+		timer.Reset(jitter(e.cfg.RetryPeriod))
+	}
+}
+
+// stampTerm writes the new term under the lease just won. The term is above
+// the stored one and above every term this process has seen or led, so a
+// record recreated after an operator deleted it (whose Get returns the
+// lock's term floor) can never hand out a term at or below one already used.
+func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time) (int64, error) {
+	var rec Record
+	if err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err }); err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	next := Record{Holder: e.cfg.Identity, Term: max(rec.Term, e.highest) + 1, Acquired: time.Now().UTC()}
+	e.mu.Unlock()
+	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
+	e.mu.Lock()
+	switch {
+	case errors.Is(err, ErrRejected):
+		e.rejected = "storage refuses our term write: " + err.Error()
+	case err == nil:
+		e.rejected = ""
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	// Slow storage can eat the whole deadline before we start; then we have
+	// nothing left to lead with.
+	if !time.Now().Before(sent.Add(e.cfg.RenewDeadline)) {
+		return 0, errors.New("renew deadline passed while acquiring")
+	}
+	return next.Term, nil
+}
+
+func (e *Elector) knownLeader() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seenBy
+}
+
+// observe reads who leads from the record. A record that names us while we
+// follow is stale — the new holder has not stamped its term yet — so it
+// tells us nobody: we keep asking on every poll until the holder has written.
+func (e *Elector) observe(ctx context.Context) {
+	var rec Record
+	err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err })
+	if err != nil {
+		e.log.Debug("could not read the leader record", "err", err)
+		return
+	}
+	stamped := rec.Holder != "" // a term someone led (not a bare floor)
+	if rec.Holder == e.cfg.Identity {
+		rec.Holder = ""
+	}
+	e.mu.Lock()
+	if stamped {
+		e.noteTerm(rec.Term)
+	}
+	changed := rec.Holder != "" && (rec.Holder != e.seenBy || rec.Term != e.seenTerm)
+	if rec.Holder == "" {
+		e.seenBy = ""
+	} else if changed {
+		e.seenBy, e.seenTerm = rec.Holder, rec.Term
+	}
+	e.mu.Unlock()
+	if changed {
+		e.emit(Event{Kind: EventObservedLeader, Term: rec.Term, Leader: rec.Holder})
+		e.log.Info("observed leader", "leader", rec.Holder, "term", rec.Term)
+		if e.cb.OnNewLeader != nil {
+			e.cb.OnNewLeader(rec.Holder, rec.Term)
+		}
+	}
+}

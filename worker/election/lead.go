@@ -1,0 +1,278 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// An ending says why a leadership ended and what follows from it.
+type ending struct {
+	reason   string
+	release  bool // the lease may still be ours at storage: give it up
+	shutdown bool // Run is stopping: report RoleStopping
+}
+
+// handOn ends a leadership on purpose (deadline, watchdog, task exit): the
+// lease may still be ours at storage, so release it for a follower.
+func handOn(reason string) ending { return ending{reason: reason, release: true} }
+
+// lost ends a leadership storage has already ended (broken, taken, deleted):
+// there is nothing to release.
+func lost(reason string) ending { return ending{reason: reason} }
+
+// shutdown ends a leadership because Run's context ended: release, then stop.
+func shutdown() ending { return ending{reason: "shutdown", release: true, shutdown: true} }
+
+type renewResult struct {
+	sent time.Time
+	err  error
+}
+
+// leadership is one term of leading: the task, the renews and the deadline.
+// Its methods are the steps of the lead loop; only the loop's goroutine
+// calls them.
+type leadership struct {
+	e       *Elector
+	ctx     context.Context // Run's context
+	term    int64
+	leaseID string
+
+	cancelTask context.CancelFunc
+	taskDone   chan struct{}
+	taskErr    error // valid after taskDone is closed
+
+	renewCtx    context.Context
+	cancelRenew context.CancelFunc
+	inflight    chan renewResult // nil when no renew is in flight; one at a time
+	due         bool             // a tick came while a renew was in flight: renew as soon as it returns
+}
+
+// lead holds the leadership just won until it ends or ctx ends.
+func (e *Elector) lead(ctx context.Context, w won) {
+	now := time.Now()
+	e.mu.Lock()
+	e.leading, e.ledTerm, e.deadline, e.since, e.beat = true, w.term, w.validUntil, now, now
+	e.seenBy, e.seenTerm = e.cfg.Identity, w.term
+	e.noteTerm(w.term)
+	e.mu.Unlock()
+	e.emit(Event{Kind: EventStartedLeading, Term: w.term, Reason: "acquired", ValidUntil: e.reported(w.validUntil)})
+	e.log.Info("started leading", "term", w.term)
+	if e.cb.OnNewLeader != nil {
+		e.cb.OnNewLeader(e.cfg.Identity, w.term)
+	}
+
+	l := &leadership{e: e, ctx: ctx, term: w.term, leaseID: w.leaseID, taskDone: make(chan struct{})}
+	l.renewCtx, l.cancelRenew = context.WithCancel(ctx)
+	defer l.cancelRenew()
+	// A pause (GC, SIGSTOP) between the term write and here can outlast the
+	// leadership: then the task must not start at all.
+	if !e.unsafeNoStepDown && !time.Now().Before(w.validUntil) {
+		close(l.taskDone)
+		l.stepDown(handOn("renew deadline passed before the task started"))
+		return
+	}
+	l.startTask()
+	l.stepDown(l.loop())
+}
+
+// startTask runs the leader task with a context cancelled at step-down.
+func (l *leadership) startTask() {
+	var taskCtx context.Context
+	taskCtx, l.cancelTask = context.WithCancel(context.WithValue(l.ctx, heartbeatKey{}, l.e))
+	go func() {
+		defer close(l.taskDone)
+		if l.e.cb.OnStartedLeading == nil {
+			<-taskCtx.Done()
+			return
+		}
+		l.taskErr = l.e.cb.OnStartedLeading(taskCtx, l.term)
+	}()
+}
+
+// loop renews until the leadership ends, and says how it ended.
+func (l *leadership) loop() ending {
+	e := l.e
+	renewTick := time.NewTicker(e.cfg.RenewInterval)
+	defer renewTick.Stop()
+	deadlineTimer := time.NewTimer(time.Until(l.deadline()))
+	defer deadlineTimer.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			// 4. Graceful stop: task first, then release so a follower takes
+			// over within one retry period.
+			return shutdown()
+
+		case <-deadlineTimer.C:
+			if e.unsafeNoStepDown {
+				deadlineTimer.Reset(e.cfg.RenewInterval)
+				continue
+			}
+			if dl := l.deadline(); time.Now().Before(dl) { // extended by a renew since the timer was set
+				deadlineTimer.Reset(time.Until(dl))
+				continue
+			}
+			// 3. No successful renew sent within D: step down now. The lease
+			// may still be ours on the server, so release it best-effort.
+			return handOn("renew deadline exceeded")
+
+		case <-renewTick.C:
+			e.touch(false)
+			if reason := e.stalled(); reason != "" {
+				// 5. A wedged task under a healthy lease is the pattern's
+				// known failure: give the lease to someone who can work.
+				return handOn(reason)
+			}
+			if l.inflight == nil {
+				l.startRenew()
+			} else {
+				l.due = true
+			}
+
+		case r := <-l.inflight:
+			l.inflight = nil
+			if end, over := l.renewed(r); over {
+				return end
+			}
+			if dl := l.deadline(); r.err == nil {
+				deadlineTimer.Reset(time.Until(dl))
+			}
+			if l.due {
+				l.startRenew()
+			}
+
+		case <-l.taskDone:
+			if l.ctx.Err() != nil {
+				return shutdown()
+			}
+			reason := "task exited"
+			if l.taskErr != nil {
+				reason += ": " + l.taskErr.Error()
+			}
+			return handOn(reason)
+		}
+	}
+}
+
+func (l *leadership) deadline() time.Time {
+	l.e.mu.Lock()
+	defer l.e.mu.Unlock()
+	return l.e.deadline
+}
+
+// startRenew sends one renew on its own goroutine, so that a hung request can
+// never keep the loop from stepping down at the deadline.
+func (l *leadership) startRenew() {
+	e := l.e
+	l.due = false
+	ch := make(chan renewResult, 1)
+	l.inflight = ch
+	sent := time.Now()
+	// The request may not outlive the leadership it is trying to extend.
+	end := sent.Add(e.cfg.RequestTimeout())
+	if dl := l.deadline(); dl.Before(end) && !e.unsafeNoStepDown {
+		end = dl
+	}
+	go func() {
+		c, cancel := context.WithDeadline(l.renewCtx, end)
+		defer cancel()
+		ch <- renewResult{sent: sent, err: e.lock.Renew(c, l.leaseID)}
+	}()
+}
+
+// renewed applies a renew's answer: a success moves the deadline to its send
+// time + D; a definite loss ends the leadership; anything else is retried at
+// the next tick.
+func (l *leadership) renewed(r renewResult) (ending, bool) {
+	e := l.e
+	switch {
+	case r.err == nil:
+		e.touch(true)
+		e.mu.Lock()
+		if dl := r.sent.Add(e.cfg.RenewDeadline); dl.After(e.deadline) {
+			e.deadline = dl
+		}
+		dl := e.deadline
+		e.mu.Unlock()
+		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.reported(dl)})
+	case errors.Is(r.err, ErrLockLost) && !e.unsafeNoStepDown:
+		// A definite loss: someone broke or took the lease, or deleted its
+		// blob. Nothing to release.
+		return lost("lease lost: " + r.err.Error()), true
+	default:
+		e.emit(Event{Kind: EventRenewFailed, Term: l.term, Reason: r.err.Error()})
+		e.log.Warn("renew failed", "term", l.term, "err", r.err)
+	}
+	return ending{}, false
+}
+
+// stepDown ends the leadership. The order is the safety argument: leadership
+// stops being reported and the task's context is cancelled first, at once;
+// only then is the in-flight renew drained (so Lock calls stay sequential),
+// the task awaited (bounded), the callbacks and events delivered, and — if
+// the ending asks — the lease released with this leadership's own lease ID,
+// so a release that arrives late can never free a later leadership's lease.
+func (l *leadership) stepDown(end ending) {
+	e := l.e
+	e.mu.Lock()
+	validUntil := e.deadline
+	e.leading, e.stopping, e.seenBy, e.since = false, end.shutdown, "", time.Now()
+	e.mu.Unlock()
+	if l.cancelTask != nil {
+		l.cancelTask()
+	}
+
+	l.cancelRenew()
+	if l.inflight != nil {
+		select {
+		case <-l.inflight:
+		case <-time.After(e.cfg.RequestTimeout()):
+		}
+	}
+	l.awaitTask(end.reason)
+
+	e.emit(Event{Kind: EventStoppedLeading, Term: l.term, Reason: end.reason, ValidUntil: e.reported(validUntil)})
+	e.log.Info("stopped leading", "term", l.term, "reason", end.reason)
+	if e.cb.OnStoppedLeading != nil {
+		e.cb.OnStoppedLeading(end.reason)
+	}
+	if end.release {
+		l.release(end.reason)
+	}
+}
+
+// awaitTask waits up to ShutdownGrace for the cancelled task; a task that
+// does not return makes Healthy fail until it does.
+func (l *leadership) awaitTask(reason string) {
+	e := l.e
+	select {
+	case <-l.taskDone:
+		return
+	case <-time.After(e.cfg.ShutdownGrace):
+	}
+	msg := fmt.Sprintf("leader task of term %d did not return within %s of being cancelled (%s)", l.term, e.cfg.ShutdownGrace, reason)
+	e.log.Error(msg)
+	e.mu.Lock()
+	e.wedged = msg
+	e.mu.Unlock()
+	go func() {
+		<-l.taskDone
+		e.mu.Lock()
+		e.wedged = ""
+		e.mu.Unlock()
+	}()
+}
+
+// release gives the lease up on a fresh, bounded context (Run's may be
+// cancelled), as this leadership's lease ID.
+func (l *leadership) release(reason string) {
+	e := l.e
+	err := e.call(context.WithoutCancel(l.ctx), func(c context.Context) error { return e.lock.Release(c, l.leaseID) })
+	if err != nil {
+		e.log.Warn("release failed; the lease will expire on its own", "term", l.term, "err", err)
+		return
+	}
+	e.emit(Event{Kind: EventReleased, Term: l.term, Reason: reason})
+}

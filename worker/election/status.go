@@ -1,0 +1,130 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Role is what an elector is doing at the moment of asking.
+type Role string
+
+const (
+	RoleLeader   Role = "leader"
+	RoleFollower Role = "follower"
+	RoleStopping Role = "stopping"
+)
+
+// Status is a snapshot of the elector, with the role computed against the
+// renew deadline at the moment of asking.
+type Status struct {
+	Identity   string
+	Role       Role
+	Term       int64     // the term we lead, or the last term observed
+	Leader     string    // the known leader's identity; empty if unknown; never us unless we lead
+	Since      time.Time // when the current role began
+	ValidUntil time.Time // while leading: when leadership lapses without a renew
+}
+
+// IsLeader reports whether we lead right now: leadership is checked against
+// the renew deadline at the moment of asking, so a process resumed after a
+// pause never claims a leadership that has already lapsed.
+func (e *Elector) IsLeader() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.isLeaderLocked(time.Now())
+}
+
+func (e *Elector) isLeaderLocked(now time.Time) bool {
+	return e.leading && (e.unsafeNoStepDown || now.Before(e.deadline))
+}
+
+// Status returns a snapshot; see Status.
+func (e *Elector) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	s := Status{Identity: e.cfg.Identity, Role: RoleFollower, Term: e.seenTerm, Leader: e.seenBy, Since: e.since}
+	switch {
+	case e.stopping:
+		s.Role = RoleStopping
+	case e.isLeaderLocked(now):
+		s.Role, s.Term, s.Leader = RoleLeader, e.ledTerm, e.cfg.Identity
+		if !e.unsafeNoStepDown {
+			s.ValidUntil = e.deadline
+		}
+	case e.leading:
+		// The deadline passed and the loop has not noticed yet (paused, or a
+		// renew still hanging): we do not lead and cannot know who does.
+		s.Term, s.Leader, s.Since = e.ledTerm, "", e.deadline
+	}
+	return s
+}
+
+// Heartbeat records progress of the leader task for the stall watchdog.
+// Tasks can also call the package-level Heartbeat(ctx).
+func (e *Elector) Heartbeat() {
+	e.mu.Lock()
+	e.beat = time.Now()
+	e.mu.Unlock()
+}
+
+type heartbeatKey struct{}
+
+// Heartbeat records progress of the leader task whose context is ctx (the
+// one passed to OnStartedLeading). It does nothing for other contexts.
+func Heartbeat(ctx context.Context) {
+	if e, ok := ctx.Value(heartbeatKey{}).(*Elector); ok {
+		e.Heartbeat()
+	}
+}
+
+// Healthy returns nil unless the election loop or a leading task is wedged,
+// or storage keeps refusing our term write (see ErrRejected).
+func (e *Elector) Healthy() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.wedged != "" {
+		return errors.New(e.wedged)
+	}
+	if e.rejected != "" {
+		return errors.New(e.rejected)
+	}
+	// The loop touches lastLoop at least every max(P, renew interval) plus one
+	// request timeout; a full lease duration without progress means it is stuck.
+	if e.running && time.Since(e.lastLoop) > e.cfg.LeaseDuration {
+		return fmt.Errorf("election loop made no progress for %s", time.Since(e.lastLoop).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// Ready reports whether the elector is running, has had a definite answer
+// from storage within the last lease duration, and can lead if it wins.
+func (e *Elector) Ready() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case !e.running:
+		return errors.New("election loop not running")
+	case e.rejected != "":
+		return errors.New(e.rejected)
+	case e.lastReply.IsZero():
+		return errors.New("no answer from storage yet")
+	case time.Since(e.lastReply) > e.cfg.LeaseDuration:
+		return fmt.Errorf("no answer from storage for %s", time.Since(e.lastReply).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func (e *Elector) stalled() string {
+	if e.cfg.WatchdogTimeout <= 0 {
+		return ""
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if idle := time.Since(e.beat); idle > e.cfg.WatchdogTimeout {
+		return fmt.Sprintf("watchdog: no task heartbeat for %s", idle.Round(time.Millisecond))
+	}
+	return ""
+}
