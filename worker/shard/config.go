@@ -24,6 +24,10 @@ type Config struct {
 	// member lease and for every shard lease: the same L, renew deadline,
 	// renew interval and poll period P as the election, validated by the
 	// same rules. Its WatchdogTimeout and ShutdownGrace apply to shard tasks.
+	// Shard electors are built from a copy of it, so a negativecontrol build
+	// that switched on election.EnableUnsafeNoStepDown here gets shard
+	// owners that keep a shard after losing its lease (the shards negative
+	// control); nothing else can.
 	Election election.Config
 
 	// Container holds the pool (see Layout) and the shard ledgers.
@@ -47,12 +51,6 @@ type Config struct {
 	// SummaryEvery how often the leader publishes the summary. Default
 	// 5·RetryPeriod each; at least RetryPeriod.
 	ReportEvery, SummaryEvery time.Duration
-
-	// UnsafeKeepShards makes every shard lease keep claiming ownership after
-	// it is lost (election.Config.UnsafeNoStepDown per shard). It exists only
-	// for the chaos harness's negative control; the production binary cannot
-	// set it.
-	UnsafeKeepShards bool
 }
 
 // ErrInvalidConfig is wrapped by every configuration error New returns.

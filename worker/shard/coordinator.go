@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
-	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // coordinator is the leader's side of the pool for one term: every P it
@@ -244,12 +244,12 @@ func (co *coordinator) collect(ctx context.Context, st poolState, now time.Time)
 		}
 		k++
 		_ = co.call(ctx, func(c context.Context) error {
-			_, err := w.cfg.Container.NewBlobClient(w.layout.Member(m)).Delete(bloblock.WithOp(c, "member_gc"), nil)
+			_, err := w.cfg.Container.NewBlobClient(w.layout.Member(m)).Delete(storage.WithOp(c, "member_gc"), nil)
 			return err
 		})
 		if st.Reports[m] {
 			_ = co.call(ctx, func(c context.Context) error {
-				_, err := w.cfg.Container.NewBlobClient(w.layout.Report(m)).Delete(bloblock.WithOp(c, "member_gc"), nil)
+				_, err := w.cfg.Container.NewBlobClient(w.layout.Report(m)).Delete(storage.WithOp(c, "member_gc"), nil)
 				return err
 			})
 		}

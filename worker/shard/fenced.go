@@ -17,7 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 var (
@@ -52,7 +52,7 @@ func newFencedDoc(c *container.Client, name, op string) *fencedDoc {
 // read downloads the document into v and remembers its ETag. found is false
 // when it does not exist yet; term is the writer's term from metadata.
 func (d *fencedDoc) read(ctx context.Context, v any) (term int64, found bool, err error) {
-	resp, err := d.blob.DownloadStream(bloblock.WithOp(ctx, d.op+"_read"), nil)
+	resp, err := d.blob.DownloadStream(storage.WithOp(ctx, d.op+"_read"), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		d.etag, d.seen = "", false
 		return 0, false, nil
@@ -89,7 +89,7 @@ func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
 		cond.IfNoneMatch = &anyTag
 	}
 	ct := "application/json"
-	resp, err := d.blob.UploadBuffer(bloblock.WithOp(ctx, d.op+"_write"), b, &blockblob.UploadBufferOptions{
+	resp, err := d.blob.UploadBuffer(storage.WithOp(ctx, d.op+"_write"), b, &blockblob.UploadBufferOptions{
 		Metadata:         map[string]*string{metaTerm: &t},
 		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: &ct},
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond},
@@ -102,7 +102,7 @@ func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
 		return err
 	}
 	// Someone wrote since we read. Whose term?
-	props, perr := d.blob.GetProperties(bloblock.WithOp(ctx, d.op+"_get"), nil)
+	props, perr := d.blob.GetProperties(storage.WithOp(ctx, d.op+"_get"), nil)
 	if perr != nil {
 		return fmt.Errorf("%w (and reading it back failed: %v)", errConflict, perr)
 	}
@@ -128,15 +128,10 @@ func isPrecondition(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
 }
 
-func isNotModified(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusNotModified
-}
-
 // readJSON downloads a small JSON blob into v (reports). found is false when
 // it does not exist.
 func readJSON(ctx context.Context, c *container.Client, name, op string, v any) (found bool, err error) {
-	resp, err := c.NewBlobClient(name).DownloadStream(bloblock.WithOp(ctx, op), nil)
+	resp, err := c.NewBlobClient(name).DownloadStream(storage.WithOp(ctx, op), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		return false, nil
 	}

@@ -32,11 +32,11 @@ type gatedLock struct {
 	allow func() error
 }
 
-func (g gatedLock) Acquire(ctx context.Context, d time.Duration) error {
+func (g gatedLock) Acquire(ctx context.Context, leaseID string, d time.Duration) error {
 	if err := g.allow(); err != nil {
 		return err
 	}
-	return g.Lock.Acquire(ctx, d)
+	return g.Lock.Acquire(ctx, leaseID, d)
 }
 
 type progressKey struct{}
@@ -65,7 +65,6 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	}
 	cfg := w.cfg.Election
 	cfg.ObserveEvery = 60 // the holder of a shard is for logs only: save the reads
-	cfg.UnsafeNoStepDown = w.cfg.UnsafeKeepShards
 	cfg.Logger = w.log.With("shard", n)
 	r := &shardRun{n: n, done: make(chan struct{})}
 	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func() error { return w.view.mayAcquire(n, time.Now()) }},

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // shardLease is one shard's lock as a listing shows it.
@@ -39,7 +40,7 @@ func listPool(ctx context.Context, c *container.Client, l Layout, n int) (poolSt
 		Include: container.ListBlobsInclude{Metadata: true},
 	})
 	for pager.More() {
-		page, err := pager.NextPage(bloblock.WithOp(ctx, "pool_list"))
+		page, err := pager.NextPage(storage.WithOp(ctx, "pool_list"))
 		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 			return st, nil
 		}

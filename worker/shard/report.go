@@ -9,7 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
-	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // ShardProgress is how far one shard's task has got under one term.
@@ -75,7 +75,7 @@ func (w *Worker) writeReport(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.Election.RequestTimeout())
 	defer cancel()
 	ct := "application/json"
-	_, err := w.cfg.Container.NewBlockBlobClient(w.layout.Report(r.Identity)).UploadBuffer(bloblock.WithOp(rctx, "report_write"), b,
+	_, err := w.cfg.Container.NewBlockBlobClient(w.layout.Report(r.Identity)).UploadBuffer(storage.WithOp(rctx, "report_write"), b,
 		&blockblob.UploadBufferOptions{HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &ct}})
 	if err != nil {
 		w.log.Debug("progress report failed", "err", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
-	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // Why the gate refuses an acquisition (transient to the shard's elector:
@@ -54,8 +54,12 @@ func (v *view) refresh(ctx context.Context, w *Worker) error {
 		opts = &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
 			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etag}}}
 	}
-	resp, err := w.cfg.Container.NewBlobClient(w.layout.Assignment()).DownloadStream(bloblock.WithOp(ctx, "assignment_read"), opts)
+	resp, err := w.cfg.Container.NewBlobClient(w.layout.Assignment()).DownloadStream(storage.WithOp(ctx, "assignment_read"), opts)
 	switch {
+	case err == nil && resp.Body == nil:
+		// The SDK turns 304 Not Modified into a success without a body.
+		v.touch(sent)
+		return nil
 	case err == nil:
 		defer resp.Body.Close()
 		b, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -72,9 +76,6 @@ func (v *view) refresh(ctx context.Context, w *Worker) error {
 			return nil
 		}
 		return err
-	case isNotModified(err):
-		v.touch(sent)
-		return nil
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
 		// No leader has published yet: nothing to act on, but storage answered.
 		v.touch(sent)

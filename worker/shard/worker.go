@@ -235,7 +235,6 @@ func (w *Worker) newMemberElector() (*election.Elector, error) {
 	cfg := w.cfg.Election
 	cfg.WatchdogTimeout = 0 // nothing to watch: the lease is the whole job
 	cfg.ObserveEvery = 1 << 20
-	cfg.UnsafeNoStepDown = false
 	cfg.Logger = w.log.With("member", true)
 	return election.NewElector(cfg, lock, election.Callbacks{
 		OnStartedLeading: func(ctx context.Context, term int64) error {
