@@ -37,7 +37,8 @@ type facts struct {
 //     that member is above its target and an active member is below its
 //     own; the ⌈N/M⌉ targets go to the members that already have the most
 //     (or, with the membership unchanged, to those the intent gave them).
-//  4. A shard held by its owner gets a standby: the member that would
+//  4. A shard held by its owner gets a standby (and keeps it while the
+//     owner stays, even when the owner's lease lapses): the member that would
 //     receive it if the owner left (the same rules run without the owner),
 //     so a departure moves exactly the departed member's shards and the
 //     result is balanced already.
@@ -81,7 +82,13 @@ func plan(f facts) (owners, standbys []string) {
 	standbys = make([]string, f.n)
 	byOwner := map[string][]int{}
 	for s, o := range owners {
-		if o != "" && f.holder[s] == o {
+		// A shard gets a standby once its owner holds it, and keeps it while
+		// the owner stays: when the owner's lease lapses (a crash, a cut) the
+		// standby must still be there to take it when storage expires it. A
+		// shard still being moved to a new owner gets none, so nobody races
+		// the new owner for it.
+		kept := o == f.intent.owner(s) && f.intent.standby(s) != ""
+		if o != "" && (f.holder[s] == o || kept) {
 			byOwner[o] = append(byOwner[o], s)
 		}
 	}

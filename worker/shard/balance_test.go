@@ -254,3 +254,34 @@ func TestPlan_RandomFacts(t *testing.T) {
 		})
 	}
 }
+
+// When an owner's leases lapse (it crashed or is cut off) before the leader
+// has dropped it from the membership, its shards keep their standbys: the
+// standby takes each over as soon as storage expires the lease, within
+// L + P·1.1 of the owner's last renew, instead of waiting for the leader to
+// count the owner gone.
+func TestPlan_StandbysStayWhileTheOwnersLeasesLapse(t *testing.T) {
+	for _, tc := range []struct{ n, m int }{{6, 3}, {16, 3}, {17, 5}} {
+		t.Run(fmt.Sprintf("N%d_M%d", tc.n, tc.m), func(t *testing.T) {
+			members := names(tc.m)
+			a := settled(t, tc.n, members)
+			gone := members[tc.m-1]
+			holder := slices.Clone(a.Owners)
+			for s, o := range holder {
+				if o == gone {
+					holder[s] = "" // its lease expired; nobody has taken it yet
+				}
+			}
+			rest := without(members, gone)
+			owners, standbys := plan(facts{n: tc.n, active: rest, retained: []string{gone}, holder: holder, intent: a})
+			for s := range tc.n {
+				if a.Owners[s] != gone {
+					continue
+				}
+				if owners[s] != gone || standbys[s] != a.Standbys[s] {
+					t.Fatalf("shard %d of lapsed %s: plan gives owner %q standby %q; expected owner %q and its standby %q kept", s, gone, owners[s], standbys[s], gone, a.Standbys[s])
+				}
+			}
+		})
+	}
+}

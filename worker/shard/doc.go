@@ -16,7 +16,9 @@
 // Every P it lists the pool and plans: facts first (a shard whose lease a
 // member holds stays with it), then balance (every member ⌊N/M⌋ or ⌈N/M⌉),
 // moving only what balance requires. Each shard held by its owner also gets
-// a standby: the member that would receive it if the owner left. The plan
+// a standby: the member that would receive it if the owner left. It keeps
+// that standby while the owner stays in the plan, even once the owner's
+// lease has lapsed, so the standby takes it as soon as storage expires it. The plan
 // is published to <blob>-shards/assignment under the leader's fencing term,
 // conditioned on the ETag the leader last read or wrote; a deposed leader's
 // write fails with 412 and, reading again, it finds the newer term and

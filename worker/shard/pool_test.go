@@ -44,10 +44,11 @@ type tracker struct {
 	mu      sync.Mutex
 	running map[int]string
 	owners  map[int][]string
+	started map[int]time.Time // when each shard's latest task started
 }
 
 func newTracker(t *testing.T) *tracker {
-	return &tracker{t: t, running: map[int]string{}, owners: map[int][]string{}}
+	return &tracker{t: t, running: map[int]string{}, owners: map[int][]string{}, started: map[int]time.Time{}}
 }
 
 func (tr *tracker) task(id string) func(ctx context.Context, s int, term int64) error {
@@ -57,6 +58,7 @@ func (tr *tracker) task(id string) func(ctx context.Context, s int, term int64) 
 			tr.t.Errorf("shard %d: %s started its task (term %d) while %s's still runs", s, id, term, other)
 		}
 		tr.running[s] = id
+		tr.started[s] = time.Now()
 		if os := tr.owners[s]; len(os) == 0 || os[len(os)-1] != id {
 			tr.owners[s] = append(tr.owners[s], id)
 		}
@@ -69,6 +71,13 @@ func (tr *tracker) task(id string) func(ctx context.Context, s int, term int64) 
 		tr.mu.Unlock()
 		return nil
 	}
+}
+
+// current returns shard s's running owner and when its task started.
+func (tr *tracker) current(s int) (string, time.Time) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.running[s], tr.started[s]
 }
 
 // moves counts owner changes per shard since the marks were taken.
