@@ -45,6 +45,16 @@ type progressSink struct {
 	w     *Worker
 	shard int
 	term  int64
+	held  func() bool // the shard elector's IsLeader
+}
+
+// Held reports whether the shard lease behind a shard task's ctx is held
+// right now, checked against its renew deadline at the moment of asking: a
+// task skips a side effect the moment ownership lapses, even before its
+// context is cancelled. It is false for any other context.
+func Held(ctx context.Context) bool {
+	p, ok := ctx.Value(progressKey{}).(progressSink)
+	return ok && p.held()
 }
 
 // ReportProgress records that the shard task whose context is ctx has
@@ -70,7 +80,7 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func() error { return w.view.mayAcquire(n, time.Now()) }},
 		election.Callbacks{
 			OnStartedLeading: func(ctx context.Context, term int64) error {
-				ctx = context.WithValue(ctx, progressKey{}, progressSink{w: w, shard: n, term: term})
+				ctx = context.WithValue(ctx, progressKey{}, progressSink{w: w, shard: n, term: term, held: r.el.IsLeader})
 				return w.cfg.Task(ctx, n, term)
 			},
 			OnEvent: func(ev election.Event) { w.shardEvent(r, ev) },

@@ -8,6 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/storage"
 )
@@ -84,4 +85,16 @@ func (w *Worker) writeReport(ctx context.Context) {
 	w.mu.Lock()
 	w.reported = string(body)
 	w.mu.Unlock()
+}
+
+// ReadSummary reads the summary the leader of the pool on lock blob `blob`
+// last published, and the term it was published under. It returns nil when
+// no leader has published one yet.
+func ReadSummary(ctx context.Context, c *container.Client, blob string) (*Summary, error) {
+	var sum Summary
+	_, found, err := newFencedDoc(c, Layout{Blob: blob}.Summary(), "summary").read(ctx, &sum)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &sum, nil
 }

@@ -43,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runLedger(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "status":
 		err = runStatus(args[1:], stdout)
+	case len(args) > 0 && args[0] == "shards":
+		err = runShards(args[1:], stdout, stderr)
 	default:
 		err = runWorker(args, stdout, stderr)
 	}
@@ -148,17 +150,28 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	default:
 		hist = historyFile
 	}
-	onEvent := func(ev election.Event) {
-		metrics.ObserveEvent(ev)
+	record := func(r history.Record) {
 		if hist != nil {
-			if err := hist.Write(history.NewRecord(o.identity, processStart, ev)); err != nil {
+			if err := hist.Write(r); err != nil {
 				log.Error("history write failed", "err", err)
 			}
 		}
 	}
+	onEvent := func(ev election.Event) {
+		metrics.ObserveEvent(ev)
+		record(history.NewRecord(o.identity, processStart, ev))
+	}
 	task := &ledgerTask{c: c, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: log}
+	leaderTask := task.run
+	var shards *shardMode // nil in single-task mode
+	if o.shards > 0 {
+		if shards, err = newShardMode(o, c, cfg, log, record); err != nil {
+			return err
+		}
+		leaderTask = shards.lead(func() bool { return elector.IsLeader() })
+	}
 	elector, err = election.NewElector(cfg, lock, election.Callbacks{
-		OnStartedLeading: task.run,
+		OnStartedLeading: leaderTask,
 		OnNewLeader: func(id string, term int64) {
 			log.Info("leader", "leader", id, "term", term)
 		},
@@ -169,7 +182,11 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	}
 	task.isLeader = elector.IsLeader
 
-	srv := &http.Server{Handler: status.Handler(elector, metrics), ReadHeaderTimeout: 5 * time.Second}
+	handler := status.Handler(elector, metrics)
+	if shards != nil {
+		handler = shards.handler(elector, handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	log.Info("worker started", "listen", ln.Addr().String(), "lock", lock.Describe(),
@@ -184,7 +201,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	}
 	defer closeControl()
 	runErr := make(chan error, 1)
-	go func() { runErr <- elector.Run(ctx) }()
+	go func() { runErr <- runElection(ctx, elector, shards) }()
 
 	select {
 	case err = <-runErr:
