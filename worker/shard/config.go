@@ -133,4 +133,11 @@ func (c Config) SettleBound() time.Duration {
 	return c.Election.LeaseDuration + 3*poll(c.Election) + c.ViewTTL() + 3*c.Election.RequestTimeout()
 }
 
+// BalanceBound is the stated time within which every live member owns
+// ⌊N/M⌋ or ⌈N/M⌉ shards after the last membership change when no other fault
+// is in place: SettleBound plus SuspectFor, since a member that restarts
+// under its identity after a standby took its shards receives nothing for
+// SuspectFor. The checker's DefaultSettle is the same formula.
+func (c Config) BalanceBound() time.Duration { return c.SettleBound() + c.SuspectFor() }
+
 func poll(e election.Config) time.Duration { return e.RetryPeriod + e.RetryPeriod/10 }
