@@ -69,6 +69,7 @@ type Status struct {
 	Leader        string    `json:"leader"`
 	LeaseDuration string    `json:"leaseDuration"`
 	Since         time.Time `json:"since"`
+	Shards        []int     `json:"shards,omitempty"` // --shards workers: the shards it owns (additive)
 }
 
 // FaultRecord is one injected fault on the run's timeline.

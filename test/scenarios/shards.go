@@ -1,0 +1,225 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// Shard scenarios (issue 13): a --shards pool under faults, judged by the
+// election's rules and by checker.CheckShards.
+
+// ShardScenario is a scenario run with --shards Shards.
+type ShardScenario struct {
+	Name    string
+	Workers int // started before Run
+	Shards  int // N
+	// Run injects the faults and waits on their effects; n is N.
+	Run func(t *testing.T, c cluster.Cluster, n int)
+}
+
+var (
+	ShardsFollowerKilled = ShardScenario{Name: "ShardsFollowerKilled", Workers: 3, Shards: 8, Run: shardsFollowerKilled}
+	ShardsLeaderKilled   = ShardScenario{Name: "ShardsLeaderKilled", Workers: 3, Shards: 8, Run: shardsLeaderKilled}
+)
+
+// RunShardScenario runs s on backend Repeat(t) times and fails t on any
+// violation of the election's or the shard rules.
+func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
+	t.Helper()
+	n := Repeat(t)
+	for i := 1; i <= n; i++ {
+		body := func(t *testing.T) {
+			c := backend(t, s.Workers, cluster.Args("--shards", fmt.Sprint(s.Shards)))
+			s.Run(t, c, s.Shards)
+			_, res, sres := JudgeShards(t, c, s.Shards, reportName(t))
+			if err := res.Err(); err != nil {
+				t.Error(err)
+			}
+			if err := sres.Err(); err != nil {
+				t.Error(err)
+			}
+		}
+		if n == 1 {
+			body(t)
+			continue
+		}
+		t.Run(fmt.Sprintf("run%d", i), body)
+	}
+}
+
+// ShardParams are the shard checker's parameters for a cluster's timings.
+func ShardParams(p cluster.Params) checker.ShardParams {
+	return checker.ShardParams{Params: CheckerParams(p)}
+}
+
+// settle is the checker's balance bound for the cluster's timings.
+func settle(p cluster.Params) time.Duration { return checker.DefaultSettle(CheckerParams(p)) }
+
+// JudgeShards is Judge for a shard pool: the election's rules on the
+// election's events (in shard mode the election has no ledger: the leader's
+// task coordinates), and CheckShards on the shard events and the shards'
+// ledgers read back from storage.
+func JudgeShards(t *testing.T, c cluster.Cluster, n int, name string) (checker.ShardRun, checker.Result, checker.ShardResult) {
+	t.Helper()
+	p := c.Params()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.Heal(ctx); err != nil {
+		t.Errorf("heal: %v", err)
+	}
+	h, err := c.History(ctx, livenessWindow(p))
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	run, err := Collect(ctx, c, h)
+	if err != nil {
+		t.Fatalf("collect run: %v", err)
+	}
+	run.Ledger = nil
+	res, err := checker.Check(run, CheckerParams(p))
+	if err != nil {
+		t.Fatalf("checker: %v", err)
+	}
+	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
+	for s := range n {
+		es, err := ReadLedger(ctx, c.Storage(), fmt.Sprintf("%s-shard-ledgers/%04d", c.LockBlob(), s))
+		if err != nil {
+			t.Fatalf("shard %d ledger: %v", s, err)
+		}
+		srun.Ledgers[s] = es
+	}
+	sres, err := checker.CheckShards(srun, ShardParams(p))
+	if err != nil {
+		t.Fatalf("shard checker: %v", err)
+	}
+	if os.Getenv(EnvOut) != "" {
+		keep(t, OutDir(t)+"/"+name, h)
+	}
+	t.Logf("shard ownership over time:\n%s", checker.ShardLanes(sres, run.Events[0].T))
+	for _, b := range sres.Balance {
+		t.Logf("balance %v after the change at %s: members %v own %v; %d moves (minimum %d)", settle(p), b.Change.Format("15:04:05.000"), b.Members, b.Counts, b.Moves, b.Minimum)
+	}
+	for s := range n {
+		for _, fo := range sres.PerShard[s].Failovers {
+			t.Logf("shard %d failover after %s on %s: %v (bound %v, basis %s)%s", s, fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
+		}
+	}
+	return srun, res, sres
+}
+
+// waitBalanced waits until the running workers own every shard once,
+// ⌊N/M⌋ or ⌈N/M⌉ each, and returns who owns what.
+func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) map[int]string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		owner := map[int]string{}
+		counts := map[string]int{}
+		ok := true
+		var live []cluster.Worker
+		for _, w := range c.Workers() {
+			if w.Running() {
+				live = append(live, w)
+			}
+		}
+		for _, w := range live {
+			st, err := w.Status(ctxFor(t, 2*time.Second))
+			if err != nil {
+				ok = false
+				continue
+			}
+			for _, s := range st.Shards {
+				if o, dup := owner[s]; dup {
+					ok = false
+					last = fmt.Sprintf("shard %d claimed by %s and %s", s, o, st.Identity)
+				}
+				owner[s] = st.Identity
+				counts[st.Identity]++
+			}
+		}
+		q := n / max(len(live), 1)
+		for _, w := range live {
+			k := counts[w.Identity()]
+			ok = ok && (k == q || k == q+1)
+		}
+		if ok && len(owner) == n {
+			return owner
+		}
+		if last == "" || ok {
+			last = fmt.Sprintf("owners %v, counts %v", owner, counts)
+		}
+		hold(t, 200*time.Millisecond)
+	}
+	t.Fatalf("the %d shards were not balanced over the running workers within %v; last: %s", n, timeout, last)
+	return nil
+}
+
+// settleAfter holds until the checker can judge the balance after the
+// change at `at`: Settle has passed, plus a second.
+func settleAfter(t *testing.T, c cluster.Cluster, at time.Time) {
+	if d := time.Until(at.Add(settle(c.Params()) + time.Second)); d > 0 {
+		hold(t, d)
+	}
+}
+
+// shardsFollowerKilled: a follower is killed (SIGKILL, no restart). Its
+// shards go to their standbys within L + P·1.1 + ε of its last renew, the
+// others stay where they are, and the pool is balanced over the two left.
+func shardsFollowerKilled(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	leader := c.WaitLeader(t, takeover(p))
+	before := waitBalanced(t, c, n, settle(p)+slack)
+	var victim cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Identity() != leader.Identity() {
+			victim = w
+		}
+	}
+	crash := &chaos.Crash{}
+	inject(t, c, crash, victim)
+	at := time.Now()
+	after := waitBalanced(t, c, n, settle(p)+slack)
+	expectOnlyMoved(t, before, after, victim.Identity())
+	settleAfter(t, c, at)
+}
+
+// shardsLeaderKilled: the election's leader (which also owns shards) is
+// killed. A new leader adopts the published assignment: only the dead
+// leader's shards move.
+func shardsLeaderKilled(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	waitBalanced(t, c, n, settle(p)+slack)
+	leader := c.WaitLeader(t, takeover(p))
+	before := waitBalanced(t, c, n, settle(p)+slack)
+	crash := &chaos.Crash{}
+	inject(t, c, crash, leader)
+	at := time.Now()
+	c.WaitLeader(t, takeover(p), leader.Identity())
+	after := waitBalanced(t, c, n, settle(p)+slack)
+	expectOnlyMoved(t, before, after, leader.Identity())
+	settleAfter(t, c, at)
+}
+
+// expectOnlyMoved fails t if a shard not owned by gone changed owner.
+func expectOnlyMoved(t *testing.T, before, after map[int]string, gone string) {
+	t.Helper()
+	var moved []int
+	for s, o := range before {
+		if o != gone && after[s] != o {
+			moved = append(moved, s)
+		}
+	}
+	slices.Sort(moved)
+	if len(moved) > 0 {
+		t.Fatalf("shards %v changed owner although only %s left (before %v, after %v)", moved, gone, before, after)
+	}
+}
