@@ -28,6 +28,8 @@ type ShardScenario struct {
 var (
 	ShardsFollowerKilled = ShardScenario{Name: "ShardsFollowerKilled", Workers: 3, Shards: 8, Run: shardsFollowerKilled}
 	ShardsLeaderKilled   = ShardScenario{Name: "ShardsLeaderKilled", Workers: 3, Shards: 8, Run: shardsLeaderKilled}
+	ShardsJoinThenLeave  = ShardScenario{Name: "ShardsJoinThenLeave", Workers: 2, Shards: 8, Run: shardsJoinThenLeave}
+	ShardsPartitioned    = ShardScenario{Name: "ShardsPartitioned", Workers: 3, Shards: 8, Run: shardsPartitioned}
 )
 
 // RunShardScenario runs s on backend Repeat(t) times and fails t on any
@@ -222,4 +224,86 @@ func expectOnlyMoved(t *testing.T, before, after map[int]string, gone string) {
 	if len(moved) > 0 {
 		t.Fatalf("shards %v changed owner although only %s left (before %v, after %v)", moved, gone, before, after)
 	}
+}
+
+// shardsJoinThenLeave: a worker joins a balanced pool and receives only its
+// share (nothing else moves); once settled, a follower stops gracefully and
+// only its shards move, each taken within P·1.1 + ε of its release.
+func shardsJoinThenLeave(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	leader := c.WaitLeader(t, takeover(p))
+	before := waitBalanced(t, c, n, settle(p)+slack)
+	added, err := c.Start(ctxFor(t, time.Minute), 1, cluster.Args("--shards", fmt.Sprint(n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	after := waitBalanced(t, c, n, settle(p)+slack)
+	for s, o := range before {
+		if after[s] != o && after[s] != added[0].Identity() {
+			t.Fatalf("shard %d moved from %s to %s on the join of %s: only shards to the joiner may move (before %v, after %v)", s, o, after[s], added[0].Identity(), before, after)
+		}
+	}
+	settleAfter(t, c, joined)
+
+	var leaver cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Identity() != leader.Identity() && w.Running() {
+			leaver = w
+		}
+	}
+	before = waitBalanced(t, c, n, slack)
+	stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+	inject(t, c, stop, leaver)
+	left := time.Now()
+	after = waitBalanced(t, c, n, settle(p)+slack)
+	expectOnlyMoved(t, before, after, leaver.Identity())
+	settleAfter(t, c, left)
+}
+
+// shardsPartitioned: a follower is cut off from storage for longer than L.
+// Its shard tasks stop at their renew deadlines, the standbys take the
+// shards once the leases expire, and after the partition heals it rejoins
+// and the pool is balanced again over all three.
+func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	leader := c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	var victim cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Identity() != leader.Identity() {
+			victim = w
+		}
+	}
+	cut := &chaos.Partition{}
+	inject(t, c, cut, victim)
+	// The others own every shard once the victim's leases have expired.
+	deadline := time.Now().Add(takeover(p) + slack)
+	for {
+		owned := map[int]bool{}
+		for _, w := range c.Workers() {
+			if w.Identity() == victim.Identity() {
+				continue
+			}
+			if st, err := w.Status(ctxFor(t, 2*time.Second)); err == nil {
+				for _, s := range st.Shards {
+					owned[s] = true
+				}
+			}
+		}
+		if len(owned) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the others did not own all %d shards within %v of cutting %s off (own %v)", n, takeover(p)+slack, victim.Identity(), owned)
+		}
+		hold(t, 200*time.Millisecond)
+	}
+	if st, err := victim.Status(ctxFor(t, 2*time.Second)); err != nil || len(st.Shards) != 0 {
+		t.Fatalf("the cut-off %s still claims shards %v (err %v) after their leases expired", victim.Identity(), st.Shards, err)
+	}
+	remove(t, c, cut)
+	healed := time.Now()
+	waitBalanced(t, c, n, settle(p)+slack)
+	settleAfter(t, c, healed)
 }

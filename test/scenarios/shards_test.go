@@ -22,6 +22,16 @@ func TestShards_LeaderKilledMovesOnlyItsShards(t *testing.T) {
 	RunShardScenario(t, Local, ShardsLeaderKilled)
 }
 
+func TestShards_JoinThenGracefulLeave(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsJoinThenLeave)
+}
+
+func TestShards_PartitionedFollower(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsPartitioned)
+}
+
 // The shards negative control: a worker built with -tags negativecontrol and
 // run with --unsafe-no-step-down keeps working its shards after it is cut
 // off from storage and their leases expire. The shard checker must report
