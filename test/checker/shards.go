@@ -265,7 +265,7 @@ type change struct {
 }
 
 // changes lists the membership transitions: member_joined / member_left
-// (the first of a run of equal ones) and crashes.
+// (the first of a run of equal ones), crashes and graceful stops.
 func (sc *shardChecker) changes() []change {
 	var out []change
 	for _, e := range sc.run.Events {
@@ -276,8 +276,11 @@ func (sc *shardChecker) changes() []change {
 			out = append(out, change{e.T, e.Identity, false, e})
 		}
 	}
+	// A kill leaves no event; a graceful stop releases the shards before the
+	// member lease, so its member_left comes after the moves: both count
+	// from the fault.
 	for _, f := range sc.run.Faults {
-		if f.Kind == FaultCrash && !f.hitsAll() {
+		if (f.Kind == FaultCrash || f.Kind == FaultGraceful) && !f.hitsAll() {
 			out = append(out, change{at: f.Start, identity: f.Target})
 		}
 	}

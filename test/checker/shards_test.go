@@ -209,3 +209,22 @@ func TestCheckShards_LedgerGapIsShardS2(t *testing.T) {
 		})
 	}
 }
+
+// A graceful leave releases the leaver's shards before its member lease, so
+// the pool is judged from the moment of the stop: the one move is measured
+// against a minimum of one.
+func TestCheckShards_GracefulLeaveIsJudgedForStickiness(t *testing.T) {
+	ev := shardBase(owns("w1", 0, 1000, 1, 69, 70), owns("w1", 1, 1010, 1, 69, 70), owns("w2", 2, 1020, 1, 69, 70),
+		owns("w3", 3, 1030, 1, 29, 30.1), leaseReleased("w3", 3, 1030, 30.15), member("w3", 30.2, false),
+		owns("w2", 3, 1031, 30.5, 69, 70))
+	res := checkShards(t, ShardRun{Run: Run{Events: ev, Faults: []Fault{{Kind: FaultGraceful, Target: "w3", Start: at(30)}}, Start: at(0), End: at(70)}, Shards: 4})
+	if !res.OK() {
+		t.Fatalf("expected a clean run: %v", res.Err())
+	}
+	if len(res.Balance) != 2 {
+		t.Fatalf("expected two judged moments, got %+v", res.Balance)
+	}
+	if b := res.Balance[1]; b.Minimum != 1 || b.Moves != 1 {
+		t.Fatalf("expected the leave judged for stickiness (1 move, minimum 1), got %+v", b)
+	}
+}
