@@ -214,8 +214,8 @@ func (sc *shardChecker) checkReleases(s int, events []Event) {
 			continue
 		}
 		deadline := e.T.Add(bound)
-		if deadline.After(sc.end) || sc.faultDuring(e.T, deadline) {
-			continue // the run ended first, or a fault excuses it
+		if deadline.After(sc.end) || sc.faultDuring(e.T, deadline) || sc.stoppedBy(e) {
+			continue // the run ended first, a fault excuses it, or L1's graceful rule judged it
 		}
 		var next *Event
 		for j := i + 1; j < len(events); j++ {
@@ -235,6 +235,17 @@ func (sc *shardChecker) checkReleases(s int, events []Event) {
 				"shard %d: released by %s at %s and owned again %s; bound P·1.1 + ε = %v", s, e.Identity, sc.rel(e.T), got, bound)
 		}
 	}
+}
+
+// stoppedBy reports a release that a graceful stop of its worker caused
+// (the per-shard L1 of the graceful fault already judges it).
+func (sc *shardChecker) stoppedBy(e Event) bool {
+	for _, f := range sc.run.Faults {
+		if f.Kind == FaultGraceful && f.hits(e.Identity) && !f.Start.After(e.T) && e.T.Sub(f.Start) <= sc.p.LeaseDuration {
+			return true
+		}
+	}
+	return false
 }
 
 func (sc *shardChecker) rel(t time.Time) string { return (&checker{start: sc.start}).rel(t) }

@@ -30,6 +30,8 @@ var (
 	ShardsLeaderKilled   = ShardScenario{Name: "ShardsLeaderKilled", Workers: 3, Shards: 8, Run: shardsLeaderKilled}
 	ShardsJoinThenLeave  = ShardScenario{Name: "ShardsJoinThenLeave", Workers: 2, Shards: 8, Run: shardsJoinThenLeave}
 	ShardsPartitioned    = ShardScenario{Name: "ShardsPartitioned", Workers: 3, Shards: 8, Run: shardsPartitioned}
+	ShardsStorageOutage  = ShardScenario{Name: "ShardsStorageOutage", Workers: 3, Shards: 8, Run: shardsOutage}
+	ShardsRollingRestart = ShardScenario{Name: "ShardsRollingRestart", Workers: 3, Shards: 8, Run: shardsRollingRestart}
 )
 
 // RunShardScenario runs s on backend Repeat(t) times and fails t on any
@@ -306,4 +308,45 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 	healed := time.Now()
 	waitBalanced(t, c, n, settle(p)+slack)
 	settleAfter(t, c, healed)
+}
+
+// shardsOutage: storage is down for everyone for 30 s. Every shard task stops
+// at its renew deadline; after the outage the pool is balanced again (the
+// owners, not the standbys, win their shards back).
+func shardsOutage(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	out := &chaos.Outage{}
+	inject(t, c, out, nil)
+	hold(t, 30*time.Second)
+	for _, w := range c.Workers() {
+		if st, err := w.Status(ctxFor(t, 2*time.Second)); err != nil || len(st.Shards) != 0 {
+			t.Fatalf("%s still claims shards %v (err %v) 30 s into a storage outage", w.Identity(), st.Shards, err)
+		}
+	}
+	remove(t, c, out)
+	healed := time.Now()
+	c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	settleAfter(t, c, healed)
+}
+
+// shardsRollingRestart: each worker in turn is stopped gracefully and started
+// again (a new incarnation); after each step the pool is balanced again, and
+// the checker judges the last step's balance.
+func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	var last time.Time
+	for _, w := range c.Workers() {
+		stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+		inject(t, c, stop, w)
+		remove(t, c, stop)
+		last = time.Now()
+		c.WaitLeader(t, takeover(p))
+		waitBalanced(t, c, n, settle(p)+slack)
+	}
+	settleAfter(t, c, last)
 }

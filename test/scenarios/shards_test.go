@@ -32,6 +32,16 @@ func TestShards_PartitionedFollower(t *testing.T) {
 	RunShardScenario(t, Local, ShardsPartitioned)
 }
 
+func TestShards_StorageOutageForEveryone(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsStorageOutage)
+}
+
+func TestShards_RollingRestart(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsRollingRestart)
+}
+
 // The shards negative control: a worker built with -tags negativecontrol and
 // run with --unsafe-no-step-down keeps working its shards after it is cut
 // off from storage and their leases expire. The shard checker must report

@@ -104,8 +104,8 @@ func (c Config) ViewTTL() time.Duration {
 // acquiring. The new owner then acquires within P·1.1 of the release.
 func (c Config) Drain() time.Duration { return c.ViewTTL() }
 
-// StandbyWarmup is how long a worker whose view went stale (its start, a
-// partition, an outage) waits before it acts as a standby again, so the
+// StandbyWarmup is how long a worker whose view went stale (a partition, an
+// outage; not its start) waits before it acts as a standby again, so the
 // owners, not their standbys, win back the shards after an outage: L.
 func (c Config) StandbyWarmup() time.Duration { return c.Election.LeaseDuration }
 

@@ -87,7 +87,13 @@ func (v *view) refresh(ctx context.Context, w *Worker) error {
 func (v *view) touch(sent time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.lastSent.IsZero() || sent.Sub(v.lastSent) > v.ttl {
+	switch {
+	case v.lastSent.IsZero():
+		// The first view: nothing stale to recover from, so no warm-up (in a
+		// rolling restart the restarted member takes over the next leaver's
+		// shards at once).
+		v.freshSince = sent.Add(-v.warmup)
+	case sent.Sub(v.lastSent) > v.ttl:
 		v.freshSince = sent
 	}
 	if sent.After(v.lastSent) {

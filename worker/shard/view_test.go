@@ -42,3 +42,31 @@ func TestView_IgnoresLowerTerms(t *testing.T) {
 		t.Fatalf("expected a stale view to refuse, got %v", err)
 	}
 }
+
+// A standby acts at once on its first view (a process that just started
+// has no stale belief to recover from: in a rolling restart the restarted
+// member must be able to take over the next leaver's shards), but waits
+// StandbyWarmup after its view went stale (an outage or a partition), so
+// the owners win their shards back first.
+func TestView_StandbyWarmsUpOnlyAfterAStaleView(t *testing.T) {
+	t0 := time.Now()
+	v := &view{identity: "w2", ttl: 5 * time.Second, warmup: 15 * time.Second}
+	a := &Assignment{Term: 1, Version: 1, Owners: []string{"w1"}, Standbys: []string{"w2"}}
+	if err := v.adopt(a, "e1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.mayAcquire(0, t0.Add(time.Second)); err != nil {
+		t.Fatalf("expected the standby to be allowed on its first fresh view, got %v", err)
+	}
+	// 20 s without a successful read: stale. The next read starts a warm-up.
+	v.touch(t0.Add(20 * time.Second))
+	if err := v.mayAcquire(0, t0.Add(21*time.Second)); !errors.Is(err, errWarmingUp) {
+		t.Fatalf("expected the standby to warm up after a stale view, got %v", err)
+	}
+	for sec := 22; sec <= 36; sec += 2 { // fresh again, read every 2 s
+		v.touch(t0.Add(time.Duration(sec) * time.Second))
+	}
+	if err := v.mayAcquire(0, t0.Add(36*time.Second)); err != nil {
+		t.Fatalf("expected the standby allowed once warm (%v after the view was fresh again), got %v", 16*time.Second, err)
+	}
+}
