@@ -70,6 +70,11 @@ type Status struct {
 	LeaseDuration string    `json:"leaseDuration"`
 	Since         time.Time `json:"since"`
 	Shards        []int     `json:"shards,omitempty"` // --shards workers: the shards it owns (additive)
+	// Assignment is, on a --shards leader, the assignment in force (additive).
+	Assignment *struct {
+		Owners   []string `json:"owners"`
+		Standbys []string `json:"standbys"`
+	} `json:"assignment,omitempty"`
 }
 
 // FaultRecord is one injected fault on the run's timeline.

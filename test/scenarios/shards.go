@@ -341,6 +341,9 @@ func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
 	waitBalanced(t, c, n, settle(p)+slack)
 	var last time.Time
 	for _, w := range c.Workers() {
+		// A shard just moved has no standby yet; the guarantee of a takeover
+		// within P·1.1 + ε of a graceful release is for shards with one.
+		waitStandbys(t, c, n, settle(p)+slack)
 		stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
 		inject(t, c, stop, w)
 		remove(t, c, stop)
@@ -349,4 +352,27 @@ func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
 		waitBalanced(t, c, n, settle(p)+slack)
 	}
 	settleAfter(t, c, last)
+}
+
+// waitStandbys waits until the leader's assignment names a standby for every
+// shard, then for every worker to have read it: the view TTL, 2·(P·1.1 +
+// request timeout), the bound within which each worker reads the assignment
+// (this is a stated bound, not an observable event: a worker does not report
+// which shards it stands by for).
+func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) {
+	t.Helper()
+	p := c.Params()
+	deadline := time.Now().Add(timeout)
+	for {
+		l := c.WaitLeader(t, takeover(p))
+		if st, err := l.Status(ctxFor(t, 2*time.Second)); err == nil && st.Assignment != nil &&
+			len(st.Assignment.Standbys) == n && !slices.Contains(st.Assignment.Standbys, "") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader's assignment did not name a standby for every shard within %v", timeout)
+		}
+		hold(t, 200*time.Millisecond)
+	}
+	hold(t, 2*(p.RetryPeriod*11/10+p.RequestTimeout()))
 }
