@@ -75,7 +75,7 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	}
 	cfg := w.cfg.Election
 	cfg.ObserveEvery = 60 // the holder of a shard is for logs only: save the reads
-	cfg.Logger = w.log.With("shard", n)
+	cfg.Logger = w.elog.With("shard", n)
 	r := &shardRun{n: n, done: make(chan struct{})}
 	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func() error { return w.view.mayAcquire(n, time.Now()) }},
 		election.Callbacks{

@@ -22,7 +22,8 @@ import (
 type Worker struct {
 	cfg    Config
 	layout Layout
-	log    *slog.Logger
+	log    *slog.Logger // with identity and pool
+	elog   *slog.Logger // for the member and shard electors, which add identity themselves
 	view   view
 
 	mu       sync.Mutex
@@ -44,7 +45,8 @@ func New(cfg Config) (*Worker, error) {
 		log = slog.Default()
 	}
 	w := &Worker{cfg: cfg, layout: Layout{Blob: cfg.Blob}, runs: map[int]*shardRun{}, progress: map[int]ShardProgress{},
-		log: log.With("identity", cfg.Election.Identity, "pool", Layout{Blob: cfg.Blob}.Pool())}
+		log:  log.With("identity", cfg.Election.Identity, "pool", Layout{Blob: cfg.Blob}.Pool()),
+		elog: log.With("pool", Layout{Blob: cfg.Blob}.Pool())}
 	w.view = view{identity: cfg.Election.Identity, ttl: cfg.ViewTTL(), warmup: cfg.StandbyWarmup()}
 	return w, nil
 }
@@ -235,7 +237,7 @@ func (w *Worker) newMemberElector() (*election.Elector, error) {
 	cfg := w.cfg.Election
 	cfg.WatchdogTimeout = 0 // nothing to watch: the lease is the whole job
 	cfg.ObserveEvery = 1 << 20
-	cfg.Logger = w.log.With("member", true)
+	cfg.Logger = w.elog.With("member", true)
 	return election.NewElector(cfg, lock, election.Callbacks{
 		OnStartedLeading: func(ctx context.Context, term int64) error {
 			<-ctx.Done()
