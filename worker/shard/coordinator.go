@@ -86,7 +86,7 @@ func (co *coordinator) pass(ctx context.Context) error {
 	co.lastList = st
 	// 2. Adopt the published assignment when it changed under us (or at
 	// the start of our term): it is the intent we stay close to.
-	if co.intent == nil || !co.doc.seen || st.AssignmentETag != co.doc.etag {
+	if co.intent == nil || !co.doc.is(st.AssignmentETag) {
 		if err := co.readIntent(ctx); err != nil {
 			return err
 		}

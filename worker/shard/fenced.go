@@ -113,6 +113,14 @@ func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
 	return errConflict
 }
 
+// is reports whether etag (e.g. from a listing) names the version of the
+// document this writer last read or wrote. Storage quotes the ETag in a
+// header ("0x8D…") and not in a listing (0x8D…).
+func (d *fencedDoc) is(etag azcore.ETag) bool {
+	unquote := func(e azcore.ETag) string { return strings.Trim(string(e), `"`) }
+	return d.seen && unquote(etag) == unquote(d.etag)
+}
+
 func termOf(md map[string]*string) int64 {
 	for k, v := range md {
 		if v != nil && strings.EqualFold(k, metaTerm) {

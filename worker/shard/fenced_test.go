@@ -87,3 +87,28 @@ func TestLead_DeposedLeaderStops(t *testing.T) {
 		t.Fatalf("expected the term-200 assignment to stand, got term %d leader %q err %v", term, got.Leader, err)
 	}
 }
+
+// The leader re-reads the assignment only when the listing shows an ETag
+// other than the one it last wrote: the listing and the write must name the
+// same ETag the same way (the header quotes it, the listing does not).
+func TestListPool_ShowsTheAssignmentETagTheLeaderWrote(t *testing.T) {
+	t.Parallel()
+	c := newContainer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := storage.EnsureContainer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Blob: "leader"}
+	d := newFencedDoc(c, l.Assignment(), "assignment")
+	if err := d.write(ctx, 10, &Assignment{Term: 10, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := listPool(ctx, c, l, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.is(st.AssignmentETag) {
+		t.Fatalf("the listing shows ETag %q, the write returned %q: the leader would re-read the assignment on every pass", st.AssignmentETag, d.etag)
+	}
+}
