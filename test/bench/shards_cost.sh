@@ -15,7 +15,7 @@ AZ=$!
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; kill $AZ 2>/dev/null || true; }
 trap cleanup EXIT
-sleep 3
+for _ in $(seq 100); do curl -s -o /dev/null "127.0.0.1:$PORT" && break; sleep 0.1; done # until Azurite answers
 CONN="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:$PORT/devstoreaccount1;"
 for i in 1 2 3; do
   ./blobleader --connection-string "$CONN" --identity w$i --listen 127.0.0.1:1874$i --shards ${SHARDS:-16} --log-format json >w$i.log 2>&1 &
