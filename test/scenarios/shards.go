@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/test/report"
 )
 
 // Shard scenarios (issue 13): a --shards pool under faults, judged by the
@@ -104,8 +106,18 @@ func JudgeShards(t *testing.T, c cluster.Cluster, n int, name string) (checker.S
 	if err != nil {
 		t.Fatalf("shard checker: %v", err)
 	}
+	out := OutDir(t)
+	if f, err := os.Create(filepath.Join(out, name+"-shards.svg")); err != nil {
+		t.Errorf("shard timeline: %v", err)
+	} else {
+		if err := report.WriteShardSVG(f, srun, sres); err != nil {
+			t.Errorf("shard timeline: %v", err)
+		}
+		f.Close()
+		t.Logf("shard timeline: %s", f.Name())
+	}
 	if os.Getenv(EnvOut) != "" {
-		keep(t, OutDir(t)+"/"+name, h)
+		keep(t, filepath.Join(out, name), h)
 	}
 	t.Logf("shard ownership over time:\n%s", checker.ShardLanes(sres, run.Events[0].T))
 	for _, b := range sres.Balance {
