@@ -210,3 +210,14 @@ func summaryComplete(out string, n int, owner map[int]string) bool {
 	}
 	return rows == n
 }
+
+// Before any leader has published a summary, `blobleader shards` says so
+// and exits 1 (not 0 with an empty table).
+func TestShardsCmd_NoSummaryYetExitsOne(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}, "shards", "--container", "empty-pool")
+	if code != 1 || !strings.Contains(out, "no shard summary yet") {
+		t.Fatalf("exit %d, want 1 saying there is no summary yet:\n%s", code, out)
+	}
+}
