@@ -54,6 +54,10 @@ build: ## Build the blobleader binary and the demo into ./bin.
 demo: build node_modules ## Start Azurite and three workers; watch who leads, kill the leader, watch the takeover.
 	$(BIN)/demo --worker $(BIN)/blobleader
 
+.PHONY: demo-run
+demo-run: build node_modules ## The demo in run mode: each worker is `blobleader run -- sleep …`; kill the leader's command (c) and watch a ~1 s takeover.
+	$(BIN)/demo --worker $(BIN)/blobleader --run
+
 ##@ Tests
 
 GO_TEST_TIMEOUT ?= 15m

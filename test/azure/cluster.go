@@ -352,6 +352,9 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 	case *chaos.BreakLease:
 		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
 		return f, nil
+	case *chaos.DeleteBlob:
+		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
+		return f, nil
 	case *chaos.AzureCrash:
 		if f.Group == nil {
 			if err := needGroups(); err != nil {

@@ -4,14 +4,17 @@ package azure
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -120,5 +123,28 @@ func TestOffline_HistoryReadsSurviveLingering403s(t *testing.T) {
 	_, err = DownloadHistory(ctxT(t, 200*time.Millisecond), reader, ids, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("a denial that never ends: %v, want an error carrying the 403", err)
+	}
+}
+
+// When the caller's deadline ends an attempt in flight, the error still
+// carries the last answer storage gave (the 403), not only "deadline
+// exceeded": that is what the operator needs to see. (Seen flaking under
+// load in TestOffline_HistoryReadsSurviveLingering403s before the fix.)
+func TestOffline_RetryStorageReportsTheLastAnswerWhenTheDeadlineCutsAnAttempt(t *testing.T) {
+	old := storageBackoff
+	storageBackoff = backoff{first: time.Millisecond, max: time.Millisecond}
+	defer func() { storageBackoff = old }()
+	ctx, cancel := context.WithCancel(context.Background())
+	attempts := 0
+	err := retryStorage(ctx, "read", nil, func() error {
+		attempts++
+		if attempts == 1 {
+			return &azcore.ResponseError{StatusCode: http.StatusForbidden, ErrorCode: "AuthorizationFailure"}
+		}
+		cancel() // the deadline ends the second attempt in flight
+		return &net.OpError{Op: "dial", Err: context.Canceled}
+	})
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("retryStorage: %v, want the last answer (403) in the error", err)
 	}
 }

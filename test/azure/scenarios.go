@@ -37,8 +37,19 @@ func Scenarios() []Scenario {
 		{Scenario: scenarios.StorageOutage},
 		{Scenario: scenarios.OperatorBreaksLease},
 		{Scenario: scenarios.RollingRestart},
+		{Scenario: scenarios.LateReleaseFromEndedLeadership, Skip: SkipRequestProxy},
+		{Scenario: scenarios.LockBlobDeleted},
+		{Scenario: scenarios.LockContainerDeleted, Skip: SkipContainerRecreate},
+		{Scenario: scenarios.LostAnswersOnAcquireAndTermWrite, Skip: SkipRequestProxy},
 	}
 }
+
+// Why issue 10's request-level and container scenarios do not run on Azure
+// (docs/testing-on-azure.md lists them).
+const (
+	SkipRequestProxy      = "needs the HTTP-aware request proxy (late delivery, lost response) between the worker and storage; the Azure sidecar proxies bytes only"
+	SkipContainerRecreate = "Azure refuses to recreate a deleted container's name for a while (ContainerBeingDeleted), so no worker can lead within the one-poll bound the scenario checks"
+)
 
 // Judge is scenarios.Judge with the Azure clock-skew tolerance: it heals the
 // cluster, collects the run (histories from storage, the ledger, the

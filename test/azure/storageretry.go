@@ -48,23 +48,38 @@ func retryable(err error) bool {
 }
 
 // retryStorage runs f until it succeeds, fails for good, or ctx ends;
-// logf (may be nil) hears about each retry.
+// logf (may be nil) hears about each retry. When ctx ends, the error names
+// the last answer storage gave (say, the lingering 403) as well as the
+// attempt the deadline cut short: "deadline exceeded" alone hides the cause.
 func retryStorage(ctx context.Context, what string, logf func(string, ...any), f func() error) error {
 	wait := storageBackoff.first
+	var lastAnswer *azcore.ResponseError // the last error that carried an HTTP response
+	giveUp := func(err error, attempt int) error {
+		var re *azcore.ResponseError
+		if lastAnswer != nil && !errors.As(err, &re) {
+			return fmt.Errorf("%s: %w (gave up after %d attempts: %v; last answer from storage: %d %s)",
+				what, err, attempt, ctx.Err(), lastAnswer.StatusCode, lastAnswer.ErrorCode)
+		}
+		return fmt.Errorf("%s: %w (gave up after %d attempts: %v)", what, err, attempt, ctx.Err())
+	}
 	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil || !retryable(err) {
 			return err
 		}
+		var re *azcore.ResponseError
+		if errors.As(err, &re) {
+			lastAnswer = re
+		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w (gave up after %d attempts: %v)", what, err, attempt, ctx.Err())
+			return giveUp(err, attempt)
 		}
 		if logf != nil {
 			logf("storage: %s failed (attempt %d), retrying in %v: %v", what, attempt, wait, err)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (gave up after %d attempts: %v)", what, err, attempt, ctx.Err())
+			return giveUp(err, attempt)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, storageBackoff.max)

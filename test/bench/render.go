@@ -164,6 +164,10 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 		}
 		w("| crash failover p99 with %d contenders, from the last renew | %s s | — | | ≤ %.1f s at 300 | %s |\n", big.N, f2(bs.P99), TargetCrashP99, status)
 	}
+	if k, _ := r.CommandTrials(); len(k) > 0 {
+		cmdK := Summarize(k)
+		w("| run mode: command crash → next command p99, from SIGKILL (§8) | %s s | — | %s faster than ours in-process | ≤ %.1f s | %s |\n", f3(cmdK.P99), ratio(ocK.P99, cmdK.P99), TargetCommandCrashP99, met(cmdK.P99 <= TargetCommandCrashP99, true))
+	}
 	w("\nTheoretical bounds (DESIGN §2, L1): crash ≤ L + 1.1·P from the last successful renew = **%.1f s** ours, %.1f s sample; graceful ≤ 1.1·P from the release = **%.1f s** ours, %.1f s sample (the checker adds ε = 1 s for the acquire's own work).\n\n",
 		ours.crashBound().Seconds(), sample.crashBound().Seconds(), ours.gracefulBound().Seconds(), sample.gracefulBound().Seconds())
 	w("Checker verdicts over every cluster run (S1, forced break, S2, L1, L2): ours %s; sample %s.\n\n", violationText(r.Violations("ours")), violationText(r.Violations("sample")))
@@ -342,6 +346,8 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 	// 7. Side by side is the summary table; method and caveats.
 	w("## 7. Side by side with the sample's parameters\n\n")
 	w("Every figure above has the sample's number beside ours, measured in the same invocation; the [summary](#summary-ours-against-the-samples-parameters) gathers them with the ratios. Why the sample is slower: a follower tries only every 20 s, so after a crash the lease expires (15 s after the last renew) and then waits up to 20 s more for a poll, and after a graceful release it waits U(0, 20 s); ours polls every 1 s. Why it is cheaper per hour: the same reason — it makes 20× fewer follower calls and 5× fewer renews. What it gives up besides time: no renew deadline and no fencing term, and a single failed renew ends its leadership. The checker judges the sample by our invariants (its verdicts are in the summary and §3); a violation there is a finding about the sample, not a harness error — for instance a paused sample leader that resumes before any follower's next 20-s poll renews its expired lease (storage lets a holder renew an expired lease nobody took) and carries on as if nothing happened, which L1 counts as a missed failover.\n\n")
+
+	renderRunMode(w, r, ocK)
 
 	w("## Method\n\n")
 	w("- `make bench` builds `bin/worker` and `bin/sampleworker` (CGO_ENABLED=0, -trimpath) and `bin/bench` (test/bench/cmd/bench), and runs it. Clusters come from `test/cluster` (a private in-memory Azurite per cluster, a toxiproxy in front of each worker, histories in JSONL), faults from `chaos/` (Crash, Stop, Pause, Partition, Latency, Outage, BreakLease), verdicts and failover durations from `test/checker` (`Check(...).Failovers`), timelines from `test/report`. Up to %d clusters run at once (BENCH_PARALLEL); the scale phase runs alone afterwards.\n", m.Parallel)

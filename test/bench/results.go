@@ -27,6 +27,7 @@ type Results struct {
 	Runs     []RunResult      `json:"runs"` // failover runs and schedule runs
 	Cost     []CostResult     `json:"cost"`
 	Scale    []ScaleResult    `json:"scale"`
+	RunMode  []RunModeResult  `json:"run_mode,omitempty"`
 	Binaries map[string]int64 `json:"binary_bytes"`
 	Errors   []string         `json:"errors,omitempty"`
 }

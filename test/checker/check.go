@@ -65,20 +65,31 @@ type Failover struct {
 // Result is the checker's verdict on one run.
 type Result struct {
 	Intervals  []Interval  // every belief interval, by start
-	Violations []Violation // in check order: S1, break, S2, L1, L2
+	Violations []Violation // in check order: S1, break, S2, L1, L2, evidence
 	Failovers  []Failover  // one per fault that hit the leader, by fault start
+	// Inconclusive says why the history is known to be incomplete (records
+	// a sink dropped); a run with reasons here is never a pass (Verdict).
+	Inconclusive []string
+	// Duplicates is how many repeated records (a re-flushed history
+	// segment) were set aside before judging.
+	Duplicates int
 }
 
-// OK reports whether the run has no violations.
-func (r Result) OK() bool { return len(r.Violations) == 0 }
+// OK reports whether the run passed: no violations and a complete history.
+func (r Result) OK() bool { return r.Verdict() == VerdictPass }
 
 // ErrViolations is wrapped by Result.Err.
 var ErrViolations = errors.New("checker: invariants violated")
 
-// Err returns nil for a clean run, or an error listing every violation.
+// Err returns nil for a run that passed; otherwise an error listing every
+// violation (wrapping ErrViolations), or, with none, the reasons the run is
+// inconclusive (wrapping ErrInconclusive).
 func (r Result) Err() error {
-	if r.OK() {
+	switch r.Verdict() {
+	case VerdictPass:
 		return nil
+	case VerdictInconclusive:
+		return fmt.Errorf("%w: %s", ErrInconclusive, inconclusiveText(r.Inconclusive))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d violation(s):", len(r.Violations))
@@ -86,20 +97,28 @@ func (r Result) Err() error {
 		b.WriteString("\n- ")
 		b.WriteString(v.String())
 	}
+	if len(r.Inconclusive) > 0 {
+		b.WriteString("\nand the history is incomplete, ")
+		b.WriteString(inconclusiveText(r.Inconclusive))
+	}
 	return fmt.Errorf("%w: %s", ErrViolations, b.String())
 }
 
-// Check judges one run against S1, the forced-break rule, S2, L1 and L2 (see
-// the package documentation for the exact rules). The error is only for
-// unusable Params; violations are in the Result.
+// Check judges one run against S1, the forced-break rule, S2, L1, L2 and the
+// evidence the run must hold (see the package documentation for the exact
+// rules). The error is only for unusable Params; violations and the reasons
+// a run is inconclusive are in the Result.
 func Check(run Run, p Params) (Result, error) {
 	p, err := p.normalized()
 	if err != nil {
 		return Result{}, err
 	}
-	// 1. Work on a time-ordered copy: callers may pass events unsorted.
+	// 1. Work on a time-ordered copy without repeated records: callers may
+	// pass events unsorted, and a re-flushed blob segment repeats lines.
 	run.Events = append([]Event(nil), run.Events...)
 	SortEvents(run.Events)
+	var dups int
+	run.Events, dups = dedupe(run.Events)
 	start, end := run.Bounds()
 	c := &checker{run: run, p: p, start: start, end: end}
 	c.ivs = intervals(run.Events, run.Faults, end)
@@ -109,8 +128,11 @@ func Check(run Run, p Params) (Result, error) {
 	c.checkLedger()
 	c.checkFailovers()
 	c.checkContending()
-	res := Result{Intervals: c.ivs, Failovers: c.failovers}
-	for _, inv := range []string{InvS1, InvBreak, InvS2, InvL1, InvL2} {
+	c.checkHistories()
+	c.checkRequirements()
+	c.checkDropped()
+	res := Result{Intervals: c.ivs, Failovers: c.failovers, Inconclusive: c.inconclusive, Duplicates: dups}
+	for _, inv := range []string{InvS1, InvBreak, InvS2, InvL1, InvL2, InvEvidence} {
 		for _, v := range c.violations {
 			if v.Invariant == inv {
 				res.Violations = append(res.Violations, v)
@@ -123,13 +145,14 @@ func Check(run Run, p Params) (Result, error) {
 type pair struct{ a, b int } // interval indexes, a < b
 
 type checker struct {
-	run        Run
-	p          Params
-	start, end time.Time
-	ivs        []Interval
-	exempt     map[pair]bool // S1 pairs judged by the forced-break rule
-	violations []Violation
-	failovers  []Failover
+	run          Run
+	p            Params
+	start, end   time.Time
+	ivs          []Interval
+	exempt       map[pair]bool // S1 pairs judged by the forced-break rule
+	violations   []Violation
+	failovers    []Failover
+	inconclusive []string
 }
 
 // where places a violation in time and on workers' lanes.

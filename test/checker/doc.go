@@ -4,27 +4,49 @@
 // cluster's view of its workers at run end, and reports violations of
 //
 //   - S1: leadership belief intervals of different terms never overlap;
-//   - Forced break: after an operator's BreakLease the old holder's belief
-//     may overlap the next leader's, but must end within one renew interval
-//     plus the request timeout of the break (this pair is judged by this rule,
-//     not by S1);
+//   - Forced break: after an operator's BreakLease, or the deletion of the
+//     lock blob or its container, the old holder's belief may overlap the
+//     next leader's, but must end within one renew interval plus the request
+//     timeout of the fault (this pair is judged by this rule, not by S1);
 //   - S2: terms strictly increase, no term is started twice, and the ledger
-//     has no gaps, duplicates, decreasing terms, foreign terms or entries
-//     written after their term's belief ended;
+//     starts at seq 1 and has no gaps, duplicates, decreasing terms, foreign
+//     terms or entries written after their term's belief ended;
 //   - L1: a fault that hit the leader is followed by a new leader within the
 //     bound DESIGN §2 gives for that fault;
-//   - L2: every live worker still contends at run end.
+//   - L2: every live worker still contends at run end;
+//   - evidence: every worker the cluster started left a history, and the run
+//     holds the minimum evidence its scenario requires (Run.Requires).
 //
 // Every violation quotes the offending history lines with their file:line.
+//
+// # Verdicts
+//
+// A run passes with no violation and a complete history; it fails with any
+// violation. A run whose history a sink announced as incomplete (a
+// history_dropped record) and that has no violation is inconclusive:
+// Result.Verdict says so, Result.OK is false and Result.Err wraps
+// ErrInconclusive — never a pass. Records repeated by a re-flushed history
+// segment (same identity, process start t − mono_ns, event, term and time)
+// are judged once.
+//
+// In run mode (`blobleader run -- COMMAND`) the actors are the commands:
+// CheckCommands judges S1 over command lifetimes, S2 over the terms the
+// commands write to their own ledger, a freeze rule and the fast hand-over
+// after a command's own exit (commands.go has the exact rules, including
+// the named exceptions a scenario may declare: a supervisor paused alone,
+// an operator's forced break).
 //
 // # Belief intervals
 //
 // A worker believes it leads term T from its started_leading event until the
-// earliest of: its stopped_leading for T, the latest valid_until it logged for
-// T, and the time the harness SIGKILLed it (a crash fault). A belief with no
-// such end (a worker that logs no valid_until, like the --unsafe-no-step-down
-// negative control) lasts until the run ends. A paused worker needs no special
-// case: valid_until already ends its belief at its deadline.
+// earliest of: its stopped_leading for T and the latest valid_until it logged
+// for T. Only a belief without any valid_until (the --unsafe-no-step-down
+// negative control) is also ended by the time the harness SIGKILLed it (a
+// crash fault): the fault is stamped by the harness before the kill lands
+// (on Azure, before an ARM stop of several seconds), so capping a belief the
+// worker itself bounded could hide an overlap. A belief with no end at all
+// lasts until the run ends. A paused worker needs no special case:
+// valid_until already ends its belief at its deadline.
 //
 // # L1 bounds
 //
@@ -34,11 +56,15 @@
 //	crash      next started_leading ≤ last renew sent + L + R   (last renew sent = latest valid_until − D)
 //	pause      same as crash, unless resumed before its valid_until
 //	graceful   next started_leading ≤ released + R              (crash bound if it logged no `released`)
-//	break      next started_leading ≤ break + R
-//	latency, timeout, reset, partition, outage
+//	break, delete_blob, delete_container
+//	           next started_leading ≤ the fault + R
+//	latency, timeout, reset, partition, outage, late_delivery
 //	           a leader exists (belief covering End, or next start) ≤ End + L + R
 //
 // A leader that logged no valid_until has its bound counted from the fault.
+// A lost_response fault demands nothing itself; each one in a failover's
+// window adds R to that failover's deadline (one more poll for the contender
+// whose answer was lost), never L: a ghost lease is an L1 violation.
 //
 // # Clocks
 //

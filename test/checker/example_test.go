@@ -10,6 +10,8 @@ import (
 
 // A leader is killed at 07:00:05 after its last renew at 07:00:04; another
 // worker takes over at 07:00:20, within L + P·1.1 + ε = 17.1 s of that renew.
+// The killed leader's belief ends at its own valid_until (the kill caps only a
+// belief that logged none).
 func ExampleCheck() {
 	history := `
 {"t":"2026-11-21T07:00:00Z","mono_ns":1,"identity":"w1","event":"started_leading","term":1,"valid_until":"2026-11-21T07:00:10Z"}
@@ -39,6 +41,6 @@ func ExampleCheck() {
 	// Output:
 	// violations: 0
 	// crash of w1: w2 took over after 16s (bound 17.1s, from last renew sent)
-	// w1 term 1 ended by crash
+	// w1 term 1 ended by valid_until
 	// w2 term 2 ended by valid_until
 }

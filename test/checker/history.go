@@ -23,6 +23,10 @@ const (
 	EventRenewFailed    = "renew_failed"
 	EventAcquireFailed  = "acquire_failed"
 	EventReleased       = "released"
+	// EventHistoryDropped is written by the blob history sink ahead of the
+	// records that follow a loss: Dropped records of this worker are gone,
+	// so the run cannot be judged (Result.Inconclusive).
+	EventHistoryDropped = "history_dropped"
 )
 
 // ErrMalformed is wrapped by ReadHistory and ParseHistory for a line that is
@@ -41,6 +45,7 @@ type Event struct {
 	Leader     string    `json:"leader,omitzero"`      // observed leader (observed_leader)
 	ValidUntil time.Time `json:"valid_until,omitzero"` // end of the belief in force, zero when absent
 	Shard      *int      `json:"shard,omitempty"`      // the shard of a shard event (--shards; see shards.go), nil otherwise
+	Dropped    int64     `json:"dropped,omitzero"`     // history_dropped: how many records were lost before it
 	Source     string    `json:"-"`                    // "file:line" it was read from, empty for synthetic events
 	Raw        string    `json:"-"`                    // the line as read, empty for synthetic events
 }

@@ -11,14 +11,17 @@ const (
 	BasisInjected  = "fault injected"  // the hit leader logged no valid_until
 	BasisReleased  = "released"        // the graceful stop's `released` event
 	BasisBreak     = "lease broken"    // the break itself
+	BasisDeleted   = "lock deleted"    // the deletion of the lock blob or its container
 	BasisFaultEnd  = "fault healed"    // end of a network or storage fault
 )
 
 // windowFault reports kinds that last from Start to End and can keep every
-// worker (or the one they target) from reaching storage.
+// worker (or the one they target) from reaching storage. A late delivery is
+// one: held renews keep the target from renewing, and when delivered they
+// may still extend its lease at storage until the fault is removed.
 func windowFault(kind string) bool {
 	switch kind {
-	case FaultLatency, FaultTimeout, FaultReset, FaultPartition, FaultOutage:
+	case FaultLatency, FaultTimeout, FaultReset, FaultPartition, FaultOutage, FaultLateDelivery:
 		return true
 	}
 	return false
@@ -62,7 +65,7 @@ func (c *checker) checkFailovers() {
 		)
 		// 1. Only a fault that hit the then-leader demands a failover.
 		switch {
-		case f.Kind == FaultCrash || f.Kind == FaultGraceful || f.Kind == FaultPause || f.Kind == FaultBreak:
+		case f.Kind == FaultCrash || f.Kind == FaultGraceful || f.Kind == FaultPause || forcedLoss(f.Kind):
 			hit, ok = c.holderAt(f, f.Start)
 		case windowFault(f.Kind):
 			hit, ok = c.holderAt(f, f.Start)
@@ -109,6 +112,8 @@ func (c *checker) checkFailovers() {
 			lastRenew()
 		case FaultBreak:
 			fo.From, fo.Basis, fo.Bound = f.Start, BasisBreak, short
+		case FaultDeleteBlob, FaultDeleteContainer:
+			fo.From, fo.Basis, fo.Bound = f.Start, BasisDeleted, short
 		default: // network and storage faults: a leader exists again after End
 			fo.From, fo.Basis, fo.Bound = f.End, BasisFaultEnd, long
 			after = f.End
@@ -152,11 +157,29 @@ func (c *checker) checkFailovers() {
 
 // stretch moves fo.Deadline past every other fault that could keep a new
 // leader from acquiring while the window is open; a fault never healed makes
-// the failover inconclusive.
+// the failover inconclusive. A lost response costs the contender whose
+// answer was dropped one more poll (it retries with the same lease ID and
+// re-acquires its own lease), never a lease duration: a ghost lease that
+// blocks everyone for L is an L1 violation. Each lost_response fault counts
+// as one lost answer, however long it stayed in place (the scenarios and
+// the soak inject them with Count 1); one that drops more makes the bound
+// too tight, a false failure rather than a false pass.
 func (c *checker) stretch(self Fault, fo *Failover) {
+	lost := map[int]bool{} // lost_response faults already counted
 	for changed := true; changed; {
 		changed = false
-		for _, g := range c.run.Faults {
+		for i, g := range c.run.Faults {
+			if g.Kind == FaultLostResponse && !lost[i] && g.Start.Before(fo.Deadline) && (g.End.IsZero() || g.End.After(fo.From)) {
+				lost[i], changed = true, true
+				if g.End.IsZero() {
+					fo.Inconclusive = fmt.Sprintf("overlaps %s, never healed", g)
+					continue
+				}
+				// From the deadline, not from the fault's end: a ghost
+				// lease also delays the answers a scenario waits to drop.
+				fo.Deadline = fo.Deadline.Add(c.p.retry() + c.p.Epsilon)
+				continue
+			}
 			if g == self || !(windowFault(g.Kind) || g.Kind == FaultPause) {
 				continue
 			}

@@ -22,6 +22,12 @@ const (
 	FaultPartition = "partition" // Target cut off from storage, Start..End
 	FaultOutage    = "outage"    // storage down for everyone, Start..End
 	FaultBreak     = "break"     // operator BreakLease(0), at Start
+
+	// Issue 10's fault classes (chaos.Kind values).
+	FaultLateDelivery    = "late_delivery"    // Target's chosen requests held past its timeout, delivered later; Start..End
+	FaultLostResponse    = "lost_response"    // Target's chosen requests applied at storage, answers dropped; Start..End
+	FaultDeleteBlob      = "delete_blob"      // operator deletes the lock blob, at Start
+	FaultDeleteContainer = "delete_container" // operator deletes the lock's container, at Start
 )
 
 // AllWorkers as a Fault.Target (or an empty Target) means the fault hits
@@ -80,7 +86,10 @@ type Run struct {
 	Faults  []Fault       // every fault injected, in any order
 	Start   time.Time     // run start; zero: the first event's time
 	End     time.Time     // run end; zero: the last event's time
-	Workers []Worker      // at run end
+	Workers []Worker      // at run end, one per started incarnation
+	// Requires is the minimum evidence the scenario needs; a run that lacks
+	// it fails with an `evidence` violation instead of passing on nothing.
+	Requires Requirements
 }
 
 // Bounds returns Start and End, each defaulted from the events when zero.

@@ -10,14 +10,27 @@ import (
 // rest of the verdict.
 const maxLedgerViolations = 20
 
-// checkBreaks applies the forced-break rule: the holder at a break must stop
-// believing within RenewInterval + RequestTimeout + Epsilon, and its overlap
-// with the next leader is exempt from S1.
+// forcedLoss reports the fault kinds that take the lease from its holder
+// at once, behind its back: an operator's break, or the deletion of the lock
+// blob or its container (storage answers the holder's next renew with 404,
+// a definite loss). All three are judged by the forced-break rule.
+func forcedLoss(kind string) bool {
+	switch kind {
+	case FaultBreak, FaultDeleteBlob, FaultDeleteContainer:
+		return true
+	}
+	return false
+}
+
+// checkBreaks applies the forced-break rule: the holder at a break (or a
+// deletion of the lock) must stop believing within RenewInterval +
+// RequestTimeout + Epsilon, and its overlap with the next leader is exempt
+// from S1.
 func (c *checker) checkBreaks() {
 	c.exempt = map[pair]bool{}
 	allowed := c.p.RenewInterval + c.p.RequestTimeout + c.p.Epsilon
 	for _, f := range c.run.Faults {
-		if f.Kind != FaultBreak {
+		if !forcedLoss(f.Kind) {
 			continue
 		}
 		b := f.Start
@@ -28,8 +41,8 @@ func (c *checker) checkBreaks() {
 			// 1. The old holder learns at its next renew at the latest.
 			if limit := b.Add(allowed + c.p.ClockSkew); old.End.After(limit) {
 				c.report(InvBreak, placed(limit, old.Identity), append([]Event{old.Started}, endEvidence(old)...),
-					"after %s the holder kept believing until %s, %v after the break; allowed RenewInterval+RequestTimeout+Epsilon = %v: %s",
-					f, c.rel(old.End), old.End.Sub(b), allowed, c.describe(old))
+					"after %s the holder kept believing until %s, %v after the %s; allowed RenewInterval+RequestTimeout+Epsilon = %v: %s",
+					f, c.rel(old.End), old.End.Sub(b), f.Kind, allowed, c.describe(old))
 			}
 			// 2. Its overlap with the next leader is this rule's business.
 			for n := range c.ivs {
@@ -132,8 +145,11 @@ func (c *checker) checkLedger() {
 	var prev *LedgerEntry
 	for i := range c.run.Ledger {
 		e = c.run.Ledger[i]
-		// 1. Sequence: contiguous from the first entry, no duplicates.
+		// 1. Sequence: contiguous from 1, no duplicates. The ledger is
+		// never trimmed, so a first seq above 1 means lost entries.
 		switch {
+		case prev == nil && e.Seq != 1:
+			report(nil, "the first entry has seq %d, want 1 (entries 1..%d missing): %s", e.Seq, e.Seq-1, quoteEntry(e))
 		case seen[e.Seq]:
 			report(nil, "duplicate seq %d: %s", e.Seq, quoteEntry(e))
 		case prev != nil && e.Seq > prev.Seq+1:

@@ -63,20 +63,38 @@ func TestCheck_S1(t *testing.T) {
 			want:   []string{"S1:overlap by 1ms"},
 		},
 		{
-			name:   "crash caps the belief at the kill",
-			events: hist(leads("w1", 1, 0, 4, -1), leads("w2", 2, 6, 20, -1)),
+			name: "crash caps a belief without valid_until at the kill",
+			events: hist(one(ev(0, "w1", EventStartedLeading, 1, none)),
+				leads("w2", 2, 6, 20, -1)),
 			faults: []Fault{{Kind: FaultCrash, Target: "w1", Start: at(5)}},
 			end:    21,
 		},
 		{
-			name:   "without the crash fault the same history overlaps",
-			events: hist(leads("w1", 1, 0, 4, -1), leads("w2", 2, 6, 20, -1)),
-			end:    21,
-			want:   []string{"S1:[ended by valid_until]"},
+			name: "without the crash fault the unbounded belief overlaps",
+			events: hist(one(ev(0, "w1", EventStartedLeading, 1, none)),
+				leads("w2", 2, 6, 20, -1)),
+			end:  21,
+			want: []string{"S1:[ended by run end]"},
 		},
 		{
-			name:   "a crash of another worker does not cap the belief",
+			// The fault is stamped before the kill lands (on Azure, before a
+			// multi-second ARM stop): the worker's own deadline is the bound.
+			name:   "crash does not cap a belief with valid_until",
 			events: hist(leads("w1", 1, 0, 4, -1), leads("w2", 2, 6, 20, -1)),
+			faults: []Fault{{Kind: FaultCrash, Target: "w1", Start: at(5)}},
+			end:    21,
+			want:   []string{"S1:terms 1 and 2 overlap by 8s"},
+		},
+		{
+			name:   "crash after the valid_until: no overlap",
+			events: hist(leads("w1", 1, 0, 4, -1), leads("w2", 2, 14, 20, -1)),
+			faults: []Fault{{Kind: FaultCrash, Target: "w1", Start: at(5)}},
+			end:    21,
+		},
+		{
+			name: "a crash of another worker does not cap the belief",
+			events: hist(one(ev(0, "w1", EventStartedLeading, 1, none)),
+				leads("w2", 2, 6, 20, -1)),
 			faults: []Fault{{Kind: FaultCrash, Target: "w3", Start: at(5)}},
 			end:    21,
 			want:   []string{"S1"},
@@ -253,8 +271,14 @@ func TestCheck_S2Ledger(t *testing.T) {
 			ledger: []LedgerEntry{e(1, 1, "w1", 1), e(2, 1, "w1", 5), e(3, 2, "w2", 12), e(4, 2, "w2", 20)},
 		},
 		{
-			name:   "ledger may start after seq 1 (earlier segments trimmed)",
+			name:   "ledger must start at seq 1 (it is never trimmed)",
 			ledger: []LedgerEntry{e(7, 1, "w1", 1), e(8, 2, "w2", 12)},
+			want:   []string{"S2:the first entry has seq 7, want 1"},
+		},
+		{
+			name:   "ledger starting at seq 2",
+			ledger: []LedgerEntry{e(2, 1, "w1", 1), e(3, 2, "w2", 12)},
+			want:   []string{"S2:entries 1..1 missing"},
 		},
 		{
 			name:   "entries from before the run need no started term",
@@ -316,7 +340,7 @@ func TestCheck_S2Ledger(t *testing.T) {
 func TestCheck_LedgerViolationsAreCapped(t *testing.T) {
 	var ledger []LedgerEntry
 	for i := int64(1); i <= 100; i++ {
-		ledger = append(ledger, LedgerEntry{Seq: 2 * i, Term: 1, Holder: "w1", At: at(1)})
+		ledger = append(ledger, LedgerEntry{Seq: 2*i - 1, Term: 1, Holder: "w1", At: at(1)})
 	}
 	res := check(t, Run{Events: leads("w1", 1, 0, 8, -1), Ledger: ledger, Start: t0, End: at(9)}, testParams())
 	if n := len(res.Violations); n != maxLedgerViolations+1 {

@@ -138,8 +138,9 @@ func (p Params) RequestTimeout() time.Duration {
 type Option func(*workerOpts)
 
 type workerOpts struct {
-	unsafe bool
-	args   []string
+	unsafe  bool
+	args    []string
+	command []string // run mode (RunCommand): the command after --
 }
 
 // Unsafe runs the workers with --unsafe-no-step-down: the negative control,

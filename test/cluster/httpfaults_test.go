@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,32 +63,44 @@ func TestLocal_BindsTheRequestAndOperatorFaults(t *testing.T) {
 // -tags negativecontrol takes --unsafe-no-step-down; the production binary
 // refuses the flag and its env twin with exit 2 (issue 10, hole 4).
 func TestWorkerBinaries_OnlyTheNegativeControlTakesTheUnsafeFlag(t *testing.T) {
-	exit := func(bin string, env []string, args ...string) int {
+	// run returns the exit code and the last line of output. The production
+	// binary gets a complete configuration, so only the refusal can stop it
+	// with exit 2 (and the deadline keeps a missing refusal from hanging).
+	run := func(bin string, env []string, args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
-			return 0
+			return 0, lastLine(out)
 		case errors.As(err, &ee):
-			t.Logf("%s %v: exit %d: %s", bin, args, ee.ExitCode(), lastLine(out))
-			return ee.ExitCode()
+			return ee.ExitCode(), lastLine(out)
 		}
 		t.Fatalf("run %s: %v", bin, err)
-		return -1
+		return -1, ""
 	}
 	unsafe := UnsafeWorkerBinary(t)
 	prod := WorkerBinary(t)
-	if got := exit(unsafe, nil, "--unsafe-no-step-down", "--help"); got != 0 {
-		t.Errorf("negative-control binary with --unsafe-no-step-down --help: exit %d, want 0", got)
+	if got, out := run(unsafe, nil, "--unsafe-no-step-down", "--help"); got != 0 {
+		t.Errorf("negative-control binary with --unsafe-no-step-down --help: exit %d, want 0: %s", got, out)
 	}
-	if got := exit(prod, nil, "--unsafe-no-step-down", "--help"); got != 2 {
-		t.Errorf("production binary with --unsafe-no-step-down: exit %d, want 2", got)
-	}
-	if got := exit(prod, []string{"BLOBLEADER_UNSAFE_NO_STEP_DOWN=true"}, "--help"); got != 2 {
-		t.Errorf("production binary with BLOBLEADER_UNSAFE_NO_STEP_DOWN=true: exit %d, want 2", got)
+	config := []string{"--connection-string=UseDevelopmentStorage=true", "--listen=127.0.0.1:0"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"--unsafe-no-step-down", nil, append([]string{"--unsafe-no-step-down"}, config...)},
+		{"BLOBLEADER_UNSAFE_NO_STEP_DOWN=true", []string{"BLOBLEADER_UNSAFE_NO_STEP_DOWN=true"}, config},
+	} {
+		got, out := run(prod, tc.env, tc.args...)
+		if got != 2 || !strings.Contains(out, "unsafe-no-step-down") || !strings.Contains(out, "refused") {
+			t.Errorf("production binary with %s: exit %d (%s), want 2 refusing the negative control", tc.name, got, out)
+		}
 	}
 }
 

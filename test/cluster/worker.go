@@ -181,6 +181,7 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		args = append(args, "--unsafe-no-step-down")
 	}
 	args = append(args, w.opts.args...)
+	args = w.opts.modeArgs(args) // run mode: `run … -- COMMAND`
 	logf, err := os.OpenFile(inc.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err

@@ -53,3 +53,46 @@ func TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt(t *testing.T) {
 		t.Fatalf("worker processes left behind: %s", out)
 	}
 }
+
+// TestDemo_RunModeTakesOverWhenTheLeadersCommandIsKilled runs `demo --run
+// --auto`: the leader's command (not its supervisor) is SIGKILLed, another
+// worker leads with a higher term and runs the command; nothing is left.
+func TestDemo_RunModeTakesOverWhenTheLeadersCommandIsKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, b := range []struct{ out, dir, pkg string }{{"blobleader", "../..", "./worker/cmd/blobleader"}, {"demo", ".", "."}} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+		build.Dir = b.dir
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "blobleader"), "--run", "--auto")
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if err != nil {
+		t.Fatalf("demo --run --auto: %v\n%s", err, text)
+	}
+	m := regexp.MustCompile(`killing the command of the leader (worker-\d) \(term (\d+)\), pid (\d+)`).FindStringSubmatch(text)
+	n := regexp.MustCompile(`takeover: (worker-\d) leads with term (\d+), ([\d.]+)s after the kill`).FindStringSubmatch(text)
+	c := regexp.MustCompile(`(worker-\d) runs the command as pid (\d+)`).FindStringSubmatch(text)
+	if m == nil || n == nil || c == nil {
+		t.Fatalf("demo output lacks the command kill, the takeover or the new command:\n%s", text)
+	}
+	oldTerm, _ := strconv.Atoi(m[2])
+	newTerm, _ := strconv.Atoi(n[2])
+	if m[1] == n[1] || newTerm <= oldTerm || c[1] != n[1] || c[2] == m[3] {
+		t.Fatalf("killed %s's command (term %s, pid %s); then %s leads term %s and %s runs pid %s: want another worker, a higher term, a new command",
+			m[1], m[2], m[3], n[1], n[2], c[1], c[2])
+	}
+	t.Logf("run-mode demo: takeover %ss after the command was killed", n[3])
+	if !strings.Contains(text, "stopped 3 workers and Azurite") {
+		t.Fatalf("demo did not report its cleanup:\n%s", text)
+	}
+	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "blobleader")).Output(); len(out) > 0 {
+		t.Fatalf("worker processes left behind: %s", out)
+	}
+}

@@ -3,9 +3,11 @@
 //
 //	make demo                         (builds, then runs this with --worker bin/blobleader)
 //	demo --worker bin/blobleader --auto   (non-interactive: kill the leader once, report the takeover, exit)
+//	make demo-run                     (run mode: each worker is `blobleader run -- sleep …`)
 //
 // Keys: k kill the leader (SIGKILL, a crash), s stop it (SIGTERM, graceful),
-// r restart stopped workers, q quit. Every process it starts is stopped on
+// c (run mode) kill the leader's command only, r restart stopped workers,
+// q quit. Every process it starts is stopped on
 // exit, Ctrl-C, SIGTERM or SIGHUP (a closed terminal).
 package main
 
@@ -50,6 +52,7 @@ type status struct {
 
 type demo struct {
 	bin, dir string
+	runMode  bool // workers are `blobleader run -- demoCommand`
 	az       *azuritetest.Server
 	workers  []*worker
 	http     *http.Client
@@ -65,9 +68,10 @@ type demo struct {
 func main() {
 	bin := flag.String("worker", "bin/blobleader", "path to the blobleader binary")
 	n := flag.Int("workers", 3, "how many workers to start (1–9)")
-	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it, wait for the takeover, print it and exit (0 on takeover, 1 if none within L + 1.1·P + 5s)")
+	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it (with --run: kill its command), wait for the takeover, print it and exit (0 on takeover, 1 if none within the bound)")
+	runMode := flag.Bool("run", false, "run mode: each worker is `blobleader run -- "+strings.Join(demoCommand, " ")+"`; key c kills the leader's command only (a fast failover: the supervisor releases at once)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), r restart stopped workers, q quit.\n\nFlags:\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--run] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), c (--run) kill the leader's command, r restart stopped workers, q quit.\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -79,10 +83,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "demo: invalid --worker %s: %v (run `make build`)\n", *bin, err)
 		os.Exit(2)
 	}
-	os.Exit(run(*bin, *n, *auto))
+	os.Exit(run(*bin, *n, *runMode, *auto))
 }
 
-func run(bin string, n int, auto bool) int {
+// demoCommand is what each worker runs while it leads in run mode: a
+// long-running stand-in for the user's program.
+var demoCommand = []string{"sleep", "86399"}
+
+func run(bin string, n int, runMode, auto bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	dir, err := os.MkdirTemp("", "blobleader-demo-")
@@ -90,7 +98,7 @@ func run(bin string, n int, auto bool) int {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
-	d := &demo{bin: bin, dir: dir, http: &http.Client{Timeout: 500 * time.Millisecond}}
+	d := &demo{bin: bin, dir: dir, runMode: runMode, http: &http.Client{Timeout: 500 * time.Millisecond}}
 	defer d.cleanup()
 
 	fmt.Println("starting Azurite (in memory, loopback only)…")
@@ -127,8 +135,12 @@ func (d *demo) start(w *worker) error {
 	if err != nil {
 		return err
 	}
-	w.cmd = exec.Command(d.bin, "--identity", w.id, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--history", filepath.Join(d.dir, w.id+".jsonl"), "--log-format", "json")
+	args := []string{"--identity", w.id, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--history", d.historyPath(w), "--log-format", "json"}
+	if d.runMode {
+		args = append(append(append([]string{"run"}, args...), "--"), demoCommand...)
+	}
+	w.cmd = exec.Command(d.bin, args...)
 	w.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+d.az.ConnectionString())
 	w.cmd.Stdout, w.cmd.Stderr = logf, logf
 	if err := w.cmd.Start(); err != nil {
@@ -138,6 +150,56 @@ func (d *demo) start(w *worker) error {
 	w.exited = make(chan struct{})
 	go func() { _ = w.cmd.Wait(); logf.Close(); close(w.exited) }()
 	return nil
+}
+
+func (d *demo) historyPath(w *worker) string { return filepath.Join(d.dir, w.id+".jsonl") }
+
+// commandPID is the pid of the command w's supervisor runs now, from its
+// history: the last child_started without a child_exited after it.
+func (d *demo) commandPID(w *worker) (int, bool) {
+	b, err := os.ReadFile(d.historyPath(w))
+	if err != nil {
+		return 0, false
+	}
+	pid := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		var r struct {
+			Event string `json:"event"`
+			PID   int    `json:"pid"`
+		}
+		if json.Unmarshal([]byte(line), &r) != nil {
+			continue
+		}
+		switch r.Event {
+		case "child_started":
+			pid = r.PID
+		case "child_exited":
+			pid = 0
+		}
+	}
+	return pid, pid > 0
+}
+
+// killCommand SIGKILLs the leader's command (its process group), not the
+// supervisor: the supervisor sees it die, releases at once, and another
+// worker's command starts within about a poll.
+func (d *demo) killCommand() (*worker, int64, bool) {
+	w, s, count := d.leader()
+	if count != 1 {
+		d.note("no single leader right now")
+		return nil, 0, false
+	}
+	pid, ok := d.commandPID(w)
+	if !ok {
+		d.note("%s leads but runs no command right now", w.id)
+		return nil, 0, false
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	d.mu.Lock()
+	d.killed, d.killedW = time.Now(), w.id
+	d.mu.Unlock()
+	d.note("the command of %s (pid %d) killed (SIGKILL); its supervisor keeps running", w.id, pid)
+	return w, s.Term, true
 }
 
 func (w *worker) alive() bool {
@@ -255,7 +317,11 @@ func (d *demo) table(tty bool) string {
 		b.WriteString("  " + l + "\r\n")
 	}
 	d.mu.Unlock()
-	b.WriteString("\r\n  k kill the leader (crash: takeover after the lease expires, ~15s)   s stop it (graceful: ~1s)\r\n  r restart stopped workers   q quit\r\n")
+	b.WriteString("\r\n  k kill the leader (crash: takeover after the lease expires, ~15s)   s stop it (graceful: ~1s)\r\n")
+	if d.runMode {
+		b.WriteString("  c kill the leader's command only (the supervisor releases at once: ~1s)\r\n")
+	}
+	b.WriteString("  r restart stopped workers   q quit\r\n")
 	return b.String()
 }
 
@@ -294,6 +360,10 @@ func (d *demo) interactive(ctx context.Context) int {
 				d.stopLeader(syscall.SIGKILL)
 			case 's', 'S':
 				d.stopLeader(syscall.SIGTERM)
+			case 'c', 'C':
+				if d.runMode {
+					d.killCommand()
+				}
 			case 'r', 'R':
 				for _, w := range d.workers {
 					if !w.alive() {
@@ -335,12 +405,23 @@ func (d *demo) auto(ctx context.Context) int {
 		return 1
 	}
 	fmt.Print(d.table(false))
-	fmt.Printf("killing the leader %s (term %d) with SIGKILL\n", first.id, firstTerm)
-	_ = first.cmd.Process.Signal(syscall.SIGKILL)
+	bound := 15*time.Second + 1100*time.Millisecond + 5*time.Second // L + 1.1·P + slack
+	if d.runMode {
+		if !wait("the leader's command", 10*time.Second, func() bool { _, ok := d.commandPID(first); return ok }) {
+			return 1
+		}
+		pid, _ := d.commandPID(first)
+		fmt.Printf("killing the command of the leader %s (term %d), pid %d, with SIGKILL\n", first.id, firstTerm, pid)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		bound = 2*time.Second + 1100*time.Millisecond + 5*time.Second // the hand-off pause keeps the old one out, 1.1·P + slack
+	} else {
+		fmt.Printf("killing the leader %s (term %d) with SIGKILL\n", first.id, firstTerm)
+		_ = first.cmd.Process.Signal(syscall.SIGKILL)
+	}
 	killed := time.Now()
 	var next *worker
 	var nextTerm int64
-	if !wait("a new leader", 15*time.Second+1100*time.Millisecond+5*time.Second, func() bool {
+	if !wait("a new leader", bound, func() bool {
 		w, s, c := d.leader()
 		next, nextTerm = w, s.Term
 		return c == 1 && w != first
@@ -349,6 +430,13 @@ func (d *demo) auto(ctx context.Context) int {
 	}
 	fmt.Print(d.table(false))
 	fmt.Printf("takeover: %s leads with term %d, %.1fs after the kill\n", next.id, nextTerm, time.Since(killed).Seconds())
+	if d.runMode {
+		if !wait("the new leader's command", 10*time.Second, func() bool { _, ok := d.commandPID(next); return ok }) {
+			return 1
+		}
+		pid, _ := d.commandPID(next)
+		fmt.Printf("%s runs the command as pid %d, %.1fs after the kill\n", next.id, pid, time.Since(killed).Seconds())
+	}
 	return 0
 }
 

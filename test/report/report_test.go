@@ -150,9 +150,10 @@ func TestSummarize(t *testing.T) {
 	if _, ok := s.FailoversByKind["pause"]; ok {
 		t.Errorf("a follower's pause must not count as a failover")
 	}
-	// Leaderless: 0..0.2, 21..36.6 (the kill ends w1's belief), 50.1..51,
+	// Leaderless: 0..0.2, 30.2..36.6 (the killed w1's belief lasts to its
+	// valid_until: the kill caps only a belief without one), 50.1..51,
 	// 69..76 and 113.9..126.2 (the last valid_until of a cut-off leader).
-	if math.Abs(s.LeaderlessS-(0.2+15.6+0.9+7+12.3)) > 0.002 || s.LongestGapS != 15.6 {
+	if math.Abs(s.LeaderlessS-(0.2+6.4+0.9+7+12.3)) > 0.002 || s.LongestGapS != 12.3 {
 		t.Errorf("leaderless %.3f s (longest %.3f s)", s.LeaderlessS, s.LongestGapS)
 	}
 	var buf bytes.Buffer

@@ -50,7 +50,10 @@ type ViolationRow struct {
 
 // Summary is the JSON summary of a run.
 type Summary struct {
-	OK              bool               `json:"ok"` // no violations
+	OK              bool               `json:"ok"`                          // passed: no violations and a complete history
+	Verdict         string             `json:"verdict"`                     // pass, fail or inconclusive (checker.Verdict*)
+	Inconclusive    []string           `json:"inconclusive,omitempty"`      // why the history is known incomplete
+	Duplicates      int                `json:"duplicate_records,omitempty"` // repeated records set aside
 	Start           time.Time          `json:"start"`
 	End             time.Time          `json:"end"`
 	DurationSeconds float64            `json:"duration_s"`
@@ -75,6 +78,9 @@ func Summarize(run checker.Run, res checker.Result) Summary {
 	start, end := run.Bounds()
 	s := Summary{
 		OK:              res.OK(),
+		Verdict:         res.Verdict(),
+		Inconclusive:    res.Inconclusive,
+		Duplicates:      res.Duplicates,
 		Start:           start,
 		End:             end,
 		DurationSeconds: secs(end.Sub(start)),

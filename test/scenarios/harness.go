@@ -69,6 +69,9 @@ type Scenario struct {
 	// Run injects the scenario's faults, waits on their effects (failing t
 	// on a broken expectation) and leaves the healing to Judge.
 	Run func(t *testing.T, c cluster.Cluster)
+	// Requires is the minimum evidence the run must hold (the checker fails
+	// a run without it, rather than passing a fault that missed).
+	Requires checker.Requirements
 }
 
 // Repeat is how often each scenario runs ($BLOBLEADER_CHAOS_REPEAT, default 1).
@@ -94,7 +97,7 @@ func RunScenario(t *testing.T, backend Backend, s Scenario) {
 		body := func(t *testing.T) {
 			c := backend(t, s.Workers)
 			s.Run(t, c)
-			_, res := Judge(t, c, reportName(t))
+			_, res := JudgeRequiring(t, c, reportName(t), s.Requires)
 			if err := res.Err(); err != nil {
 				t.Error(err)
 			}
@@ -134,7 +137,15 @@ func livenessWindow(p cluster.Params) time.Duration {
 // Judge heals the cluster, waits for a leader, collects the run (histories,
 // faults, ledger, liveness), checks it and writes the report. It fails t when
 // the run cannot be collected; violations are in the Result for the caller.
+// It requires no evidence beyond every started worker's history; scenarios
+// state theirs with JudgeRequiring.
 func Judge(t *testing.T, c cluster.Cluster, name string) (checker.Run, checker.Result) {
+	t.Helper()
+	return JudgeRequiring(t, c, name, checker.Requirements{})
+}
+
+// JudgeRequiring is Judge with the minimum evidence the run must hold.
+func JudgeRequiring(t *testing.T, c cluster.Cluster, name string, req checker.Requirements) (checker.Run, checker.Result) {
 	t.Helper()
 	p := c.Params()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -150,6 +161,7 @@ func Judge(t *testing.T, c cluster.Cluster, name string) (checker.Run, checker.R
 	if err != nil {
 		t.Fatalf("collect run: %v", err)
 	}
+	run.Requires = req
 	res, err := checker.Check(run, CheckerParams(p))
 	if err != nil {
 		t.Fatalf("checker: %v", err)
@@ -165,7 +177,10 @@ func Judge(t *testing.T, c cluster.Cluster, name string) (checker.Run, checker.R
 		keep(t, filepath.Join(out, name), h)
 	}
 	s := report.Summarize(run, res)
-	t.Logf("run: %d events, %d terms, %d ledger entries, faults %v, %d violations", s.Events, s.Terms, s.LedgerEntries, s.FaultsByKind, s.Violations)
+	t.Logf("run: %d events, %d terms, %d ledger entries, faults %v, %d violations, verdict %s (required: %s)", s.Events, s.Terms, s.LedgerEntries, s.FaultsByKind, s.Violations, s.Verdict, req)
+	for _, r := range res.Inconclusive {
+		t.Logf("inconclusive: %s", r)
+	}
 	for _, fo := range res.Failovers {
 		t.Logf("failover after %s on %s: %v (bound %v, basis %s)%s", fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
 	}
@@ -179,7 +194,9 @@ func inconclusive(fo checker.Failover) string {
 	return "; inconclusive: " + fo.Inconclusive
 }
 
-// Collect turns a cluster history into the checker's Run.
+// Collect turns a cluster history into the checker's Run. A history file
+// that does not exist is not read, but its worker stays in Run.Workers: the
+// checker fails a started worker that left no history.
 func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker.Run, error) {
 	var files []string
 	for _, f := range h.Files {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
@@ -13,17 +14,31 @@ import (
 // deadlines a little looser than DESIGN §2's bounds; the checker then judges
 // the exact bounds from the history.
 var (
-	LeaderKilled               = Scenario{Name: "LeaderKilled", Workers: 3, Run: leaderKilled}
-	LeaderStoppedGracefully    = Scenario{Name: "LeaderStoppedGracefully", Workers: 3, Run: leaderStopped}
-	PausedLeaderStepsDown      = Scenario{Name: "PausedLeaderStepsDown", Workers: 3, Run: pausedLeader}
-	PartitionedLeaderStepsDown = Scenario{Name: "PartitionedLeaderStepsDown", Workers: 3, Run: partitionedLeader}
-	LatencyBelowRequestTimeout = Scenario{Name: "LatencyBelowRequestTimeout", Workers: 3, Run: latencyBelow}
-	LatencyAboveRequestTimeout = Scenario{Name: "LatencyAboveRequestTimeout", Workers: 3, Run: latencyAbove}
-	RandomResetsOnAllWorkers   = Scenario{Name: "RandomResetsOnAllWorkers", Workers: 3, Run: randomResets}
-	StorageOutage              = Scenario{Name: "StorageOutage", Workers: 3, Run: storageOutage}
-	OperatorBreaksLease        = Scenario{Name: "OperatorBreaksLease", Workers: 3, Run: operatorBreak}
-	RollingRestart             = Scenario{Name: "RollingRestart", Workers: 3, Run: rollingRestart}
+	LeaderKilled               = Scenario{Name: "LeaderKilled", Workers: 3, Run: leaderKilled, Requires: hitAndFailover(checker.FaultCrash)}
+	LeaderStoppedGracefully    = Scenario{Name: "LeaderStoppedGracefully", Workers: 3, Run: leaderStopped, Requires: hitAndFailover(checker.FaultGraceful)}
+	PausedLeaderStepsDown      = Scenario{Name: "PausedLeaderStepsDown", Workers: 3, Run: pausedLeader, Requires: hitAndFailover(checker.FaultPause)}
+	PartitionedLeaderStepsDown = Scenario{Name: "PartitionedLeaderStepsDown", Workers: 3, Run: partitionedLeader, Requires: hitAndFailover(checker.FaultPartition)}
+	LatencyBelowRequestTimeout = Scenario{Name: "LatencyBelowRequestTimeout", Workers: 3, Run: latencyBelow, Requires: hit(checker.FaultLatency)}
+	LatencyAboveRequestTimeout = Scenario{Name: "LatencyAboveRequestTimeout", Workers: 3, Run: latencyAbove, Requires: hitAndFailover(checker.FaultLatency)}
+	RandomResetsOnAllWorkers   = Scenario{Name: "RandomResetsOnAllWorkers", Workers: 3, Run: randomResets, Requires: hit(checker.FaultReset)}
+	StorageOutage              = Scenario{Name: "StorageOutage", Workers: 3, Run: storageOutage, Requires: hitAndFailover(checker.FaultOutage)}
+	OperatorBreaksLease        = Scenario{Name: "OperatorBreaksLease", Workers: 3, Run: operatorBreak, Requires: hitAndFailover(checker.FaultBreak)}
+	RollingRestart             = Scenario{Name: "RollingRestart", Workers: 3, Run: rollingRestart, Requires: hitAndFailover(checker.FaultGraceful)}
 )
+
+// hit is the minimum evidence of a scenario whose fault must reach a
+// working leader: a leadership before it, and a fault of that kind that hit
+// the leader of the moment.
+func hit(kind string) checker.Requirements {
+	return checker.Requirements{LeadershipsBeforeFault: 1, HitLeader: []string{kind}}
+}
+
+// hitAndFailover adds one measured failover to hit.
+func hitAndFailover(kind string) checker.Requirements {
+	r := hit(kind)
+	r.Failovers = 1
+	return r
+}
 
 // slack is added to every wait on top of DESIGN §2's bound: the waits only
 // keep a broken run from hanging; the checker measures the bound itself.
@@ -317,11 +332,44 @@ func rollingRestart(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	c.WaitLeader(t, takeover(p))
 	for _, w := range c.Workers() {
+		waitEveryoneSawALeader(t, c, takeover(p))
 		id := w.Identity()
 		stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
 		inject(t, c, stop, w)
 		c.WaitLeader(t, p.RetryPeriod*11/10+time.Second+slack, id)
 		remove(t, c, stop)
 		c.WaitLeader(t, slack)
+	}
+}
+
+// waitEveryoneSawALeader waits until every running worker's /status names a
+// leader: each has finished a poll, so each has written history. A worker
+// stopped before its first poll would leave no history at all, which the
+// checker rightly counts as missing evidence (seen in the soak: a rolling
+// restart stopped a worker 0.12 s after it started).
+func waitEveryoneSawALeader(t *testing.T, c cluster.Cluster, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var waiting []string
+	for {
+		waiting = waiting[:0]
+		for _, w := range c.Workers() {
+			if !w.Running() {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := w.Status(ctx)
+			cancel()
+			if err != nil || st.Leader == "" {
+				waiting = append(waiting, w.Identity())
+			}
+		}
+		if len(waiting) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v these workers still name no leader in /status: %v", timeout, waiting)
+		}
+		time.Sleep(100 * time.Millisecond) // polling /status; there is no event to await across processes
 	}
 }

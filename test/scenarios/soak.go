@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -86,7 +87,7 @@ func (s *soak) fraction(lo, hi float64, d time.Duration) int64 {
 func soakActions(p cluster.Params) []action {
 	rt := p.RequestTimeout()
 	grace := (p.ShutdownGrace + 10*time.Second).Milliseconds()
-	return []action{
+	return append([]action{
 		{"crash", 3, 0, 20 * time.Second, false, func(s *soak) []chaos.Fault {
 			return []chaos.Fault{s.bind(&chaos.Crash{Restart: true}, s.leaderOrAny())}
 		}},
@@ -129,6 +130,55 @@ func soakActions(p cluster.Params) []action {
 			return []chaos.Fault{s.bind(&chaos.BreakLease{}, nil)}
 		}},
 		{"quiet", 1, 2 * time.Second, 8 * time.Second, false, func(s *soak) []chaos.Fault { return nil }},
+	}, holeActions(p)...)
+}
+
+// holeActions are issue 10's fault classes in the soak's mix: requests held
+// past the client's timeout and delivered later (with the late-release
+// pattern of hole 1 when renews are held), answers lost after storage
+// applied the request (one answer each, as the checker's bound assumes),
+// and an operator deleting the lock blob or its container.
+func holeActions(p cluster.Params) []action {
+	rt := p.RequestTimeout()
+	return []action{
+		{"late", 2, 3 * time.Second, p.RenewDeadline + 5*time.Second, false, func(s *soak) []chaos.Fault {
+			w := s.leaderOrAny()
+			op := []chaos.Op{chaos.OpRenew, chaos.OpRelease, chaos.OpAcquire, chaos.OpMetadata}[s.rng.IntN(4)]
+			if op != chaos.OpRenew {
+				return []chaos.Fault{s.bind(&chaos.LateDelivery{Op: op, Delay: s.fraction(1.1, 3, rt), Count: 1}, w)}
+			}
+			release := rt + 2*p.RetryPeriod*11/10 + time.Duration(s.rng.IntN(4000))*time.Millisecond
+			return []chaos.Fault{
+				s.bind(&chaos.LateDelivery{Op: chaos.OpRenew, Delay: s.fraction(1.1, 2, rt)}, w),
+				s.bind(&chaos.LateDelivery{Op: chaos.OpRelease, Delay: release.Milliseconds(), Count: 1}, w),
+			}
+		}},
+		{"lost", 2, 2 * time.Second, 8 * time.Second, false, func(s *soak) []chaos.Fault {
+			f := &chaos.LostResponse{Count: 1}
+			switch s.rng.IntN(4) {
+			case 0:
+				f.Op, f.Status = chaos.OpAcquire, http.StatusCreated
+			case 1:
+				f.Op = chaos.OpMetadata
+			case 2:
+				f.Op = chaos.OpRenew
+			default:
+				f.Op = chaos.OpRelease
+			}
+			return []chaos.Fault{s.bind(f, s.any())}
+		}},
+		{"delete_blob", 1, 0, 0, false, func(s *soak) []chaos.Fault {
+			if s.leader == nil {
+				return nil // nothing there to delete
+			}
+			return []chaos.Fault{s.bind(&chaos.DeleteBlob{}, nil)}
+		}},
+		{"delete_container", 1, 0, 0, false, func(s *soak) []chaos.Fault {
+			if s.leader == nil {
+				return nil
+			}
+			return []chaos.Fault{s.bind(&chaos.DeleteContainer{}, nil)}
+		}},
 	}
 }
 
@@ -207,7 +257,9 @@ func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string) (report.
 		}
 		hold(t, time.Duration(500+s.rng.IntN(2500))*time.Millisecond) // gap between steps
 	}
-	run, res := Judge(t, c, name)
+	// A soak that never had a leader before its first fault, or injected
+	// nothing, has shown nothing.
+	run, res := JudgeRequiring(t, c, name, checker.Requirements{LeadershipsBeforeFault: 1})
 	sum := report.Summarize(run, res)
 	t.Logf("soak steps: %v", steps)
 	t.Log("soak summary:\n" + SummaryText(sum))
@@ -230,10 +282,10 @@ func SummaryText(s report.Summary) string {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(&b, "%-10s %6s %9s %8s %8s %8s %9s %6s\n", "kind", "faults", "failovers", "p50 s", "p99 s", "max s", "bound s", "over")
+	fmt.Fprintf(&b, "%-16s %6s %9s %8s %8s %8s %9s %6s\n", "kind", "faults", "failovers", "p50 s", "p99 s", "max s", "bound s", "over")
 	for _, k := range kinds {
 		st := s.FailoversByKind[k]
-		fmt.Fprintf(&b, "%-10s %6d %9d %8.2f %8.2f %8.2f %9.2f %6d\n", k, s.FaultsByKind[k], st.Count, st.P50, st.P99, st.Max, st.MaxBound, st.Exceeded)
+		fmt.Fprintf(&b, "%-16s %6d %9d %8.2f %8.2f %8.2f %9.2f %6d\n", k, s.FaultsByKind[k], st.Count, st.P50, st.P99, st.Max, st.MaxBound, st.Exceeded)
 	}
 	for inv, n := range s.ByInvariant {
 		fmt.Fprintf(&b, "violations %s: %d\n", inv, n)

@@ -32,6 +32,13 @@ type Record struct {
 	// the leadership as known then; absent for an unbounded (unsafe) claim.
 	// (Additive to DESIGN §3.)
 	ValidUntil string `json:"valid_until,omitempty"`
+	// PID, ExitCode, Signal and Cause describe the supervised command of
+	// `blobleader run` on child_started and child_exited (child.go).
+	// (Additive to DESIGN §3.)
+	PID      int    `json:"pid,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Cause    string `json:"cause,omitempty"`
 	// Dropped: on history_dropped (written by the Blob sink), how many
 	// records were lost before it. (Additive to DESIGN §3.)
 	Dropped int64 `json:"dropped,omitempty"`

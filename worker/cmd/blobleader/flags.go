@@ -122,11 +122,30 @@ The leader appends to a fenced ledger every --tick; followers watch and take ove
 
 Usage:
   blobleader [flags]            run (SIGTERM/SIGINT: stop the task, release the lease, exit 0)
+  blobleader run [flags] -- COMMAND [ARGS...]
+                                run COMMAND only while leading (blobleader run --help)
   blobleader ledger [flags]     print and verify the ledger (blobleader ledger --help)
   blobleader status [--url U]   print a running worker's /status (for images without a shell)
   blobleader shards [flags]     print the leader's summary of a --shards pool (blobleader shards --help)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
+	o.register(fs)
+	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
+	o.registerShards(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := o.finish(fs); err != nil {
+		return nil, err
+	}
+	if o.tick < 10*time.Millisecond || o.tick > time.Hour {
+		return nil, usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
+	}
+	return o, nil
+}
+
+// register adds the flags every contending mode shares (the worker and run).
+func (o *options) register(fs *flag.FlagSet) {
 	o.storageOptions.register(fs)
 	d := election.DefaultConfig("")
 	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes (default <hostname>-<pid>)")
@@ -136,24 +155,24 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	fs.DurationVar(&o.retryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
-	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
 	o.registerNegativeControl(fs)
 	o.registerControl(fs)
-	o.registerShards(fs)
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
+}
+
+// finish refuses what this build cannot do, defaults the identity and
+// validates, after parse.
+func (o *options) finish(fs *flag.FlagSet) error {
 	if err := o.refuseNegativeControl(); err != nil {
-		return nil, err
+		return err
 	}
 	if _, set := os.LookupEnv(envName("identity")); !set && !flagSet(fs, "identity") {
 		host, _ := os.Hostname()
 		o.identity = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	return o, o.validate()
+	return o.validate()
 }
 
 // Azure container names: 3–63 characters, lowercase letters, digits and
@@ -231,8 +250,6 @@ func (o *options) validate() error {
 		return err
 	}
 	switch {
-	case o.tick < 10*time.Millisecond || o.tick > time.Hour:
-		return usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
 	case o.listen == "":
 		return usagef("invalid --listen: must not be empty (e.g. :8080 or 127.0.0.1:0)")
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":

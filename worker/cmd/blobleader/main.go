@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -23,19 +22,21 @@ import (
 	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
-	"github.com/blobleader/blobleader/worker/history"
-	"github.com/blobleader/blobleader/worker/status"
+	"github.com/blobleader/blobleader/worker/supervise"
 )
 
 // processStart anchors mono_ns in the history.
 var processStart = time.Now()
 
 func main() {
+	if supervise.IsGuard() { // `run`'s group guard (worker/supervise/guard.go)
+		os.Exit(supervise.RunGuard())
+	}
 	os.Exit(run(argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }
 
 // run is main without os.Exit, returning the exit code: 0 clean stop,
-// 2 invalid configuration, 1 anything else.
+// 2 invalid configuration, 1 anything else (run --once: the command's status).
 func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch {
@@ -43,15 +44,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runLedger(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "status":
 		err = runStatus(args[1:], stdout)
+	case len(args) > 0 && args[0] == "run":
+		err = runRun(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "shards":
 		err = runShards(args[1:], stdout, stderr)
 	default:
 		err = runWorker(args, stdout, stderr)
 	}
 	var ue *usageError
+	var ee *exitStatusError
 	switch {
 	case err == nil || errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &ee): // run --once: the command's status
+		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "blobleader: %v\n", err)
 		return 2
@@ -96,125 +102,33 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	historyFile, err := openHistoryFile(o.history)
+	n, err := openNode(o, stderr)
 	if err != nil {
 		return err
 	}
-	if historyFile != nil {
-		defer historyFile.Close()
-	}
-	base := newLogger(o.logFormat, stderr)
-	log := base.With("identity", o.identity)
-	cfg := o.electionConfig()
-	cfg.Logger = base // the elector adds identity itself
-	if o.unsafe {
-		log.Warn("UNSAFE: --unsafe-no-step-down is set; this worker keeps claiming leadership after losing it (negative control only)")
-	}
-
-	// Listen first, so a taken port fails before we contend.
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.listen, err)
-	}
-	defer ln.Close()
-
-	var elector *election.Elector
-	metrics := status.NewMetrics(func() *election.Elector { return elector })
-	c, err := newContainerClient(o.storageOptions, cfg.RequestTimeout(), metrics.ObserveRequest)
-	if err != nil {
-		return err
-	}
-	lock, err := bloblock.New(c, o.blob)
-	if err != nil {
-		return err
-	}
-
-	var hist interface{ Write(history.Record) error }
-	switch o.history {
-	case "":
-	case "blob":
-		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
-			time.Second, metrics.ObserveRequest)
-		if err != nil {
-			return err
-		}
-		b := history.OpenBlob(hc, o.identity, processStart, history.BlobOptions{Logger: log})
-		hist = b
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := b.Close(ctx); err != nil {
-				log.Error("history", "err", err)
-			}
-		}()
-	default:
-		hist = historyFile
-	}
-	record := func(r history.Record) {
-		if hist != nil {
-			if err := hist.Write(r); err != nil {
-				log.Error("history write failed", "err", err)
-			}
-		}
-	}
-	onEvent := func(ev election.Event) {
-		metrics.ObserveEvent(ev)
-		record(history.NewRecord(o.identity, processStart, ev))
-	}
-	task := &ledgerTask{c: c, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: log}
+	defer n.close()
+	cfg := n.cfg
+	task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: n.log}
 	leaderTask := task.run
+	var elector *election.Elector
 	var shards *shardMode // nil in single-task mode
 	if o.shards > 0 {
-		if shards, err = newShardMode(o, c, cfg, log, record); err != nil {
+		if shards, err = newShardMode(o, n.storage, cfg, n.log, n.write); err != nil {
 			return err
 		}
 		leaderTask = shards.lead(func() bool { return elector.IsLeader() })
 	}
-	elector, err = election.NewElector(cfg, lock, election.Callbacks{
-		OnStartedLeading: leaderTask,
-		OnNewLeader: func(id string, term int64) {
-			log.Info("leader", "leader", id, "term", term)
-		},
-		OnEvent: onEvent,
-	})
-	if err != nil {
-		return usagef("%v", err)
-	}
-	task.isLeader = elector.IsLeader
-
-	handler := status.Handler(elector, metrics)
-	if shards != nil {
-		handler = shards.handler(elector, handler)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
-	log.Info("worker started", "listen", ln.Addr().String(), "lock", lock.Describe(),
-		"lease", cfg.LeaseDuration, "renew_deadline", cfg.RenewDeadline, "renew_interval", cfg.RenewInterval,
-		"retry_period", cfg.RetryPeriod, "request_timeout", cfg.RequestTimeout())
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	closeControl, err := startControl(o.controlListen, log) // after NotifyContext: a control stop is a SIGTERM
+	elector, err = n.newElector(election.Callbacks{OnStartedLeading: leaderTask})
 	if err != nil {
 		return err
 	}
-	defer closeControl()
-	runErr := make(chan error, 1)
-	go func() { runErr <- runElection(ctx, elector, shards) }()
+	task.isLeader = elector.IsLeader
+	if shards != nil {
+		n.wrapHandler = func(h http.Handler) http.Handler { return shards.handler(elector, h) }
+		n.beside = shards.w.Run
+	}
 
-	select {
-	case err = <-runErr:
-	case err = <-srvErr:
-		stop()
-		<-runErr
-		err = fmt.Errorf("http server: %w", err)
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
-	if err == nil {
-		log.Info("stopped cleanly")
-	}
-	return err
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return n.serve(ctx)
 }

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -80,20 +79,6 @@ func shardRecord(identity string, ev shard.Event) history.Record {
 // lead is the election's leader task in shard mode: coordinate the pool.
 func (m *shardMode) lead(isLeader func() bool) func(ctx context.Context, term int64) error {
 	return func(ctx context.Context, term int64) error { return m.w.Lead(ctx, term, isLeader) }
-}
-
-// runElection runs the election and, in shard mode, the pool member beside
-// it, until ctx ends; both stop gracefully (tasks stopped, leases released).
-func runElection(ctx context.Context, e *election.Elector, m *shardMode) error {
-	if m == nil {
-		return e.Run(ctx)
-	}
-	var wg sync.WaitGroup
-	var werr error
-	wg.Go(func() { werr = m.w.Run(ctx) })
-	err := e.Run(ctx)
-	wg.Wait()
-	return errors.Join(err, werr)
 }
 
 // shardStatus is /status in shard mode: the contract's document plus the

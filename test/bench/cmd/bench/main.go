@@ -59,7 +59,7 @@ func run() error {
 		docPath    = flag.String("doc", "docs/benchmarks.md", "markdown to write")
 		plotDir    = flag.String("plots", "docs/bench", "directory for the plots and results.json (emptied of *.svg first)")
 		logDir     = flag.String("logs", "out/bench", "directory for per-job logs")
-		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale"), "phases to run [BENCH_PHASES]")
+		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale,run"), "phases to run [BENCH_PHASES]")
 		scaleNs    = flag.String("scale", envStr("BENCH_SCALE", "3,30,100,300"), "contender counts of the scale phase [BENCH_SCALE]")
 		scaleWin   = flag.Duration("scale-window", 20*time.Second, "steady window of each scale step")
 		costWin    = flag.Duration("cost-window", 0, "steady window of the cost phase (0: max(60s, 6s × runs))")
@@ -129,7 +129,7 @@ func run() error {
 		}
 	}
 	res.Machine = machine(*runs, *parallel, *seed, start)
-	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale"} {
+	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run"} {
 		if phases[p] {
 			res.Machine.Phases = append(res.Machine.Phases, p)
 		}
@@ -187,6 +187,14 @@ func run() error {
 				mu.Unlock()
 			}})
 		}
+	}
+	if phases["run"] {
+		jobs = append(jobs, job{name: "ours-run-command-crash", cost: 20*time.Second + time.Duration(*runs)*3*time.Second, run: func(t testing.TB, env bench.Env) {
+			m := bench.RunModeRun(t, env, ours, *runs, 20*time.Second, "ours-run-command-crash")
+			mu.Lock()
+			res.RunMode = append(res.RunMode, m)
+			mu.Unlock()
+		}})
 	}
 	for i := range jobs {
 		jobs[i].seedIx = uint64(i) // before sorting: seeds follow the fixed job order

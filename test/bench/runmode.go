@@ -1,0 +1,275 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/test/scenarios"
+	"github.com/blobleader/blobleader/worker/supervise"
+)
+
+// CommandTrial is one measured command-crash failover in run mode.
+type CommandTrial struct {
+	Leader    string  `json:"leader"`
+	NewLeader string  `json:"new_leader"`
+	FromKill  float64 `json:"from_kill_s"` // SIGKILL of the command → the next command's child_started
+	FromExit  float64 `json:"from_exit_s"` // its reaped child_exited → the next command's child_started
+}
+
+// RunModeResult is the run-mode phase: command-crash failover of
+// `blobleader run` and the supervisor's footprint while its command runs.
+type RunModeResult struct {
+	Job        string         `json:"job"`
+	Trials     []CommandTrial `json:"trials"`
+	RSSBytes   int64          `json:"supervisor_rss_bytes"`   // VmRSS of the leading supervisor at the end of the window
+	GuardRSS   int64          `json:"guard_rss_bytes"`        // VmRSS of its group guard (a second process; 0 if none found)
+	CPUPercent float64        `json:"supervisor_cpu_percent"` // its utime + stime over the window, % of one core
+	WindowS    float64        `json:"window_s"`
+	Violations map[string]int `json:"violations"` // Check and CheckCommands, by invariant
+	Err        string         `json:"error,omitempty"`
+}
+
+// runModeCommand is what the supervisors run: a process that does nothing,
+// so the footprint measured is the supervisor's own.
+var runModeCommand = []string{"sleep", "86400"}
+
+// RunModeRun starts three `blobleader run` supervisors of runModeCommand,
+// measures the leading supervisor's RSS and CPU over window, then n times:
+// waits a random 0.5 s + U(0, 1 s) (a random phase against the followers'
+// polls), SIGKILLs the running command (the command only, not its
+// supervisor), and waits for its reaped exit and the next command's start.
+// The checker judges the supervisors and the commands afterwards.
+func RunModeRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration, job string) RunModeResult {
+	out := RunModeResult{Job: job, Violations: map[string]int{}, WindowS: window.Seconds()}
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Start(ctx, 3, cluster.RunCommand(runModeCommand...)); err != nil {
+		t.Fatalf("start 3 supervisors: %v", err)
+	}
+	start := time.Now()
+	wait := fl.crashBound() + 20*time.Second
+
+	// 1. Footprint: the leader while its command runs.
+	cur := awaitRunning(t, c, wait, 0)
+	sup, err := FindWorker(c.Dir(), cur.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu0, err := CPUSeconds(sup.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	env.sleep(t, window)
+	cpu1, err1 := CPUSeconds(sup.Pid)
+	rss, err2 := RSSBytes(sup.Pid)
+	if err := firstErr(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	out.CPUPercent = (cpu1 - cpu0) / time.Since(t0).Seconds() * 100
+	out.RSSBytes = rss
+	if gp, err := childNamed(sup.Pid, supervise.GuardName); err == nil {
+		out.GuardRSS, _ = RSSBytes(gp)
+	}
+	env.Progress(fmt.Sprintf("%s: supervisor %s RSS %s, CPU %.2f %% over %v", job, cur.Identity, mib(rss), out.CPUPercent, window))
+
+	// 2. Command crashes.
+	for i := 1; i <= n; i++ {
+		cur = awaitRunning(t, c, wait, 0)
+		env.sleep(t, 500*time.Millisecond+time.Duration(env.Rand.Int64N(int64(time.Second))))
+		kill := time.Now()
+		if err := syscall.Kill(cur.PID, syscall.SIGKILL); err != nil {
+			t.Fatalf("trial %d: kill command %d of %s: %v", i, cur.PID, cur.Identity, err)
+		}
+		exited := awaitChild(t, c, 20*time.Second, fmt.Sprintf("child_exited of %d", cur.PID), func(e childEvent) bool {
+			return e.Event.Event == checker.EventChildExited && e.Identity == cur.Identity && e.PID == cur.PID
+		})
+		next := awaitRunning(t, c, wait, cur.PID)
+		tr := CommandTrial{Leader: cur.Identity, NewLeader: next.Identity, FromKill: next.T.Sub(kill).Seconds(), FromExit: next.T.Sub(exited.T).Seconds()}
+		out.Trials = append(out.Trials, tr)
+		env.Progress(fmt.Sprintf("%s: command crash %d/%d: %s → %s, %.3f s from SIGKILL", job, i, n, tr.Leader, tr.NewLeader, tr.FromKill))
+	}
+
+	// 3. Verdicts.
+	run, res := judge(t, c, fl, start)
+	for _, v := range res.Violations {
+		out.Violations[v.Invariant]++
+	}
+	run.End = time.Now() // the commands still run: their run ends after the read
+	cres, err := checker.CheckCommands(checker.CommandRun{Run: run}, checker.CommandParams{Params: scenarios.CheckerParams(fl.Params)})
+	if err != nil {
+		t.Fatalf("check commands: %v", err)
+	}
+	for _, v := range cres.Violations {
+		out.Violations[v.Invariant]++
+	}
+	return out
+}
+
+// childEvent is a child_started or child_exited with its own fields.
+type childEvent struct {
+	checker.Event
+	PID   int    `json:"pid"`
+	Cause string `json:"cause"`
+}
+
+func children(t testing.TB, c *cluster.Local) []childEvent {
+	var files []string
+	for _, f := range c.HistoryFiles() {
+		if _, err := os.Stat(f); err == nil {
+			files = append(files, f)
+		}
+	}
+	evs, err := checker.ReadHistory(files...)
+	if err != nil {
+		t.Fatalf("read histories: %v", err)
+	}
+	var out []childEvent
+	for _, e := range evs {
+		if e.Event != checker.EventChildStarted && e.Event != checker.EventChildExited {
+			continue
+		}
+		var ce childEvent
+		if err := json.Unmarshal([]byte(e.Raw), &ce); err != nil {
+			t.Fatalf("%s: %v", e.Source, err)
+		}
+		ce.Event = e
+		out = append(out, ce)
+	}
+	return out
+}
+
+func awaitChild(t testing.TB, c *cluster.Local, timeout time.Duration, what string, pred func(childEvent) bool) childEvent {
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, e := range children(t, c) {
+			if pred(e) {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// awaitRunning waits for a command that has started and not exited, other
+// than pid not (0: any), and returns its child_started.
+func awaitRunning(t testing.TB, c *cluster.Local, timeout time.Duration, not int) childEvent {
+	deadline := time.Now().Add(timeout)
+	for {
+		running := map[string]childEvent{}
+		for _, e := range children(t, c) {
+			k := fmt.Sprintf("%s/%d", e.Identity, e.PID)
+			if e.Event.Event == checker.EventChildStarted {
+				running[k] = e
+			} else {
+				delete(running, k)
+			}
+		}
+		for _, e := range running {
+			if e.PID != not {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no running command (other than %d) within %v", not, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// childNamed finds a child of parent whose argv[0] is name.
+func childNamed(parent int, name string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if argv0, _, _ := strings.Cut(string(cmdline), "\x00"); argv0 != name {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 1 && f[1] == strconv.Itoa(parent) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("bench: no child %q of %d", name, parent)
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TargetCommandCrashP99 is issue 12's target: command death → next command,
+// p99, at the defaults.
+const TargetCommandCrashP99 = 1.5 // s
+
+// CommandTrials gathers the run-mode trials of every run-mode job.
+func (r Results) CommandTrials() (fromKill, fromExit []float64) {
+	for _, m := range r.RunMode {
+		for _, t := range m.Trials {
+			fromKill = append(fromKill, t.FromKill)
+			fromExit = append(fromExit, t.FromExit)
+		}
+	}
+	return fromKill, fromExit
+}
+
+// renderRunMode writes the run-mode section; inProcess is §1's crash
+// failover of ours from SIGKILL, measured in the same invocation (N 0 if
+// that phase did not run).
+func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
+	if len(r.RunMode) == 0 {
+		return
+	}
+	k, e := r.CommandTrials()
+	cmdK, cmdE := Summarize(k), Summarize(e)
+	w("## 8. Run mode: command-crash failover\n\n")
+	w("Three `blobleader run` supervisors at the defaults of §1, each supervising `%s`. The running command (not its supervisor) gets SIGKILL after 0.5 s + U(0, 1 s); its supervisor reaps it, kills and reaps the rest of its process group, releases the lease at once, and a follower's command starts at that follower's next poll. *From SIGKILL* ends at the next `child_started`; *from the reaped exit* counts from the supervisor's `child_exited`. The in-process row is §1's crash of a leader (same invocation): nothing releases, so the lease must expire.\n\n", strings.Join(runModeCommand, " "))
+	w("| | p50 (s) | p99 (s) | max (s) | spread |\n|---|---|---|---|---|\n")
+	w("| command SIGKILL → next command | %s |\n", statsCells(cmdK, f3))
+	w("| reaped exit → next command | %s |\n", statsCells(cmdE, f3))
+	w("| in-process crash, SIGKILL → new leader (§1) | %s |\n", statsCells(inProcess, f2))
+	w("| ratio in-process ÷ command | %s | %s | %s | |\n\n", ratio(inProcess.P50, cmdK.P50), ratio(inProcess.P99, cmdK.P99), ratio(inProcess.Max, cmdK.Max))
+	w("Target (issue 12): command death → next command p99 ≤ %.1f s: %s.\n\n", TargetCommandCrashP99, met(cmdK.P99 <= TargetCommandCrashP99, cmdK.N > 0))
+	w("| supervisor footprint while its command runs | |\n|---|---|\n")
+	for _, m := range r.RunMode {
+		w("| %s: RSS (VmRSS) | %s |\n", m.Job, mib(m.RSSBytes))
+		w("| %s: RSS of its group guard (a second process) | %s |\n", m.Job, mib(m.GuardRSS))
+		w("| %s: CPU (utime + stime over %s s; one clock tick = %s %%) | %s %% of one core |\n", m.Job, f0(m.WindowS), f2(100/clockTicks/m.WindowS), f2(m.CPUPercent))
+		w("| %s: checker verdicts (Check and CheckCommands) | %s |\n", m.Job, violationText(m.Violations))
+		if m.Err != "" {
+			w("| %s: error | %s |\n", m.Job, m.Err)
+		}
+	}
+	w("\n")
+}

@@ -1,0 +1,520 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Commands under `blobleader run` (DESIGN §3, history events): the actors
+// whose safety counts in run mode are the commands, not their supervisors.
+//
+// # Command lifetimes
+//
+// A command runs from its supervisor's child_started {pid, term} to the
+// first of:
+//
+//   - its child_exited (same identity and pid): the supervisor writes it only
+//     once the command and every member of its process group are reaped;
+//   - the SIGKILL of its supervisor (a crash fault on that identity): the
+//     kernel sends the command the parent-death SIGKILL as the supervisor
+//     dies, and the harness stamps a crash once the supervisor is known dead;
+//   - the start of a freeze of that identity (FaultFreeze: the supervisor and
+//     its command's group SIGSTOPped together, a frozen VM): a stopped
+//     process runs nothing. What runs after the freeze is judged by the
+//     freeze rule below, not by S1;
+//   - otherwise the end of the run. A lifetime with no end in the history is
+//     open: its supervisor may still run it, or died in a way the run did not
+//     record (a pause alone, an untracked kill), and the command may outlive
+//     that. Treating it as running to the end is the conservative reading.
+//
+// Activity (what the commands themselves report, e.g. the test command's
+// attempt log) extends a lifetime: any activity of (identity, term, pid)
+// after the lifetime's end moves the end there and is itself a violation
+// (something of that command ran after it was declared dead).
+//
+// # Rules
+//
+//   - S1-commands: two lifetimes never overlap by more than ClockSkew.
+//   - S2-commands: child_started terms strictly increase and none repeats;
+//     the commands' ledger follows the S2 ledger rules with lifetimes in the
+//     place of beliefs (every entry's term was started by a command of the
+//     entry's holder, stamped before that command's end).
+//   - freeze: after a freeze ends, the frozen command must be dead (its
+//     child_exited) within KillAllowance: its supervisor wakes past its
+//     deadline and SIGKILLs the group at once.
+//   - L1-commands: after a command exits on its own (cause "exited"), the
+//     next command (any supervisor) starts within P·1.1 + ε of that exit.
+//     No next start before the run ends is inconclusive, not a violation.
+//
+// # The named exception
+//
+// A supervisor paused alone (SIGSTOP, its command left running) cannot stop
+// its command: nothing in the supervisor runs. The lease expires, another
+// supervisor leads and starts its command, and two commands run at once
+// until the paused supervisor resumes and kills its own. This is the one
+// case run mode does not cover (docs/failover.md); fencing is what keeps
+// the side effects safe. A scenario that injects it names
+// ExceptSupervisorAlonePaused in CommandParams.Exceptions: an S1-commands
+// overlap whose earlier command's supervisor was paused (a pause fault on
+// its identity) inside that command's lifetime and before the other command
+// started is then reported in CommandResult.Expected instead of Violations.
+// S2-commands is never excused.
+//
+// The operator's forced break (BreakLease(0)) frees the lease at once; the
+// holder hears at its next renew, at most RenewInterval + RequestTimeout
+// later, and then stops its command (KillGrace, then SIGKILL and the reap,
+// KillAllowance). ExceptOperatorBreak excuses an overlap whose earlier
+// command's lifetime contains a break, when that command ended within
+// RenewInterval + RequestTimeout + Epsilon + KillGrace + KillAllowance of
+// the break; a later end is still a violation.
+const (
+	EventChildStarted = "child_started" // {pid, term}
+	EventChildExited  = "child_exited"  // {pid, term, exit_code | signal, cause}
+
+	// FaultFreeze: the supervisor Target and its command's process group
+	// SIGSTOPped together at Start, continued at End.
+	FaultFreeze = "freeze"
+
+	InvCmdS1     = "S1-commands"
+	InvCmdS2     = "S2-commands"
+	InvCmdFreeze = "freeze"
+	InvCmdL1     = "L1-commands"
+)
+
+// How a command lifetime ended (Lifetime.EndedBy).
+const (
+	EndExited   = "child_exited" // reaped, as its supervisor reported
+	EndFrozen   = "freeze"       // frozen with its supervisor; the rest is the freeze rule's
+	EndActivity = "activity"     // the command reported activity after its end
+)
+
+// Exception names an S1-commands overlap a scenario provokes on purpose.
+type Exception string
+
+// ExceptSupervisorAlonePaused: the documented non-guarantee (package doc,
+// "The named exception").
+const ExceptSupervisorAlonePaused Exception = "supervisor-alone-paused"
+
+// ExceptOperatorBreak: an operator's forced break (package doc).
+const ExceptOperatorBreak Exception = "operator-break"
+
+// Activity is one thing a command reported doing, with its own clock.
+type Activity struct {
+	Holder string    `json:"holder"` // BLOBLEADER_IDENTITY
+	Term   int64     `json:"term"`   // BLOBLEADER_TERM
+	PID    int       `json:"pid"`    // the reporting process (the command or one it forked)
+	At     time.Time `json:"at"`
+	What   string    `json:"what"` // e.g. "append ok", "append fenced", "alive"
+}
+
+// CommandRun is a run-mode run: the supervisors' histories, faults and
+// bounds (Run, with Ledger the commands' ledger), and what the commands
+// themselves reported.
+type CommandRun struct {
+	Run
+	Activity []Activity
+}
+
+// CommandParams are the election timings plus the run-mode rules' own.
+type CommandParams struct {
+	Params
+	// KillAllowance: how long after a freeze ends the frozen command may
+	// still run (the supervisor's SIGKILL and reap); default 1 s
+	// (supervise.KillTimeout).
+	KillAllowance time.Duration
+	// KillGrace: the supervisors' --kill-grace; default 1 s.
+	KillGrace time.Duration
+	// Exceptions the scenario provokes on purpose.
+	Exceptions []Exception
+}
+
+// Lifetime is one command's run, as the history and activity show it.
+type Lifetime struct {
+	Identity string // its supervisor
+	Term     int64
+	PID      int
+	Start    time.Time
+	End      time.Time
+	EndedBy  string // EndExited, EndCrash, EndFrozen, EndActivity or EndRunEnd
+	Cause    string // child_exited's cause; "" without one
+	Started  Event
+	Exited   Event // zero if none
+	// Resumed is the end of the freeze that ended the lifetime (EndFrozen),
+	// zero if it was never continued.
+	Resumed time.Time
+}
+
+// CommandFailover is the time from a command's own exit to the next start.
+type CommandFailover struct {
+	From         Lifetime  // the command that exited on its own
+	To           time.Time // the next child_started; zero if none
+	NewIdentity  string
+	Duration     time.Duration
+	Bound        time.Duration
+	Inconclusive string `json:",omitzero"`
+}
+
+// CommandResult is the verdict on the commands of one run.
+type CommandResult struct {
+	Lifetimes  []Lifetime
+	Violations []Violation // S1-commands, freeze, S2-commands, L1-commands
+	Expected   []Violation // S1-commands overlaps excused by a named exception
+	Failovers  []CommandFailover
+}
+
+// OK reports whether the run has no violations.
+func (r CommandResult) OK() bool { return len(r.Violations) == 0 }
+
+// Err returns nil for a clean run, or an error listing every violation.
+func (r CommandResult) Err() error { return Result{Violations: r.Violations}.Err() }
+
+// childFields are child_started/child_exited's own fields, read from the
+// raw line so the shared Event keeps its shape.
+type childFields struct {
+	PID      int    `json:"pid"`
+	ExitCode *int   `json:"exit_code"`
+	Signal   string `json:"signal"`
+	Cause    string `json:"cause"`
+}
+
+func childOf(e Event) childFields {
+	var f childFields
+	if e.Raw != "" {
+		_ = json.Unmarshal([]byte(e.Raw), &f)
+	}
+	return f
+}
+
+// CheckCommands judges the commands of a run-mode run (see the rules above).
+// The error is only for unusable parameters.
+func CheckCommands(run CommandRun, p CommandParams) (CommandResult, error) {
+	np, err := p.Params.normalized()
+	if err != nil {
+		return CommandResult{}, err
+	}
+	if p.KillAllowance < 0 || p.KillGrace < 0 {
+		return CommandResult{}, fmt.Errorf("%w: KillAllowance and KillGrace must be >= 0", ErrParams)
+	}
+	if p.KillAllowance == 0 {
+		p.KillAllowance = time.Second
+	}
+	if p.KillGrace == 0 {
+		p.KillGrace = time.Second
+	}
+	run.Events = append([]Event(nil), run.Events...)
+	SortEvents(run.Events)
+	start, end := run.Bounds()
+	c := &checker{run: run.Run, p: np, start: start, end: end}
+	k := &commandChecker{checker: c, cp: p, act: run.Activity}
+	k.lifetimes()
+	k.checkS1()
+	k.checkFreezes()
+	k.checkTerms()
+	k.checkLedger()
+	k.checkFailovers()
+	res := CommandResult{Lifetimes: k.lts, Expected: k.expected, Failovers: k.failovers}
+	for _, inv := range []string{InvCmdS1, InvCmdFreeze, InvCmdS2, InvCmdL1} {
+		for _, v := range c.violations {
+			if v.Invariant == inv {
+				res.Violations = append(res.Violations, v)
+			}
+		}
+	}
+	return res, nil
+}
+
+type commandChecker struct {
+	*checker
+	cp        CommandParams
+	act       []Activity
+	lts       []Lifetime
+	expected  []Violation
+	failovers []CommandFailover
+}
+
+func (k *commandChecker) excepted(e Exception) bool {
+	for _, x := range k.cp.Exceptions {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// lifetimes derives every command lifetime (package rules above).
+func (k *commandChecker) lifetimes() {
+	type key struct {
+		id  string
+		pid int
+	}
+	open := map[key]int{}
+	for _, e := range k.run.Events {
+		switch e.Event {
+		case EventChildStarted:
+			f := childOf(e)
+			k.lts = append(k.lts, Lifetime{Identity: e.Identity, Term: e.Term, PID: f.PID, Start: e.T, Started: e})
+			open[key{e.Identity, f.PID}] = len(k.lts) - 1
+		case EventChildExited:
+			f := childOf(e)
+			if i, ok := open[key{e.Identity, f.PID}]; ok {
+				k.lts[i].Exited, k.lts[i].Cause = e, f.Cause
+				delete(open, key{e.Identity, f.PID})
+			}
+		}
+	}
+	for i := range k.lts {
+		lt := &k.lts[i]
+		end, by := time.Time{}, EndRunEnd
+		take := func(t time.Time, why string) {
+			if end.IsZero() || t.Before(end) {
+				end, by = t, why
+			}
+		}
+		if lt.Exited.Event != "" {
+			take(lt.Exited.T, EndExited)
+		}
+		if t, ok := killedAfter(k.run.Faults, lt.Identity, lt.Start); ok {
+			take(t, EndCrash)
+		}
+		if f, ok := k.freezeOf(*lt); ok {
+			take(f.Start, EndFrozen)
+			if by == EndFrozen {
+				lt.Resumed = f.End
+			}
+		}
+		if end.IsZero() {
+			end = k.end
+		}
+		if end.Before(lt.Start) {
+			end = lt.Start
+		}
+		lt.End, lt.EndedBy = end, by
+		// Activity after the end: something of this command still ran.
+		// One violation per lifetime, naming the first and the last report;
+		// the lifetime then lasts until the last.
+		if by == EndFrozen || by == EndRunEnd {
+			// After a freeze: the freeze rule's business (checkFreezes).
+			// Open at the run's end: it may well still run.
+			continue
+		}
+		var first, last Activity
+		n := 0
+		for _, a := range k.act {
+			if a.Holder != lt.Identity || a.Term != lt.Term || !a.At.After(lt.End.Add(k.p.ClockSkew)) {
+				continue
+			}
+			if n == 0 || a.At.Before(first.At) {
+				first = a
+			}
+			if n == 0 || a.At.After(last.At) {
+				last = a
+			}
+			n++
+		}
+		if n > 0 {
+			k.report(InvCmdS1, placed(first.At, lt.Identity), []Event{lt.Started, lt.Exited},
+				"command %d of %s (term %d) ended at %s [%s], but its process group reported %d time(s) after: first %q by pid %d at %s, last %q by pid %d at %s",
+				lt.PID, lt.Identity, lt.Term, k.rel(lt.End), lt.EndedBy, n, first.What, first.PID, k.rel(first.At), last.What, last.PID, k.rel(last.At))
+			lt.End, lt.EndedBy = last.At, EndActivity
+		}
+	}
+	sort.SliceStable(k.lts, func(a, b int) bool { return k.lts[a].Start.Before(k.lts[b].Start) })
+}
+
+// freezeOf returns the first freeze of the lifetime's supervisor that began
+// inside the lifetime (before its reaped exit, if any).
+func (k *commandChecker) freezeOf(lt Lifetime) (Fault, bool) {
+	var out Fault
+	found := false
+	for _, f := range sortedFaults(k.run.Faults) {
+		if f.Kind != FaultFreeze || !f.hits(lt.Identity) || f.Start.Before(lt.Start) {
+			continue
+		}
+		if lt.Exited.Event != "" && !f.Start.Before(lt.Exited.T) {
+			continue
+		}
+		if !found {
+			out, found = f, true
+		}
+	}
+	return out, found
+}
+
+func (k *commandChecker) describeLT(lt Lifetime) string {
+	return fmt.Sprintf("command %d of %s (term %d) ran from %s to %s [ended by %s]",
+		lt.PID, lt.Identity, lt.Term, k.rel(lt.Start), k.rel(lt.End), lt.EndedBy)
+}
+
+// checkS1 reports overlapping command lifetimes, or files them as expected
+// under a named exception.
+func (k *commandChecker) checkS1() {
+	for i := range k.lts {
+		a := k.lts[i]
+		for j := i + 1; j < len(k.lts); j++ {
+			b := k.lts[j]
+			if !b.Start.Before(a.End) {
+				continue
+			}
+			lo, hi := b.Start, earliest(a.End, b.End) // sorted: b starts no earlier than a
+			overlap := hi.Sub(lo)
+			if overlap <= k.p.ClockSkew || overlap <= 0 {
+				continue
+			}
+			ev := []Event{a.Started, a.Exited, b.Started, b.Exited}
+			msg := fmt.Sprintf("two commands ran at once for %v from %s: %s; %s", overlap, k.rel(lo), k.describeLT(a), k.describeLT(b))
+			if p, ok := k.alonePaused(a, b); ok && k.excepted(ExceptSupervisorAlonePaused) {
+				k.expect(placed(lo, a.Identity, b.Identity), ev, "%s (expected: %s, %s)", msg, ExceptSupervisorAlonePaused, p)
+				continue
+			}
+			if f, ok := k.brokeIn(a, b); ok && k.excepted(ExceptOperatorBreak) {
+				k.expect(placed(lo, a.Identity, b.Identity), ev, "%s (expected: %s, %s; ended within %v of it)", msg, ExceptOperatorBreak, f, k.breakAllowance())
+				continue
+			}
+			k.report(InvCmdS1, placed(lo, a.Identity, b.Identity), ev, "%s", msg)
+		}
+	}
+}
+
+// expect files an overlap under a named exception.
+func (k *commandChecker) expect(w where, ev []Event, format string, args ...any) {
+	n := len(k.violations)
+	k.report(InvCmdS1, w, ev, format, args...)
+	k.expected = append(k.expected, k.violations[n])
+	k.violations = k.violations[:n]
+}
+
+func (k *commandChecker) breakAllowance() time.Duration {
+	return k.p.RenewInterval + k.p.RequestTimeout + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
+}
+
+// brokeIn finds the break that explains a's overlap with b: inside a's
+// lifetime, before b started, with a ended within the break allowance.
+func (k *commandChecker) brokeIn(a, b Lifetime) (Fault, bool) {
+	for _, f := range k.run.Faults {
+		if f.Kind == FaultBreak && !f.Start.Before(a.Start) && f.Start.Before(a.End) && !b.Start.Before(f.Start) &&
+			!a.End.After(f.Start.Add(k.breakAllowance()+k.p.ClockSkew)) {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// alonePaused finds the pause of a's supervisor that explains a's overlap
+// with b: begun inside a's lifetime and before b started.
+func (k *commandChecker) alonePaused(a, b Lifetime) (Fault, bool) {
+	for _, f := range k.run.Faults {
+		if f.Kind == FaultPause && f.hits(a.Identity) && !f.Start.Before(a.Start) && f.Start.Before(a.End) && f.Start.Before(b.Start) {
+			return f, true
+		}
+	}
+	return Fault{}, false
+}
+
+// checkFreezes: a command frozen with its supervisor is dead within
+// KillAllowance of the freeze's end.
+func (k *commandChecker) checkFreezes() {
+	for _, lt := range k.lts {
+		if lt.EndedBy != EndFrozen || lt.Resumed.IsZero() {
+			continue
+		}
+		limit := lt.Resumed.Add(k.cp.KillAllowance + k.p.ClockSkew)
+		dead := lt.Exited.T // zero when the history never says
+		if lt.Exited.Event == "" {
+			if t, ok := killedAfter(k.run.Faults, lt.Identity, lt.Resumed); ok {
+				dead = t
+			}
+		}
+		last := dead
+		for _, a := range k.act {
+			if a.Holder == lt.Identity && a.Term == lt.Term && a.At.After(last) {
+				last = a.At
+			}
+		}
+		switch {
+		case dead.IsZero():
+			k.report(InvCmdFreeze, placed(limit, lt.Identity), []Event{lt.Started},
+				"%s was frozen with its supervisor until %s and never reported dead after (allowed %v)", k.describeLT(lt), k.rel(lt.Resumed), k.cp.KillAllowance)
+		case last.After(limit):
+			k.report(InvCmdFreeze, placed(limit, lt.Identity), []Event{lt.Started, lt.Exited},
+				"%s was frozen with its supervisor until %s and still ran %v after (allowed %v)", k.describeLT(lt), k.rel(lt.Resumed), last.Sub(lt.Resumed), k.cp.KillAllowance)
+		}
+	}
+}
+
+// checkTerms: the commands' terms strictly increase and none repeats.
+func (k *commandChecker) checkTerms() {
+	first := map[int64]Lifetime{}
+	var top *Lifetime
+	for i, lt := range k.lts {
+		e := lt.Started
+		if lt.Term <= 0 {
+			k.report(InvCmdS2, placed(e.T, e.Identity), []Event{e}, "command %d of %s started without a fencing term", lt.PID, lt.Identity)
+			continue
+		}
+		if prev, dup := first[lt.Term]; dup {
+			k.report(InvCmdS2, placed(e.T, prev.Identity, e.Identity), []Event{prev.Started, e}, "term %d started two commands (%s, %s)",
+				lt.Term, k.describeLT(prev), k.describeLT(lt))
+			continue
+		}
+		first[lt.Term] = lt
+		if top != nil && lt.Term < top.Term && e.T.Sub(top.Start) > k.p.ClockSkew {
+			k.report(InvCmdS2, placed(e.T, e.Identity), []Event{top.Started, e}, "command terms must strictly increase: %s after %s",
+				k.describeLT(lt), k.describeLT(*top))
+		}
+		if top == nil || lt.Term > top.Term {
+			top = &k.lts[i]
+		}
+	}
+}
+
+// checkLedger applies the S2 ledger rules to the commands' ledger, with
+// lifetimes as the intervals an entry must fall in.
+func (k *commandChecker) checkLedger() {
+	k.ivs = nil
+	for _, lt := range k.lts {
+		k.ivs = append(k.ivs, Interval{Identity: lt.Identity, Term: lt.Term, Start: lt.Start, End: lt.End, EndedBy: lt.EndedBy, Started: lt.Started})
+	}
+	n := len(k.violations)
+	k.checker.checkLedger()
+	for i := n; i < len(k.violations); i++ {
+		k.violations[i].Invariant = InvCmdS2
+	}
+}
+
+// checkFailovers measures, for each command that exited on its own, the
+// time to the next command's start, against P·1.1 + ε.
+func (k *commandChecker) checkFailovers() {
+	bound := k.p.retry() + k.p.Epsilon
+	for _, lt := range k.lts {
+		if lt.Cause != "exited" {
+			continue
+		}
+		// From the reaped exit, as its supervisor reported it (the lifetime
+		// may have been extended by later activity: that is S1's business).
+		exit := lt.Exited.T
+		fo := CommandFailover{From: lt, Bound: bound}
+		for _, nx := range k.lts {
+			if !nx.Start.Before(exit) && (nx.Identity != lt.Identity || nx.PID != lt.PID) {
+				fo.To, fo.NewIdentity = nx.Start, nx.Identity
+				break
+			}
+		}
+		switch {
+		case fo.To.IsZero() && k.end.Sub(exit) < bound:
+			fo.Inconclusive = "the run ended before the bound"
+		case fo.To.IsZero():
+			// The checker cannot tell whether any other supervisor was able
+			// to take over; the scenario asserts that one did.
+			fo.Inconclusive = "no command started after it"
+		default:
+			fo.Duration = fo.To.Sub(exit)
+			if fo.Duration > bound+k.p.ClockSkew {
+				k.report(InvCmdL1, placed(exit.Add(bound), lt.Identity, fo.NewIdentity), []Event{lt.Exited},
+					"the next command started %v after %s exited on its own; bound P·1.1 + ε = %v", fo.Duration, k.describeLT(lt), bound)
+			}
+		}
+		k.failovers = append(k.failovers, fo)
+	}
+}

@@ -1,0 +1,26 @@
+package scenarios
+
+import "testing"
+
+// Issue 10's scenarios (holes.go) on the local backend, in parallel with the
+// others.
+
+func TestElection_LateReleaseFromEndedLeadership(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LateReleaseFromEndedLeadership)
+}
+
+func TestElection_LockBlobDeleted(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LockBlobDeleted)
+}
+
+func TestElection_LockContainerDeleted(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LockContainerDeleted)
+}
+
+func TestElection_LostAnswersOnAcquireAndTermWrite(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LostAnswersOnAcquireAndTermWrite)
+}

@@ -1,0 +1,67 @@
+package scenarios
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/test/checker"
+)
+
+// Run mode (issue 12): each scenario once in `make test`, REPEAT times under
+// `make chaos`; two at a time like the worker-mode scenarios.
+
+func TestRun_CommandKilledHandsOverFast(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, CommandKilled)
+}
+
+func TestRun_CommandExitsOnItsOwnHandsOverFast(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, CommandExitsOnItsOwn)
+}
+
+func TestRun_CommandIgnoringTermAndItsGrandchildDieBeforeTheNext(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, CommandIgnoresTerm)
+}
+
+func TestRun_SupervisorKilledTakesItsCommand(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, SupervisorKilled)
+}
+
+func TestRun_PartitionedSupervisorStopsItsCommandByTheDeadline(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, SupervisorPartitioned)
+}
+
+func TestRun_SupervisorAndCommandFrozenTogether(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, SupervisorAndCommandFrozen)
+}
+
+func TestRun_SupervisorAlonePausedLedgerFencesTheOrphan(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, SupervisorAlonePaused)
+}
+
+// The seeded soak in run mode: supervisors of ledgercmd under the soak's
+// random fault mix, judged by Check and CheckCommands. Only under `make
+// chaos` ($BLOBLEADER_CHAOS_DURATION), so `make test` does not grow by
+// another minute. The mix pauses supervisors alone and breaks the lease:
+// both are named exceptions for the commands (S2 is never excused).
+func TestRun_SeededSoak(t *testing.T) {
+	if os.Getenv(EnvDuration) == "" {
+		t.Skip("the run-mode soak runs under make chaos: set " + EnvDuration)
+	}
+	t.Parallel()
+	cfg := SoakFromEnv(t, 60*time.Second)
+	rc := NewRunCluster(t)
+	rc.Supervise(3)
+	_, res := Soak(t, rc.Local, cfg, reportName(t))
+	if err := res.Err(); err != nil {
+		t.Error(err)
+	}
+	rc.Judge(reportName(t)+"-commands", checker.ExceptSupervisorAlonePaused, checker.ExceptOperatorBreak)
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/history"
+	"github.com/blobleader/blobleader/worker/status"
+)
+
+// node is what every contending mode shares (the worker and `run`): the
+// logger, the HTTP listener, metrics, the storage client and lock, the
+// history sink, and the elector that ties them together.
+type node struct {
+	o       *options
+	cfg     election.Config // the mode may adjust it before newElector
+	base    *slog.Logger    // without the identity (the elector adds it)
+	log     *slog.Logger
+	ln      net.Listener
+	metrics *status.Metrics
+	storage *container.Client
+	lock    *bloblock.Lock
+	hist    interface{ Write(history.Record) error } // nil: no --history
+	elector *election.Elector
+	closers []func() // run by close, last first
+
+	// Set by a mode before serve: wrapHandler adds endpoints or fields to
+	// the contract's handler; beside runs next to the election until ctx
+	// ends (the --shards pool member).
+	wrapHandler func(http.Handler) http.Handler
+	beside      func(ctx context.Context) error
+}
+
+// openNode prepares everything but the elector. It listens first, so a taken
+// port fails before we contend.
+func openNode(o *options, stderr io.Writer) (n *node, err error) {
+	historyFile, err := openHistoryFile(o.history) // before listening or touching storage
+	if err != nil {
+		return nil, err
+	}
+	base := newLogger(o.logFormat, stderr)
+	n = &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
+	n.cfg.Logger = base // the elector adds identity itself
+	if historyFile != nil {
+		n.hist = historyFile
+		n.closers = append(n.closers, func() { historyFile.Close() })
+	}
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
+	if o.unsafe {
+		n.log.Warn("UNSAFE: --unsafe-no-step-down is set; this worker keeps claiming leadership after losing it (negative control only)")
+	}
+
+	n.ln, err = net.Listen("tcp", o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", o.listen, err)
+	}
+	n.closers = append(n.closers, func() { n.ln.Close() })
+
+	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
+	n.storage, err = newContainerClient(o.storageOptions, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
+	if err != nil {
+		return nil, err
+	}
+	if n.lock, err = bloblock.New(n.storage, o.blob); err != nil {
+		return nil, err
+	}
+
+	switch o.history {
+	case "":
+	case "blob":
+		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
+			time.Second, n.metrics.ObserveRequest)
+		if err != nil {
+			return nil, err
+		}
+		b := history.OpenBlob(hc, o.identity, processStart, history.BlobOptions{Logger: n.log})
+		n.hist = b
+		n.closers = append(n.closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := b.Close(ctx); err != nil {
+				n.log.Error("history", "err", err)
+			}
+		})
+	}
+	return n, nil
+}
+
+// close releases what openNode opened, last first.
+func (n *node) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+	n.closers = nil
+}
+
+// write appends one record to the history, if there is one. History is
+// evidence: a failed write is logged, never fatal.
+func (n *node) write(r history.Record) {
+	if n.hist == nil {
+		return
+	}
+	if err := n.hist.Write(r); err != nil {
+		n.log.Error("history write failed", "err", err)
+	}
+}
+
+// newElector builds the node's elector on its lock with the mode's
+// callbacks. Every event goes to the metrics and the history, then to
+// cb.OnEvent; new leaders are logged.
+func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
+	onEvent := cb.OnEvent
+	cb.OnEvent = func(ev election.Event) {
+		n.metrics.ObserveEvent(ev)
+		n.write(history.NewRecord(n.o.identity, processStart, ev))
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}
+	if cb.OnNewLeader == nil {
+		cb.OnNewLeader = func(id string, term int64) { n.log.Info("leader", "leader", id, "term", term) }
+	}
+	e, err := election.NewElector(n.cfg, n.lock, cb)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	n.elector = e
+	return e, nil
+}
+
+// serve serves the HTTP endpoints (and --control-listen) and runs the
+// election until ctx ends (or the HTTP server fails), then shuts the server
+// down. ctx must already end on SIGTERM: a control stop is a SIGTERM to
+// ourselves.
+func (n *node) serve(ctx context.Context) error {
+	cfg := n.cfg
+	closeControl, err := startControl(n.o.controlListen, n.log)
+	if err != nil {
+		return err
+	}
+	defer closeControl()
+	handler := status.Handler(n.elector, n.metrics)
+	if n.wrapHandler != nil {
+		handler = n.wrapHandler(handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(n.ln) }()
+	n.log.Info("worker started", "listen", n.ln.Addr().String(), "lock", n.lock.Describe(),
+		"lease", cfg.LeaseDuration, "renew_deadline", cfg.RenewDeadline, "renew_interval", cfg.RenewInterval,
+		"retry_period", cfg.RetryPeriod, "request_timeout", cfg.RequestTimeout())
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	runErr := make(chan error, 1)
+	go func() { runErr <- n.run(ctx) }()
+
+	select {
+	case err = <-runErr:
+	case err = <-srvErr:
+		stop()
+		<-runErr
+		err = fmt.Errorf("http server: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	if err == nil {
+		n.log.Info("stopped cleanly")
+	}
+	return err
+}
+
+// run runs the election and, when the mode set one, its companion beside
+// it, until ctx ends; both stop gracefully (tasks stopped, leases released).
+func (n *node) run(ctx context.Context) error {
+	if n.beside == nil {
+		return n.elector.Run(ctx)
+	}
+	// Either one ending ends both: a pool member without its election (or
+	// an election whose pool member failed) must not run on alone.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	besideErr := make(chan error, 1)
+	go func() {
+		defer cancel()
+		besideErr <- n.beside(ctx)
+	}()
+	err := n.elector.Run(ctx)
+	cancel()
+	return errors.Join(err, <-besideErr)
+}

@@ -1,0 +1,61 @@
+package history
+
+import "time"
+
+// The events `blobleader run` adds for its supervised command (additive to
+// DESIGN §3). A command's lifetime is [child_started, child_exited]:
+// child_exited is written only once the command and every member of its
+// process group are dead and reaped.
+const (
+	EventChildStarted = "child_started" // {pid, term}
+	EventChildExited  = "child_exited"  // {pid, term, exit_code | signal, cause}
+)
+
+// Causes of a child_exited: who ended the command.
+const (
+	// CauseExited: the command ended on its own (any exit code, or a signal
+	// the supervisor did not send).
+	CauseExited = "exited"
+	// CauseLeadershipEnded: the supervisor stopped it because leadership
+	// ended (renew deadline, definite loss, watchdog).
+	CauseLeadershipEnded = "leadership_ended"
+	// CauseShutdown: the supervisor got SIGTERM or SIGINT and stopped it.
+	CauseShutdown = "shutdown"
+)
+
+// ChildEvent is one event of a supervised command.
+type ChildEvent struct {
+	Kind string    // EventChildStarted or EventChildExited
+	Time time.Time // when it happened (carries the monotonic reading)
+	Term int64     // the fencing term the command was started with
+	PID  int       // the command's pid (and process group ID)
+	// On child_exited: the exit code, or the name of the signal that killed
+	// it ("SIGKILL"), and the cause.
+	ExitCode int
+	Signal   string
+	Cause    string
+}
+
+// NewChildRecord turns a child event into a record; start is the process
+// start time. exit_code is present on child_exited unless a signal ended the
+// command, in which case signal is.
+func NewChildRecord(identity string, start time.Time, ev ChildEvent) Record {
+	r := Record{
+		T:        ev.Time.UTC().Format(time.RFC3339Nano),
+		MonoNS:   int64(ev.Time.Sub(start)),
+		Identity: identity,
+		Event:    ev.Kind,
+		Term:     ev.Term,
+		PID:      ev.PID,
+	}
+	if ev.Kind == EventChildExited {
+		r.Cause = ev.Cause
+		if ev.Signal != "" {
+			r.Signal = ev.Signal
+		} else {
+			code := ev.ExitCode
+			r.ExitCode = &code
+		}
+	}
+	return r
+}

@@ -1,0 +1,119 @@
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Errors of the package.
+var (
+	// ErrUnsupported: supervising needs Linux (parent-death signal, child
+	// subreaper).
+	ErrUnsupported = errors.New("supervise: needs Linux (parent-death signal and child subreaper)")
+	// ErrNotFound: the command is not a file, or not in $PATH.
+	ErrNotFound = errors.New("supervise: command not found")
+	// ErrNotExecutable: the command exists but may not be executed.
+	ErrNotExecutable = errors.New("supervise: command is not executable")
+	// ErrSurvived: a member of the group was still there KillTimeout after
+	// SIGKILL (uninterruptible sleep, or a process outside our reach holds
+	// the group).
+	ErrSurvived = errors.New("supervise: process group survived SIGKILL")
+)
+
+// KillTimeout bounds how long Stop waits, after SIGKILL, for the last member
+// of the group to be reaped. SIGKILL takes effect as soon as the kernel
+// schedules the process; a second is generous on a loaded machine and is the
+// budget `blobleader run` reserves for it in its safety margin.
+const KillTimeout = time.Second
+
+// Resolve finds the command the way a shell would (a name without a slash is
+// looked up in $PATH) and checks that it is an executable file. The error
+// wraps ErrNotFound or ErrNotExecutable and names the command.
+func Resolve(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: empty command", ErrNotFound)
+	}
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	if !strings.Contains(name, "/") {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("%w: %q is not in $PATH", ErrNotFound, name)
+		}
+		return "", fmt.Errorf("%w: %q: %v", ErrNotExecutable, name, err)
+	}
+	// A path: say precisely what is wrong with it.
+	fi, serr := os.Stat(name)
+	switch {
+	case errors.Is(serr, fs.ErrNotExist):
+		return "", fmt.Errorf("%w: %q does not exist", ErrNotFound, name)
+	case serr != nil:
+		return "", fmt.Errorf("%w: %q: %v", ErrNotFound, name, serr)
+	case fi.IsDir():
+		return "", fmt.Errorf("%w: %q is a directory", ErrNotExecutable, name)
+	default:
+		return "", fmt.Errorf("%w: %q (mode %s)", ErrNotExecutable, name, fi.Mode().Perm())
+	}
+}
+
+// Spec is the command to start.
+type Spec struct {
+	Path string   // resolved executable (Resolve)
+	Args []string // argv, Args[0] included
+	Env  []string // the whole environment, KEY=value
+	// Stdout and Stderr receive the command's output; nil means the
+	// supervisor's own. Stdin is always /dev/null.
+	Stdout, Stderr *os.File
+	// Guard, if set, is an executable that acts as a group guard when
+	// started as GuardName (RunGuard; blobleader's own binary): it SIGKILLs
+	// the command's whole group if the supervisor dies without saying the
+	// group ended. Without it, what the command forks survives a SIGKILL of
+	// the supervisor.
+	Guard string
+}
+
+// ExitStatus is how the command (the group leader) ended.
+type ExitStatus struct {
+	Code   int            // exit code when it exited; -1 when a signal killed it
+	Signal syscall.Signal // the signal that killed it; 0 when it exited
+}
+
+// Signaled reports whether a signal ended the command.
+func (s ExitStatus) Signaled() bool { return s.Signal != 0 }
+
+// ExitCode is the status a shell would report: the code, or 128 + the signal.
+func (s ExitStatus) ExitCode() int {
+	if s.Signaled() {
+		return 128 + int(s.Signal)
+	}
+	return s.Code
+}
+
+// SignalName is the signal's name ("SIGKILL"), empty when it exited.
+func (s ExitStatus) SignalName() string {
+	if !s.Signaled() {
+		return ""
+	}
+	return signalName(s.Signal)
+}
+
+func (s ExitStatus) String() string {
+	if s.Signaled() {
+		return "killed by " + s.SignalName()
+	}
+	return fmt.Sprintf("exit code %d", s.Code)
+}
+
+func statusOf(ws syscall.WaitStatus) ExitStatus {
+	if ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: ws.Signal()}
+	}
+	return ExitStatus{Code: ws.ExitStatus()}
+}

@@ -1,0 +1,356 @@
+package supervise
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	if IsGuard() {
+		os.Exit(RunGuard())
+	}
+	if role := os.Getenv(helperEnv); role != "" {
+		runHelper(role)
+	}
+	os.Exit(m.Run())
+}
+
+// waitLines polls path until it has n lines, or gives up after timeout.
+func waitLines(path string, n int, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(path)
+		lines := strings.Fields(string(b))
+		if len(lines) >= n || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// pidsIn waits for n pids in path and fails t if they do not come.
+func pidsIn(t *testing.T, path string, n int) []int {
+	t.Helper()
+	lines := waitLines(path, n, 10*time.Second)
+	if len(lines) < n {
+		t.Fatalf("expected %d pids in %s within 10s, got %v", n, path, lines)
+	}
+	var out []int
+	for _, l := range lines {
+		p, err := strconv.Atoi(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// exists reports whether pid exists at all (zombies included).
+func exists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
+func await(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s did not happen within %v", what, d)
+	}
+}
+
+func startT(t *testing.T, s Spec) *Group {
+	t.Helper()
+	g, err := Start(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Stop(syscall.SIGTERM, 0) })
+	return g
+}
+
+func TestStart_OwnGroupClosedStdinAndTheGivenEnvironment(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := helperSpec("env", "BLOBLEADER_TERM=42")
+	s.Stdout = f
+	g := startT(t, s)
+	await(t, g.Done(), 10*time.Second, "the command's exit")
+	if st := g.Status(); st.Signaled() || st.Code != 0 {
+		t.Fatalf("status %v, want exit code 0", st)
+	}
+	b, _ := os.ReadFile(out)
+	got := string(b)
+	for _, want := range []string{
+		"TERM_VAR=42\n",
+		"PGID=" + strconv.Itoa(g.Pid()) + " PID=" + strconv.Itoa(g.Pid()) + "\n", // leads its own group
+		"STDIN=0 EOF\n", // /dev/null
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("command output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestStatus_ExitCodeAndSignal(t *testing.T) {
+	tests := []struct {
+		name     string
+		role     string
+		env      []string
+		signal   syscall.Signal // sent after start; 0: none
+		wantCode int            // ExitCode(): code or 128+signal
+		wantSig  string
+	}{
+		{"exit 0", "exit", []string{"HELPER_CODE=0"}, 0, 0, ""},
+		{"exit 7", "exit", []string{"HELPER_CODE=7"}, 0, 7, ""},
+		{"SIGKILL from outside", "ignore-term", nil, syscall.SIGKILL, 128 + 9, "SIGKILL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pids")
+			g := startT(t, helperSpec(tt.role, append(tt.env, "HELPER_PIDFILE="+pidfile)...))
+			if tt.signal != 0 {
+				pidsIn(t, pidfile, 1) // running, its handlers in place
+				if err := syscall.Kill(g.Pid(), tt.signal); err != nil {
+					t.Fatal(err)
+				}
+			}
+			await(t, g.Done(), 10*time.Second, "the group's end")
+			st := g.Status()
+			if st.ExitCode() != tt.wantCode || st.SignalName() != tt.wantSig {
+				t.Fatalf("status %v: ExitCode %d, signal %q; want %d, %q", st, st.ExitCode(), st.SignalName(), tt.wantCode, tt.wantSig)
+			}
+		})
+	}
+}
+
+func TestStop_KillsACommandThatIgnoresSIGTERMAfterTheGrace(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
+	pid := pidsIn(t, pidfile, 1)[0]
+	const grace = 300 * time.Millisecond
+	began := time.Now()
+	if err := g.Stop(syscall.SIGTERM, grace); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	if took < grace {
+		t.Fatalf("Stop returned after %v, before the %v grace: SIGTERM cannot have killed a command that ignores it", took, grace)
+	}
+	if took > grace+KillTimeout {
+		t.Fatalf("Stop took %v, more than grace + KillTimeout", took)
+	}
+	if exists(pid) {
+		t.Fatalf("pid %d still exists (alive or unreaped) after Stop returned", pid)
+	}
+	if st := g.Status(); st.SignalName() != "SIGKILL" {
+		t.Fatalf("status %v, want killed by SIGKILL", st)
+	}
+}
+
+func TestStop_WithoutGraceSendsSIGKILLAtOnce(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
+	pidsIn(t, pidfile, 1)
+	began := time.Now()
+	if err := g.Stop(syscall.SIGTERM, 0); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > KillTimeout {
+		t.Fatalf("Stop(0) took %v", took)
+	}
+	if st := g.Status(); st.SignalName() != "SIGKILL" {
+		t.Fatalf("status %v, want SIGKILL", st)
+	}
+}
+
+// The command forks a grandchild that ignores every catchable signal and
+// stays in the group. Whether the command is still running or has already
+// exited on its own, Stop returns only when both are dead and reaped.
+func TestStop_TakesAGrandchildThatIgnoresSignals(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		commandExits bool
+	}{{"command still running", false}, {"command exited, grandchild orphaned", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pids")
+			env := []string{"HELPER_PIDFILE=" + pidfile}
+			if !tc.commandExits {
+				env = append(env, "HELPER_WAIT=1")
+			}
+			g := startT(t, helperSpec("forker", env...))
+			pids := pidsIn(t, pidfile, 2)
+			if tc.commandExits {
+				await(t, g.Exited(), 10*time.Second, "the command's own exit")
+				// The grandchild lives on, adopted by us (the subreaper):
+				// the group is not done.
+				select {
+				case <-g.Done():
+					t.Fatal("Done closed while the orphaned grandchild still runs")
+				case <-time.After(100 * time.Millisecond):
+				}
+				for _, p := range pids {
+					if p != g.Pid() && !alive(p) {
+						t.Fatalf("grandchild %d is not running", p)
+					}
+				}
+				if ppid := parentOf(t, otherThan(pids, g.Pid())); ppid != os.Getpid() {
+					t.Fatalf("orphaned grandchild's parent is %d, want us (%d): the subreaper is not in effect", ppid, os.Getpid())
+				}
+			}
+			if err := g.Stop(syscall.SIGTERM, 200*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pids {
+				if exists(p) {
+					t.Fatalf("pid %d of the group still exists after Stop returned", p)
+				}
+			}
+		})
+	}
+}
+
+func otherThan(pids []int, not int) int {
+	for _, p := range pids {
+		if p != not {
+			return p
+		}
+	}
+	return 0
+}
+
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ppid
+}
+
+// A supervisor killed with SIGKILL takes its command with it (parent-death
+// signal), even a command that ignores SIGTERM.
+func TestStart_CommandDiesWithItsSupervisor(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	sup := startT(t, helperSpec("supervisor", "HELPER_PIDFILE="+pidfile))
+	child := pidsIn(t, pidfile, 1)[0]
+	if child == sup.Pid() {
+		t.Fatal("the pid file names the supervisor, not its command")
+	}
+	if err := syscall.Kill(sup.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("command %d still runs 5s after its supervisor %d was SIGKILLed", child, sup.Pid())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The orphaned command was re-parented to us (this test process is a
+	// subreaper too) and must be reaped by someone: the supervisor's group
+	// reaper here takes members of the supervisor's group only, so reap it.
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(child, &ws, syscall.WNOHANG, nil)
+}
+
+func TestResolve_NamesTheProblem(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cmd  string
+		want error
+		text string
+	}{
+		{"empty", "", ErrNotFound, "empty command"},
+		{"not in PATH", "no-such-command-blobleader", ErrNotFound, "not in $PATH"},
+		{"missing path", filepath.Join(dir, "missing"), ErrNotFound, "does not exist"},
+		{"directory", dir, ErrNotExecutable, "is a directory"},
+		{"not executable", plain, ErrNotExecutable, "-rw-r--r--"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Resolve(tt.cmd)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
+				t.Fatalf("Resolve(%q) = %v, want %v mentioning %q", tt.cmd, err, tt.want, tt.text)
+			}
+		})
+	}
+	if p, err := Resolve("sh"); err != nil || !filepath.IsAbs(p) {
+		t.Fatalf("Resolve(sh) = %q, %v; want an absolute path", p, err)
+	}
+}
+
+// A supervisor killed with SIGKILL takes with it what its command forked,
+// not only the command: the grandchild ignores every polite signal and is
+// not reached by the command's parent-death signal.
+func TestStart_WhatTheCommandForkedDiesWithItsSupervisor(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	sup := startT(t, helperSpec("supervisor-of-forker", "HELPER_PIDFILE="+pidfile, "HELPER_GUARD=1"))
+	pids := pidsIn(t, pidfile, 2) // the grandchild and the command
+	if err := syscall.Kill(sup.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for _, p := range pids {
+		for alive(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d of the command's group still runs 3s after its supervisor %d was SIGKILLed (pids %v)", p, sup.Pid(), pids)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Re-parented to us (a subreaper too): reap them.
+	for _, p := range pids {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// After a normal end the guard is told so, exits 0 and is reaped before
+// Done: no guard outlives its group, and none kills after the end.
+func TestStart_GuardEndsWithItsGroup(t *testing.T) {
+	spec := helperSpec("exit", "HELPER_CODE=3")
+	spec.Guard = spec.Path
+	g := startT(t, spec)
+	await(t, g.Done(), 10*time.Second, "the group's end")
+	st := g.guard.cmd.ProcessState
+	if st == nil || !st.Exited() || st.ExitCode() != 0 {
+		t.Fatalf("guard state after Done: %v, want exited 0", st)
+	}
+	if got := g.Status(); got.Code != 3 {
+		t.Fatalf("command status %v, want exit code 3", got)
+	}
+}

@@ -1,0 +1,31 @@
+//go:build !linux
+
+package supervise
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// Group is a started command and its process group. Elsewhere than Linux it
+// cannot be made: Start returns ErrUnsupported.
+type Group struct{}
+
+// EnableSubreaper returns ErrUnsupported elsewhere than Linux.
+func EnableSubreaper() error { return ErrUnsupported }
+
+// RunGuard fails elsewhere than Linux (no guard is ever started there).
+func RunGuard() int { return 1 }
+
+// Start returns ErrUnsupported elsewhere than Linux.
+func Start(Spec) (*Group, error) { return nil, ErrUnsupported }
+
+func (g *Group) Pid() int                                              { return 0 }
+func (g *Group) Exited() <-chan struct{}                               { return nil }
+func (g *Group) Status() ExitStatus                                    { return ExitStatus{} }
+func (g *Group) Done() <-chan struct{}                                 { return nil }
+func (g *Group) Signal(sig syscall.Signal) error                       { return ErrUnsupported }
+func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error { return ErrUnsupported }
+
+func signalName(sig syscall.Signal) string { return fmt.Sprintf("signal %d", int(sig)) }

@@ -1,0 +1,109 @@
+package supervise
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// The test binary doubles as the processes the tests supervise: with
+// SUPERVISE_HELPER set, TestMain runs one of these roles instead of the tests.
+const helperEnv = "SUPERVISE_HELPER"
+
+// helperSpec runs this test binary in role with extra environment.
+func helperSpec(role string, env ...string) Spec {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return Spec{Path: exe, Args: []string{exe, "-test.run=^$"}, Env: append([]string{helperEnv + "=" + role}, env...)}
+}
+
+// runHelper runs a helper role and exits; it never returns.
+func runHelper(role string) {
+	switch role {
+	case "env":
+		// Print what the command sees: its environment, its group and stdin.
+		fmt.Printf("TERM_VAR=%s\n", os.Getenv("BLOBLEADER_TERM"))
+		fmt.Printf("PGID=%d PID=%d\n", syscall.Getpgrp(), os.Getpid())
+		b := make([]byte, 1)
+		n, err := os.Stdin.Read(b)
+		fmt.Printf("STDIN=%d %v\n", n, err)
+		os.Exit(0)
+	case "exit":
+		code, _ := strconv.Atoi(os.Getenv("HELPER_CODE"))
+		os.Exit(code)
+	case "ignore-term":
+		// Ignores SIGTERM (and SIGINT, SIGHUP) and lives until killed.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		announce()
+		sleepForever()
+	case "forker":
+		// Starts a grandchild in its own (inherited) group that ignores
+		// signals, announces both pids, then exits or waits as told.
+		exe, _ := os.Executable()
+		p, err := os.StartProcess(exe, []string{exe, "-test.run=^$"}, &os.ProcAttr{
+			Env:   []string{helperEnv + "=ignore-term", "HELPER_PIDFILE=" + os.Getenv("HELPER_PIDFILE")},
+			Files: []*os.File{nil, os.Stdout, os.Stderr},
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = p.Release()
+		announce()
+		if os.Getenv("HELPER_WAIT") != "" {
+			signal.Ignore(syscall.SIGTERM)
+			sleepForever()
+		}
+		// Exit once the grandchild has announced itself.
+		waitLines(os.Getenv("HELPER_PIDFILE"), 2, 10*time.Second)
+		os.Exit(0)
+	case "supervisor-of-forker":
+		// A supervisor of its own whose command leaves a grandchild that
+		// ignores signals (for the guard test).
+		spec := helperSpec("forker", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE"), "HELPER_WAIT=1")
+		if os.Getenv("HELPER_GUARD") != "" {
+			spec.Guard = spec.Path // this test binary: TestMain runs RunGuard as GuardName
+		}
+		g, err := Start(spec)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		<-g.Done()
+		os.Exit(0)
+	case "supervisor":
+		// A supervisor of its own (for the parent-death test): starts an
+		// ignore-term child and waits for ever.
+		g, err := Start(helperSpec("ignore-term", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE")))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		<-g.Done()
+		os.Exit(0)
+	}
+	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
+	os.Exit(99)
+}
+
+// announce appends this process's pid to $HELPER_PIDFILE.
+func announce() {
+	f, err := os.OpenFile(os.Getenv("HELPER_PIDFILE"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	f.Close()
+}
+
+// sleepForever blocks without tripping the runtime's deadlock detector.
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
