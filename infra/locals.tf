@@ -47,7 +47,7 @@ locals {
   worker_port = 8080
 
   # Flags through their env twins (BLOBLEADER_<FLAG>), DESIGN §3.
-  worker_environment = merge(var.history_to_blob ? { BLOBLEADER_HISTORY = "blob" } : {}, var.chaos_sidecar.enabled ? {
+  worker_environment = merge(var.history_to_blob ? { BLOBLEADER_HISTORY = "blob" } : {}, var.shards > 0 ? { BLOBLEADER_SHARDS = tostring(var.shards) } : {}, var.chaos_sidecar.enabled ? {
     # Every election and ledger connection goes to the sidecar's loopback
     # proxy; TLS still verifies the storage host (worker --storage-dial).
     BLOBLEADER_STORAGE_DIAL = "127.0.0.1:${var.chaos_sidecar.listen_port}"

@@ -285,6 +285,24 @@ variable "retry_period_seconds" {
   }
 }
 
+variable "shards" {
+  type        = number
+  default     = 0
+  description = <<-EOT
+    Leader-Followers mode (`--shards`): the elected worker assigns this many work shards to the live workers,
+    balanced (each owns floor(N/M) or ceil(N/M)) and sticky, and each worker works a shard only while it holds
+    the shard's own blob lease. 0 keeps the single-task mode (the leader alone appends to the ledger).
+    Each owned shard renews its own lease and appends to its own ledger: storage operations grow with N
+    (docs/architecture.md, Shards).
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = var.shards >= 0 && var.shards <= 1024 && floor(var.shards) == var.shards
+    error_message = "shards must be a whole number from 1 to 1024, or 0 for the single-task mode (the worker's --shards range), got ${var.shards}."
+  }
+}
+
 variable "storage_replication_type" {
   type        = string
   default     = "ZRS"

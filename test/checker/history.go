@@ -44,6 +44,7 @@ type Event struct {
 	Reason     string    `json:"reason,omitzero"`      // why (stopped_leading, *_failed)
 	Leader     string    `json:"leader,omitzero"`      // observed leader (observed_leader)
 	ValidUntil time.Time `json:"valid_until,omitzero"` // end of the belief in force, zero when absent
+	Shard      *int      `json:"shard,omitempty"`      // the shard of a shard event (--shards; see shards.go), nil otherwise
 	Dropped    int64     `json:"dropped,omitzero"`     // history_dropped: how many records were lost before it
 	Source     string    `json:"-"`                    // "file:line" it was read from, empty for synthetic events
 	Raw        string    `json:"-"`                    // the line as read, empty for synthetic events

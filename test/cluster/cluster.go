@@ -69,6 +69,12 @@ type Status struct {
 	Leader        string    `json:"leader"`
 	LeaseDuration string    `json:"leaseDuration"`
 	Since         time.Time `json:"since"`
+	Shards        []int     `json:"shards,omitempty"` // --shards workers: the shards it owns (additive)
+	// Assignment is, on a --shards leader, the assignment in force (additive).
+	Assignment *struct {
+		Owners   []string `json:"owners"`
+		Standbys []string `json:"standbys"`
+	} `json:"assignment,omitempty"`
 }
 
 // FaultRecord is one injected fault on the run's timeline.

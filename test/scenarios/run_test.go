@@ -9,7 +9,7 @@ import (
 )
 
 // Run mode (issue 12): each scenario once in `make test`, REPEAT times under
-// `make chaos`; two at a time like the worker-mode scenarios.
+// `make chaos`; in parallel like the worker-mode scenarios.
 
 func TestRun_CommandKilledHandsOverFast(t *testing.T) {
 	t.Parallel()

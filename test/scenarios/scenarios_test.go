@@ -13,8 +13,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
 
-// Each scenario runs on the local backend, two at a time (t.Parallel with
-// the default -parallel of GOMAXPROCS).
+// Each scenario runs on the local backend in parallel (t.Parallel): four at
+// a time under `make test` (GO_TEST_PARALLEL), GOMAXPROCS at a time under
+// `make chaos`.
 
 func TestElection_LeaderKilled(t *testing.T) {
 	t.Parallel()

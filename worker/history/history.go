@@ -42,6 +42,10 @@ type Record struct {
 	// Dropped: on history_dropped (written by the Blob sink), how many
 	// records were lost before it. (Additive to DESIGN §3.)
 	Dropped int64 `json:"dropped,omitempty"`
+	// Shard: on the shard events of a --shards worker (shard_acquired,
+	// shard_renewed, shard_released, shard_lease_released), the shard
+	// number; Term is then the shard's own term. (Additive to DESIGN §3.)
+	Shard *int `json:"shard,omitempty"`
 }
 
 // NewRecord turns an election event into a record. start is the process

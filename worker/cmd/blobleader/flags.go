@@ -46,6 +46,7 @@ type options struct {
 	history         string
 	logFormat       string
 	controlListen   string // control.go
+	shards          int    // shards.go: 0 = single-task mode
 	unsafe          bool   // the negative control is on (only a -tags negativecontrol build sets it)
 	unsafeAsked     bool   // a production build was given the negative control's flag or env twin
 }
@@ -125,10 +126,12 @@ Usage:
                                 run COMMAND only while leading (blobleader run --help)
   blobleader ledger [flags]     print and verify the ledger (blobleader ledger --help)
   blobleader status [--url U]   print a running worker's /status (for images without a shell)
+  blobleader shards [flags]     print the leader's summary of a --shards pool (blobleader shards --help)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	o.register(fs)
 	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
+	o.registerShards(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -241,6 +244,9 @@ func (o *options) validate() error {
 		return err
 	}
 	if err := o.validateControl(); err != nil {
+		return err
+	}
+	if err := o.validateShards(); err != nil {
 		return err
 	}
 	switch {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runStatus(args[1:], stdout)
 	case len(args) > 0 && args[0] == "run":
 		err = runRun(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "shards":
+		err = runShards(args[1:], stdout, stderr)
 	default:
 		err = runWorker(args, stdout, stderr)
 	}
@@ -106,11 +109,24 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	defer n.close()
 	cfg := n.cfg
 	task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: n.log}
-	elector, err := n.newElector(election.Callbacks{OnStartedLeading: task.run})
+	leaderTask := task.run
+	var elector *election.Elector
+	var shards *shardMode // nil in single-task mode
+	if o.shards > 0 {
+		if shards, err = newShardMode(o, n.storage, cfg, n.log, n.write); err != nil {
+			return err
+		}
+		leaderTask = shards.lead(func() bool { return elector.IsLeader() })
+	}
+	elector, err = n.newElector(election.Callbacks{OnStartedLeading: leaderTask})
 	if err != nil {
 		return err
 	}
 	task.isLeader = elector.IsLeader
+	if shards != nil {
+		n.wrapHandler = func(h http.Handler) http.Handler { return shards.handler(elector, h) }
+		n.beside = shards.w.Run
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,6 +33,12 @@ type node struct {
 	hist    interface{ Write(history.Record) error } // nil: no --history
 	elector *election.Elector
 	closers []func() // run by close, last first
+
+	// Set by a mode before serve: wrapHandler adds endpoints or fields to
+	// the contract's handler; beside runs next to the election until ctx
+	// ends (the --shards pool member).
+	wrapHandler func(http.Handler) http.Handler
+	beside      func(ctx context.Context) error
 }
 
 // openNode prepares everything but the elector. It listens first, so a taken
@@ -146,7 +153,11 @@ func (n *node) serve(ctx context.Context) error {
 		return err
 	}
 	defer closeControl()
-	srv := &http.Server{Handler: status.Handler(n.elector, n.metrics), ReadHeaderTimeout: 5 * time.Second}
+	handler := status.Handler(n.elector, n.metrics)
+	if n.wrapHandler != nil {
+		handler = n.wrapHandler(handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(n.ln) }()
 	n.log.Info("worker started", "listen", n.ln.Addr().String(), "lock", n.lock.Describe(),
@@ -156,7 +167,7 @@ func (n *node) serve(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	runErr := make(chan error, 1)
-	go func() { runErr <- n.elector.Run(ctx) }()
+	go func() { runErr <- n.run(ctx) }()
 
 	select {
 	case err = <-runErr:
@@ -172,4 +183,24 @@ func (n *node) serve(ctx context.Context) error {
 		n.log.Info("stopped cleanly")
 	}
 	return err
+}
+
+// run runs the election and, when the mode set one, its companion beside
+// it, until ctx ends; both stop gracefully (tasks stopped, leases released).
+func (n *node) run(ctx context.Context) error {
+	if n.beside == nil {
+		return n.elector.Run(ctx)
+	}
+	// Either one ending ends both: a pool member without its election (or
+	// an election whose pool member failed) must not run on alone.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	besideErr := make(chan error, 1)
+	go func() {
+		defer cancel()
+		besideErr <- n.beside(ctx)
+	}()
+	err := n.elector.Run(ctx)
+	cancel()
+	return errors.Join(err, <-besideErr)
 }

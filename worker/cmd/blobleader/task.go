@@ -24,6 +24,7 @@ type ledgerTask struct {
 	requestTimeout time.Duration
 	unsafe         bool // negative control: keep writing after being fenced
 	isLeader       func() bool
+	onAppend       func(seq int64) // optional: told each appended sequence (shard progress)
 	log            *slog.Logger
 }
 
@@ -68,6 +69,9 @@ func (t *ledgerTask) step(ctx context.Context, term int64, w **ledger.Writer) er
 	e, err := (*w).Append(rctx)
 	if err == nil {
 		t.log.Debug("ledger append", "seq", e.Seq, "term", e.Term)
+		if t.onAppend != nil {
+			t.onAppend(e.Seq)
+		}
 	}
 	return err
 }

@@ -1,0 +1,390 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/test/report"
+)
+
+// Shard scenarios (issue 13): a --shards pool under faults, judged by the
+// election's rules and by checker.CheckShards.
+
+// ShardScenario is a scenario run with --shards Shards.
+type ShardScenario struct {
+	Name    string
+	Workers int // started before Run
+	Shards  int // N
+	// Run injects the faults and waits on their effects; n is N.
+	Run func(t *testing.T, c cluster.Cluster, n int)
+}
+
+var (
+	ShardsFollowerKilled = ShardScenario{Name: "ShardsFollowerKilled", Workers: 3, Shards: 8, Run: shardsFollowerKilled}
+	ShardsLeaderKilled   = ShardScenario{Name: "ShardsLeaderKilled", Workers: 3, Shards: 8, Run: shardsLeaderKilled}
+	ShardsJoinThenLeave  = ShardScenario{Name: "ShardsJoinThenLeave", Workers: 2, Shards: 8, Run: shardsJoinThenLeave}
+	ShardsPartitioned    = ShardScenario{Name: "ShardsPartitioned", Workers: 3, Shards: 8, Run: shardsPartitioned}
+	ShardsStorageOutage  = ShardScenario{Name: "ShardsStorageOutage", Workers: 3, Shards: 8, Run: shardsOutage}
+	ShardsRollingRestart = ShardScenario{Name: "ShardsRollingRestart", Workers: 3, Shards: 8, Run: shardsRollingRestart}
+)
+
+// RunShardScenario runs s on backend Repeat(t) times and fails t on any
+// violation of the election's or the shard rules.
+func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
+	t.Helper()
+	n := Repeat(t)
+	for i := 1; i <= n; i++ {
+		body := func(t *testing.T) {
+			c := backend(t, s.Workers, cluster.Args("--shards", fmt.Sprint(s.Shards)))
+			s.Run(t, c, s.Shards)
+			_, res, sres := JudgeShards(t, c, s.Shards, reportName(t))
+			if err := res.Err(); err != nil {
+				t.Error(err)
+			}
+			if err := sres.Err(); err != nil {
+				t.Error(err)
+			}
+		}
+		if n == 1 {
+			body(t)
+			continue
+		}
+		t.Run(fmt.Sprintf("run%d", i), body)
+	}
+}
+
+// ShardParams are the shard checker's parameters for a cluster's timings.
+func ShardParams(p cluster.Params) checker.ShardParams {
+	return checker.ShardParams{Params: CheckerParams(p)}
+}
+
+// settle is the checker's balance bound for the cluster's timings.
+func settle(p cluster.Params) time.Duration { return checker.DefaultSettle(CheckerParams(p)) }
+
+// JudgeShards is Judge for a shard pool: the election's rules on the
+// election's events (in shard mode the election has no ledger: the leader's
+// task coordinates), and CheckShards on the shard events and the shards'
+// ledgers read back from storage.
+func JudgeShards(t *testing.T, c cluster.Cluster, n int, name string) (checker.ShardRun, checker.Result, checker.ShardResult) {
+	t.Helper()
+	p := c.Params()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.Heal(ctx); err != nil {
+		t.Errorf("heal: %v", err)
+	}
+	h, err := c.History(ctx, livenessWindow(p))
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	run, err := Collect(ctx, c, h)
+	if err != nil {
+		t.Fatalf("collect run: %v", err)
+	}
+	run.Ledger = nil
+	res, err := checker.Check(run, CheckerParams(p))
+	if err != nil {
+		t.Fatalf("checker: %v", err)
+	}
+	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
+	for s := range n {
+		es, err := ReadLedger(ctx, c.Storage(), fmt.Sprintf("%s-shard-ledgers/%04d", c.LockBlob(), s))
+		if err != nil {
+			t.Fatalf("shard %d ledger: %v", s, err)
+		}
+		srun.Ledgers[s] = es
+	}
+	sres, err := checker.CheckShards(srun, ShardParams(p))
+	if err != nil {
+		t.Fatalf("shard checker: %v", err)
+	}
+	out := OutDir(t)
+	if f, err := os.Create(filepath.Join(out, name+"-shards.svg")); err != nil {
+		t.Errorf("shard timeline: %v", err)
+	} else {
+		if err := report.WriteShardSVG(f, srun, sres); err != nil {
+			t.Errorf("shard timeline: %v", err)
+		}
+		f.Close()
+		t.Logf("shard timeline: %s", f.Name())
+	}
+	if os.Getenv(EnvOut) != "" {
+		keep(t, filepath.Join(out, name), h)
+	}
+	t.Logf("shard ownership over time:\n%s", checker.ShardLanes(sres, run.Events[0].T))
+	for _, b := range sres.Balance {
+		t.Logf("balance %v after the change at %s: members %v own %v; %d moves (minimum %d)", settle(p), b.Change.Format("15:04:05.000"), b.Members, b.Counts, b.Moves, b.Minimum)
+	}
+	for s := range n {
+		for _, fo := range sres.PerShard[s].Failovers {
+			t.Logf("shard %d failover after %s on %s: %v (bound %v, basis %s)%s", s, fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
+		}
+	}
+	return srun, res, sres
+}
+
+// waitBalanced waits until the running workers own every shard once,
+// ⌊N/M⌋ or ⌈N/M⌉ each, and returns who owns what.
+func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) map[int]string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		owner := map[int]string{}
+		counts := map[string]int{}
+		ok := true
+		var live []cluster.Worker
+		for _, w := range c.Workers() {
+			if w.Running() {
+				live = append(live, w)
+			}
+		}
+		for _, w := range live {
+			st, err := w.Status(ctxFor(t, 2*time.Second))
+			if err != nil {
+				ok = false
+				continue
+			}
+			for _, s := range st.Shards {
+				if o, dup := owner[s]; dup {
+					ok = false
+					last = fmt.Sprintf("shard %d claimed by %s and %s", s, o, st.Identity)
+				}
+				owner[s] = st.Identity
+				counts[st.Identity]++
+			}
+		}
+		q := n / max(len(live), 1)
+		for _, w := range live {
+			k := counts[w.Identity()]
+			ok = ok && (k == q || k == q+1)
+		}
+		if ok && len(owner) == n {
+			return owner
+		}
+		if last == "" || ok {
+			last = fmt.Sprintf("owners %v, counts %v", owner, counts)
+		}
+		hold(t, 200*time.Millisecond)
+	}
+	t.Fatalf("the %d shards were not balanced over the running workers within %v; last: %s", n, timeout, last)
+	return nil
+}
+
+// settleAfter holds until the checker can judge the balance after the
+// change at `at`: Settle has passed, plus a second.
+func settleAfter(t *testing.T, c cluster.Cluster, at time.Time) {
+	if d := time.Until(at.Add(settle(c.Params()) + time.Second)); d > 0 {
+		hold(t, d)
+	}
+}
+
+// shardsFollowerKilled: a follower is killed (SIGKILL, no restart). Its
+// shards go to their standbys within L + P·1.1 + ε of its last renew, the
+// others stay where they are, and the pool is balanced over the two left.
+func shardsFollowerKilled(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	leader := c.WaitLeader(t, takeover(p))
+	before := waitBalanced(t, c, n, settle(p)+slack)
+	var victim cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Identity() != leader.Identity() {
+			victim = w
+		}
+	}
+	crash := &chaos.Crash{}
+	inject(t, c, crash, victim)
+	at := time.Now()
+	after := waitBalanced(t, c, n, settle(p)+slack)
+	expectOnlyMoved(t, before, after, victim.Identity())
+	settleAfter(t, c, at)
+}
+
+// shardsLeaderKilled: the election's leader (which also owns shards) is
+// killed. A new leader adopts the published assignment: only the dead
+// leader's shards move.
+func shardsLeaderKilled(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	waitBalanced(t, c, n, settle(p)+slack)
+	leader := c.WaitLeader(t, takeover(p))
+	before := waitBalanced(t, c, n, settle(p)+slack)
+	crash := &chaos.Crash{}
+	inject(t, c, crash, leader)
+	at := time.Now()
+	c.WaitLeader(t, takeover(p), leader.Identity())
+	after := waitBalanced(t, c, n, settle(p)+slack)
+	expectOnlyMoved(t, before, after, leader.Identity())
+	settleAfter(t, c, at)
+}
+
+// expectOnlyMoved fails t if a shard not owned by gone changed owner.
+func expectOnlyMoved(t *testing.T, before, after map[int]string, gone string) {
+	t.Helper()
+	var moved []int
+	for s, o := range before {
+		if o != gone && after[s] != o {
+			moved = append(moved, s)
+		}
+	}
+	slices.Sort(moved)
+	if len(moved) > 0 {
+		t.Fatalf("shards %v changed owner although only %s left (before %v, after %v)", moved, gone, before, after)
+	}
+}
+
+// shardsJoinThenLeave: a worker joins a balanced pool and receives only its
+// share (nothing else moves); once settled, a follower stops gracefully and
+// only its shards move, each taken within P·1.1 + ε of its release.
+func shardsJoinThenLeave(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	leader := c.WaitLeader(t, takeover(p))
+	before := waitBalanced(t, c, n, settle(p)+slack)
+	added, err := c.Start(ctxFor(t, time.Minute), 1, cluster.Args("--shards", fmt.Sprint(n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	after := waitBalanced(t, c, n, settle(p)+slack)
+	for s, o := range before {
+		if after[s] != o && after[s] != added[0].Identity() {
+			t.Fatalf("shard %d moved from %s to %s on the join of %s: only shards to the joiner may move (before %v, after %v)", s, o, after[s], added[0].Identity(), before, after)
+		}
+	}
+	settleAfter(t, c, joined)
+
+	var leaver cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Identity() != leader.Identity() && w.Running() {
+			leaver = w
+		}
+	}
+	before = waitBalanced(t, c, n, slack)
+	stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+	inject(t, c, stop, leaver)
+	left := time.Now()
+	after = waitBalanced(t, c, n, settle(p)+slack)
+	expectOnlyMoved(t, before, after, leaver.Identity())
+	settleAfter(t, c, left)
+}
+
+// shardsPartitioned: a follower is cut off from storage for longer than L.
+// Its shard tasks stop at their renew deadlines, the standbys take the
+// shards once the leases expire, and after the partition heals it rejoins
+// and the pool is balanced again over all three.
+func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	leader := c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	var victim cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Identity() != leader.Identity() {
+			victim = w
+		}
+	}
+	cut := &chaos.Partition{}
+	inject(t, c, cut, victim)
+	// The others own every shard once the victim's leases have expired.
+	deadline := time.Now().Add(takeover(p) + slack)
+	for {
+		owned := map[int]bool{}
+		for _, w := range c.Workers() {
+			if w.Identity() == victim.Identity() {
+				continue
+			}
+			if st, err := w.Status(ctxFor(t, 2*time.Second)); err == nil {
+				for _, s := range st.Shards {
+					owned[s] = true
+				}
+			}
+		}
+		if len(owned) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the others did not own all %d shards within %v of cutting %s off (own %v)", n, takeover(p)+slack, victim.Identity(), owned)
+		}
+		hold(t, 200*time.Millisecond)
+	}
+	if st, err := victim.Status(ctxFor(t, 2*time.Second)); err != nil || len(st.Shards) != 0 {
+		t.Fatalf("the cut-off %s still claims shards %v (err %v) after their leases expired", victim.Identity(), st.Shards, err)
+	}
+	remove(t, c, cut)
+	healed := time.Now()
+	waitBalanced(t, c, n, settle(p)+slack)
+	settleAfter(t, c, healed)
+}
+
+// shardsOutage: storage is down for everyone for 30 s. Every shard task stops
+// at its renew deadline; after the outage the pool is balanced again (the
+// owners, not the standbys, win their shards back).
+func shardsOutage(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	out := &chaos.Outage{}
+	inject(t, c, out, nil)
+	hold(t, 30*time.Second)
+	for _, w := range c.Workers() {
+		if st, err := w.Status(ctxFor(t, 2*time.Second)); err != nil || len(st.Shards) != 0 {
+			t.Fatalf("%s still claims shards %v (err %v) 30 s into a storage outage", w.Identity(), st.Shards, err)
+		}
+	}
+	remove(t, c, out)
+	healed := time.Now()
+	c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	settleAfter(t, c, healed)
+}
+
+// shardsRollingRestart: each worker in turn is stopped gracefully and started
+// again (a new incarnation); after each step the pool is balanced again, and
+// the checker judges the last step's balance.
+func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	var last time.Time
+	for _, w := range c.Workers() {
+		// A shard just moved has no standby yet; the guarantee of a takeover
+		// within P·1.1 + ε of a graceful release is for shards with one.
+		waitStandbys(t, c, n, settle(p)+slack)
+		stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+		inject(t, c, stop, w)
+		remove(t, c, stop)
+		last = time.Now()
+		c.WaitLeader(t, takeover(p))
+		waitBalanced(t, c, n, settle(p)+slack)
+	}
+	settleAfter(t, c, last)
+}
+
+// waitStandbys waits until the leader's assignment names a standby for every
+// shard, then for every worker to have read it: the view TTL, 2·(P·1.1 +
+// request timeout), the bound within which each worker reads the assignment
+// (this is a stated bound, not an observable event: a worker does not report
+// which shards it stands by for).
+func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) {
+	t.Helper()
+	p := c.Params()
+	deadline := time.Now().Add(timeout)
+	for {
+		l := c.WaitLeader(t, takeover(p))
+		if st, err := l.Status(ctxFor(t, 2*time.Second)); err == nil && st.Assignment != nil &&
+			len(st.Assignment.Standbys) == n && !slices.Contains(st.Assignment.Standbys, "") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader's assignment did not name a standby for every shard within %v", timeout)
+		}
+		hold(t, 200*time.Millisecond)
+	}
+	hold(t, 2*(p.RetryPeriod*11/10+p.RequestTimeout()))
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/history"
+	"github.com/blobleader/blobleader/worker/shard"
+	"github.com/blobleader/blobleader/worker/status"
+)
+
+// --shards N: the Leader-Followers mode (docs/architecture.md, "Shards").
+// The elected leader's task coordinates the pool (membership, a balanced
+// sticky assignment published under its term, the summary); every worker,
+// the leader included, works the shards it holds the leases of, each with
+// the reference task on the shard's own fenced ledger.
+
+func (o *options) registerShards(fs *flag.FlagSet) {
+	fs.IntVar(&o.shards, "shards", 0, "Leader-Followers: the leader assigns N work shards (1–1024) to the live workers, balanced and sticky; a worker works a shard (a fenced ledger append every --tick) only while it holds the shard's own lease; 0 = single-task mode")
+}
+
+func (o *options) validateShards() error {
+	if o.shards < 0 || o.shards > shard.MaxShards {
+		return usagef("invalid --shards %d: must be between 1 and %d (0 or absent: single-task mode)", o.shards, shard.MaxShards)
+	}
+	return nil
+}
+
+// shardMode is the worker's side of a shard pool.
+type shardMode struct {
+	w *shard.Worker
+}
+
+// newShardMode builds the pool member. record writes one history record.
+func newShardMode(o *options, c *container.Client, cfg election.Config, log *slog.Logger, record func(history.Record)) (*shardMode, error) {
+	layout := shard.Layout{Blob: o.blob}
+	task := func(ctx context.Context, n int, term int64) error {
+		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, tick: o.tick,
+			requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: log.With("shard", n),
+			isLeader: func() bool { return shard.Held(ctx) },
+			onAppend: func(seq int64) { shard.ReportProgress(ctx, seq) }}
+		return t.run(ctx, term)
+	}
+	w, err := shard.New(shard.Config{
+		Shards: o.shards, Election: cfg, Container: c, Blob: o.blob, Task: task,
+		OnEvent: func(ev shard.Event) { record(shardRecord(o.identity, ev)) },
+	})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return &shardMode{w: w}, nil
+}
+
+// shardRecord turns a shard event into a history record: shard events carry
+// the shard and its own term; assignment_published the leader's term.
+func shardRecord(identity string, ev shard.Event) history.Record {
+	r := history.Record{
+		T: ev.Time.UTC().Format(time.RFC3339Nano), MonoNS: int64(ev.Time.Sub(processStart)),
+		Identity: identity, Event: string(ev.Kind), Term: ev.Term, Reason: ev.Reason,
+	}
+	if ev.Shard >= 0 {
+		s := ev.Shard
+		r.Shard = &s
+	}
+	if !ev.ValidUntil.IsZero() {
+		r.ValidUntil = ev.ValidUntil.UTC().Format(time.RFC3339Nano)
+	}
+	return r
+}
+
+// lead is the election's leader task in shard mode: coordinate the pool.
+func (m *shardMode) lead(isLeader func() bool) func(ctx context.Context, term int64) error {
+	return func(ctx context.Context, term int64) error { return m.w.Lead(ctx, term, isLeader) }
+}
+
+// shardStatus is /status in shard mode: the contract's document plus the
+// shards this worker owns and, on the leader, the assignment in force.
+type shardStatus struct {
+	status.Document
+	Shards     []int             `json:"shards"`
+	Assignment *shard.Assignment `json:"assignment,omitempty"`
+}
+
+// handler serves /status with the shard fields and folds the shard tasks'
+// health into /healthz; everything else is base's.
+func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", base)
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		doc := shardStatus{Document: status.NewDocument(e), Shards: m.w.Owned()}
+		if e.IsLeader() {
+			doc.Assignment = m.w.Assignment()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(doc)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := errors.Join(e.Healthy(), m.w.Healthy()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(err.Error() + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/azuritetest"
+)
+
+func TestWorker_InvalidShardsExitsTwoNamingTheFlag(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"above 1024", nil, []string{conn, "--shards=1025"}},
+		{"negative", nil, []string{conn, "--shards=-1"}},
+		{"not a number", nil, []string{conn, "--shards=many"}},
+		{"env twin", []string{"BLOBLEADER_SHARDS=5000"}, []string{conn}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := append([]string{"AZURE_STORAGE_CONNECTION_STRING="}, tc.env...)
+			code, out := runWorkerCmd(t, env, tc.args...)
+			if code != 2 || !strings.Contains(out, "shards") {
+				t.Fatalf("exit %d, want 2 with a message naming --shards:\n%s", code, out)
+			}
+		})
+	}
+}
+
+func TestWorker_ShardsHelpListsTheFlagAndTheSubcommand(t *testing.T) {
+	t.Parallel()
+	if code, out := runWorkerCmd(t, nil, "--help"); code != 0 || !strings.Contains(out, "--shards") || !strings.Contains(out, "BLOBLEADER_SHARDS") || !strings.Contains(out, "blobleader shards") {
+		t.Fatalf("--help: exit %d, want 0 listing --shards, its env twin and the shards subcommand:\n%s", code, out)
+	}
+	if code, out := runWorkerCmd(t, nil, "shards", "--help"); code != 0 || !strings.Contains(out, "--json") {
+		t.Fatalf("shards --help: exit %d\n%s", code, out)
+	}
+}
+
+// shardsOf reads /status's shards and, when present, the assignment.
+func shardsOf(t *testing.T, base string) (owned []int, assignment map[string]any) {
+	t.Helper()
+	st := getStatus(t, base)
+	raw, ok := st["shards"].([]any)
+	if !ok {
+		t.Fatalf("/status of a --shards worker lacks a shards list: %v", st)
+	}
+	for _, v := range raw {
+		owned = append(owned, int(v.(float64)))
+	}
+	a, _ := st["assignment"].(map[string]any)
+	return owned, a
+}
+
+// Three --shards 4 workers: the shards end balanced (1 or 2 each, every
+// shard once), the leader's /status carries the assignment and the
+// followers' do not; a follower killed with SIGKILL loses its shards to the
+// others; `blobleader shards` prints the leader's summary with progress;
+// the history has shard_acquired / shard_released with shard and term.
+func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	dir := t.TempDir()
+	const n = 4
+	extra := []string{"--shards", fmt.Sprint(n), "--retry-period", "500ms", "--tick", "200ms"}
+	url1, w1 := startWorker(t, az.ConnectionString(), "w1", filepath.Join(dir, "w1.jsonl"), extra...)
+	awaitRole(t, url1, "leader")
+	url2, _ := startWorker(t, az.ConnectionString(), "w2", filepath.Join(dir, "w2.jsonl"), extra...)
+	url3, w3 := startWorker(t, az.ConnectionString(), "w3", filepath.Join(dir, "w3.jsonl"), extra...)
+
+	// balanced waits until the workers at urls own every shard once, each
+	// ⌊n/M⌋ or ⌈n/M⌉, and the leader's assignment says the same.
+	balanced := func(urls map[string]string, timeout time.Duration) map[int]string {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		var last string
+		for time.Now().Before(deadline) {
+			owner := map[int]string{}
+			ok := true
+			var leaderAssignment map[string]any
+			for id, u := range urls {
+				owned, a := shardsOf(t, u)
+				if k := len(owned); k != n/len(urls) && k != (n+len(urls)-1)/len(urls) {
+					ok = false
+				}
+				for _, s := range owned {
+					if owner[s] != "" {
+						t.Fatalf("shard %d owned by %s and %s at once", s, owner[s], id)
+					}
+					owner[s] = id
+				}
+				if a != nil {
+					leaderAssignment = a
+				}
+			}
+			if ok && len(owner) == n && leaderAssignment != nil {
+				owners := leaderAssignment["owners"].([]any)
+				for s := range n {
+					ok = ok && owners[s] == owner[s]
+				}
+				if ok {
+					return owner
+				}
+			}
+			last = fmt.Sprintf("owners %v, leader's assignment %v", owner, leaderAssignment)
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("expected %d shards balanced over %v within %v; last: %s", n, urls, timeout, last)
+		return nil
+	}
+	all := map[string]string{"w1": url1, "w2": url2, "w3": url3}
+	owner := balanced(all, 60*time.Second)
+	for id, u := range all {
+		if _, a := shardsOf(t, u); (a != nil) != (id == "w1") {
+			t.Fatalf("%s's /status assignment = %v; expected it on the leader w1 only", id, a)
+		}
+	}
+
+	// A follower killed: its shards go to the others (within L + P·1.1 + ε
+	// of its last renew; here just bounded), balanced 2/2.
+	var lost []int
+	for s, o := range owner {
+		if o == "w3" {
+			lost = append(lost, s)
+		}
+	}
+	if err := w3.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w3.Wait()
+	after := balanced(map[string]string{"w1": url1, "w2": url2}, 45*time.Second)
+	for s, o := range owner {
+		if o != "w3" && after[s] != o {
+			t.Errorf("shard %d moved from %s to %s although its owner lives: only w3's shards %v had to move", s, o, after[s], lost)
+		}
+	}
+
+	// The leader's summary, through `blobleader shards`: every shard has an
+	// owner among the living and some progress.
+	deadline := time.Now().Add(30 * time.Second)
+	var out string
+	for {
+		var code int
+		code, out = runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}, "shards", "--container", "status-test")
+		if code == 0 && summaryComplete(out, n, after) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("blobleader shards did not show every shard with its owner and progress within 30s; last (exit %d):\n%s", code, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("blobleader shards:\n%s", out)
+
+	// A graceful stop of the leader: exit 0; its history shows each shard it
+	// held acquired and released under one shard term.
+	if err := w1.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.Wait(); err != nil {
+		t.Fatalf("SIGTERM: exit %v, want 0", err)
+	}
+	acq := historyEvents(t, filepath.Join(dir, "w1.jsonl"), "shard_acquired")
+	rel := historyEvents(t, filepath.Join(dir, "w1.jsonl"), "shard_released")
+	if len(acq) == 0 || len(acq) != len(rel) {
+		t.Fatalf("w1's history: %d shard_acquired, %d shard_released; expected each acquisition released on a graceful stop", len(acq), len(rel))
+	}
+	key := func(r map[string]any) string { return fmt.Sprint(r["shard"], "/", r["term"]) }
+	var a, r []string
+	for i := range acq {
+		if _, ok := acq[i]["shard"].(float64); !ok || acq[i]["term"] == nil {
+			t.Fatalf("shard_acquired lacks shard or term: %v", acq[i])
+		}
+		a, r = append(a, key(acq[i])), append(r, key(rel[i]))
+	}
+	slices.Sort(a)
+	slices.Sort(r)
+	if !slices.Equal(a, r) {
+		t.Fatalf("w1's acquisitions %v and releases %v differ", a, r)
+	}
+}
+
+// summaryComplete reports whether `blobleader shards` output lists every
+// shard with the expected owner and a progress above 0.
+func summaryComplete(out string, n int, owner map[int]string) bool {
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[0] == "SHARD" {
+			continue
+		}
+		var s int
+		var progress int64
+		if _, err := fmt.Sscan(f[0], &s); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(f[3], &progress); err != nil || progress <= 0 || owner[s] != f[1] {
+			return false
+		}
+		rows++
+	}
+	return rows == n
+}
+
+// Before any leader has published a summary, `blobleader shards` says so
+// and exits 1 (not 0 with an empty table).
+func TestShardsCmd_NoSummaryYetExitsOne(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}, "shards", "--container", "empty-pool")
+	if code != 1 || !strings.Contains(out, "no shard summary yet") {
+		t.Fatalf("exit %d, want 1 saying there is no summary yet:\n%s", code, out)
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/shard"
+)
+
+// errNoSummary: no leader of the pool has published a summary yet.
+var errNoSummary = errors.New("no shard summary yet: no leader of a --shards pool has published one")
+
+// runShards prints the leader's summary of the shard pool on --blob: per
+// shard its owner, the owner's shard term and its progress (the last
+// sequence of the shard's fenced ledger the owner reported).
+func runShards(args []string, stdout, _ io.Writer) error {
+	var s storageOptions
+	var asJSON bool
+	var timeout time.Duration
+	fs := newFlagSet("blobleader shards", stdout, `blobleader shards — print the leader's summary of a --shards pool:
+per shard its owner, the owner's shard term and its progress (the last
+sequence of the shard's fenced ledger), as the leader last published it.
+
+Usage:
+  blobleader shards [--json] [storage flags]
+
+Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`)
+	s.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print the summary document as JSON")
+	fs.DurationVar(&timeout, "timeout", 30*time.Second, "give up reading after this long")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := s.validate(); err != nil {
+		return err
+	}
+	if timeout <= 0 {
+		return usagef("invalid --timeout %s: must be > 0", timeout)
+	}
+	c, err := newContainerClient(s, timeout, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	sum, err := shard.ReadSummary(ctx, c, s.blob)
+	if err != nil {
+		return err
+	}
+	if sum == nil {
+		return fmt.Errorf("%w (blob %s in container %s)", errNoSummary, shard.Layout{Blob: s.blob}.Summary(), s.container)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(sum)
+	}
+	fmt.Fprintf(stdout, "leader %s  term %d  assignment version %d  at %s\nmembers: %s\n",
+		sum.Leader, sum.Term, sum.Version, sum.At.Format(time.RFC3339), strings.Join(sum.Members, " "))
+	fmt.Fprintf(stdout, "%5s  %-30s %15s %10s  %s\n", "SHARD", "OWNER", "TERM", "PROGRESS", "STANDBY")
+	for _, sh := range sum.Shards {
+		owner := sh.Owner
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(stdout, "%5d  %-30s %15d %10d  %s\n", sh.Shard, owner, sh.Term, sh.Progress, sh.Standby)
+	}
+	return nil
+}

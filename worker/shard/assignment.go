@@ -1,0 +1,87 @@
+package shard
+
+import (
+	"slices"
+	"time"
+)
+
+// Assignment is what the leader publishes: for every shard its owner and its
+// standby, computed for the members it saw live. It is written under the
+// leader's fencing term (see fencedBlob) and ordered by (Term, Version): a
+// worker ignores any assignment below the highest it has seen.
+type Assignment struct {
+	Term      int64     `json:"term"`      // the publishing leader's election term
+	Version   int64     `json:"version"`   // increases with every publication, across terms
+	Leader    string    `json:"leader"`    // the publishing leader's identity
+	Shards    int       `json:"shards"`    // N
+	Members   []string  `json:"members"`   // the members the leader counted, sorted
+	Owners    []string  `json:"owners"`    // per shard: the member that should hold it ("" if none)
+	Standbys  []string  `json:"standbys"`  // per shard: who takes it if its owner's lease lapses ("" if none)
+	Published time.Time `json:"published"` // leader's wall clock, for people
+}
+
+// Newer reports whether a orders after b (a nil b is older than anything).
+func (a *Assignment) Newer(b *Assignment) bool {
+	if b == nil {
+		return a != nil
+	}
+	if a == nil {
+		return false
+	}
+	if a.Term != b.Term {
+		return a.Term > b.Term
+	}
+	return a.Version > b.Version
+}
+
+// samePlan reports whether a and b assign the same owners and standbys to the
+// same members (term, version and time aside).
+func (a *Assignment) samePlan(b *Assignment) bool {
+	return a != nil && b != nil && a.Shards == b.Shards && slices.Equal(a.Members, b.Members) &&
+		slices.Equal(a.Owners, b.Owners) && slices.Equal(a.Standbys, b.Standbys)
+}
+
+// Owned returns the shards the assignment gives to identity, ascending.
+func (a *Assignment) Owned(identity string) []int {
+	var out []int
+	if a == nil {
+		return out
+	}
+	for s, o := range a.Owners {
+		if o == identity {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Counts returns how many shards each member owns in the assignment.
+func (a *Assignment) Counts() map[string]int {
+	out := map[string]int{}
+	if a == nil {
+		return out
+	}
+	for _, m := range a.Members {
+		out[m] = 0
+	}
+	for _, o := range a.Owners {
+		if o != "" {
+			out[o]++
+		}
+	}
+	return out
+}
+
+func (a *Assignment) owner(s int) string {
+	if a == nil || s < 0 || s >= len(a.Owners) {
+		return ""
+	}
+	return a.Owners[s]
+}
+
+func (a *Assignment) standby(s int) string {
+	if a == nil || s < 0 || s >= len(a.Standbys) {
+		return ""
+	}
+	return a.Standbys[s]
+}

@@ -1,0 +1,155 @@
+package shard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/storage"
+)
+
+var (
+	// ErrDeposed: a leader with a newer term has published; this leader must
+	// stop coordinating.
+	ErrDeposed = errors.New("shard: a newer leader has published")
+	// errConflict: someone wrote the document since we last read it; read
+	// again and decide anew.
+	errConflict = errors.New("shard: document changed since read")
+)
+
+// metaTerm is the metadata key carrying the writer's term on fenced documents.
+const metaTerm = "term"
+
+// fencedDoc is a JSON document in one blob that storage lets only the newest
+// leader overwrite: every write is conditioned on the ETag the writer last
+// read or wrote (If-Match; If-None-Match: * for the first), and carries the
+// writer's term in metadata. A deposed leader's write after the new leader's
+// first write fails with 412 and, on reading again, it finds a newer term —
+// the read-check-write discipline of package ledger, for one document.
+type fencedDoc struct {
+	blob *blockblob.Client
+	op   string // storage op label prefix, e.g. "assignment"
+	etag azcore.ETag
+	seen bool // etag is valid (the blob existed when last read or written)
+}
+
+func newFencedDoc(c *container.Client, name, op string) *fencedDoc {
+	return &fencedDoc{blob: c.NewBlockBlobClient(name), op: op}
+}
+
+// read downloads the document into v and remembers its ETag. found is false
+// when it does not exist yet; term is the writer's term from metadata.
+func (d *fencedDoc) read(ctx context.Context, v any) (term int64, found bool, err error) {
+	resp, err := d.blob.DownloadStream(storage.WithOp(ctx, d.op+"_read"), nil)
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		d.etag, d.seen = "", false
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return 0, true, fmt.Errorf("shard: %s is not valid JSON: %w", d.op, err)
+	}
+	d.etag, d.seen = *resp.ETag, true
+	return termOf(resp.Metadata), true, nil
+}
+
+// write stores v under term, conditioned on the ETag we know. It returns
+// ErrDeposed when a newer term holds the document and errConflict when
+// another write of an equal or older term came between (read and retry).
+func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	t := strconv.FormatInt(term, 10)
+	cond := &blob.ModifiedAccessConditions{}
+	if d.seen {
+		cond.IfMatch = &d.etag
+	} else {
+		anyTag := azcore.ETagAny
+		cond.IfNoneMatch = &anyTag
+	}
+	ct := "application/json"
+	resp, err := d.blob.UploadBuffer(storage.WithOp(ctx, d.op+"_write"), b, &blockblob.UploadBufferOptions{
+		Metadata:         map[string]*string{metaTerm: &t},
+		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: &ct},
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond},
+	})
+	if err == nil {
+		d.etag, d.seen = *resp.ETag, true
+		return nil
+	}
+	if !isPrecondition(err) && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
+		return err
+	}
+	// Someone wrote since we read. Whose term?
+	props, perr := d.blob.GetProperties(storage.WithOp(ctx, d.op+"_get"), nil)
+	if perr != nil {
+		return fmt.Errorf("%w (and reading it back failed: %v)", errConflict, perr)
+	}
+	if other := termOf(props.Metadata); other > term {
+		return fmt.Errorf("%w: %s holds term %d, we are %d", ErrDeposed, d.op, other, term)
+	}
+	d.seen = false // force the caller to read again before writing
+	return errConflict
+}
+
+// is reports whether etag (e.g. from a listing) names the version of the
+// document this writer last read or wrote. Storage quotes the ETag in a
+// header ("0x8D…") and not in a listing (0x8D…).
+func (d *fencedDoc) is(etag azcore.ETag) bool {
+	unquote := func(e azcore.ETag) string { return strings.Trim(string(e), `"`) }
+	return d.seen && unquote(etag) == unquote(d.etag)
+}
+
+func termOf(md map[string]*string) int64 {
+	for k, v := range md {
+		if v != nil && strings.EqualFold(k, metaTerm) {
+			n, _ := strconv.ParseInt(*v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func isPrecondition(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
+}
+
+// readJSON downloads a small JSON blob into v (reports). found is false when
+// it does not exist.
+func readJSON(ctx context.Context, c *container.Client, name, op string, v any) (found bool, err error) {
+	resp, err := c.NewBlobClient(name).DownloadStream(storage.WithOp(ctx, op), nil)
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return false, err
+	}
+	return true, json.NewDecoder(bytes.NewReader(b)).Decode(v)
+}

@@ -1,0 +1,141 @@
+package shard
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+)
+
+// shardRun is one shard's elector on this worker: contending (as the
+// shard's owner or standby), holding the shard's lease and running its task,
+// or stopping. Ownership safety is the elector's: the task runs only while
+// the lease is held under the renew-deadline rules of the election.
+type shardRun struct {
+	n      int
+	el     *election.Elector
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	stopping   bool
+	stopReason string    // reported on shard_released instead of "shutdown"
+	drainSince time.Time // when we first saw the shard moved away while holding it
+}
+
+// gatedLock lets the shard's elector acquire only while the view allows
+// it (see view.mayAcquire); every other call goes straight to the lease.
+type gatedLock struct {
+	election.Lock
+	allow func() error
+}
+
+func (g gatedLock) Acquire(ctx context.Context, leaseID string, d time.Duration) error {
+	if err := g.allow(); err != nil {
+		return err
+	}
+	return g.Lock.Acquire(ctx, leaseID, d)
+}
+
+type progressKey struct{}
+
+type progressSink struct {
+	w     *Worker
+	shard int
+	term  int64
+	held  func() bool // the shard elector's IsLeader
+}
+
+// Held reports whether the shard lease behind a shard task's ctx is held
+// right now, checked against its renew deadline at the moment of asking: a
+// task skips a side effect the moment ownership lapses, even before its
+// context is cancelled. It is false for any other context.
+func Held(ctx context.Context) bool {
+	p, ok := ctx.Value(progressKey{}).(progressSink)
+	return ok && p.held()
+}
+
+// ReportProgress records that the shard task whose context is ctx has
+// written up to seq (its fenced ledger's last sequence). The worker reports
+// it to the leader, whose summary shows it. It does nothing for other
+// contexts.
+func ReportProgress(ctx context.Context, seq int64) {
+	if p, ok := ctx.Value(progressKey{}).(progressSink); ok {
+		p.w.setProgress(p.shard, p.term, seq)
+	}
+}
+
+// startShard begins contending for shard n. The caller holds w.mu.
+func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
+	lock, err := bloblock.New(w.cfg.Container, w.layout.Shard(n))
+	if err != nil {
+		return nil, err
+	}
+	cfg := w.cfg.Election
+	cfg.ObserveEvery = 60 // the holder of a shard is for logs only: save the reads
+	cfg.Logger = w.elog.With("shard", n)
+	r := &shardRun{n: n, done: make(chan struct{})}
+	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func() error { return w.view.mayAcquire(n, time.Now()) }},
+		election.Callbacks{
+			OnStartedLeading: func(ctx context.Context, term int64) error {
+				ctx = context.WithValue(ctx, progressKey{}, progressSink{w: w, shard: n, term: term, held: r.el.IsLeader})
+				return w.cfg.Task(ctx, n, term)
+			},
+			OnEvent: func(ev election.Event) { w.shardEvent(r, ev) },
+		})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r.el, r.cancel = el, cancel
+	go func() {
+		defer close(r.done)
+		_ = el.Run(rctx)
+	}()
+	return r, nil
+}
+
+// stop ends the run: a held shard's task is stopped and its lease released
+// (the elector's graceful stop); reason is what shard_released says.
+func (r *shardRun) stop(reason string) {
+	r.mu.Lock()
+	if !r.stopping {
+		r.stopping, r.stopReason = true, reason
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+func (r *shardRun) isStopping() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopping
+}
+
+// shardEvent turns the shard elector's events into shard events.
+func (w *Worker) shardEvent(r *shardRun, ev election.Event) {
+	out := Event{Time: ev.Time, Shard: r.n, Term: ev.Term, Reason: ev.Reason, ValidUntil: ev.ValidUntil}
+	switch ev.Kind {
+	case election.EventStartedLeading:
+		out.Kind = EventShardAcquired
+	case election.EventRenewed:
+		out.Kind = EventShardRenewed
+	case election.EventStoppedLeading, election.EventReleased:
+		out.Kind = EventShardReleased
+		if ev.Kind == election.EventReleased {
+			out.Kind, out.ValidUntil = EventShardLeaseReleased, time.Time{}
+		}
+		r.mu.Lock()
+		if r.stopReason != "" && ev.Reason == "shutdown" {
+			out.Reason = r.stopReason
+		}
+		r.mu.Unlock()
+	default:
+		// observed_leader, acquire_failed (including the gate's refusals),
+		// renew_failed: logs only.
+		return
+	}
+	w.emit(out)
+}

@@ -1,0 +1,144 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/blobleader/blobleader/worker/storage"
+)
+
+// Why the gate refuses an acquisition (transient to the shard's elector:
+// it asks again at its next poll).
+var (
+	errStale      = errors.New("shard: assignment view is stale")
+	errWarmingUp  = errors.New("shard: standby warming up after a stale view")
+	errNotForUs   = errors.New("shard: not assigned to this worker")
+	errNoViewYet  = errors.New("shard: no assignment read yet")
+	errOlderTerms = errors.New("shard: assignment from an older term ignored")
+)
+
+// view is this worker's knowledge of the assignment: the highest one read
+// (by term, then version), and how fresh that knowledge is. Freshness is
+// measured from the *send* time of the last successful read: what it
+// returned is at least as new as storage was then.
+type view struct {
+	mu         sync.Mutex
+	identity   string
+	ttl        time.Duration
+	warmup     time.Duration
+	a          *Assignment
+	etag       azcore.ETag
+	lastSent   time.Time // send time of the last successful read
+	freshSince time.Time // send time of the first successful read after the view was stale
+	changedAt  time.Time // when we adopted the current assignment
+}
+
+// refresh reads the assignment (a conditional GET: unchanged costs one
+// request and no body) and adopts it if it orders after the one we have.
+func (v *view) refresh(ctx context.Context, w *Worker) error {
+	sent := time.Now()
+	v.mu.Lock()
+	etag, seen := v.etag, v.a != nil
+	v.mu.Unlock()
+	var opts *blob.DownloadStreamOptions
+	if seen && etag != "" {
+		opts = &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etag}}}
+	}
+	resp, err := w.cfg.Container.NewBlobClient(w.layout.Assignment()).DownloadStream(storage.WithOp(ctx, "assignment_read"), opts)
+	switch {
+	case err == nil && resp.Body == nil:
+		// The SDK turns 304 Not Modified into a success without a body.
+		v.touch(sent)
+		return nil
+	case err == nil:
+		defer resp.Body.Close()
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		if rerr != nil {
+			return rerr
+		}
+		var a Assignment
+		if jerr := json.Unmarshal(b, &a); jerr != nil {
+			return fmt.Errorf("shard: assignment is not valid JSON: %w", jerr)
+		}
+		err = v.adopt(&a, *resp.ETag, sent)
+		if errors.Is(err, errOlderTerms) {
+			w.log.Warn("ignoring an assignment from an older term", "term", a.Term, "version", a.Version)
+			return nil
+		}
+		return err
+	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
+		// No leader has published yet: nothing to act on, but storage answered.
+		v.touch(sent)
+		return nil
+	}
+	return err
+}
+
+func (v *view) touch(sent time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case v.lastSent.IsZero():
+		// The first view: nothing stale to recover from, so no warm-up (in a
+		// rolling restart the restarted member takes over the next leaver's
+		// shards at once).
+		v.freshSince = sent.Add(-v.warmup)
+	case sent.Sub(v.lastSent) > v.ttl:
+		v.freshSince = sent
+	}
+	if sent.After(v.lastSent) {
+		v.lastSent = sent
+	}
+}
+
+func (v *view) adopt(a *Assignment, etag azcore.ETag, sent time.Time) error {
+	v.touch(sent)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.a != nil && a.Term < v.a.Term {
+		return errOlderTerms
+	}
+	if a.Newer(v.a) {
+		v.a, v.changedAt = a, time.Now()
+	}
+	v.etag = etag
+	return nil
+}
+
+// current returns the assignment in force and whether the view is fresh.
+func (v *view) current(now time.Time) (*Assignment, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.a, !v.lastSent.IsZero() && now.Sub(v.lastSent) <= v.ttl
+}
+
+// mayAcquire is the gate in front of every shard acquisition: only with a
+// fresh view, only the shard's owner, or its standby once warmed up.
+func (v *view) mayAcquire(s int, now time.Time) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case v.lastSent.IsZero():
+		return errNoViewYet
+	case now.Sub(v.lastSent) > v.ttl:
+		return errStale
+	case v.a.owner(s) == v.identity:
+		return nil
+	case v.a.standby(s) == v.identity:
+		if now.Sub(v.freshSince) < v.warmup {
+			return errWarmingUp
+		}
+		return nil
+	}
+	return errNotForUs
+}
