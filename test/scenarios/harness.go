@@ -150,17 +150,7 @@ func JudgeRequiring(t *testing.T, c cluster.Cluster, name string, req checker.Re
 	p := c.Params()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.Heal(ctx); err != nil {
-		t.Errorf("heal: %v", err)
-	}
-	h, err := c.History(ctx, livenessWindow(p))
-	if err != nil {
-		t.Fatalf("history: %v", err)
-	}
-	run, err := Collect(ctx, c, h)
-	if err != nil {
-		t.Fatalf("collect run: %v", err)
-	}
+	h, run := healAndCollect(ctx, t, c)
 	run.Requires = req
 	res, err := checker.Check(run, CheckerParams(p))
 	if err != nil {
@@ -185,6 +175,24 @@ func JudgeRequiring(t *testing.T, c cluster.Cluster, name string, req checker.Re
 		t.Logf("failover after %s on %s: %v (bound %v, basis %s)%s", fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
 	}
 	return run, res
+}
+
+// healAndCollect ends every fault still in force, waits out the liveness
+// window and reads the cluster's history into the checker's Run.
+func healAndCollect(ctx context.Context, t *testing.T, c cluster.Cluster) (cluster.History, checker.Run) {
+	t.Helper()
+	if err := c.Heal(ctx); err != nil {
+		t.Errorf("heal: %v", err)
+	}
+	h, err := c.History(ctx, livenessWindow(c.Params()))
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	run, err := Collect(ctx, c, h)
+	if err != nil {
+		t.Fatalf("collect run: %v", err)
+	}
+	return h, run
 }
 
 func inconclusive(fo checker.Failover) string {

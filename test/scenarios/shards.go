@@ -78,17 +78,7 @@ func JudgeShards(t *testing.T, c cluster.Cluster, n int, name string) (checker.S
 	p := c.Params()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.Heal(ctx); err != nil {
-		t.Errorf("heal: %v", err)
-	}
-	h, err := c.History(ctx, livenessWindow(p))
-	if err != nil {
-		t.Fatalf("history: %v", err)
-	}
-	run, err := Collect(ctx, c, h)
-	if err != nil {
-		t.Fatalf("collect run: %v", err)
-	}
+	h, run := healAndCollect(ctx, t, c)
 	run.Ledger = nil
 	res, err := checker.Check(run, CheckerParams(p))
 	if err != nil {

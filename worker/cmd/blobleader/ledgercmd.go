@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,33 +12,24 @@ import (
 // runLedger prints the ledger, and with --verify checks it: seq contiguous
 // from 1, no duplicates, terms never decreasing. Exit 1 if it breaks a rule.
 func runLedger(args []string, stdout, _ io.Writer) error {
-	var s storageOptions
+	var r readFlags
 	var verify, asJSON bool
-	var timeout time.Duration
 	fs := newFlagSet("blobleader ledger", stdout, `blobleader ledger — print (and verify) the fenced ledger the leaders write.
 
 Usage:
   blobleader ledger [--verify] [--json] [storage flags]`)
-	s.register(fs)
+	r.register(fs)
 	fs.BoolVar(&verify, "verify", false, "check the ledger: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not")
 	fs.BoolVar(&asJSON, "json", false, "print entries as JSON lines instead of a table")
-	fs.DurationVar(&timeout, "timeout", 30*time.Second, "give up reading after this long")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := s.validate(); err != nil {
-		return err
-	}
-	if timeout <= 0 {
-		return usagef("invalid --timeout %s: must be > 0", timeout)
-	}
-	c, err := newContainerClient(s, timeout, nil)
+	c, ctx, cancel, err := r.open()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	entries, err := ledger.ReadAll(ctx, c, s.blob)
+	entries, err := ledger.ReadAll(ctx, c, r.storage.blob)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,9 +18,8 @@ var errNoSummary = errors.New("no shard summary yet: no leader of a --shards poo
 // shard its owner, the owner's shard term and its progress (the last
 // sequence of the shard's fenced ledger the owner reported).
 func runShards(args []string, stdout, _ io.Writer) error {
-	var s storageOptions
+	var r readFlags
 	var asJSON bool
-	var timeout time.Duration
 	fs := newFlagSet("blobleader shards", stdout, `blobleader shards — print the leader's summary of a --shards pool:
 per shard its owner, the owner's shard term and its progress (the last
 sequence of the shard's fenced ledger), as the leader last published it.
@@ -30,30 +28,22 @@ Usage:
   blobleader shards [--json] [storage flags]
 
 Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`)
-	s.register(fs)
+	r.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print the summary document as JSON")
-	fs.DurationVar(&timeout, "timeout", 30*time.Second, "give up reading after this long")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := s.validate(); err != nil {
-		return err
-	}
-	if timeout <= 0 {
-		return usagef("invalid --timeout %s: must be > 0", timeout)
-	}
-	c, err := newContainerClient(s, timeout, nil)
+	c, ctx, cancel, err := r.open()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	sum, err := shard.ReadSummary(ctx, c, s.blob)
+	sum, err := shard.ReadSummary(ctx, c, r.storage.blob)
 	if err != nil {
 		return err
 	}
 	if sum == nil {
-		return fmt.Errorf("%w (blob %s in container %s)", errNoSummary, shard.Layout{Blob: s.blob}.Summary(), s.container)
+		return fmt.Errorf("%w (blob %s in container %s)", errNoSummary, shard.Layout{Blob: r.storage.blob}.Summary(), r.storage.container)
 	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(sum)
