@@ -62,11 +62,12 @@ import (
 // started is then reported in CommandResult.Expected instead of Violations.
 // S2-commands is never excused.
 //
-// The operator's forced break (BreakLease(0)) frees the lease at once; the
-// holder hears at its next renew, at most RenewInterval + RequestTimeout
+// The operator's forced break (BreakLease(0)), or deleting the lock blob or
+// its container, frees the lease at once (the election's forced-loss rule);
+// the holder hears at its next renew, at most RenewInterval + RequestTimeout
 // later, and then stops its command (KillGrace, then SIGKILL and the reap,
 // KillAllowance). ExceptOperatorBreak excuses an overlap whose earlier
-// command's lifetime contains a break, when that command ended within
+// command's lifetime contains such a forced loss, when that command ended within
 // RenewInterval + RequestTimeout + Epsilon + KillGrace + KillAllowance of
 // the break; a later end is still a violation.
 const (
@@ -97,7 +98,8 @@ type Exception string
 // "The named exception").
 const ExceptSupervisorAlonePaused Exception = "supervisor-alone-paused"
 
-// ExceptOperatorBreak: an operator's forced break (package doc).
+// ExceptOperatorBreak: an operator's forced break, or deletion of the lock
+// blob or its container (package doc).
 const ExceptOperatorBreak Exception = "operator-break"
 
 // Activity is one thing a command reported doing, with its own clock.
@@ -389,11 +391,12 @@ func (k *commandChecker) breakAllowance() time.Duration {
 	return k.p.RenewInterval + k.p.RequestTimeout + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
 }
 
-// brokeIn finds the break that explains a's overlap with b: inside a's
-// lifetime, before b started, with a ended within the break allowance.
+// brokeIn finds the forced loss (a break, or the deletion of the lock blob
+// or its container) that explains a's overlap with b: inside a's lifetime,
+// before b started, with a ended within the break allowance.
 func (k *commandChecker) brokeIn(a, b Lifetime) (Fault, bool) {
 	for _, f := range k.run.Faults {
-		if f.Kind == FaultBreak && !f.Start.Before(a.Start) && f.Start.Before(a.End) && !b.Start.Before(f.Start) &&
+		if forcedLoss(f.Kind) && !f.Start.Before(a.Start) && f.Start.Before(a.End) && !b.Start.Before(f.Start) &&
 			!a.End.After(f.Start.Add(k.breakAllowance()+k.p.ClockSkew)) {
 			return f, true
 		}

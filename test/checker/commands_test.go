@@ -148,6 +148,33 @@ func TestCheckCommands(t *testing.T) {
 			want:       []string{"S1-commands:two commands ran at once for 7s"}, // allowance 2+2+1+1+1 = 7 s after the break
 		},
 		{
+			// Seen in make chaos (run-mode soak, seed 20261122): three
+			// deletions of the lock's container were reported as S1-commands
+			// though the holder, like after a break, hears at its next renew.
+			name:       "the lock's container deleted: the old command stopped within the allowance is expected",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 1000, 200)), one(exited(10, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultDeleteContainer, Start: at(5)}},
+			end:        12,
+			exceptions: []Exception{ExceptOperatorBreak},
+			expected:   1,
+		},
+		{
+			name:       "the lock blob deleted: the old command stopped within the allowance is expected",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 1000, 200)), one(exited(10, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultDeleteBlob, Start: at(5)}},
+			end:        12,
+			exceptions: []Exception{ExceptOperatorBreak},
+			expected:   1,
+		},
+		{
+			name:       "the lock's container deleted: an old command still running past the allowance is a violation",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 1000, 200)), one(exited(12.5, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultDeleteContainer, Start: at(5)}},
+			end:        13,
+			exceptions: []Exception{ExceptOperatorBreak},
+			want:       []string{"S1-commands:two commands ran at once for 7s"},
+		},
+		{
 			name:       "operator break not named: a violation",
 			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 11, 200)), one(exited(10, "a", 10, 100, "leadership_ended"))),
 			faults:     []Fault{{Kind: FaultBreak, Start: at(5)}},
