@@ -35,6 +35,8 @@ chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a s
 	cat $(CHAOS_OUT)/TestElection_SeededSoak.txt 2>/dev/null || echo "(no soak in this run)"; \
 	echo ">> run-mode soak summary ($(CHAOS_OUT)/TestRun_SeededSoak.txt):"; \
 	cat $(CHAOS_OUT)/TestRun_SeededSoak.txt 2>/dev/null || echo "(no run-mode soak in this run)"; \
+	echo ">> shard-mode soak summary ($(CHAOS_OUT)/TestShards_SeededSoak.txt):"; \
+	cat $(CHAOS_OUT)/TestShards_SeededSoak.txt 2>/dev/null || echo "(no shard-mode soak in this run)"; \
 	echo ">> reports: $(CHAOS_OUT)/*.html; full log: $(CHAOS_OUT)/go-test.log"; \
 	exit $$rc
 
