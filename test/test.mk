@@ -12,10 +12,11 @@ SEED       ?= $(shell date +%s)
 REPEAT     ?= 3
 CHAOS_OUT  ?= $(ROOT)/out/chaos
 CHAOS_RUN  ?= .
-# go test's -timeout: the soak's minutes (DURATION as Nh, Nm or Ns; anything
-# else counts as 2 h), plus about 5 min per repetition of the scenarios (they
-# run two at a time), plus 15 min margin.
-CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$$(( $${d%h} * 60 ));; (*m) m=$${d%m};; (*s) m=$$(( $${d%s} / 60 + 1 ));; (*) m=120;; esac; echo $$(( m + 5 * $(REPEAT) + 15 ))m)
+# go test's -timeout: twice the soak's minutes (DURATION as Nh, Nm or Ns;
+# anything else counts as 2 h: three soaks, election, run and shard mode, run
+# two at a time), plus about 5 min per repetition of the scenarios (they run
+# two at a time), plus 15 min margin.
+CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$$(( $${d%h} * 60 ));; (*m) m=$${d%m};; (*s) m=$$(( $${d%s} / 60 + 1 ));; (*) m=120;; esac; echo $$(( 2 * m + 5 * $(REPEAT) + 15 ))m)
 
 .PHONY: chaos
 chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a seeded soak (DURATION=10m SEED=…); reports in out/chaos.

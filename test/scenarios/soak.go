@@ -80,8 +80,13 @@ func (s *soak) running() []cluster.Worker {
 	return out
 }
 
+// any picks a running worker (any slot when none runs: a restart failed,
+// and the step's Inject reports it).
 func (s *soak) any() cluster.Worker {
 	ws := s.running()
+	if len(ws) == 0 {
+		ws = s.c.Workers()
+	}
 	return ws[s.rng.IntN(len(ws))]
 }
 
