@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,8 +86,10 @@ func awaitStandbys(s *soak, n int) {
 	deadline := time.Now().Add(settle(s.p) + slack)
 	for time.Now().Before(deadline) {
 		if l, err := s.c.FindLeader(time.Until(deadline)); err == nil {
-			if st, err := l.Status(ctxFor(s.t, 2*time.Second)); err == nil && st.Assignment != nil &&
-				len(st.Assignment.Standbys) == n && !slices.Contains(st.Assignment.Standbys, "") {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			st, err := l.Status(ctx)
+			cancel()
+			if err == nil && st.Assignment != nil && len(st.Assignment.Standbys) == n && !slices.Contains(st.Assignment.Standbys, "") {
 				hold(s.t, 2*(s.p.RetryPeriod*11/10+s.p.RequestTimeout()))
 				return
 			}
