@@ -12,10 +12,11 @@ SEED       ?= $(shell date +%s)
 REPEAT     ?= 3
 CHAOS_OUT  ?= $(ROOT)/out/chaos
 CHAOS_RUN  ?= .
-# go test's -timeout: the soak's minutes (DURATION as Nh, Nm or Ns; anything
-# else counts as 2 h), plus about 5 min per repetition of the scenarios (they
-# run two at a time), plus 15 min margin.
-CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$$(( $${d%h} * 60 ));; (*m) m=$${d%m};; (*s) m=$$(( $${d%s} / 60 + 1 ));; (*) m=120;; esac; echo $$(( m + 5 * $(REPEAT) + 15 ))m)
+# go test's -timeout: twice the soak's minutes (DURATION as Nh, Nm or Ns;
+# anything else counts as 2 h: three soaks, election, run and shard mode, run
+# two at a time), plus about 5 min per repetition of the scenarios (they run
+# two at a time), plus 15 min margin.
+CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$$(( $${d%h} * 60 ));; (*m) m=$${d%m};; (*s) m=$$(( $${d%s} / 60 + 1 ));; (*) m=120;; esac; echo $$(( 2 * m + 5 * $(REPEAT) + 15 ))m)
 
 .PHONY: chaos
 chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a seeded soak (DURATION=10m SEED=…); reports in out/chaos.
@@ -35,6 +36,8 @@ chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a s
 	cat $(CHAOS_OUT)/TestElection_SeededSoak.txt 2>/dev/null || echo "(no soak in this run)"; \
 	echo ">> run-mode soak summary ($(CHAOS_OUT)/TestRun_SeededSoak.txt):"; \
 	cat $(CHAOS_OUT)/TestRun_SeededSoak.txt 2>/dev/null || echo "(no run-mode soak in this run)"; \
+	echo ">> shard-mode soak summary ($(CHAOS_OUT)/TestShards_SeededSoak.txt):"; \
+	cat $(CHAOS_OUT)/TestShards_SeededSoak.txt 2>/dev/null || echo "(no shard-mode soak in this run)"; \
 	echo ">> reports: $(CHAOS_OUT)/*.html; full log: $(CHAOS_OUT)/go-test.log"; \
 	exit $$rc
 

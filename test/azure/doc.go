@@ -13,7 +13,8 @@
 // tolerance.
 //
 // The suite (suite_test.go) is a terratest suite in stages — deploy, verify,
-// chaos, teardown — each skippable with SKIP_<stage> while iterating. Every
+// chaos, shards (the shard scenarios on the groups applied again with
+// `shards`), teardown — each skippable with SKIP_<stage> while iterating. Every
 // file carries the `azure` build tag; `go test -tags azure -run Offline`
 // runs the parts that need no subscription.
 package azure

@@ -56,6 +56,14 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 // forgets an exported list.
 func localScenarios(t *testing.T) []string {
 	t.Helper()
+	return registeredLocal(t, "Scenario", "RunScenario")
+}
+
+// registeredLocal is localScenarios for any scenario type: the Names of the
+// `X = <typ>{Name: "…"}` declarations that test/scenarios runs with
+// <run>(t, Local, X).
+func registeredLocal(t *testing.T, typ, run string) []string {
+	t.Helper()
 	dir := filepath.Join(repoRoot(t), "test", "scenarios")
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, nil, 0)
@@ -73,7 +81,7 @@ func localScenarios(t *testing.T) []string {
 						if i >= len(n.Values) {
 							continue
 						}
-						if lit, ok := n.Values[i].(*ast.CompositeLit); ok && isIdent(lit.Type, "Scenario") {
+						if lit, ok := n.Values[i].(*ast.CompositeLit); ok && isIdent(lit.Type, typ) {
 							for _, el := range lit.Elts {
 								if kv, ok := el.(*ast.KeyValueExpr); ok && isIdent(kv.Key, "Name") {
 									if s, ok := kv.Value.(*ast.BasicLit); ok {
@@ -84,7 +92,7 @@ func localScenarios(t *testing.T) []string {
 						}
 					}
 				case *ast.CallExpr:
-					if isIdent(n.Fun, "RunScenario") && len(n.Args) == 3 && isIdent(n.Args[1], "Local") {
+					if isIdent(n.Fun, run) && len(n.Args) == 3 && isIdent(n.Args[1], "Local") {
 						if id, ok := n.Args[2].(*ast.Ident); ok {
 							registered = append(registered, id.Name)
 						}

@@ -27,8 +27,9 @@ import (
 // TestAzure_Election deploys infra/ with the chaos sidecar into a fresh
 // resource group, checks that one leader is elected, runs every scenario of
 // the local suite that ACI allows against it (judged by the same checker,
-// with a clock-skew tolerance), and destroys everything. Stages: deploy,
-// verify, chaos, teardown; SKIP_<stage>=1 skips one while iterating (the
+// with a clock-skew tolerance), applies the groups again in shard mode and
+// runs the shard scenarios (judged by the shard rules too), and destroys
+// everything. Stages: deploy, verify, chaos, shards, teardown; SKIP_<stage>=1 skips one while iterating (the
 // deployment is remembered in the work directory). Run it with
 // `make test-azure` (it sets -timeout 180m).
 func TestAzure_Election(t *testing.T) {
@@ -156,6 +157,93 @@ func TestAzure_Election(t *testing.T) {
 			rr.Scenarios = append(rr.Scenarios, sr)
 		}
 	})
+
+	test_structure.RunTestStage(t, "shards", func() { shardsStage(t, env, work, tfDir, cred) })
+}
+
+// shardsStage applies the deployment again with the Terraform variable
+// `shards` (BLOBLEADER_SHARDS on every group, which replaces the groups with
+// shard-mode workers of the same names) and runs ShardScenarios against it,
+// judged by the election's rules and CheckShards on the incarnations started
+// since that apply.
+func shardsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCredential) {
+	d, err := LoadDeployment(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.Getenv(scenarios.EnvOut)
+	if out == "" {
+		out = filepath.Join(work, "reports")
+	}
+	all := ShardScenarios()
+	n := all[0].Shards
+	for _, s := range all {
+		if s.Shards != n {
+			t.Fatalf("shard scenarios %s and %s want different N (%d, %d): they share one apply", all[0].Name, s.Name, n, s.Shards)
+		}
+	}
+	runnable := 0
+	for _, s := range all {
+		if s.Skip == "" && len(d.Groups) >= s.Workers {
+			runnable++
+		}
+	}
+	if runnable == 0 {
+		// Each is reported as skipped below, without paying for the apply.
+		for _, s := range all {
+			t.Run("Shards_"+s.Name, func(t *testing.T) {
+				if s.Skip != "" {
+					t.Skip("not on Azure: " + s.Skip)
+				}
+				t.Skipf("needs %d worker groups, the deployment has %d (set %s)", s.Workers, len(d.Groups), EnvWorkers)
+			})
+		}
+		return
+	}
+	// The cluster's start precedes the shard-mode incarnations.
+	c := newCluster(t, env, d, work, cred)
+	defer c.Stop()
+	since := time.Now()
+	opts := test_structure.LoadTerraformOptions(t, tfDir)
+	opts.Vars["shards"] = n
+	t0 := time.Now()
+	terraform.Apply(t, opts)
+	t.Logf("shards: terraform apply with shards = %d took %v", n, time.Since(t0).Round(time.Second))
+	if groups := terraform.OutputList(t, opts, "container_group_names"); strings.Join(groups, ",") != strings.Join(d.Groups, ",") {
+		t.Fatalf("shards: the apply named groups %v, the deployment %v", groups, d.Groups)
+	}
+	for _, s := range all {
+		t.Run("Shards_"+s.Name, func(t *testing.T) {
+			if s.Skip != "" {
+				t.Skip("not on Azure: " + s.Skip)
+			}
+			if len(d.Groups) < s.Workers {
+				t.Skipf("needs %d worker groups, the deployment has %d (set %s)", s.Workers, len(d.Groups), EnvWorkers)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+			defer cancel()
+			defer func() {
+				if err := c.Heal(context.WithoutCancel(ctx)); err != nil {
+					t.Errorf("heal after %s: %v", s.Name, err)
+				}
+			}()
+			if _, err := c.Start(ctx, s.Workers); err != nil {
+				t.Fatal(err)
+			}
+			c.WaitLeader(t, 5*time.Minute)
+			start := time.Now()
+			opsBefore := len(c.ARMOps())
+			s.Run(t, c, s.Shards)
+			extra := ScenarioExtra(c.ARMOps()[opsBefore:], DefaultCostInputs(len(d.Groups)), time.Since(start))
+			_, res, sres := JudgeShards(t, c, s.Shards, "Azure_Shards_"+s.Name, out, env.ClockSkew, since, extra)
+			if err := res.Err(); err != nil {
+				t.Error(err)
+			}
+			if err := sres.Err(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
 
 func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.TokenCredential) {

@@ -68,8 +68,25 @@ type soak struct {
 	leader cluster.Worker // the leader before the step, nil when none was found
 }
 
+// running returns the workers whose current incarnation is alive (a soak
+// that lets workers leave keeps their slots).
+func (s *soak) running() []cluster.Worker {
+	var out []cluster.Worker
+	for _, w := range s.c.Workers() {
+		if w.Running() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// any picks a running worker (any slot when none runs: a restart failed,
+// and the step's Inject reports it).
 func (s *soak) any() cluster.Worker {
-	ws := s.c.Workers()
+	ws := s.running()
+	if len(ws) == 0 {
+		ws = s.c.Workers()
+	}
 	return ws[s.rng.IntN(len(ws))]
 }
 
@@ -113,7 +130,7 @@ func soakActions(p cluster.Params) []action {
 		}},
 		{"drops", 2, 5 * time.Second, 2 * p.RenewDeadline, true, func(s *soak) []chaos.Fault {
 			var fs []chaos.Fault
-			for _, w := range s.c.Workers() {
+			for _, w := range s.running() {
 				fs = append(fs,
 					s.bind(&chaos.Reset{Toxicity: float32(0.1 + 0.3*s.rng.Float64()), Stream: chaos.Both}, w),
 					s.bind(&chaos.Timeout{Timeout: rt.Milliseconds() / 2, Stream: chaos.Both, Toxicity: float32(0.05 + 0.15*s.rng.Float64())}, w))
@@ -196,9 +213,35 @@ func (s *soak) bind(f chaos.Fault, w cluster.Worker) chaos.Fault { return boundF
 // enough. It returns the summary.
 func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string) (report.Summary, checker.Result) {
 	t.Helper()
+	steps := soakSteps(t, c, cfg, soakActions(c.Params()), nil)
+	// A soak that never had a leader before its first fault, or injected
+	// nothing, has shown nothing.
+	run, res := JudgeRequiring(t, c, name, checker.Requirements{LeadershipsBeforeFault: 1})
+	sum := report.Summarize(run, res)
+	t.Logf("soak steps: %v", steps)
+	t.Log("soak summary:\n" + SummaryText(sum))
+	writeSoakSummary(t, name, cfg, steps, SummaryText(sum))
+	return sum, res
+}
+
+// writeSoakSummary writes <name>.txt to $BLOBLEADER_CHAOS_OUT, which `make
+// chaos` prints at the end.
+func writeSoakSummary(t *testing.T, name string, cfg SoakConfig, steps map[string]int, text string) {
+	t.Helper()
+	if d := os.Getenv(EnvOut); d != "" {
+		if err := os.WriteFile(d+"/"+name+".txt", []byte(fmt.Sprintf("seed %d, duration %v, steps %v\n%s", cfg.Seed, cfg.Duration, steps, text)), 0o644); err != nil {
+			t.Errorf("write summary: %v", err)
+		}
+	}
+}
+
+// soakSteps runs the seeded steps drawn from actions until cfg.Duration has
+// passed and returns how many of each it ran. before, when not nil, runs
+// before each step is drawn (after the leader is looked up).
+func soakSteps(t *testing.T, c cluster.Cluster, cfg SoakConfig, actions []action, before func(s *soak)) map[string]int {
+	t.Helper()
 	t.Logf("soak: %v, seed %d (rerun with %s=%d)", cfg.Duration, cfg.Seed, EnvSeed, cfg.Seed)
 	s := &soak{t: t, c: c, p: c.Params(), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
-	actions := soakActions(s.p)
 	total := 0
 	for _, a := range actions {
 		total += a.weight
@@ -206,6 +249,9 @@ func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string) (report.
 	end := time.Now().Add(cfg.Duration)
 	steps := map[string]int{}
 	for i := 1; time.Now().Before(end); i++ {
+		if before != nil {
+			before(s)
+		}
 		s.leader, _ = c.FindLeader(takeover(s.p))
 		pick := s.rng.IntN(total)
 		var a action
@@ -257,18 +303,7 @@ func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string) (report.
 		}
 		hold(t, time.Duration(500+s.rng.IntN(2500))*time.Millisecond) // gap between steps
 	}
-	// A soak that never had a leader before its first fault, or injected
-	// nothing, has shown nothing.
-	run, res := JudgeRequiring(t, c, name, checker.Requirements{LeadershipsBeforeFault: 1})
-	sum := report.Summarize(run, res)
-	t.Logf("soak steps: %v", steps)
-	t.Log("soak summary:\n" + SummaryText(sum))
-	if d := os.Getenv(EnvOut); d != "" {
-		if err := os.WriteFile(d+"/"+name+".txt", []byte(fmt.Sprintf("seed %d, duration %v, steps %v\n%s", cfg.Seed, cfg.Duration, steps, SummaryText(sum))), 0o644); err != nil {
-			t.Errorf("write summary: %v", err)
-		}
-	}
-	return sum, res
+	return steps
 }
 
 // SummaryText renders the figures the issue asks of a soak: faults by kind,
