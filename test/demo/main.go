@@ -4,9 +4,11 @@
 //	make demo                         (builds, then runs this with --worker bin/blobleader)
 //	demo --worker bin/blobleader --auto   (non-interactive: kill the leader once, report the takeover, exit)
 //	make demo-run                     (run mode: each worker is `blobleader run -- sleep …`)
+//	make demo-shards                  (shard mode: each worker is `blobleader --shards 8`; who owns which shard, live)
 //
 // Keys: k kill the leader (SIGKILL, a crash), s stop it (SIGTERM, graceful),
-// c (run mode) kill the leader's command only, r restart stopped workers,
+// c (run mode) kill the leader's command only, f / g (shard mode) kill / stop
+// a follower, n (shard mode) start a new worker, r restart stopped workers,
 // q quit. Every process it starts is stopped on
 // exit, Ctrl-C, SIGTERM or SIGHUP (a closed terminal).
 package main
@@ -31,6 +33,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/shard"
 )
 
 type worker struct {
@@ -48,11 +51,17 @@ type status struct {
 	Term     int64  `json:"term"`
 	Leader   string `json:"leader"`
 	Since    string `json:"since"`
+
+	// Shard mode only: the shard leases the worker holds now and, on the
+	// leader, its assignment.
+	Shards     []int             `json:"shards"`
+	Assignment *shard.Assignment `json:"assignment"`
 }
 
 type demo struct {
 	bin, dir string
 	runMode  bool // workers are `blobleader run -- demoCommand`
+	shards   int  // > 0: workers are `blobleader --shards N` (shardview.go)
 	az       *azuritetest.Server
 	workers  []*worker
 	http     *http.Client
@@ -63,34 +72,56 @@ type demo struct {
 	killedW string
 	lastLdr string
 	lastTrm int64
+
+	// Shard mode: only the goroutine that sweeps touches these.
+	overlaps          *overlapCheck
+	lastOwned         map[string][]int // per worker: the shards of its last answer
+	freeSince         []time.Time      // per shard: first sweep that saw it unowned, or zero
+	departures        []*departure     // killed or stopped workers whose shards are not all owned again
+	settledDepartures []*departure
 }
+
+// maxShards keeps the shard view on one screen (a row per shard).
+const maxShards = 32
+
+// maxWorkers: identities are worker-1 … worker-9.
+const maxWorkers = 9
 
 func main() {
 	bin := flag.String("worker", "bin/blobleader", "path to the blobleader binary")
 	n := flag.Int("workers", 3, "how many workers to start (1–9)")
 	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it (with --run: kill its command), wait for the takeover, print it and exit (0 on takeover, 1 if none within the bound)")
 	runMode := flag.Bool("run", false, "run mode: each worker is `blobleader run -- "+strings.Join(demoCommand, " ")+"`; key c kills the leader's command only (a fast failover: the supervisor releases at once)")
+	shards := flag.Int("shards", 0, fmt.Sprintf("shard mode (1–%d): each worker is `blobleader --shards N`; the screen shows which worker owns which shard, from the workers' /status; with --auto: kill a follower, wait until live workers own its shards again, check that no shard was seen owned by two workers at once", maxShards))
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--run] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), c (--run) kill the leader's command, r restart stopped workers, q quit.\n\nFlags:\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--run | --shards N] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), c (--run) kill the leader's command, f / g (--shards) kill / stop a follower, n (--shards) start a new worker, r restart stopped workers, q quit.\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if *n < 1 || *n > 9 {
-		fmt.Fprintf(os.Stderr, "demo: invalid --workers %d: must be 1–9\n", *n)
+	if *n < 1 || *n > maxWorkers {
+		fmt.Fprintf(os.Stderr, "demo: invalid --workers %d: must be 1–%d\n", *n, maxWorkers)
+		os.Exit(2)
+	}
+	if *shards < 0 || *shards > maxShards {
+		fmt.Fprintf(os.Stderr, "demo: invalid --shards %d: must be 1–%d (0 or absent: the election alone)\n", *shards, maxShards)
+		os.Exit(2)
+	}
+	if *shards > 0 && *runMode {
+		fmt.Fprintln(os.Stderr, "demo: invalid --shards with --run: shard mode is the worker's (`blobleader --shards N`), not run's; pass one of them")
 		os.Exit(2)
 	}
 	if _, err := os.Stat(*bin); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: invalid --worker %s: %v (run `make build`)\n", *bin, err)
 		os.Exit(2)
 	}
-	os.Exit(run(*bin, *n, *runMode, *auto))
+	os.Exit(run(*bin, *n, *runMode, *shards, *auto))
 }
 
 // demoCommand is what each worker runs while it leads in run mode: a
 // long-running stand-in for the user's program.
 var demoCommand = []string{"sleep", "86399"}
 
-func run(bin string, n int, runMode, auto bool) int {
+func run(bin string, n int, runMode bool, shards int, auto bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	dir, err := os.MkdirTemp("", "blobleader-demo-")
@@ -98,7 +129,8 @@ func run(bin string, n int, runMode, auto bool) int {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
-	d := &demo{bin: bin, dir: dir, runMode: runMode, http: &http.Client{Timeout: 500 * time.Millisecond}}
+	d := &demo{bin: bin, dir: dir, runMode: runMode, shards: shards, http: &http.Client{Timeout: 500 * time.Millisecond},
+		overlaps: newOverlapCheck(), lastOwned: map[string][]int{}, freeSince: make([]time.Time, shards)}
 	defer d.cleanup()
 
 	fmt.Println("starting Azurite (in memory, loopback only)…")
@@ -118,7 +150,10 @@ func run(bin string, n int, runMode, auto bool) int {
 		}
 		d.workers = append(d.workers, w)
 	}
-	if auto {
+	switch {
+	case auto && shards > 0:
+		return d.autoShards(ctx)
+	case auto:
 		return d.auto(ctx)
 	}
 	return d.interactive(ctx)
@@ -139,6 +174,10 @@ func (d *demo) start(w *worker) error {
 		"--history", d.historyPath(w), "--log-format", "json"}
 	if d.runMode {
 		args = append(append(append([]string{"run"}, args...), "--"), demoCommand...)
+	}
+	if d.shards > 0 {
+		args = append(args, "--shards", fmt.Sprint(d.shards))
+		d.overlaps.gap(w.id) // a new process: nothing it says continues what the last one said
 	}
 	w.cmd = exec.Command(d.bin, args...)
 	w.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+d.az.ConnectionString())
@@ -273,16 +312,67 @@ func (d *demo) stopLeader(sig syscall.Signal) {
 		d.note("no single leader to stop right now")
 		return
 	}
+	d.stop(w, sig)
+}
+
+// stopFollower stops a worker that answers as a follower, the first that
+// owns a shard if any does.
+func (d *demo) stopFollower(sig syscall.Signal) {
+	var pick *worker
+	for _, w := range d.workers {
+		s, ok := d.status(w)
+		if !ok || s.Role == "leader" {
+			continue
+		}
+		if len(s.Shards) > 0 {
+			d.lastOwned[w.id] = s.Shards
+			pick = w
+			break
+		}
+		if pick == nil {
+			pick = w
+		}
+	}
+	if pick == nil {
+		d.note("no follower to stop right now")
+		return
+	}
+	d.stop(pick, sig)
+}
+
+// addWorker starts worker-(n+1), up to maxWorkers.
+func (d *demo) addWorker() {
+	if len(d.workers) >= maxWorkers {
+		d.note("already %d workers", maxWorkers)
+		return
+	}
+	w := &worker{id: fmt.Sprintf("worker-%d", len(d.workers)+1)}
+	if err := d.start(w); err != nil {
+		d.note("start %s: %v", w.id, err)
+		return
+	}
+	d.workers = append(d.workers, w)
+	d.note("%s started", w.id)
+}
+
+// stop sends sig to w and starts measuring the takeover (of the leadership,
+// and in shard mode of w's shards).
+func (d *demo) stop(w *worker, sig syscall.Signal) *departure {
 	how := "killed (SIGKILL)"
 	if sig == syscall.SIGTERM {
 		how = "stopped (SIGTERM)"
 	}
 	_ = w.cmd.Process.Signal(sig)
+	at := time.Now()
 	w.how = how
 	d.mu.Lock()
-	d.killed, d.killedW = time.Now(), w.id
+	d.killed, d.killedW = at, w.id
 	d.mu.Unlock()
 	d.note("%s %s", w.id, how)
+	if d.shards > 0 {
+		return d.depart(w, how, at)
+	}
+	return nil
 }
 
 func (d *demo) table(tty bool) string {
@@ -350,7 +440,11 @@ func (d *demo) interactive(ctx context.Context) int {
 	defer tick.Stop()
 	for {
 		d.watch()
-		fmt.Print(d.table(tty))
+		if d.shards > 0 {
+			fmt.Print(d.shardTable(d.sweep(), tty))
+		} else {
+			fmt.Print(d.table(tty))
+		}
 		select {
 		case <-ctx.Done():
 			return 0
@@ -363,6 +457,18 @@ func (d *demo) interactive(ctx context.Context) int {
 			case 'c', 'C':
 				if d.runMode {
 					d.killCommand()
+				}
+			case 'f', 'F':
+				if d.shards > 0 {
+					d.stopFollower(syscall.SIGKILL)
+				}
+			case 'g', 'G':
+				if d.shards > 0 {
+					d.stopFollower(syscall.SIGTERM)
+				}
+			case 'n', 'N':
+				if d.shards > 0 {
+					d.addWorker()
 				}
 			case 'r', 'R':
 				for _, w := range d.workers {
@@ -384,17 +490,7 @@ func (d *demo) interactive(ctx context.Context) int {
 
 // auto is the scripted run used by tests: one crash and its takeover.
 func (d *demo) auto(ctx context.Context) int {
-	wait := func(what string, within time.Duration, ok func() bool) bool {
-		deadline := time.Now().Add(within)
-		for !ok() {
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				fmt.Printf("FAIL: %s not seen within %s\n", what, within)
-				return false
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		return true
-	}
+	wait := func(what string, within time.Duration, ok func() bool) bool { return waitFor(ctx, what, within, ok) }
 	var first *worker
 	var firstTerm int64
 	if !wait("one leader", 20*time.Second, func() bool {
@@ -438,6 +534,23 @@ func (d *demo) auto(ctx context.Context) int {
 		fmt.Printf("%s runs the command as pid %d, %.1fs after the kill\n", next.id, pid, time.Since(killed).Seconds())
 	}
 	return 0
+}
+
+// waitFor polls ok every 100 ms until it holds (true) or within has passed
+// or ctx ended (false, saying what was not seen).
+func waitFor(ctx context.Context, what string, within time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			fmt.Printf("FAIL: %s not seen within %s\n", what, within)
+			return false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // cleanup stops every process the demo started: workers gracefully (so they
