@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap
+// runs `demo --shards 8 --auto` with the real worker and Azurite: three
+// workers balance 8 shards, the follower with the most is SIGKILLed, live
+// workers own each of its shards again within L + P·1.1 + ε of the kill (as
+// their /status says), the pool is balanced over the two left, and in all
+// the demo saw no shard was owned by two workers at once.
+func TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap(t *testing.T) {
+	t.Parallel()
+	dir := buildDemo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "blobleader"), "--shards", "8", "--auto")
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if err != nil {
+		t.Fatalf("demo --shards 8 --auto: %v\n%s", err, text)
+	}
+
+	kill := regexp.MustCompile(`killing the follower (worker-\d) \(shards ([\d ]+)\)`).FindStringSubmatch(text)
+	takeover := regexp.MustCompile(`takeover: the (\d+) shards of (worker-\d) owned again by live workers ([\d.]+)s after the kill`).FindStringSubmatch(text)
+	check := regexp.MustCompile(`overlap check: (\d+) overlaps in (\d+) answers \((\d+) claims`).FindStringSubmatch(text)
+	if kill == nil || takeover == nil || check == nil {
+		t.Fatalf("demo output lacks the kill, the takeover or the overlap check:\n%s", text)
+	}
+	victim := kill[1]
+	var killed []int
+	for _, f := range strings.Fields(kill[2]) {
+		n, _ := strconv.Atoi(f)
+		killed = append(killed, n)
+	}
+
+	// Each of the victim's shards: a line naming another worker, within the bound.
+	bound := (15*time.Second + 1100*time.Millisecond + 5*time.Second).Seconds()
+	var retaken []int
+	for _, m := range regexp.MustCompile(`(?m)^shard (\d+): (worker-\d) owns it ([\d.]+)s after the kill`).FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		secs, _ := strconv.ParseFloat(m[3], 64)
+		if m[2] == victim || secs > bound {
+			t.Errorf("shard %d owned by %s %ss after killing %s: want another worker within %.1fs", n, m[2], m[3], victim, bound)
+		}
+		retaken = append(retaken, n)
+	}
+	if !slices.Equal(retaken, killed) {
+		t.Fatalf("%s owned shards %v, the demo saw %v owned again:\n%s", victim, killed, retaken, text)
+	}
+	t.Logf("shard-mode demo: %s shards of %s owned again %ss after its SIGKILL", takeover[1], victim, takeover[3])
+
+	// The last table, from the workers' /status: every shard one live owner, not the victim.
+	owners, live, err := lastShardTable(text)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, text)
+	}
+	if len(owners) != 8 {
+		t.Fatalf("the last table shows %d shards, want 8:\n%s", len(owners), text)
+	}
+	for n, o := range owners {
+		if !live[o] || o == victim {
+			t.Errorf("shard %d owned by %q in the last table: want one live worker other than %s", n, o, victim)
+		}
+	}
+
+	overlaps, _ := strconv.Atoi(check[1])
+	answers, _ := strconv.Atoi(check[2])
+	brackets, _ := strconv.Atoi(check[3])
+	if overlaps != 0 || answers == 0 || brackets == 0 {
+		t.Fatalf("overlap check: %d overlaps in %d answers, %d bracketed claims: want none in some:\n%s", overlaps, answers, brackets, text)
+	}
+	t.Logf("overlap check: %d answers, %d bracketed claims, no overlap", answers, brackets)
+
+	if !strings.Contains(text, "stopped 3 workers and Azurite") {
+		t.Fatalf("demo did not report its cleanup:\n%s", text)
+	}
+	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "blobleader")).Output(); len(out) > 0 {
+		t.Fatalf("worker processes left behind: %s", out)
+	}
+}
+
+// lastShardTable parses the last shard table the demo printed: the owner of
+// each shard (a row with more than one owner, or none, is an error) and the
+// workers that answered /status (a row with a pid and a role).
+func lastShardTable(text string) (owners []string, live map[string]bool, err error) {
+	i := strings.LastIndex(text, "IDENTITY   PID")
+	if i < 0 {
+		return nil, nil, errors.New("no table in the demo's output")
+	}
+	live = map[string]bool{}
+	workerRow := regexp.MustCompile(`^\s+(worker-\d)\s+\d+\s+(leader|follower)\s`)
+	shardRow := regexp.MustCompile(`^\s+(\d+)\s+(\S+(?: \(free [\d.]+s\))?(?: \(moving\))?)\s+(\S+)\s+(\S+)\s*$`)
+	inShards := false
+	for _, line := range strings.Split(text[i:], "\n") {
+		line = strings.TrimRight(line, "\r")
+		if m := workerRow.FindStringSubmatch(line); m != nil {
+			live[m[1]] = true
+		}
+		if strings.Contains(line, "SHARD  OWNER NOW") {
+			inShards = true
+			continue
+		}
+		if !inShards {
+			continue
+		}
+		m := shardRow.FindStringSubmatch(line)
+		if m == nil {
+			break
+		}
+		if n, _ := strconv.Atoi(m[1]); n != len(owners) {
+			return nil, nil, errors.New("shard rows out of order in the last table")
+		}
+		if strings.ContainsAny(m[2], "+ ") || m[2] == "-" {
+			return nil, nil, errors.New("shard " + m[1] + " shown as " + m[2] + " in the last table: want one owner")
+		}
+		owners = append(owners, m[2])
+	}
+	return owners, live, nil
+}
+
+// TestDemo_ShardModeRefusesBadFlags: --shards out of range, or with --run,
+// exits 2 naming the flag, before starting anything.
+func TestDemo_ShardModeRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	dir := buildDemo(t)
+	for _, args := range [][]string{{"--shards", "33"}, {"--shards", "-1"}, {"--shards", "8", "--run"}} {
+		cmd := exec.Command(filepath.Join(dir, "demo"), append([]string{"--worker", filepath.Join(dir, "blobleader")}, args...)...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "invalid --shards") || strings.Contains(string(out), "starting Azurite") {
+			t.Errorf("demo %v: %v, %q: want exit 2 naming --shards, nothing started", args, err, out)
+		}
+	}
+}
