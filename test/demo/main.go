@@ -7,8 +7,8 @@
 //	make demo-shards                  (shard mode: each worker is `blobleader --shards 8`; who owns which shard, live)
 //
 // Keys: k kill the leader (SIGKILL, a crash), s stop it (SIGTERM, graceful),
-// c (run mode) kill the leader's command only, f / g (shard mode) kill / stop
-// a follower, n (shard mode) start a new worker, r restart stopped workers,
+// c (run mode) kill the leader's command only, f / g / p (shard mode) kill /
+// stop / pause a follower, n (shard mode) start a new worker, r restart stopped workers,
 // q quit. Every process it starts is stopped on
 // exit, Ctrl-C, SIGTERM or SIGHUP (a closed terminal).
 package main
@@ -60,8 +60,10 @@ type status struct {
 
 type demo struct {
 	bin, dir string
-	runMode  bool // workers are `blobleader run -- demoCommand`
-	shards   int  // > 0: workers are `blobleader --shards N` (shardview.go)
+	runMode  bool     // workers are `blobleader run -- demoCommand`
+	shards   int      // > 0: workers are `blobleader --shards N` (shardview.go)
+	fault    string   // shard mode's --auto: "kill" or "pause" a follower
+	extra    []string // --worker-flag: more flags for every worker
 	az       *azuritetest.Server
 	workers  []*worker
 	http     *http.Client
@@ -79,6 +81,7 @@ type demo struct {
 	freeSince         []time.Time      // per shard: first sweep that saw it unowned, or zero
 	departures        []*departure     // killed or stopped workers whose shards are not all owned again
 	settledDepartures []*departure
+	paused            map[*worker]time.Time // SIGSTOPped workers and when to SIGCONT them
 }
 
 // maxShards keeps the shard view on one screen (a row per shard).
@@ -93,8 +96,11 @@ func main() {
 	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it (with --run: kill its command), wait for the takeover, print it and exit (0 on takeover, 1 if none within the bound)")
 	runMode := flag.Bool("run", false, "run mode: each worker is `blobleader run -- "+strings.Join(demoCommand, " ")+"`; key c kills the leader's command only (a fast failover: the supervisor releases at once)")
 	shards := flag.Int("shards", 0, fmt.Sprintf("shard mode (1–%d): each worker is `blobleader --shards N`; the screen shows which worker owns which shard, from the workers' /status; with --auto: kill a follower, wait until live workers own its shards again, check that no shard was seen owned by two workers at once", maxShards))
+	fault := flag.String("fault", "kill", "with --shards --auto: what to do to the follower, kill (SIGKILL) or pause (SIGSTOP until its shards are owned by others, then SIGCONT: it must not claim them when it wakes)")
+	var extra stringList
+	flag.Var(&extra, "worker-flag", "one more flag for every worker, e.g. --worker-flag=--tick=100ms (repeatable)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--run | --shards N] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), c (--run) kill the leader's command, f / g (--shards) kill / stop a follower, n (--shards) start a new worker, r restart stopped workers, q quit.\n\nFlags:\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--run | --shards N] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), c (--run) kill the leader's command, f / g / p (--shards) kill / stop / pause a follower, n (--shards) start a new worker, r restart stopped workers, q quit.\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -106,6 +112,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "demo: invalid --shards %d: must be 1–%d (0 or absent: the election alone)\n", *shards, maxShards)
 		os.Exit(2)
 	}
+	if *fault != "kill" && *fault != "pause" {
+		fmt.Fprintf(os.Stderr, "demo: invalid --fault %q: must be kill or pause\n", *fault)
+		os.Exit(2)
+	}
 	if *shards > 0 && *runMode {
 		fmt.Fprintln(os.Stderr, "demo: invalid --shards with --run: shard mode is the worker's (`blobleader --shards N`), not run's; pass one of them")
 		os.Exit(2)
@@ -114,14 +124,22 @@ func main() {
 		fmt.Fprintf(os.Stderr, "demo: invalid --worker %s: %v (run `make build`)\n", *bin, err)
 		os.Exit(2)
 	}
-	os.Exit(run(*bin, *n, *runMode, *shards, *auto))
+	os.Exit(run(&demo{bin: *bin, runMode: *runMode, shards: *shards, fault: *fault, extra: extra}, *n, *auto))
 }
 
 // demoCommand is what each worker runs while it leads in run mode: a
 // long-running stand-in for the user's program.
 var demoCommand = []string{"sleep", "86399"}
 
-func run(bin string, n int, runMode bool, shards int, auto bool) int {
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// run starts Azurite and n workers for d (its mode set by the flags) and
+// runs the live view or, with auto, the script.
+func run(d *demo, n int, auto bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	dir, err := os.MkdirTemp("", "blobleader-demo-")
@@ -129,8 +147,8 @@ func run(bin string, n int, runMode bool, shards int, auto bool) int {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
-	d := &demo{bin: bin, dir: dir, runMode: runMode, shards: shards, http: &http.Client{Timeout: 500 * time.Millisecond},
-		overlaps: newOverlapCheck(), lastOwned: map[string][]int{}, freeSince: make([]time.Time, shards)}
+	d.dir, d.http = dir, &http.Client{Timeout: 500 * time.Millisecond}
+	d.overlaps, d.lastOwned, d.freeSince, d.paused = newOverlapCheck(), map[string][]int{}, make([]time.Time, d.shards), map[*worker]time.Time{}
 	defer d.cleanup()
 
 	fmt.Println("starting Azurite (in memory, loopback only)…")
@@ -151,7 +169,7 @@ func run(bin string, n int, runMode bool, shards int, auto bool) int {
 		d.workers = append(d.workers, w)
 	}
 	switch {
-	case auto && shards > 0:
+	case auto && d.shards > 0:
 		return d.autoShards(ctx)
 	case auto:
 		return d.auto(ctx)
@@ -179,6 +197,7 @@ func (d *demo) start(w *worker) error {
 		args = append(args, "--shards", fmt.Sprint(d.shards))
 		d.overlaps.gap(w.id) // a new process: nothing it says continues what the last one said
 	}
+	args = append(args, d.extra...)
 	w.cmd = exec.Command(d.bin, args...)
 	w.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+d.az.ConnectionString())
 	w.cmd.Stdout, w.cmd.Stderr = logf, logf
@@ -318,6 +337,17 @@ func (d *demo) stopLeader(sig syscall.Signal) {
 // stopFollower stops a worker that answers as a follower, the first that
 // owns a shard if any does.
 func (d *demo) stopFollower(sig syscall.Signal) {
+	pick := d.follower()
+	if pick == nil {
+		d.note("no follower to stop right now")
+		return
+	}
+	d.stop(pick, sig)
+}
+
+// follower returns a worker that answers as a follower, the first that owns
+// a shard if any does.
+func (d *demo) follower() *worker {
 	var pick *worker
 	for _, w := range d.workers {
 		s, ok := d.status(w)
@@ -333,11 +363,46 @@ func (d *demo) stopFollower(sig syscall.Signal) {
 			pick = w
 		}
 	}
-	if pick == nil {
-		d.note("no follower to stop right now")
+	return pick
+}
+
+// pauseFor is how long key p freezes a follower: past its lease, so its
+// shards go to their standbys and it wakes to find them gone.
+var pauseFor = shardTimings.Election.LeaseDuration + 5*time.Second
+
+// pauseFollower SIGSTOPs a follower that owns shards; resumeDue wakes it.
+func (d *demo) pauseFollower() {
+	w := d.follower()
+	if w == nil {
+		d.note("no follower to pause right now")
 		return
 	}
-	d.stop(pick, sig)
+	d.pause(w)
+	d.paused[w] = time.Now().Add(pauseFor)
+}
+
+// pause SIGSTOPs w (a frozen process: no renew, no answer) and starts
+// measuring how long until others own its shards.
+func (d *demo) pause(w *worker) *departure {
+	_ = w.cmd.Process.Signal(syscall.SIGSTOP)
+	at := time.Now()
+	d.note("%s paused (SIGSTOP)", w.id)
+	return d.depart(w, "paused (SIGSTOP)", at)
+}
+
+// resume SIGCONTs w.
+func (d *demo) resume(w *worker) {
+	_ = w.cmd.Process.Signal(syscall.SIGCONT)
+	delete(d.paused, w)
+	d.note("%s resumed (SIGCONT): its shards' leases expired while it slept; it must not claim them", w.id)
+}
+
+func (d *demo) resumeDue() {
+	for w, at := range d.paused {
+		if time.Now().After(at) {
+			d.resume(w)
+		}
+	}
 }
 
 // addWorker starts worker-(n+1), up to maxWorkers.
@@ -440,6 +505,7 @@ func (d *demo) interactive(ctx context.Context) int {
 	defer tick.Stop()
 	for {
 		d.watch()
+		d.resumeDue()
 		if d.shards > 0 {
 			fmt.Print(d.shardTable(d.sweep(), tty))
 		} else {
@@ -469,6 +535,10 @@ func (d *demo) interactive(ctx context.Context) int {
 			case 'n', 'N':
 				if d.shards > 0 {
 					d.addWorker()
+				}
+			case 'p', 'P':
+				if d.shards > 0 {
+					d.pauseFollower()
 				}
 			case 'r', 'R':
 				for _, w := range d.workers {
@@ -558,6 +628,7 @@ func waitFor(ctx context.Context, what string, within time.Duration, ok func() b
 func (d *demo) cleanup() {
 	for _, w := range d.workers {
 		if w.alive() {
+			_ = w.cmd.Process.Signal(syscall.SIGCONT) // a paused worker cannot act on SIGTERM
 			_ = w.cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}

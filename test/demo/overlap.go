@@ -20,7 +20,9 @@ import (
 type overlapCheck struct {
 	seq      int64
 	last     map[string]observation // per worker: its latest answer since its last gap
-	overlaps []overlap
+	overlaps []overlap              // every proof, in order
+	distinct []overlap              // the first proof for each shard and pair of workers
+	times    map[overlapKey]int
 	answers  int64 // answers seen
 	brackets int64 // (shard, other worker's claim) pairs a worker's two answers bracketed
 }
@@ -35,17 +37,33 @@ type overlap struct {
 	A, B  string // A answered before and after B, all three owning Shard
 }
 
+type overlapKey struct {
+	shard int
+	a, b  string // sorted
+}
+
+func (o overlap) key() overlapKey {
+	k := overlapKey{o.Shard, o.A, o.B}
+	if k.b < k.a {
+		k.a, k.b = k.b, k.a
+	}
+	return k
+}
+
+// Times returns how often c proved the overlap o (either order of the pair).
+func (c *overlapCheck) Times(o overlap) int { return c.times[o.key()] }
+
 func (o overlap) String() string {
 	return fmt.Sprintf("shard %d owned by %s and %s at once", o.Shard, o.A, o.B)
 }
 
 func newOverlapCheck() *overlapCheck {
-	return &overlapCheck{last: map[string]observation{}}
+	return &overlapCheck{last: map[string]observation{}, times: map[overlapKey]int{}}
 }
 
 // answered records that worker said it owns shards now (its answer arrived
 // after every earlier call's answer). It returns the overlaps this answer
-// proves, which are also kept.
+// proves for a shard and pair of workers not proved before; all are kept.
 func (c *overlapCheck) answered(worker string, shards []int) []overlap {
 	c.seq++
 	c.answers++
@@ -71,7 +89,14 @@ func (c *overlapCheck) answered(worker string, shards []int) []overlap {
 		}
 	}
 	c.overlaps = append(c.overlaps, found...)
-	return found
+	var fresh []overlap
+	for _, o := range found {
+		if c.times[o.key()]++; c.times[o.key()] == 1 {
+			fresh = append(fresh, o)
+		}
+	}
+	c.distinct = append(c.distinct, fresh...)
+	return fresh
 }
 
 // gap records that worker did not answer (or was stopped or restarted): its

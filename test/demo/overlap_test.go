@@ -44,6 +44,15 @@ func TestOverlapCheck(t *testing.T) {
 			brackets: 1,
 		},
 		{
+			name: "an overlap proved again each sweep, in both orders, is one distinct overlap",
+			answers: []answer{
+				{worker: "w1", shards: []int{3}}, {worker: "w2", shards: []int{3}},
+				{worker: "w1", shards: []int{3}}, {worker: "w2", shards: []int{3}},
+			},
+			want:     []overlap{{Shard: 3, A: "w1", B: "w2"}, {Shard: 3, A: "w2", B: "w1"}},
+			brackets: 2,
+		},
+		{
 			name: "a gap in the first's answers brackets nothing",
 			answers: []answer{
 				{worker: "w1", shards: []int{3}}, {worker: "w2", shards: []int{3}},
@@ -72,6 +81,9 @@ func TestOverlapCheck(t *testing.T) {
 			}
 			if !slices.Equal(c.overlaps, tc.want) {
 				t.Errorf("overlaps %v, want %v", c.overlaps, tc.want)
+			}
+			if len(tc.want) > 0 && (len(c.distinct) != 1 || c.Times(tc.want[0]) != len(tc.want)) {
+				t.Errorf("distinct overlaps %v, proved %d times: want %v once", c.distinct, c.Times(tc.want[0]), tc.want[0])
 			}
 			if c.brackets != tc.brackets {
 				t.Errorf("%d brackets checked, want %d", c.brackets, tc.brackets)

@@ -238,7 +238,8 @@ func (d *demo) shardTable(sw sweep, tty bool) string {
 	}
 	d.mu.Unlock()
 	b.WriteString("\r\n  f kill a follower (its shards go to their standbys after the lease expires, ~16s)   g stop a follower (graceful: ~1s)\r\n")
-	b.WriteString("  k kill the leader   s stop the leader   n start a new worker   r restart stopped workers   q quit\r\n")
+	b.WriteString("  p pause a follower for 20s (SIGSTOP: it wakes without its shards)   k kill the leader   s stop the leader\r\n")
+	b.WriteString("  n start a new worker   r restart stopped workers   q quit\r\n")
 	return b.String()
 }
 
