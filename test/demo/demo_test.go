@@ -83,12 +83,13 @@ func TestDemo_RunModeTakesOverWhenTheLeadersCommandIsKilled(t *testing.T) {
 	}
 }
 
-// buildDemo builds the worker and the demo into a new temporary directory.
-func buildDemo(t *testing.T) string {
+// buildDemo builds the worker (with the build tags given, e.g.
+// negativecontrol) and the demo into a new temporary directory.
+func buildDemo(t *testing.T, workerTags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, b := range []struct{ out, dir, pkg string }{{"blobleader", "../..", "./worker/cmd/blobleader"}, {"demo", ".", "."}} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+	for _, b := range []struct{ out, dir, pkg, tags string }{{"blobleader", "../..", "./worker/cmd/blobleader", strings.Join(workerTags, ",")}, {"demo", ".", ".", ""}} {
+		build := exec.Command("go", "build", "-tags", b.tags, "-o", filepath.Join(dir, b.out), b.pkg)
 		build.Dir = b.dir
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)

@@ -22,19 +22,87 @@ import (
 // the demo saw no shard was owned by two workers at once.
 func TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap(t *testing.T) {
 	t.Parallel()
-	dir := buildDemo(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "blobleader"), "--shards", "8", "--auto")
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
-	out, err := cmd.CombinedOutput()
-	text := string(out)
+	text, err := runShardDemo(t, buildDemo(t), "--fault", "kill")
 	if err != nil {
 		t.Fatalf("demo --shards 8 --auto: %v\n%s", err, text)
 	}
+	expectShardTakeover(t, text, "kill", 2)
+}
 
-	kill := regexp.MustCompile(`killing the follower (worker-\d) \(shards ([\d ]+)\)`).FindStringSubmatch(text)
-	takeover := regexp.MustCompile(`takeover: the (\d+) shards of (worker-\d) owned again by live workers ([\d.]+)s after the kill`).FindStringSubmatch(text)
+// TestDemo_ShardModeAPausedFollowerWakesWithoutItsShards runs `demo --shards
+// 8 --auto --fault pause`: the follower with the most shards is frozen
+// (SIGSTOP) past its lease, live workers own its shards again within
+// L + P·1.1 + ε, and woken (SIGCONT) it claims none of them — the demo saw
+// no shard owned by two workers at once — and the pool balances over all
+// three again.
+func TestDemo_ShardModeAPausedFollowerWakesWithoutItsShards(t *testing.T) {
+	t.Parallel()
+	text, err := runShardDemo(t, buildDemo(t), "--fault", "pause")
+	if err != nil {
+		t.Fatalf("demo --shards 8 --auto --fault pause: %v\n%s", err, text)
+	}
+	expectShardTakeover(t, text, "pause", 3)
+}
+
+// TestDemo_ShardModeOverlapCheckCatchesAWorkerThatKeepsItsShards is the
+// demo's negative control: the workers are the negative-control build told
+// to keep leading after losing a lease (--unsafe-no-step-down), so the
+// paused follower, woken, still claims the shards its standbys took. The
+// demo must report the overlap, naming that follower, and exit 1.
+func TestDemo_ShardModeOverlapCheckCatchesAWorkerThatKeepsItsShards(t *testing.T) {
+	t.Parallel()
+	text, err := runShardDemo(t, buildDemo(t, "negativecontrol"), "--fault", "pause", "--worker-flag=--unsafe-no-step-down")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("demo with an unsafe worker: %v, want exit 1\n%s", err, text)
+	}
+	pause := regexp.MustCompile(`pausing the follower (worker-\d) \(shards ([\d ]+)\)`).FindStringSubmatch(text)
+	if pause == nil {
+		t.Fatalf("demo output lacks the pause:\n%s", text)
+	}
+	victim := pause[1]
+	var named []string
+	for _, m := range regexp.MustCompile(`(?m)^OVERLAP: shard (\d+) owned by (worker-\d) and (worker-\d) at once \(proved (\d+) times\)`).FindAllStringSubmatch(text, -1) {
+		if (m[2] == victim || m[3] == victim) && strings.Contains(" "+pause[2]+" ", " "+m[1]+" ") {
+			named = append(named, m[0])
+		}
+	}
+	if len(named) == 0 {
+		t.Fatalf("no overlap reported on a shard of the paused unsafe follower %s (shards %s):\n%s", victim, pause[2], text)
+	}
+	t.Logf("negative control caught: %s", strings.Join(named, "; "))
+}
+
+// runShardDemo runs `demo --shards 8 --auto` plus args with the binaries in
+// dir and returns its output and exit error.
+func runShardDemo(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args = append([]string{"--worker", filepath.Join(dir, "blobleader"), "--shards", "8", "--auto"}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if !strings.Contains(text, "stopped 3 workers and Azurite") {
+		t.Errorf("demo did not report its cleanup:\n%s", text)
+	}
+	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "blobleader")).Output(); len(out) > 0 {
+		t.Errorf("worker processes left behind: %s", out)
+	}
+	return text, err
+}
+
+// expectShardTakeover checks a passing run's output: after the fault ("kill"
+// or "pause") on a follower, each of its shards was owned by another worker
+// within the bound; the last table (from /status) shows each shard with one
+// live owner, not the victim, over `live` workers; and the overlap check
+// compared claims and found none.
+func expectShardTakeover(t *testing.T, text, fault string, live int) {
+	t.Helper()
+	verb := map[string]string{"kill": "killing", "pause": "pausing"}[fault]
+	kill := regexp.MustCompile(verb + ` the follower (worker-\d) \(shards ([\d ]+)\)`).FindStringSubmatch(text)
+	takeover := regexp.MustCompile(`takeover: the (\d+) shards of (worker-\d) owned again by live workers ([\d.]+)s after the ` + fault).FindStringSubmatch(text)
 	check := regexp.MustCompile(`overlap check: (\d+) overlaps in (\d+) answers \((\d+) claims`).FindStringSubmatch(text)
 	if kill == nil || takeover == nil || check == nil {
 		t.Fatalf("demo output lacks the kill, the takeover or the overlap check:\n%s", text)
@@ -49,7 +117,7 @@ func TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap(t 
 	// Each of the victim's shards: a line naming another worker, within the bound.
 	bound := (15*time.Second + 1100*time.Millisecond + 5*time.Second).Seconds()
 	var retaken []int
-	for _, m := range regexp.MustCompile(`(?m)^shard (\d+): (worker-\d) owns it ([\d.]+)s after the kill`).FindAllStringSubmatch(text, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^shard (\d+): (worker-\d) owns it ([\d.]+)s after the `+fault).FindAllStringSubmatch(text, -1) {
 		n, _ := strconv.Atoi(m[1])
 		secs, _ := strconv.ParseFloat(m[3], 64)
 		if m[2] == victim || secs > bound {
@@ -60,19 +128,20 @@ func TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap(t 
 	if !slices.Equal(retaken, killed) {
 		t.Fatalf("%s owned shards %v, the demo saw %v owned again:\n%s", victim, killed, retaken, text)
 	}
-	t.Logf("shard-mode demo: %s shards of %s owned again %ss after its SIGKILL", takeover[1], victim, takeover[3])
+	t.Logf("shard-mode demo (%s): %s shards of %s owned again %ss after the %s", fault, takeover[1], victim, takeover[3], fault)
 
-	// The last table, from the workers' /status: every shard one live owner, not the victim.
-	owners, live, err := lastShardTable(text)
+	// The last table, from the workers' /status: every shard one live owner
+	// (a woken victim may own shards again: the pool rebalances over it).
+	owners, alive, err := lastShardTable(text)
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, text)
 	}
-	if len(owners) != 8 {
-		t.Fatalf("the last table shows %d shards, want 8:\n%s", len(owners), text)
+	if len(owners) != 8 || len(alive) != live {
+		t.Fatalf("the last table shows %d shards and %d live workers, want 8 and %d:\n%s", len(owners), len(alive), live, text)
 	}
 	for n, o := range owners {
-		if !live[o] || o == victim {
-			t.Errorf("shard %d owned by %q in the last table: want one live worker other than %s", n, o, victim)
+		if !alive[o] || o == victim && fault == "kill" {
+			t.Errorf("shard %d owned by %q in the last table: want one live worker, not %s", n, o, victim)
 		}
 	}
 
@@ -83,13 +152,6 @@ func TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap(t 
 		t.Fatalf("overlap check: %d overlaps in %d answers, %d bracketed claims: want none in some:\n%s", overlaps, answers, brackets, text)
 	}
 	t.Logf("overlap check: %d answers, %d bracketed claims, no overlap", answers, brackets)
-
-	if !strings.Contains(text, "stopped 3 workers and Azurite") {
-		t.Fatalf("demo did not report its cleanup:\n%s", text)
-	}
-	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "blobleader")).Output(); len(out) > 0 {
-		t.Fatalf("worker processes left behind: %s", out)
-	}
 }
 
 // lastShardTable parses the last shard table the demo printed: the owner of
