@@ -78,7 +78,7 @@ type demo struct {
 	// Shard mode: only the goroutine that sweeps touches these.
 	overlaps          *overlapCheck
 	lastOwned         map[string][]int // per worker: the shards of its last answer
-	freeSince         []time.Time      // per shard: first sweep that saw it unowned, or zero
+	freeSince         []time.Time      // per shard: first sweep in which no answer claimed it, or zero
 	departures        []*departure     // killed or stopped workers whose shards are not all owned again
 	settledDepartures []*departure
 	paused            map[*worker]time.Time // SIGSTOPped workers and when to SIGCONT them
@@ -378,7 +378,6 @@ func (d *demo) pauseFollower() {
 		return
 	}
 	d.pause(w)
-	d.paused[w] = time.Now().Add(pauseFor)
 }
 
 // pause SIGSTOPs w (a frozen process: no renew, no answer) and starts
@@ -386,6 +385,7 @@ func (d *demo) pauseFollower() {
 func (d *demo) pause(w *worker) *departure {
 	_ = w.cmd.Process.Signal(syscall.SIGSTOP)
 	at := time.Now()
+	d.paused[w] = at.Add(pauseFor) // interactive: resumeDue wakes it; --auto wakes it itself
 	d.note("%s paused (SIGSTOP)", w.id)
 	return d.depart(w, "paused (SIGSTOP)", at)
 }

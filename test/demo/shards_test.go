@@ -164,7 +164,7 @@ func lastShardTable(text string) (owners []string, live map[string]bool, err err
 	}
 	live = map[string]bool{}
 	workerRow := regexp.MustCompile(`^\s+(worker-\d)\s+\d+\s+(leader|follower)\s`)
-	shardRow := regexp.MustCompile(`^\s+(\d+)\s+(\S+(?: \(free [\d.]+s\))?(?: \(moving\))?)\s+(\S+)\s+(\S+)\s*$`)
+	shardRow := regexp.MustCompile(`^\s+(\d+)\s+(\S+(?: \(unclaimed [\d.]+s\))?(?: \(moving\))?)\s+(\S+)\s+(\S+)\s*$`)
 	inShards := false
 	for _, line := range strings.Split(text[i:], "\n") {
 		line = strings.TrimRight(line, "\r")

@@ -201,6 +201,8 @@ func (d *demo) shardTable(sw sweep, tty bool) string {
 			}
 			fmt.Fprintf(&b, "  %-10s %-7d %s %-14d %-24s %s\r\n", w.id, w.cmd.Process.Pid, role, s.Term,
 				fmt.Sprintf("%s (%d)", shardList(s.Shards), len(s.Shards)), shardList(standbyFor(sw.assignment, w.id)))
+		case w.alive() && !d.paused[w].IsZero():
+			fmt.Fprintf(&b, "  %-10s %-7d %s\r\n", w.id, w.cmd.Process.Pid, fmt.Sprintf("paused (SIGSTOP), wakes in %.0fs", time.Until(d.paused[w]).Seconds()))
 		case w.alive():
 			fmt.Fprintf(&b, "  %-10s %-7d %-10s\r\n", w.id, w.cmd.Process.Pid, "starting")
 		default:
@@ -218,7 +220,7 @@ func (d *demo) shardTable(sw sweep, tty bool) string {
 		owner := strings.Join(o, "+")
 		switch {
 		case len(o) == 0:
-			owner = fmt.Sprintf("- (free %.1fs)", sw.at.Sub(d.freeSince[n]).Seconds())
+			owner = fmt.Sprintf("- (unclaimed %.1fs)", sw.at.Sub(d.freeSince[n]).Seconds())
 		case len(o) > 1:
 			owner += " (moving)" // both answered owning it; an overlap only if bracketed (overlap.go)
 		}
