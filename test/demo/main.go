@@ -76,12 +76,11 @@ type demo struct {
 	lastTrm int64
 
 	// Shard mode: only the goroutine that sweeps touches these.
-	overlaps          *overlapCheck
-	lastOwned         map[string][]int // per worker: the shards of its last answer
-	freeSince         []time.Time      // per shard: first sweep in which no answer claimed it, or zero
-	departures        []*departure     // killed or stopped workers whose shards are not all owned again
-	settledDepartures []*departure
-	paused            map[*worker]time.Time // SIGSTOPped workers and when to SIGCONT them
+	overlaps   *overlapCheck
+	lastOwned  map[string][]int      // per worker: the shards of its last answer
+	freeSince  []time.Time           // per shard: first sweep in which no answer claimed it, or zero
+	departures []*departure          // killed or stopped workers whose shards are not all owned again
+	paused     map[*worker]time.Time // SIGSTOPped workers and when to SIGCONT them
 }
 
 // maxShards keeps the shard view on one screen (a row per shard).
@@ -114,6 +113,10 @@ func main() {
 	}
 	if *fault != "kill" && *fault != "pause" {
 		fmt.Fprintf(os.Stderr, "demo: invalid --fault %q: must be kill or pause\n", *fault)
+		os.Exit(2)
+	}
+	if *fault != "kill" && (*shards == 0 || !*auto) {
+		fmt.Fprintf(os.Stderr, "demo: invalid --fault %s without --shards and --auto: it picks the fault of the shard-mode script\n", *fault)
 		os.Exit(2)
 	}
 	if *shards > 0 && *runMode {

@@ -193,17 +193,27 @@ func lastShardTable(text string) (owners []string, live map[string]bool, err err
 	return owners, live, nil
 }
 
-// TestDemo_ShardModeRefusesBadFlags: --shards out of range, or with --run,
-// exits 2 naming the flag, before starting anything.
+// TestDemo_ShardModeRefusesBadFlags: --shards out of range or with --run,
+// --fault unknown or without --shards --auto, exits 2 naming the flag,
+// before starting anything.
 func TestDemo_ShardModeRefusesBadFlags(t *testing.T) {
 	t.Parallel()
 	dir := buildDemo(t)
-	for _, args := range [][]string{{"--shards", "33"}, {"--shards", "-1"}, {"--shards", "8", "--run"}} {
-		cmd := exec.Command(filepath.Join(dir, "demo"), append([]string{"--worker", filepath.Join(dir, "blobleader")}, args...)...)
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--shards", "33"}, "--shards"},
+		{[]string{"--shards", "-1"}, "--shards"},
+		{[]string{"--shards", "8", "--run"}, "--shards"},
+		{[]string{"--shards", "8", "--auto", "--fault", "freeze"}, "--fault"},
+		{[]string{"--shards", "8", "--fault", "pause"}, "--fault"},
+	} {
+		cmd := exec.Command(filepath.Join(dir, "demo"), append([]string{"--worker", filepath.Join(dir, "blobleader")}, tc.args...)...)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "invalid --shards") || strings.Contains(string(out), "starting Azurite") {
-			t.Errorf("demo %v: %v, %q: want exit 2 naming --shards, nothing started", args, err, out)
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "invalid "+tc.flag) || strings.Contains(string(out), "starting Azurite") {
+			t.Errorf("demo %v: %v, %q: want exit 2 naming %s, nothing started", tc.args, err, out, tc.flag)
 		}
 	}
 }

@@ -101,7 +101,6 @@ func (d *demo) followDepartures(sw sweep) {
 		}
 		if p.done() {
 			d.note("all %d shards of %s owned again by live workers, %.1fs after it was %s", len(p.shards), p.worker, sw.at.Sub(p.at).Seconds(), p.how)
-			d.settledDepartures = append(d.settledDepartures, p)
 			continue
 		}
 		open = append(open, p)
