@@ -58,6 +58,10 @@ demo: build node_modules ## Start Azurite and three workers; watch who leads, ki
 demo-run: build node_modules ## The demo in run mode: each worker is `blobleader run -- sleep …`; kill the leader's command (c) and watch a ~1 s takeover.
 	$(BIN)/demo --worker $(BIN)/blobleader --run
 
+.PHONY: demo-shards
+demo-shards: build node_modules ## The demo in shard mode: each worker is `blobleader --shards 8`; watch who owns which shard, kill a follower (f) and watch its shards move.
+	$(BIN)/demo --worker $(BIN)/blobleader --shards 8
+
 ##@ Tests
 
 GO_TEST_TIMEOUT ?= 15m

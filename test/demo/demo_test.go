@@ -17,14 +17,7 @@ import (
 // takes over with the next term; and no process is left behind.
 func TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	for _, b := range []struct{ out, dir, pkg string }{{"blobleader", "../..", "./worker/cmd/blobleader"}, {"demo", ".", "."}} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		build.Dir = b.dir
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
-		}
-	}
+	dir := buildDemo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "blobleader"), "--auto")
@@ -59,14 +52,7 @@ func TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt(t *testing.T) {
 // worker leads with a higher term and runs the command; nothing is left.
 func TestDemo_RunModeTakesOverWhenTheLeadersCommandIsKilled(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	for _, b := range []struct{ out, dir, pkg string }{{"blobleader", "../..", "./worker/cmd/blobleader"}, {"demo", ".", "."}} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		build.Dir = b.dir
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
-		}
-	}
+	dir := buildDemo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "demo"), "--worker", filepath.Join(dir, "blobleader"), "--run", "--auto")
@@ -95,4 +81,19 @@ func TestDemo_RunModeTakesOverWhenTheLeadersCommandIsKilled(t *testing.T) {
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "blobleader")).Output(); len(out) > 0 {
 		t.Fatalf("worker processes left behind: %s", out)
 	}
+}
+
+// buildDemo builds the worker (with the build tags given, e.g.
+// negativecontrol) and the demo into a new temporary directory.
+func buildDemo(t *testing.T, workerTags ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, b := range []struct{ out, dir, pkg, tags string }{{"blobleader", "../..", "./worker/cmd/blobleader", strings.Join(workerTags, ",")}, {"demo", ".", ".", ""}} {
+		build := exec.Command("go", "build", "-tags", b.tags, "-o", filepath.Join(dir, b.out), b.pkg)
+		build.Dir = b.dir
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	return dir
 }

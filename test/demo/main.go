@@ -4,9 +4,11 @@
 //	make demo                         (builds, then runs this with --worker bin/blobleader)
 //	demo --worker bin/blobleader --auto   (non-interactive: kill the leader once, report the takeover, exit)
 //	make demo-run                     (run mode: each worker is `blobleader run -- sleep …`)
+//	make demo-shards                  (shard mode: each worker is `blobleader --shards 8`; who owns which shard, live)
 //
 // Keys: k kill the leader (SIGKILL, a crash), s stop it (SIGTERM, graceful),
-// c (run mode) kill the leader's command only, r restart stopped workers,
+// c (run mode) kill the leader's command only, f / g / p (shard mode) kill /
+// stop / pause a follower, n (shard mode) start a new worker, r restart stopped workers,
 // q quit. Every process it starts is stopped on
 // exit, Ctrl-C, SIGTERM or SIGHUP (a closed terminal).
 package main
@@ -31,6 +33,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/shard"
 )
 
 type worker struct {
@@ -48,11 +51,19 @@ type status struct {
 	Term     int64  `json:"term"`
 	Leader   string `json:"leader"`
 	Since    string `json:"since"`
+
+	// Shard mode only: the shard leases the worker holds now and, on the
+	// leader, its assignment.
+	Shards     []int             `json:"shards"`
+	Assignment *shard.Assignment `json:"assignment"`
 }
 
 type demo struct {
 	bin, dir string
-	runMode  bool // workers are `blobleader run -- demoCommand`
+	runMode  bool     // workers are `blobleader run -- demoCommand`
+	shards   int      // > 0: workers are `blobleader --shards N` (shardview.go)
+	fault    string   // shard mode's --auto: "kill" or "pause" a follower
+	extra    []string // --worker-flag: more flags for every worker
 	az       *azuritetest.Server
 	workers  []*worker
 	http     *http.Client
@@ -63,34 +74,75 @@ type demo struct {
 	killedW string
 	lastLdr string
 	lastTrm int64
+
+	// Shard mode: only the goroutine that sweeps touches these.
+	overlaps   *overlapCheck
+	lastOwned  map[string][]int      // per worker: the shards of its last answer
+	freeSince  []time.Time           // per shard: first sweep in which no answer claimed it, or zero
+	departures []*departure          // killed or stopped workers whose shards are not all owned again
+	paused     map[*worker]time.Time // SIGSTOPped workers and when to SIGCONT them
 }
+
+// maxShards keeps the shard view on one screen (a row per shard).
+const maxShards = 32
+
+// maxWorkers: identities are worker-1 … worker-9.
+const maxWorkers = 9
 
 func main() {
 	bin := flag.String("worker", "bin/blobleader", "path to the blobleader binary")
 	n := flag.Int("workers", 3, "how many workers to start (1–9)")
 	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it (with --run: kill its command), wait for the takeover, print it and exit (0 on takeover, 1 if none within the bound)")
 	runMode := flag.Bool("run", false, "run mode: each worker is `blobleader run -- "+strings.Join(demoCommand, " ")+"`; key c kills the leader's command only (a fast failover: the supervisor releases at once)")
+	shards := flag.Int("shards", 0, fmt.Sprintf("shard mode (1–%d): each worker is `blobleader --shards N`; the screen shows which worker owns which shard, from the workers' /status; with --auto: kill a follower, wait until live workers own its shards again, check that no shard was seen owned by two workers at once", maxShards))
+	fault := flag.String("fault", "kill", "with --shards --auto: what to do to the follower, kill (SIGKILL) or pause (SIGSTOP until its shards are owned by others, then SIGCONT: it must not claim them when it wakes)")
+	var extra stringList
+	flag.Var(&extra, "worker-flag", "one more flag for every worker, e.g. --worker-flag=--tick=100ms (repeatable)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--run] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), c (--run) kill the leader's command, r restart stopped workers, q quit.\n\nFlags:\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "demo — three workers electing a leader on a local Azurite.\n\nUsage: demo [--worker PATH] [--workers N] [--run | --shards N] [--auto]\n\nKeys: k kill the leader (SIGKILL), s stop it (SIGTERM), c (--run) kill the leader's command, f / g / p (--shards) kill / stop / pause a follower, n (--shards) start a new worker, r restart stopped workers, q quit.\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if *n < 1 || *n > 9 {
-		fmt.Fprintf(os.Stderr, "demo: invalid --workers %d: must be 1–9\n", *n)
+	if *n < 1 || *n > maxWorkers {
+		fmt.Fprintf(os.Stderr, "demo: invalid --workers %d: must be 1–%d\n", *n, maxWorkers)
+		os.Exit(2)
+	}
+	if *shards < 0 || *shards > maxShards {
+		fmt.Fprintf(os.Stderr, "demo: invalid --shards %d: must be 1–%d (0 or absent: the election alone)\n", *shards, maxShards)
+		os.Exit(2)
+	}
+	if *fault != "kill" && *fault != "pause" {
+		fmt.Fprintf(os.Stderr, "demo: invalid --fault %q: must be kill or pause\n", *fault)
+		os.Exit(2)
+	}
+	if *fault != "kill" && (*shards == 0 || !*auto) {
+		fmt.Fprintf(os.Stderr, "demo: invalid --fault %s without --shards and --auto: it picks the fault of the shard-mode script\n", *fault)
+		os.Exit(2)
+	}
+	if *shards > 0 && *runMode {
+		fmt.Fprintln(os.Stderr, "demo: invalid --shards with --run: shard mode is the worker's (`blobleader --shards N`), not run's; pass one of them")
 		os.Exit(2)
 	}
 	if _, err := os.Stat(*bin); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: invalid --worker %s: %v (run `make build`)\n", *bin, err)
 		os.Exit(2)
 	}
-	os.Exit(run(*bin, *n, *runMode, *auto))
+	os.Exit(run(&demo{bin: *bin, runMode: *runMode, shards: *shards, fault: *fault, extra: extra}, *n, *auto))
 }
 
 // demoCommand is what each worker runs while it leads in run mode: a
 // long-running stand-in for the user's program.
 var demoCommand = []string{"sleep", "86399"}
 
-func run(bin string, n int, runMode, auto bool) int {
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// run starts Azurite and n workers for d (its mode set by the flags) and
+// runs the live view or, with auto, the script.
+func run(d *demo, n int, auto bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	dir, err := os.MkdirTemp("", "blobleader-demo-")
@@ -98,7 +150,8 @@ func run(bin string, n int, runMode, auto bool) int {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
-	d := &demo{bin: bin, dir: dir, runMode: runMode, http: &http.Client{Timeout: 500 * time.Millisecond}}
+	d.dir, d.http = dir, &http.Client{Timeout: 500 * time.Millisecond}
+	d.overlaps, d.lastOwned, d.freeSince, d.paused = newOverlapCheck(), map[string][]int{}, make([]time.Time, d.shards), map[*worker]time.Time{}
 	defer d.cleanup()
 
 	fmt.Println("starting Azurite (in memory, loopback only)…")
@@ -118,7 +171,10 @@ func run(bin string, n int, runMode, auto bool) int {
 		}
 		d.workers = append(d.workers, w)
 	}
-	if auto {
+	switch {
+	case auto && d.shards > 0:
+		return d.autoShards(ctx)
+	case auto:
 		return d.auto(ctx)
 	}
 	return d.interactive(ctx)
@@ -140,6 +196,11 @@ func (d *demo) start(w *worker) error {
 	if d.runMode {
 		args = append(append(append([]string{"run"}, args...), "--"), demoCommand...)
 	}
+	if d.shards > 0 {
+		args = append(args, "--shards", fmt.Sprint(d.shards))
+		d.overlaps.gap(w.id) // a new process: nothing it says continues what the last one said
+	}
+	args = append(args, d.extra...)
 	w.cmd = exec.Command(d.bin, args...)
 	w.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+d.az.ConnectionString())
 	w.cmd.Stdout, w.cmd.Stderr = logf, logf
@@ -273,16 +334,113 @@ func (d *demo) stopLeader(sig syscall.Signal) {
 		d.note("no single leader to stop right now")
 		return
 	}
+	d.stop(w, sig)
+}
+
+// stopFollower stops a worker that answers as a follower, the first that
+// owns a shard if any does.
+func (d *demo) stopFollower(sig syscall.Signal) {
+	pick := d.follower()
+	if pick == nil {
+		d.note("no follower to stop right now")
+		return
+	}
+	d.stop(pick, sig)
+}
+
+// follower returns a worker that answers as a follower, the first that owns
+// a shard if any does.
+func (d *demo) follower() *worker {
+	var pick *worker
+	for _, w := range d.workers {
+		s, ok := d.status(w)
+		if !ok || s.Role == "leader" {
+			continue
+		}
+		if len(s.Shards) > 0 {
+			d.lastOwned[w.id] = s.Shards
+			pick = w
+			break
+		}
+		if pick == nil {
+			pick = w
+		}
+	}
+	return pick
+}
+
+// pauseFor is how long key p freezes a follower: past its lease, so its
+// shards go to their standbys and it wakes to find them gone.
+var pauseFor = shardTimings.Election.LeaseDuration + 5*time.Second
+
+// pauseFollower SIGSTOPs a follower that owns shards; resumeDue wakes it.
+func (d *demo) pauseFollower() {
+	w := d.follower()
+	if w == nil {
+		d.note("no follower to pause right now")
+		return
+	}
+	d.pause(w)
+}
+
+// pause SIGSTOPs w (a frozen process: no renew, no answer) and starts
+// measuring how long until others own its shards.
+func (d *demo) pause(w *worker) *departure {
+	_ = w.cmd.Process.Signal(syscall.SIGSTOP)
+	at := time.Now()
+	d.paused[w] = at.Add(pauseFor) // interactive: resumeDue wakes it; --auto wakes it itself
+	d.note("%s paused (SIGSTOP)", w.id)
+	return d.depart(w, "paused (SIGSTOP)", at)
+}
+
+// resume SIGCONTs w.
+func (d *demo) resume(w *worker) {
+	_ = w.cmd.Process.Signal(syscall.SIGCONT)
+	delete(d.paused, w)
+	d.note("%s resumed (SIGCONT): its shards' leases expired while it slept; it must not claim them", w.id)
+}
+
+func (d *demo) resumeDue() {
+	for w, at := range d.paused {
+		if time.Now().After(at) {
+			d.resume(w)
+		}
+	}
+}
+
+// addWorker starts worker-(n+1), up to maxWorkers.
+func (d *demo) addWorker() {
+	if len(d.workers) >= maxWorkers {
+		d.note("already %d workers", maxWorkers)
+		return
+	}
+	w := &worker{id: fmt.Sprintf("worker-%d", len(d.workers)+1)}
+	if err := d.start(w); err != nil {
+		d.note("start %s: %v", w.id, err)
+		return
+	}
+	d.workers = append(d.workers, w)
+	d.note("%s started", w.id)
+}
+
+// stop sends sig to w and starts measuring the takeover (of the leadership,
+// and in shard mode of w's shards).
+func (d *demo) stop(w *worker, sig syscall.Signal) *departure {
 	how := "killed (SIGKILL)"
 	if sig == syscall.SIGTERM {
 		how = "stopped (SIGTERM)"
 	}
 	_ = w.cmd.Process.Signal(sig)
+	at := time.Now()
 	w.how = how
 	d.mu.Lock()
-	d.killed, d.killedW = time.Now(), w.id
+	d.killed, d.killedW = at, w.id
 	d.mu.Unlock()
 	d.note("%s %s", w.id, how)
+	if d.shards > 0 {
+		return d.depart(w, how, at)
+	}
+	return nil
 }
 
 func (d *demo) table(tty bool) string {
@@ -350,7 +508,12 @@ func (d *demo) interactive(ctx context.Context) int {
 	defer tick.Stop()
 	for {
 		d.watch()
-		fmt.Print(d.table(tty))
+		d.resumeDue()
+		if d.shards > 0 {
+			fmt.Print(d.shardTable(d.sweep(), tty))
+		} else {
+			fmt.Print(d.table(tty))
+		}
 		select {
 		case <-ctx.Done():
 			return 0
@@ -363,6 +526,22 @@ func (d *demo) interactive(ctx context.Context) int {
 			case 'c', 'C':
 				if d.runMode {
 					d.killCommand()
+				}
+			case 'f', 'F':
+				if d.shards > 0 {
+					d.stopFollower(syscall.SIGKILL)
+				}
+			case 'g', 'G':
+				if d.shards > 0 {
+					d.stopFollower(syscall.SIGTERM)
+				}
+			case 'n', 'N':
+				if d.shards > 0 {
+					d.addWorker()
+				}
+			case 'p', 'P':
+				if d.shards > 0 {
+					d.pauseFollower()
 				}
 			case 'r', 'R':
 				for _, w := range d.workers {
@@ -384,17 +563,7 @@ func (d *demo) interactive(ctx context.Context) int {
 
 // auto is the scripted run used by tests: one crash and its takeover.
 func (d *demo) auto(ctx context.Context) int {
-	wait := func(what string, within time.Duration, ok func() bool) bool {
-		deadline := time.Now().Add(within)
-		for !ok() {
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				fmt.Printf("FAIL: %s not seen within %s\n", what, within)
-				return false
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		return true
-	}
+	wait := func(what string, within time.Duration, ok func() bool) bool { return waitFor(ctx, what, within, ok) }
 	var first *worker
 	var firstTerm int64
 	if !wait("one leader", 20*time.Second, func() bool {
@@ -440,11 +609,29 @@ func (d *demo) auto(ctx context.Context) int {
 	return 0
 }
 
+// waitFor polls ok every 100 ms until it holds (true) or within has passed
+// or ctx ended (false, saying what was not seen).
+func waitFor(ctx context.Context, what string, within time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			fmt.Printf("FAIL: %s not seen within %s\n", what, within)
+			return false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return true
+}
+
 // cleanup stops every process the demo started: workers gracefully (so they
 // release the lease), then Azurite; nothing is left behind.
 func (d *demo) cleanup() {
 	for _, w := range d.workers {
 		if w.alive() {
+			_ = w.cmd.Process.Signal(syscall.SIGCONT) // a paused worker cannot act on SIGTERM
 			_ = w.cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}
