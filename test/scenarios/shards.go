@@ -183,6 +183,8 @@ func settleAfter(t *testing.T, c cluster.Cluster, at time.Time) {
 func shardsFollowerKilled(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	leader := c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	waitStandbys(t, c, n, settle(p)+slack) // the bound below assumes one (docs: not guaranteed without)
 	before := waitBalanced(t, c, n, settle(p)+slack)
 	var victim cluster.Worker
 	for _, w := range c.Workers() {
@@ -205,6 +207,7 @@ func shardsLeaderKilled(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	waitBalanced(t, c, n, settle(p)+slack)
 	leader := c.WaitLeader(t, takeover(p))
+	waitStandbys(t, c, n, settle(p)+slack) // the bound below assumes one (docs: not guaranteed without)
 	before := waitBalanced(t, c, n, settle(p)+slack)
 	crash := &chaos.Crash{}
 	inject(t, c, crash, leader)
@@ -256,6 +259,7 @@ func shardsJoinThenLeave(t *testing.T, c cluster.Cluster, n int) {
 			leaver = w
 		}
 	}
+	waitStandbys(t, c, n, settle(p)+slack)
 	before = waitBalanced(t, c, n, slack)
 	stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
 	inject(t, c, stop, leaver)
@@ -273,6 +277,7 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	leader := c.WaitLeader(t, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
+	waitStandbys(t, c, n, settle(p)+slack)
 	var victim cluster.Worker
 	for _, w := range c.Workers() {
 		if w.Identity() != leader.Identity() {

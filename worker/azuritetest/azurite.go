@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,11 +71,28 @@ func Binary() (string, error) {
 // Start launches Azurite on a free loopback port and returns once it answers
 // HTTP, or fails when ctx ends first.
 func Start(ctx context.Context) (*Server, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	return startOnFreePort(ctx, FreePort)
+}
+
+// errPortTaken: Azurite could not bind its port (EADDRINUSE).
+var errPortTaken = errors.New("azurite: port taken")
+
+// startOnFreePort starts Azurite on a port pick says is free. A port can be
+// taken between the check and Azurite's bind (another test, another cluster),
+// so a port found taken is replaced by a fresh pick, a few times.
+func startOnFreePort(ctx context.Context, pick func() (int, error)) (*Server, error) {
+	var err error
+	for range 5 {
+		port, perr := pick()
+		if perr != nil {
+			return nil, perr
+		}
+		var s *Server
+		if s, err = StartOnPort(ctx, port); err == nil || !errors.Is(err, errPortTaken) {
+			return s, err
+		}
 	}
-	return StartOnPort(ctx, port)
+	return nil, err
 }
 
 // StartOnPort launches Azurite on the given loopback port (10000 is the
@@ -118,7 +136,11 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("azurite: not ready on port %d: %w; output:\n%s", s.Port, ctx.Err(), s.out.String())
 		case <-s.done:
-			return fmt.Errorf("azurite: exited before ready (%v); output:\n%s", s.err, s.out.String())
+			out := s.out.String()
+			if strings.Contains(out, "EADDRINUSE") {
+				return fmt.Errorf("%w: %d (exited before ready: %v); output:\n%s", errPortTaken, s.Port, s.err, out)
+			}
+			return fmt.Errorf("azurite: exited before ready (%v); output:\n%s", s.err, out)
 		case <-tick.C:
 		}
 	}

@@ -38,3 +38,33 @@ func TestBinary_HonoursOverride(t *testing.T) {
 		t.Fatal("Start with a missing binary succeeded")
 	}
 }
+
+// A port found free can be taken before Azurite binds it (seen in make test:
+// "listen EADDRINUSE" with several clusters starting at once). Start must then
+// try another port instead of failing the test that asked for a server.
+func TestStart_TriesAnotherPortWhenTheFreeOneWasTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	picks := 0
+	pick := func() (int, error) {
+		picks++
+		if picks == 1 {
+			return takenPort, nil // what another process grabbed after FreePort saw it free
+		}
+		return FreePort()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := startOnFreePort(ctx, pick)
+	if err != nil {
+		t.Fatalf("Start gave up after the first port was taken: %v", err)
+	}
+	defer s.Stop()
+	if s.Port == takenPort || picks != 2 {
+		t.Fatalf("expected a second port after %d was taken; got port %d after %d picks", takenPort, s.Port, picks)
+	}
+}
