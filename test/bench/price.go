@@ -25,15 +25,19 @@ var Price = struct {
 }
 
 // Category maps a blobleader_storage_requests_total op to its GPv2 billing
-// category.
+// category. The --shards ops: assignment_read is a Get Blob, pool_list a
+// List Blobs, report_write a Put Blob, member_gc a Delete Blob (free on GPv2;
+// left in "other", so the estimate errs high).
 func Category(op string) string {
 	switch op {
 	case "acquire", "renew", "release", "break", "get", "update", "ledger_fence", "ledger_get":
 		return "other"
-	case "create_container", "ledger_list":
+	case "create_container", "ledger_list", "pool_list":
 		return "list"
-	case "ledger_read":
+	case "ledger_read", "assignment_read":
 		return "read"
+	case "report_write":
+		return "write"
 	}
 	if strings.HasPrefix(op, "create_") || strings.HasPrefix(op, "ledger_") || strings.HasPrefix(op, "history_") {
 		return "write"

@@ -11,6 +11,10 @@ func TestCategory(t *testing.T) {
 		"create_container": "list", "create_blob": "write",
 		"ledger_append": "write", "ledger_seal": "write", "ledger_get": "other", "ledger_read": "read",
 		"history_append": "write",
+		// --shards: the assignment is a Get Blob, the pool a List Blobs, a
+		// member's report a Put Blob; member_gc is a Delete Blob (free on
+		// GPv2; priced as "other", an upper bound).
+		"assignment_read": "read", "pool_list": "list", "report_write": "write", "member_gc": "other",
 	}
 	for op, want := range tests {
 		if got := Category(op); got != want {
