@@ -15,6 +15,9 @@ func TestCategory(t *testing.T) {
 		// member's report a Put Blob; member_gc is a Delete Blob (free on
 		// GPv2; priced as "other", an upper bound).
 		"assignment_read": "read", "pool_list": "list", "report_write": "write", "member_gc": "other",
+		// The fenced documents (worker/shard/fenced.go): <doc>_read is a Get
+		// Blob, <doc>_write a Put Blob, <doc>_get a Get Blob Properties.
+		"report_read": "read", "summary_write": "write", "assignment_write": "write", "assignment_get": "other",
 	}
 	for op, want := range tests {
 		if got := Category(op); got != want {
