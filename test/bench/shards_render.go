@@ -145,17 +145,17 @@ func renderShards(w func(string, ...any), r Results) {
 
 func renderShardCost(w func(string, ...any), c ShardCostResult) {
 	w("**Storage operations per worker-hour** at N = %d, M = %d, steady state (balanced, standbys polling), counted from each worker's `blobleader_storage_requests_total` over %s s. *Coordination* is every op but the shards' ledgers and the history (membership, assignment, the election's and every shard's lease); *task* is the reference task's ledger appends per shard and the history. Monthly at %s h and the sample prices of §4 (an estimate; see §4 for the source).\n\n", c.Shards, len(c.Workers), f0(c.WindowS), f0(Price.HoursPerMonth))
-	w("| worker | role | shards owned | coordination ops/h | task ops/h | total ops/h | $/month (all) |\n|---|---|---|---|---|---|---|\n")
-	var coord, task, usd float64
+	w("| worker | role | shards owned | coordination ops/h | task ops/h | total ops/h | $/month (coordination) | $/month (all) |\n|---|---|---|---|---|---|---|---|\n")
+	var coord, task, usd, usdC float64
 	byOp := map[string]float64{}
 	for i, x := range c.Workers {
 		owned := 0
 		if i < len(c.Owned) {
 			owned = c.Owned[i]
 		}
-		u := MonthlyUSD(x.ByOp, nil)
-		w("| %s | %s | %d | %s | %s | %s | %s |\n", x.Identity, x.Role, owned, f0(x.Election), f0(x.Task), f0(x.Election+x.Task), f2(u))
-		coord, task, usd = coord+x.Election, task+x.Task, usd+u
+		u, uc := MonthlyUSD(x.ByOp, nil), MonthlyUSD(x.ByOp, IsElectionOp)
+		w("| %s | %s | %d | %s | %s | %s | %s | %s |\n", x.Identity, x.Role, owned, f0(x.Election), f0(x.Task), f0(x.Election+x.Task), f2(uc), f2(u))
+		coord, task, usd, usdC = coord+x.Election, task+x.Task, usd+u, usdC+uc
 		for op, v := range x.ByOp {
 			byOp[op] += v
 		}
@@ -164,8 +164,8 @@ func renderShardCost(w func(string, ...any), c ShardCostResult) {
 	if k == 0 {
 		return
 	}
-	w("| **mean per worker** | | %s | %s | %s | %s | %s |\n", f1(float64(c.Shards)/k), f0(coord/k), f0(task/k), f0((coord+task)/k), f2(usd/k))
-	w("| **the pool** | | %d | %s | %s | %s | %s |\n\n", c.Shards, f0(coord), f0(task), f0(coord+task), f2(usd))
+	w("| **mean per worker** | | %s | %s | %s | %s | %s | %s |\n", f1(float64(c.Shards)/k), f0(coord/k), f0(task/k), f0((coord+task)/k), f2(usdC/k), f2(usd/k))
+	w("| **the pool** | | %d | %s | %s | %s | %s | %s |\n\n", c.Shards, f0(coord), f0(task), f0(coord+task), f2(usdC), f2(usd))
 	ops := make([]string, 0, len(byOp))
 	for op := range byOp {
 		ops = append(ops, op)

@@ -111,7 +111,7 @@ func TestRender_ShardsSection(t *testing.T) {
 		"| crash (SIGKILL): slowest shard from the owner's last renew | 16.40 | 16.40 | 16.40 | 16.40 – 16.40, sd 0.00, n 1 | L + 1.1·P + ε = 17.10 s; over it: 0 of 1 |",
 		"| crash (SIGKILL): shards the victim owned; inconclusive trials | 5; 1 | |",
 		"| join (the victim restarted) | 1 | 6 | 5 | 1 |",
-		"| w1 | leader | 16 | 3,600 | 0 | 3,600 | 1.16 |",
+		"| w1 | leader | 16 | 3,600 | 0 | 3,600 | 1.16 | 1.16 |",
 		"**Scale: 256 shards over 10 workers",
 		"≤ 0.005 / ≤ 0.05 s",
 		"shard L1 × 1",
