@@ -5,7 +5,8 @@
 //
 // Phases: failover (crash, both parameter sets), graceful (both), schedule
 // (leaderless time under the fixed fault schedule, both), cost (storage ops
-// per worker-hour and footprint, both), scale (3…300 contenders in process).
+// per worker-hour and footprint, both), scale (3…300 contenders in process),
+// run (run mode), shards (issue 13; shards.go).
 // Cluster phases run up to -parallel clusters at a time; scale runs alone
 // afterwards so its CPU figures are its own.
 package main
