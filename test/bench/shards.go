@@ -72,6 +72,8 @@ type ShardScaleResult struct {
 	BalanceS   float64        `json:"balance_s"` // the last worker started → every shard owned, ⌊N/M⌋ or ⌈N/M⌉ each
 	Trials     []ShardTrial   `json:"trials"`
 	PerShard   []float64      `json:"per_shard_from_fault_s"` // every victim's shard: the crash → owned again
+	Rebalance  []string       `json:"rebalance,omitempty"`    // after each crash and each restart: the time to balance again, or why not
+	Err        string         `json:"error,omitempty"`
 	WindowS    float64        `json:"window_s"`
 	Requests   float64        `json:"requests"`       // storage requests of all workers in the steady window
 	RequestPS  float64        `json:"requests_per_s"` // the same per second
@@ -132,14 +134,21 @@ func shardOwners(c *cluster.Local) (owner map[int]string, counts map[string]int,
 // awaitShards polls /status until ok holds for the running workers' shards,
 // or fails t after timeout.
 func awaitShards(t testing.TB, env Env, c *cluster.Local, timeout time.Duration, what string, ok func(owner map[int]string, counts map[string]int, dup bool) bool) {
+	if err := pollShards(t, env, c, timeout, what, ok); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// pollShards is awaitShards returning the timeout as an error.
+func pollShards(t testing.TB, env Env, c *cluster.Local, timeout time.Duration, what string, ok func(owner map[int]string, counts map[string]int, dup bool) bool) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		owner, counts, dup := shardOwners(c)
 		if ok(owner, counts, dup) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v (last counts %v)", what, timeout, counts)
+			return fmt.Errorf("%s: not within %v (last counts %v)", what, timeout, counts)
 		}
 		env.sleep(t, 200*time.Millisecond)
 	}
@@ -148,13 +157,20 @@ func awaitShards(t testing.TB, env Env, c *cluster.Local, timeout time.Duration,
 // awaitShardBalance waits until the running workers own every shard once,
 // ⌊N/M⌋ or ⌈N/M⌉ each.
 func awaitShardBalance(t testing.TB, env Env, c *cluster.Local, n int, timeout time.Duration) {
+	if err := pollShardBalance(t, env, c, n, timeout); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// pollShardBalance is awaitShardBalance returning the timeout as an error.
+func pollShardBalance(t testing.TB, env Env, c *cluster.Local, n int, timeout time.Duration) error {
 	running := 0
 	for _, w := range c.Workers() {
 		if w.Running() {
 			running++
 		}
 	}
-	awaitShards(t, env, c, timeout, fmt.Sprintf("%d shards balanced over %d workers", n, running), func(owner map[int]string, counts map[string]int, dup bool) bool {
+	return pollShards(t, env, c, timeout, fmt.Sprintf("%d shards balanced over %d workers", n, running), func(owner map[int]string, counts map[string]int, dup bool) bool {
 		if dup || len(owner) != n || len(counts) != running {
 			return false
 		}
@@ -489,8 +505,10 @@ func ShardCostRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration,
 // steady window (all workers' histograms), then crashes crashes random
 // non-leader owners (each restarted once the pool is balanced again), and
 // judges the run.
-func ShardScaleRun(t testing.TB, env Env, fl Flavor, n, m, crashes int, window time.Duration, job string) ShardScaleResult {
-	out := ShardScaleResult{Job: job, Shards: n, Workers: m, Violations: map[string]int{}}
+//
+// It fills *out as it goes, so what was measured survives a failure later.
+func ShardScaleRun(t testing.TB, env Env, fl Flavor, n, m, crashes int, window time.Duration, job string, out *ShardScaleResult) {
+	*out = ShardScaleResult{Job: job, Shards: n, Workers: m, Violations: map[string]int{}}
 	c := startShardCluster(t, fl, n, m)
 	started := time.Now()
 	settle := shardSettle(fl)
@@ -533,14 +551,22 @@ func ShardScaleRun(t testing.TB, env Env, fl Flavor, n, m, crashes int, window t
 	env.Progress(fmt.Sprintf("%s: %.0f storage requests/s over %.0f s, p50 ≤ %g s, p99 ≤ %g s", job, out.RequestPS, out.WindowS, out.P50, out.P99))
 
 	last := started
+	rebalance := func(what string, from time.Time) {
+		err := pollShardBalance(t, env, c, n, settle+2*shardSlack)
+		msg := fmt.Sprintf("%s: balanced again after %.1f s", what, time.Since(from).Seconds())
+		if err != nil {
+			msg = fmt.Sprintf("%s: %v", what, err)
+		}
+		out.Rebalance = append(out.Rebalance, msg)
+		env.Progress(job + ": " + msg)
+	}
 	for i := 1; i <= crashes; i++ {
-		awaitShardBalance(t, env, c, n, settle+2*shardSlack)
 		f, victim, t0 := shardFault(t, env, c, fl, checker.FaultCrash, n)
 		env.Progress(fmt.Sprintf("%s: crash %d/%d of %s: all %d shards owned again after %.1f s (seen by polling)", job, i, crashes, victim.Identity(), n, time.Since(t0).Seconds()))
-		awaitShardBalance(t, env, c, n, settle+2*shardSlack)
+		rebalance(fmt.Sprintf("crash %d of %s", i, victim.Identity()), t0)
 		last = restart(t, c, f)
+		rebalance(fmt.Sprintf("restart %d of %s", i, victim.Identity()), last)
 	}
-	awaitShardBalance(t, env, c, n, settle+2*shardSlack)
 	holdUntil(t, env, last.Add(settle+time.Second)) // the checker judges the last join's balance
 	run, res, sres := judgeShards(t, c, fl, n, started)
 	countViolations(out.Violations, nil, res.Violations)
@@ -554,5 +580,4 @@ func ShardScaleRun(t testing.TB, env Env, fl Flavor, n, m, crashes int, window t
 			}
 		}
 	}
-	return out
 }

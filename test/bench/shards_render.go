@@ -139,7 +139,14 @@ func renderShards(w func(string, ...any), r Results) {
 		w("| crash: slowest shard from the owner's last renew over L + 1.1·P + ε = %s s | %d of %d crashes |\n", f2(bound), over, len(sc.Trials))
 		w("| storage requests, all workers, steady %s s window | %s /s |\n", f0(sc.WindowS), f0(sc.RequestPS))
 		w("| storage request latency p50 / p99 (upper bound of the histogram bucket holding it) | ≤ %s / ≤ %s s |\n", fmt.Sprint(sc.P50), fmt.Sprint(sc.P99))
-		w("| checker verdicts (Check and CheckShards) | %s |\n\n", violationText(sc.Violations))
+		for _, rb := range sc.Rebalance {
+			w("| %s |  |\n", rb)
+		}
+		w("| checker verdicts (Check and CheckShards) | %s |\n", violationText(sc.Violations))
+		if sc.Err != "" {
+			w("| error (the run stopped here; the rows above are what it measured before) | %s |\n", strings.ReplaceAll(sc.Err, "\n", " "))
+		}
+		w("\n")
 	}
 }
 

@@ -6,7 +6,8 @@
 // Phases: failover (crash, both parameter sets), graceful (both), schedule
 // (leaderless time under the fixed fault schedule, both), cost (storage ops
 // per worker-hour and footprint, both), scale (3…300 contenders in process),
-// run (run mode), shards (issue 13; shards.go).
+// run (run mode), shards (issue 13; shards.go; shards-scale runs only its
+// scale step).
 // Cluster phases run up to -parallel clusters at a time; scale runs alone
 // afterwards so its CPU figures are its own.
 package main
@@ -79,7 +80,7 @@ func run() error {
 			phases[p] = true
 		}
 	}
-	if phases["shards"] {
+	if phases["shards"] || phases["shards-scale"] {
 		if _, _, err := parseShardScale(*shardScale); err != nil {
 			return err
 		}
@@ -135,7 +136,7 @@ func run() error {
 		}
 	}
 	res.Machine = machine(*runs, *parallel, *seed, start)
-	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "shards"} {
+	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "shards", "shards-scale"} {
 		if phases[p] {
 			res.Machine.Phases = append(res.Machine.Phases, p)
 		}
@@ -270,7 +271,7 @@ func run() error {
 		}
 	}
 
-	if phases["shards"] && ctx.Err() == nil {
+	if (phases["shards"] || phases["shards-scale"]) && ctx.Err() == nil {
 		runShardScale(ctx, ours, *runs, *seed, *logDir, progress, &res)
 	}
 

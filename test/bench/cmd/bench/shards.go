@@ -82,13 +82,17 @@ func runShardScale(ctx context.Context, fl bench.Flavor, runs int, seed uint64, 
 	env := bench.Env{Ctx: ctx, Progress: progress, Rand: rand.New(rand.NewPCG(seed, 2000))}
 	progress(fmt.Sprintf("%s: %d shards over %d workers on one Azurite, %d crashes", name, n, m, crashes))
 	t0 := time.Now()
+	var r bench.ShardScaleResult
 	err = bench.RunJob(ctx, name, lf, func(t testing.TB) {
-		r := bench.ShardScaleRun(t, env, fl, n, m, crashes, 30*time.Second, name)
-		if res.Shards == nil {
-			res.Shards = &bench.ShardsResult{}
-		}
-		res.Shards.Scale = append(res.Shards.Scale, r)
+		bench.ShardScaleRun(t, env, fl, n, m, crashes, 30*time.Second, name, &r)
 	})
+	if err != nil {
+		r.Err = err.Error()
+	}
+	if res.Shards == nil {
+		res.Shards = &bench.ShardsResult{}
+	}
+	res.Shards.Scale = append(res.Shards.Scale, r) // what was measured, also after a failure
 	if err != nil {
 		fail(fmt.Errorf("after %v: %w (log %s)", time.Since(t0).Round(time.Second), err, lf.Name()))
 		return
