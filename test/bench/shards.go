@@ -80,6 +80,7 @@ type ShardScaleResult struct {
 	P99        float64        `json:"request_p99_s"`  // upper bound of the histogram bucket holding the p99
 	P50        float64        `json:"request_p50_s"`  // same for p50
 	Violations map[string]int `json:"violations"`
+	Examples   []string       `json:"violation_examples,omitempty"`
 }
 
 // ShardsResult is everything the shards phase measured.
@@ -569,8 +570,8 @@ func ShardScaleRun(t testing.TB, env Env, fl Flavor, n, m, crashes int, window t
 	}
 	holdUntil(t, env, last.Add(settle+time.Second)) // the checker judges the last join's balance
 	run, res, sres := judgeShards(t, c, fl, n, started)
-	countViolations(out.Violations, nil, res.Violations)
-	countViolations(out.Violations, nil, sres.Violations)
+	countViolations(out.Violations, &out.Examples, res.Violations)
+	countViolations(out.Violations, &out.Examples, sres.Violations)
 	for _, f := range run.Faults {
 		if f.Kind == checker.FaultCrash {
 			tr, each := shardTrial(sres, f)

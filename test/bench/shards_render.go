@@ -143,6 +143,9 @@ func renderShards(w func(string, ...any), r Results) {
 			w("| %s |  |\n", rb)
 		}
 		w("| checker verdicts (Check and CheckShards) | %s |\n", violationText(sc.Violations))
+		for _, e := range sc.Examples {
+			w("| e.g. | %s |\n", strings.ReplaceAll(e, "|", "/"))
+		}
 		if sc.Err != "" {
 			w("| error (the run stopped here; the rows above are what it measured before) | %s |\n", strings.ReplaceAll(sc.Err, "\n", " "))
 		}
