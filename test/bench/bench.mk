@@ -3,10 +3,12 @@
 # `make bench` measures failover, handover, leaderless time under a fixed fault
 # schedule, storage cost, scale and footprint on local Azurite, side by side
 # with the Azure Architecture Center sample's parameters, plus the --shards
-# pool of issue 13 (phase shards: failover, moves, cost, 256 × 10 scale), and writes
-# docs/benchmarks.md, docs/bench/*.svg and docs/bench/results.json from
-# scratch. BENCH_RUNS=20 (runs per failover figure) keeps the default run
-# under 20 minutes on 2 cores; raise it for tighter percentiles. Timings are
+# pool of issue 13 (phase shards: failover, moves, cost, a 256 × 10 scale
+# step), and writes docs/benchmarks.md, docs/bench/*.svg and
+# docs/bench/results.json from scratch. BENCH_RUNS=20 (runs per failover
+# figure) kept the default run under 20 minutes on 2 cores before the shards
+# phase, which adds an estimated 3 min alone at the end plus its cluster jobs
+# in the parallel lanes; raise it for tighter percentiles. Timings are
 # reported, never asserted.
 
 ##@ Benchmarks
