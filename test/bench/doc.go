@@ -27,6 +27,12 @@
 //     machine's scheduler, not the election. A "crash" there makes the
 //     leader's lock refuse every further call (nothing reaches storage, no
 //     release), then cancels it.
+//   - Shards (issue 13, shards.go) runs the real binary with --shards through
+//     test/cluster: failover after a crash or graceful leave of a shard
+//     owner that is not the leader, moves per join and leave against the
+//     minimum (both from checker.CheckShards), storage operations per
+//     worker-hour at N = 16, M = 3, and a scale step (256 shards over 10
+//     workers on one Azurite, alone after the other cluster jobs).
 //
 // Timings are never asserted: every figure is printed and recorded with its
 // spread (p50, p99, max, min, standard deviation).

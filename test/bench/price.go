@@ -25,15 +25,25 @@ var Price = struct {
 }
 
 // Category maps a blobleader_storage_requests_total op to its GPv2 billing
-// category.
+// category. member_gc (--shards) is a Delete Blob, free on GPv2; it is left
+// in "other", so the estimate errs high.
 func Category(op string) string {
 	switch op {
 	case "acquire", "renew", "release", "break", "get", "update", "ledger_fence", "ledger_get":
 		return "other"
-	case "create_container", "ledger_list":
+	case "create_container", "ledger_list", "pool_list":
 		return "list"
-	case "ledger_read":
+	}
+	// --shards documents (worker/shard/fenced.go, report.go, view.go):
+	// <doc>_read is a Get Blob, <doc>_write a Put Blob, <doc>_list a List
+	// Blobs; <doc>_get (Get Blob Properties) and member_gc fall to "other".
+	switch {
+	case strings.HasSuffix(op, "_read"):
 		return "read"
+	case strings.HasSuffix(op, "_write"):
+		return "write"
+	case strings.HasSuffix(op, "_list"):
+		return "list"
 	}
 	if strings.HasPrefix(op, "create_") || strings.HasPrefix(op, "ledger_") || strings.HasPrefix(op, "history_") {
 		return "write"

@@ -11,6 +11,13 @@ func TestCategory(t *testing.T) {
 		"create_container": "list", "create_blob": "write",
 		"ledger_append": "write", "ledger_seal": "write", "ledger_get": "other", "ledger_read": "read",
 		"history_append": "write",
+		// --shards: the assignment is a Get Blob, the pool a List Blobs, a
+		// member's report a Put Blob; member_gc is a Delete Blob (free on
+		// GPv2; priced as "other", an upper bound).
+		"assignment_read": "read", "pool_list": "list", "report_write": "write", "member_gc": "other",
+		// The fenced documents (worker/shard/fenced.go): <doc>_read is a Get
+		// Blob, <doc>_write a Put Blob, <doc>_get a Get Blob Properties.
+		"report_read": "read", "summary_write": "write", "assignment_write": "write", "assignment_get": "other",
 	}
 	for op, want := range tests {
 		if got := Category(op); got != want {

@@ -28,6 +28,7 @@ type Results struct {
 	Cost     []CostResult     `json:"cost"`
 	Scale    []ScaleResult    `json:"scale"`
 	RunMode  []RunModeResult  `json:"run_mode,omitempty"`
+	Shards   *ShardsResult    `json:"shards,omitempty"`
 	Binaries map[string]int64 `json:"binary_bytes"`
 	Errors   []string         `json:"errors,omitempty"`
 }

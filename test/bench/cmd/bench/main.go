@@ -5,7 +5,9 @@
 //
 // Phases: failover (crash, both parameter sets), graceful (both), schedule
 // (leaderless time under the fixed fault schedule, both), cost (storage ops
-// per worker-hour and footprint, both), scale (3…300 contenders in process).
+// per worker-hour and footprint, both), scale (3…300 contenders in process),
+// run (run mode), shards (issue 13; shards.go; shards-scale runs only its
+// scale step).
 // Cluster phases run up to -parallel clusters at a time; scale runs alone
 // afterwards so its CPU figures are its own.
 package main
@@ -59,7 +61,7 @@ func run() error {
 		docPath    = flag.String("doc", "docs/benchmarks.md", "markdown to write")
 		plotDir    = flag.String("plots", "docs/bench", "directory for the plots and results.json (emptied of *.svg first)")
 		logDir     = flag.String("logs", "out/bench", "directory for per-job logs")
-		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale,run"), "phases to run [BENCH_PHASES]")
+		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale,run,shards"), "phases to run [BENCH_PHASES]")
 		scaleNs    = flag.String("scale", envStr("BENCH_SCALE", "3,30,100,300"), "contender counts of the scale phase [BENCH_SCALE]")
 		scaleWin   = flag.Duration("scale-window", 20*time.Second, "steady window of each scale step")
 		costWin    = flag.Duration("cost-window", 0, "steady window of the cost phase (0: max(60s, 6s × runs))")
@@ -76,6 +78,11 @@ func run() error {
 	for _, p := range strings.Split(*phasesFlag, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			phases[p] = true
+		}
+	}
+	if phases["shards"] || phases["shards-scale"] {
+		if _, _, err := parseShardScale(*shardScale); err != nil {
+			return err
 		}
 	}
 	var ns []int
@@ -129,7 +136,7 @@ func run() error {
 		}
 	}
 	res.Machine = machine(*runs, *parallel, *seed, start)
-	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run"} {
+	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "shards", "shards-scale"} {
 		if phases[p] {
 			res.Machine.Phases = append(res.Machine.Phases, p)
 		}
@@ -196,6 +203,9 @@ func run() error {
 			mu.Unlock()
 		}})
 	}
+	if phases["shards"] {
+		jobs = append(jobs, shardJobs(ours, *runs, *costWin, &mu, &res)...)
+	}
 	for i := range jobs {
 		jobs[i].seedIx = uint64(i) // before sorting: seeds follow the fixed job order
 	}
@@ -259,6 +269,10 @@ func run() error {
 			}
 			res.Scale = append(res.Scale, s)
 		}
+	}
+
+	if (phases["shards"] || phases["shards-scale"]) && ctx.Err() == nil {
+		runShardScale(ctx, ours, *runs, *seed, *logDir, progress, &res)
 	}
 
 	// Stable order for the document and the JSON.

@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Buckets is blobleader_storage_request_duration_seconds summed over ops:
+// the cumulative count of requests at or below each upper bound (le, in
+// seconds; +Inf included).
+type Buckets map[float64]float64
+
+// ParseBuckets reads Prometheus text (GET /metrics) and sums the request
+// duration histogram's buckets over ops.
+func ParseBuckets(r io.Reader) (Buckets, error) {
+	const name = "blobleader_storage_request_duration_seconds_bucket{"
+	out := Buckets{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		i := strings.Index(line, `le="`)
+		end := strings.LastIndexByte(line, '}')
+		if i < 0 || end < i {
+			continue
+		}
+		le, _, _ := strings.Cut(line[i+4:], `"`)
+		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
+		if err != nil {
+			return nil, fmt.Errorf("bucket le %q: %w", le, err)
+		}
+		fields := strings.Fields(line[end+1:])
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("bucket value %q: %w", fields[0], err)
+		}
+		out[bound] += v
+	}
+	return out, sc.Err()
+}
+
+// Add adds o's counts to b.
+func (b Buckets) Add(o Buckets) {
+	for k, v := range o {
+		b[k] += v
+	}
+}
+
+// Sub returns b − before, bucket by bucket.
+func (b Buckets) Sub(before Buckets) Buckets {
+	out := Buckets{}
+	for k, v := range b {
+		out[k] = v - before[k]
+	}
+	return out
+}
+
+// Count is the number of requests (the +Inf bucket).
+func (b Buckets) Count() float64 { return b[math.Inf(1)] }
+
+// Quantile returns the upper bound of the first bucket whose cumulative
+// count reaches q of all requests: the q-quantile is at most that (a bucket
+// bound, not an interpolation). +Inf when it lies above the last finite
+// bound, NaN without requests.
+func (b Buckets) Quantile(q float64) float64 {
+	total := b.Count()
+	if total <= 0 {
+		return math.NaN()
+	}
+	bounds := make([]float64, 0, len(b))
+	for k := range b {
+		bounds = append(bounds, k)
+	}
+	slices.Sort(bounds)
+	for _, k := range bounds {
+		if b[k] >= q*total {
+			return k
+		}
+	}
+	return math.Inf(1)
+}
+
+func scrapeBuckets(ctx context.Context, listen string) (Buckets, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return ParseBuckets(resp.Body)
+}
