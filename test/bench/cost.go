@@ -73,22 +73,28 @@ func (c CostResult) Follower() (RoleCost, bool) {
 }
 
 func scrape(ctx context.Context, listen string) (RequestCounts, error) {
+	return scrapeWith(ctx, listen, ParseRequestCounts)
+}
+
+// scrapeWith GETs a worker's /metrics (3 s at most) and parses the body.
+func scrapeWith[T any](ctx context.Context, listen string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("GET /metrics: %s: %s", resp.Status, b)
+		return zero, fmt.Errorf("GET /metrics: %s: %s", resp.Status, b)
 	}
-	return ParseRequestCounts(resp.Body)
+	return parse(resp.Body)
 }
 
 // CostRun starts three workers, lets them settle, and counts each worker's

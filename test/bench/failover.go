@@ -147,6 +147,16 @@ func FailoverRun(t testing.TB, env Env, fl Flavor, kind string, n int, job strin
 func judge(t testing.TB, c *cluster.Local, fl Flavor, start time.Time) (checker.Run, checker.Result) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	run := collectSince(ctx, t, c, fl, start)
+	res, err := checker.Check(run, scenarios.CheckerParams(fl.Params))
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	return run, res
+}
+
+// collectSince heals every fault and reads the run from start to now.
+func collectSince(ctx context.Context, t testing.TB, c *cluster.Local, fl Flavor, start time.Time) checker.Run {
 	if err := c.Heal(ctx); err != nil {
 		t.Errorf("heal: %v", err)
 	}
@@ -160,11 +170,7 @@ func judge(t testing.TB, c *cluster.Local, fl Flavor, start time.Time) (checker.
 		t.Fatalf("collect: %v", err)
 	}
 	run.Start, run.End = start, end
-	res, err := checker.Check(run, scenarios.CheckerParams(fl.Params))
-	if err != nil {
-		t.Fatalf("check: %v", err)
-	}
-	return run, res
+	return run
 }
 
 func summarizeRun(env Env, job string, fl Flavor, kind string, run checker.Run, res checker.Result) RunResult {

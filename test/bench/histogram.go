@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Buckets is blobleader_storage_request_duration_seconds summed over ops:
@@ -95,19 +93,5 @@ func (b Buckets) Quantile(q float64) float64 {
 }
 
 func scrapeBuckets(ctx context.Context, listen string) (Buckets, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return ParseBuckets(resp.Body)
+	return scrapeWith(ctx, listen, ParseBuckets)
 }

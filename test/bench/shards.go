@@ -256,19 +256,8 @@ func restart(t testing.TB, c *cluster.Local, f chaos.Fault) time.Time {
 func judgeShards(t testing.TB, c *cluster.Local, fl Flavor, n int, start time.Time) (checker.ShardRun, checker.Result, checker.ShardResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.Heal(ctx); err != nil {
-		t.Errorf("heal: %v", err)
-	}
-	end := time.Now()
-	h, err := c.History(ctx, fl.livenessWindow())
-	if err != nil {
-		t.Fatalf("history: %v", err)
-	}
-	run, err := scenarios.Collect(ctx, c, h)
-	if err != nil {
-		t.Fatalf("collect: %v", err)
-	}
-	run.Start, run.End, run.Ledger = start, end, nil
+	run := collectSince(ctx, t, c, fl, start)
+	run.Ledger = nil
 	p := scenarios.CheckerParams(fl.Params)
 	res, err := checker.Check(run, p)
 	if err != nil {
