@@ -157,14 +157,24 @@ func (s *sample) call(ctx context.Context, f func(context.Context) error) error 
 
 // loop is BlobDistributedMutex.RunTaskWhenMutexAcquired.
 func (s *sample) loop(ctx context.Context) {
+	sawHeld := false // the last acquire found the lease held (logged once per run of them)
 	for ctx.Err() == nil {
 		// 1. TryAcquireLeaseOrWait.
 		sent := time.Now()
 		s.leaseID = uuid.NewString()
 		err := s.call(ctx, func(c context.Context) error { return s.lock.Acquire(c, s.leaseID, s.o.lease) })
 		if err != nil {
-			if !errors.Is(err, election.ErrLockHeld) {
+			switch {
+			case !errors.Is(err, election.ErrLockHeld):
 				s.emit(election.Event{Kind: election.EventAcquireFailed, Time: time.Now(), Reason: err.Error()})
+				sawHeld = false
+			case !sawHeld:
+				// A follower's evidence that it contends (the checker fails a
+				// worker that left no history). The sample does not read who
+				// holds the lease, so the leader is left empty, and no extra
+				// storage call changes its cost.
+				s.emit(election.Event{Kind: election.EventObservedLeader, Time: time.Now()})
+				sawHeld = true
 			}
 			select {
 			case <-ctx.Done():
@@ -172,6 +182,7 @@ func (s *sample) loop(ctx context.Context) {
 			}
 			continue
 		}
+		sawHeld = false
 		// 2. Lead and KeepRenewingLease.
 		term := sent.UnixMilli()
 		s.st.set("leader", term)
