@@ -349,6 +349,15 @@ func rollingRestart(t *testing.T, c cluster.Cluster) {
 // restart stopped a worker 0.12 s after it started).
 func waitEveryoneSawALeader(t *testing.T, c cluster.Cluster, timeout time.Duration) {
 	t.Helper()
+	if waiting := awaitEveryoneSawALeader(c, timeout); len(waiting) > 0 {
+		t.Fatalf("after %v these workers still name no leader in /status: %v", timeout, waiting)
+	}
+}
+
+// awaitEveryoneSawALeader polls every running worker's /status until each
+// names a leader (so each has finished a poll and written history) or
+// timeout passes; it returns the workers still waiting.
+func awaitEveryoneSawALeader(c cluster.Cluster, timeout time.Duration) []string {
 	deadline := time.Now().Add(timeout)
 	var waiting []string
 	for {
@@ -364,11 +373,8 @@ func waitEveryoneSawALeader(t *testing.T, c cluster.Cluster, timeout time.Durati
 				waiting = append(waiting, w.Identity())
 			}
 		}
-		if len(waiting) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v these workers still name no leader in /status: %v", timeout, waiting)
+		if len(waiting) == 0 || time.Now().After(deadline) {
+			return waiting
 		}
 		time.Sleep(100 * time.Millisecond) // polling /status; there is no event to await across processes
 	}
