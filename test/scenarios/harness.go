@@ -88,26 +88,32 @@ func Repeat(t *testing.T) int {
 	return n
 }
 
+// repeatRuns runs body Repeat(t) times: in t itself when once (make test),
+// else as subtests run1, run2, … (make chaos).
+func repeatRuns(t *testing.T, body func(t *testing.T)) {
+	t.Helper()
+	n := Repeat(t)
+	if n == 1 {
+		body(t)
+		return
+	}
+	for i := 1; i <= n; i++ {
+		t.Run(fmt.Sprintf("run%d", i), body)
+	}
+}
+
 // RunScenario runs s on backend Repeat(t) times, each on a fresh cluster, and
 // fails t on any violation.
 func RunScenario(t *testing.T, backend Backend, s Scenario) {
 	t.Helper()
-	n := Repeat(t)
-	for i := 1; i <= n; i++ {
-		body := func(t *testing.T) {
-			c := backend(t, s.Workers)
-			s.Run(t, c)
-			_, res := JudgeRequiring(t, c, reportName(t), s.Requires)
-			if err := res.Err(); err != nil {
-				t.Error(err)
-			}
+	repeatRuns(t, func(t *testing.T) {
+		c := backend(t, s.Workers)
+		s.Run(t, c)
+		_, res := JudgeRequiring(t, c, reportName(t), s.Requires)
+		if err := res.Err(); err != nil {
+			t.Error(err)
 		}
-		if n == 1 {
-			body(t)
-			continue
-		}
-		t.Run(fmt.Sprintf("run%d", i), body)
-	}
+	})
 }
 
 // CheckerParams are the checker's parameters for a cluster's timings. The

@@ -228,30 +228,22 @@ func (rc *RunCluster) Judge(name string, exceptions ...checker.Exception) checke
 // scenario that claims to show it and does not has shown nothing.
 func RunCommandScenario(t *testing.T, s CommandScenario) {
 	t.Helper()
-	n := Repeat(t)
-	for i := 1; i <= n; i++ {
-		body := func(t *testing.T) {
-			rc := NewRunCluster(t)
-			exc := s.Run(t, rc)
-			res := rc.Judge(reportName(t), exc...)
-			if len(exc) > 0 {
-				if len(res.Expected) == 0 {
-					t.Errorf("the scenario provoked %v, but the checker saw no such overlap", exc)
-				}
-				// Only the named exception excuses it: without it, the
-				// same run is an S1-commands violation.
-				bare, err := checker.CheckCommands(rc.lastRun, checker.CommandParams{Params: CheckerParams(rc.Params())})
-				if err != nil || bare.OK() {
-					t.Errorf("without %v the checker should report S1-commands on this run; got %v, %v", exc, bare.Violations, err)
-				}
+	repeatRuns(t, func(t *testing.T) {
+		rc := NewRunCluster(t)
+		exc := s.Run(t, rc)
+		res := rc.Judge(reportName(t), exc...)
+		if len(exc) > 0 {
+			if len(res.Expected) == 0 {
+				t.Errorf("the scenario provoked %v, but the checker saw no such overlap", exc)
+			}
+			// Only the named exception excuses it: without it, the
+			// same run is an S1-commands violation.
+			bare, err := checker.CheckCommands(rc.lastRun, checker.CommandParams{Params: CheckerParams(rc.Params())})
+			if err != nil || bare.OK() {
+				t.Errorf("without %v the checker should report S1-commands on this run; got %v, %v", exc, bare.Violations, err)
 			}
 		}
-		if n == 1 {
-			body(t)
-			continue
-		}
-		t.Run(fmt.Sprintf("run%d", i), body)
-	}
+	})
 }
 
 // firstCommand starts a leader supervisor with leaderFlags, waits for its

@@ -40,25 +40,17 @@ var (
 // violation of the election's or the shard rules.
 func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
 	t.Helper()
-	n := Repeat(t)
-	for i := 1; i <= n; i++ {
-		body := func(t *testing.T) {
-			c := backend(t, s.Workers, cluster.Args("--shards", fmt.Sprint(s.Shards)))
-			s.Run(t, c, s.Shards)
-			_, res, sres := JudgeShards(t, c, s.Shards, reportName(t))
-			if err := res.Err(); err != nil {
-				t.Error(err)
-			}
-			if err := sres.Err(); err != nil {
-				t.Error(err)
-			}
+	repeatRuns(t, func(t *testing.T) {
+		c := backend(t, s.Workers, cluster.Args("--shards", fmt.Sprint(s.Shards)))
+		s.Run(t, c, s.Shards)
+		_, res, sres := JudgeShards(t, c, s.Shards, reportName(t))
+		if err := res.Err(); err != nil {
+			t.Error(err)
 		}
-		if n == 1 {
-			body(t)
-			continue
+		if err := sres.Err(); err != nil {
+			t.Error(err)
 		}
-		t.Run(fmt.Sprintf("run%d", i), body)
-	}
+	})
 }
 
 // ShardParams are the shard checker's parameters for a cluster's timings.
