@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -134,8 +135,23 @@ func (w *localWorker) start(ctx context.Context) error {
 		if err = w.waitReady(ctx, inc); !errors.Is(err, errExitedBeforeReady) {
 			return err
 		}
+		// It exited at its listen, before it touched storage (the binary
+		// listens first): it never contended, so it is no incarnation of
+		// the run (the checker would fail a started worker with no history;
+		// seen in CI: w3 lost its port, w3.2 ran).
+		w.forget(inc)
 	}
 	return err
+}
+
+// forget drops an incarnation that never started from the worker's list.
+func (w *localWorker) forget(inc *incarnation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.all = slices.DeleteFunc(w.all, func(i *incarnation) bool { return i == inc })
+	if w.cur == inc {
+		w.cur = nil
+	}
 }
 
 func (w *localWorker) spawn() (*incarnation, error) {
