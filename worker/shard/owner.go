@@ -2,11 +2,17 @@ package shard
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // shardRun is one shard's elector on this worker: contending (as the
@@ -25,15 +31,15 @@ type shardRun struct {
 	drainSince time.Time // when we first saw the shard moved away while holding it
 }
 
-// gatedLock lets the shard's elector acquire only while the view allows
-// it (see view.mayAcquire); every other call goes straight to the lease.
+// gatedLock lets the shard's elector acquire only while the worker allows
+// it (see Worker.mayAcquire); every other call goes straight to the lease.
 type gatedLock struct {
 	election.Lock
-	allow func() error
+	allow func(ctx context.Context) error
 }
 
 func (g gatedLock) Acquire(ctx context.Context, leaseID string, d time.Duration) error {
-	if err := g.allow(); err != nil {
+	if err := g.allow(ctx); err != nil {
 		return err
 	}
 	return g.Lock.Acquire(ctx, leaseID, d)
@@ -77,7 +83,7 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	cfg.ObserveEvery = 60 // the holder of a shard is for logs only: save the reads
 	cfg.Logger = w.elog.With("shard", n)
 	r := &shardRun{n: n, done: make(chan struct{})}
-	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func() error { return w.view.mayAcquire(n, time.Now()) }},
+	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func(ctx context.Context) error { return w.mayAcquire(ctx, n) }},
 		election.Callbacks{
 			OnStartedLeading: func(ctx context.Context, term int64) error {
 				ctx = context.WithValue(ctx, progressKey{}, progressSink{w: w, shard: n, term: term, held: r.el.IsLeader})
@@ -95,6 +101,35 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 		_ = el.Run(rctx)
 	}()
 	return r, nil
+}
+
+// mayAcquire is the gate in front of shard n's acquisitions: the view's
+// (view.mayAcquire), except that a standby still warming up may take a lease
+// that nobody is coming back for.
+//
+// The warm-up exists for leases that expired in an outage the standby also
+// saw: their owners are back too and must win them first. Storage tells that
+// case apart: such a lease is "expired". One its holder released (a graceful
+// leave, a move, a task that ended, a step-down whose release got through)
+// is "available", and one an operator broke is "broken"; either is taken at
+// once, so a release is followed within P·1.1 + ε however recently the
+// standby's view was stale. The read costs one request per poll, and only
+// while warming up, in place of the acquire a warm standby would send.
+func (w *Worker) mayAcquire(ctx context.Context, n int) error {
+	err := w.view.mayAcquire(n, time.Now())
+	if !errors.Is(err, errWarmingUp) {
+		return err
+	}
+	props, perr := w.cfg.Container.NewBlobClient(w.layout.Shard(n)).GetProperties(storage.WithOp(ctx, "shard_lease_state"), nil)
+	switch {
+	case bloberror.HasCode(perr, bloberror.BlobNotFound, bloberror.ContainerNotFound):
+		return nil // never leased, or deleted: no owner to wait for
+	case perr != nil:
+		return fmt.Errorf("%w (and its lease state is unknown: %v)", err, perr)
+	case props.LeaseState != nil && (*props.LeaseState == lease.StateTypeAvailable || *props.LeaseState == lease.StateTypeBroken):
+		return nil
+	}
+	return err
 }
 
 // stop ends the run: a held shard's task is stopped and its lease released

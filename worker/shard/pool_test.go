@@ -45,10 +45,28 @@ type tracker struct {
 	running map[int]string
 	owners  map[int][]string
 	started map[int]time.Time // when each shard's latest task started
+	freed   map[int]time.Time // when each shard's lease was last released at storage
 }
 
 func newTracker(t *testing.T) *tracker {
-	return &tracker{t: t, running: map[int]string{}, owners: map[int][]string{}, started: map[int]time.Time{}}
+	return &tracker{t: t, running: map[int]string{}, owners: map[int][]string{}, started: map[int]time.Time{}, freed: map[int]time.Time{}}
+}
+
+// event is every member's OnEvent: it records the lease releases.
+func (tr *tracker) event(ev Event) {
+	if ev.Kind != EventShardLeaseReleased {
+		return
+	}
+	tr.mu.Lock()
+	tr.freed[ev.Shard] = ev.Time
+	tr.mu.Unlock()
+}
+
+// released returns when shard s's lease was last released at storage.
+func (tr *tracker) released(s int) time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.freed[s]
 }
 
 func (tr *tracker) task(id string) func(ctx context.Context, s int, term int64) error {
@@ -120,7 +138,7 @@ func testElection(id string) election.Config {
 
 func startMember(t *testing.T, c *container.Client, n int, id string, tr *tracker) *poolMember {
 	t.Helper()
-	w, err := New(Config{Shards: n, Election: testElection(id), Container: c, Blob: "leader", Task: tr.task(id)})
+	w, err := New(Config{Shards: n, Election: testElection(id), Container: c, Blob: "leader", Task: tr.task(id), OnEvent: tr.event})
 	if err != nil {
 		t.Fatal(err)
 	}
