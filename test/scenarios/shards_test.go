@@ -37,6 +37,11 @@ func TestShards_StorageOutageForEveryone(t *testing.T) {
 	RunShardScenario(t, Local, ShardsStorageOutage)
 }
 
+func TestShards_LeaveAfterOutage(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsLeaveAfterOutage)
+}
+
 func TestShards_RollingRestart(t *testing.T) {
 	t.Parallel()
 	RunShardScenario(t, Local, ShardsRollingRestart)
