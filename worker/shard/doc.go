@@ -44,10 +44,13 @@
 // stops its task and releases; the new owner is already polling and
 // acquires within P·1.1 of the release. A gate in front of every shard
 // acquisition allows it only with an assignment read within ViewTTL, and
-// only to the shard's owner, or to its standby — after a stale view (an
-// outage, a partition) only once the view has been fresh again for
-// StandbyWarmup, so after an outage the owners, not the standbys, win their
-// shards back.
+// only to the shard's owner, or to its standby. A standby whose view went
+// stale (an outage, a partition) and is fresh again warms up for
+// StandbyWarmup before it takes an expired lease, so after an outage the
+// owners, not the standbys, win their shards back; a lease that was released
+// or broken has no owner coming back for it, and the standby takes it at
+// once (it reads the lease state, one request per poll, only while warming
+// up).
 //
 // Aggregation. Shard tasks call ReportProgress; each member writes its
 // progress report every ReportEvery; the leader reads the reports of the
