@@ -316,21 +316,29 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 // owners, not the standbys, win their shards back).
 func shardsOutage(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
+	healed, _ := outageForEveryone(t, c, n, 30*time.Second)
+	waitBalanced(t, c, n, settle(p)+slack)
+	settleAfter(t, c, healed)
+}
+
+// outageForEveryone takes storage away from every worker of a balanced pool
+// for d (longer than D: every shard task must have stopped by its end), and
+// returns when it healed and the leader elected after it.
+func outageForEveryone(t *testing.T, c cluster.Cluster, n int, d time.Duration) (time.Time, cluster.Worker) {
+	t.Helper()
+	p := c.Params()
 	c.WaitLeader(t, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	out := &chaos.Outage{}
 	inject(t, c, out, nil)
-	hold(t, 30*time.Second)
+	hold(t, d)
 	for _, w := range c.Workers() {
 		if st, err := w.Status(ctxFor(t, 2*time.Second)); err != nil || len(st.Shards) != 0 {
-			t.Fatalf("%s still claims shards %v (err %v) 30 s into a storage outage", w.Identity(), st.Shards, err)
+			t.Fatalf("%s still claims shards %v (err %v) %v into a storage outage", w.Identity(), st.Shards, err, d)
 		}
 	}
 	remove(t, c, out)
-	healed := time.Now()
-	c.WaitLeader(t, takeover(p))
-	waitBalanced(t, c, n, settle(p)+slack)
-	settleAfter(t, c, healed)
+	return time.Now(), c.WaitLeader(t, takeover(p))
 }
 
 // shardsLeaveAfterOutage: storage is down for everyone for longer than L,
@@ -341,14 +349,7 @@ func shardsOutage(t *testing.T, c cluster.Cluster, n int) {
 // waiting for the next assignment instead (docs/benchmarks.md §9).
 func shardsLeaveAfterOutage(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
-	c.WaitLeader(t, takeover(p))
-	waitBalanced(t, c, n, settle(p)+slack)
-	out := &chaos.Outage{}
-	inject(t, c, out, nil)
-	hold(t, p.LeaseDuration+5*time.Second) // every lease expires; every view goes stale
-	remove(t, c, out)
-	healed := time.Now()
-	leader := c.WaitLeader(t, takeover(p))
+	healed, leader := outageForEveryone(t, c, n, p.LeaseDuration+5*time.Second) // every lease expires; every view goes stale
 	waitBalanced(t, c, n, settle(p)+slack)
 	waitStandbys(t, c, n, settle(p)+slack)
 	before := waitBalanced(t, c, n, slack)
