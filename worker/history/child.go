@@ -59,3 +59,8 @@ func NewChildRecord(identity string, start time.Time, ev ChildEvent) Record {
 	}
 	return r
 }
+
+// EventChildOutOfReach: a process the command started cannot be signalled
+// by its supervisor (it changed its user); {pid, term, reason}. The
+// supervisor holds the lease, never releasing it, until the process is gone.
+const EventChildOutOfReach = "child_out_of_reach"

@@ -24,6 +24,11 @@ var (
 	// SIGKILL (uninterruptible sleep, or a process outside our reach holds
 	// the group).
 	ErrSurvived = errors.New("supervise: process group survived SIGKILL")
+	// ErrOutOfReach: a member of the group may not be signalled by the
+	// supervisor (EPERM: it changed its user, e.g. sudo or a setuid
+	// program), and no cgroup kill reaches it. It may still run: whoever
+	// gets this must not act as if the group were gone.
+	ErrOutOfReach = errors.New("supervise: a member of the group is out of reach (changed user)")
 )
 
 // KillTimeout bounds how long Stop waits, after SIGKILL, for the last member
@@ -77,6 +82,15 @@ type Spec struct {
 	// group ended. Without it, what the command forks survives a SIGKILL of
 	// the supervisor.
 	Guard string
+	// Deadline, if positive, arms the guard (with Guard set): unless the
+	// supervisor extends it (Group.Extend) within Deadline, the guard
+	// SIGKILLs the group itself, so the command dies at its leadership's
+	// end even when the supervisor is frozen or blocked. A duration, not a
+	// time: the guard measures it on its own monotonic clock.
+	Deadline time.Duration
+	// NoCgroup: track the group by its process tree only, even where a
+	// cgroup could be made (what happens anyway where none can).
+	NoCgroup bool
 }
 
 // ExitStatus is how the command (the group leader) ended.

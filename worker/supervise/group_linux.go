@@ -12,14 +12,60 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Group is a started command and its process group (the group ID is the
-// command's pid).
+// Group is a started command and everything it starts: its process group
+// (the group ID is the command's pid), its cgroup where it can have one,
+// and otherwise every process below the supervisor, whatever process group
+// or session it moved to (the supervisor is a child subreaper, so orphans
+// come back to it).
 type Group struct {
 	pid    int
 	exited chan struct{} // the command itself has been reaped
-	done   chan struct{} // every member of the group has been reaped
+	done   chan struct{} // every member has been reaped
 	status ExitStatus    // valid once exited is closed
 	guard  *guard        // nil without Spec.Guard
+	cg     *cgroup       // nil: the process tree only
+
+	mu         sync.Mutex
+	outOfReach map[int]error // members a signal could not reach (EPERM), by pid
+}
+
+// live holds the pids the reaper of one group must never take for its own:
+// other groups' commands (each reaped by its own forking thread) and
+// guards (reaped by their exec.Cmd).
+var live struct {
+	sync.Mutex
+	leaders map[int]bool
+	guards  map[int]bool
+}
+
+func register(m *map[int]bool, pid int, on bool) {
+	live.Lock()
+	defer live.Unlock()
+	if *m == nil {
+		*m = map[int]bool{}
+	}
+	if on {
+		(*m)[pid] = true
+	} else {
+		delete(*m, pid)
+	}
+}
+
+// prune is the set of subtrees below the supervisor that are not this
+// group's: guards and other groups' commands.
+func (g *Group) prune() map[int]bool {
+	live.Lock()
+	defer live.Unlock()
+	out := map[int]bool{}
+	for p := range live.guards {
+		out[p] = true
+	}
+	for p := range live.leaders {
+		if p != g.pid {
+			out[p] = true
+		}
+	}
+	return out
 }
 
 var subreaper struct {
@@ -39,9 +85,10 @@ func EnableSubreaper() error {
 	return subreaper.err
 }
 
-// Start starts the command in a new process group and returns at once. One
-// goroutine, locked to the thread that forked (the parent-death signal
-// belongs to that thread), reaps the command and then the rest of its group.
+// Start starts the command in a new process group (and a cgroup of its own
+// where it can have one) and returns at once. One goroutine, locked to the
+// thread that forked (the parent-death signal belongs to that thread), reaps
+// the command and then the rest of what it started.
 func Start(spec Spec) (*Group, error) {
 	if err := EnableSubreaper(); err != nil {
 		return nil, err
@@ -61,13 +108,24 @@ func Start(spec Spec) (*Group, error) {
 		stderr = os.Stderr
 	}
 	g := &Group{exited: make(chan struct{}), done: make(chan struct{})}
+	if !spec.NoCgroup {
+		g.cg, _ = newCgroup() // no cgroup: the process tree is the fallback (Cgroup says which)
+	}
 	// 0. The guard first, so there is no moment with a group and no guard
 	// (but for the instant between the fork and naming the group to it).
 	if spec.Guard != "" {
 		if g.guard, err = startGuard(spec.Guard); err != nil {
 			devnull.Close()
+			g.dropCgroup()
 			return nil, err
 		}
+	}
+	attr := &syscall.SysProcAttr{
+		Setpgid:   true, // its own group: pgid = pid
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if g.cg != nil {
+		attr.UseCgroupFD, attr.CgroupFD = true, g.cg.fd
 	}
 	started := make(chan error, 1)
 	go func() {
@@ -76,22 +134,17 @@ func Start(spec Spec) (*Group, error) {
 		// Go ends a locked thread only when its goroutine exits locked.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{
-			Env:   spec.Env,
-			Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd()},
-			Sys: &syscall.SysProcAttr{
-				Setpgid:   true, // its own group: pgid = pid
-				Pdeathsig: syscall.SIGKILL,
-			},
-		})
+		pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{Env: spec.Env,
+			Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd()}, Sys: attr})
 		devnull.Close()
 		if err != nil {
 			started <- err
 			return
 		}
 		g.pid = pid
+		register(&live.leaders, pid, true)
 		if g.guard != nil {
-			g.guard.watch(pid)
+			g.guard.watch(pid, g.Cgroup(), spec.Deadline)
 		}
 		started <- nil
 		g.reap()
@@ -100,76 +153,163 @@ func Start(spec Spec) (*Group, error) {
 		if g.guard != nil {
 			g.guard.release()
 		}
+		g.dropCgroup()
 		return nil, startError(spec.Path, err)
 	}
 	return g, nil
+}
+
+func (g *Group) dropCgroup() {
+	if g.cg != nil {
+		g.cg.remove()
+		g.cg = nil
+	}
 }
 
 func startError(path string, err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOENT):
 		return fmt.Errorf("%w: %q: %v", ErrNotFound, path, err)
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
+	case errors.Is(err, syscall.ENOEXEC):
+		return fmt.Errorf("%w: %q is not a binary this system can run, nor a script starting with #!: %v", ErrNotExecutable, path, err)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EISDIR):
 		return fmt.Errorf("%w: %q: %v", ErrNotExecutable, path, err)
 	}
 	return fmt.Errorf("supervise: start %q: %w", path, err)
 }
 
-// reaper poll period while members of the group remain that are not (yet)
-// our children: they are re-parented to us when their own parent dies.
+// reaper poll period while members remain that are not (yet) our children:
+// they are re-parented to us when their own parent dies.
 const pollGone = 5 * time.Millisecond
 
-// reap waits for the command, then for every other member of its group, and
-// closes exited and done. It waits only for children in this group, so it
-// never steals another child's exit status from the rest of the program.
+// sweepEvery: how often, while the command lives, the zombies it leaves
+// behind (orphans re-parented to us that have exited) are reaped.
+const sweepEvery = 250 * time.Millisecond
+
+// reap waits for the command, then for every other member, and closes
+// exited and done. It reaps only children that are members: never another
+// group's command, nor a guard.
 func (g *Group) reap() {
-	leaderGone := false
+	sweeping := make(chan struct{})
+	go g.sweep(sweeping)
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-g.pid, &ws, 0, nil)
-		switch {
-		case err == nil && pid == g.pid:
+		pid, err := syscall.Wait4(g.pid, &ws, 0, nil)
+		if err == nil && pid == g.pid {
 			g.status = statusOf(ws)
-			leaderGone = true
-			close(g.exited)
-		case err == nil:
-			// A member we had adopted (subreaper) has been reaped.
-		case errors.Is(err, syscall.EINTR):
-		case errors.Is(err, syscall.ECHILD):
-			// None of our children is left in the group. While the command
-			// lives it is our child, so this only happens after it is gone.
-			if !leaderGone {
-				// Should not happen (someone else reaped our child); do not
-				// spin, and report what we know.
-				g.status = ExitStatus{Code: -1}
-				leaderGone = true
-				close(g.exited)
-			}
-			if !g.present() {
-				if g.guard != nil {
-					g.guard.release() // before done: no guard outlives its group's end
-				}
-				close(g.done)
-				return
-			}
-			time.Sleep(pollGone)
-		default:
-			time.Sleep(pollGone)
+			break
+		}
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		// ECHILD: should not happen (someone else reaped our child); do
+		// not spin, and report what we know.
+		g.status = ExitStatus{Code: -1}
+		break
+	}
+	close(sweeping)
+	register(&live.leaders, g.pid, false)
+	close(g.exited)
+	for {
+		g.reapZombies()
+		if len(g.members()) == 0 && !g.zombiesLeft() {
+			break
+		}
+		time.Sleep(pollGone)
+	}
+	if g.guard != nil {
+		g.guard.release() // before done: no guard outlives its group's end
+	}
+	g.dropCgroup()
+	close(g.done)
+}
+
+// sweep reaps exited orphans while the command lives, so a long-lived
+// command that leaves exited children behind does not fill the table.
+func (g *Group) sweep(stop <-chan struct{}) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			g.reapZombies()
 		}
 	}
 }
 
-// present reports whether any process (zombies included) has the group ID.
-func (g *Group) present() bool {
-	err := syscall.Kill(-g.pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+// ourZombies are this group's exited children still to be reaped (the
+// command itself excluded: its forking thread reaps it).
+func (g *Group) ourZombies() []int {
+	self := os.Getpid()
+	prune := g.prune()
+	var out []int
+	for _, p := range readProcesses() {
+		if p.ppid == self && p.dead() && !prune[p.pid] && p.pid != g.pid {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+func (g *Group) reapZombies() {
+	for _, pid := range g.ourZombies() {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+func (g *Group) zombiesLeft() bool { return len(g.ourZombies()) > 0 }
+
+// members are the live (not exited) processes of the group: its cgroup's,
+// its process group's, and every process below the supervisor that is not
+// a guard's or another group's.
+func (g *Group) members() []int {
+	seen := map[int]bool{}
+	var out []int
+	add := func(pid int) {
+		if !seen[pid] {
+			seen[pid] = true
+			out = append(out, pid)
+		}
+	}
+	t := readProcesses()
+	if g.cg != nil {
+		for _, pid := range g.cg.pids() {
+			add(pid)
+		}
+	}
+	for _, p := range t.descendants(os.Getpid(), g.prune()) {
+		if !p.dead() {
+			add(p.pid)
+		}
+	}
+	for _, p := range t {
+		if p.pgid == g.pid && !p.dead() {
+			add(p.pid)
+		}
+	}
+	if p, ok := t[g.pid]; ok && !p.dead() {
+		add(g.pid)
+	}
+	return out
 }
 
 // Pid is the command's pid, which is also its process group ID.
 func (g *Group) Pid() int { return g.pid }
 
+// Cgroup is the group's cgroup directory, empty when it has none (no
+// writable cgroup v2 with cgroup.kill here: the process tree is used).
+func (g *Group) Cgroup() string {
+	if g.cg == nil {
+		return ""
+	}
+	return g.cg.dir
+}
+
 // Exited is closed once the command itself has exited and been reaped (other
-// members of its group may still run).
+// members may still run).
 func (g *Group) Exited() <-chan struct{} { return g.exited }
 
 // Status is how the command ended; valid once Exited is closed.
@@ -178,37 +318,89 @@ func (g *Group) Status() ExitStatus {
 	return g.status
 }
 
-// Done is closed once every member of the group is dead and reaped.
+// Done is closed once every member is dead and reaped.
 func (g *Group) Done() <-chan struct{} { return g.done }
 
-// Signal sends sig to every member of the group. A group that is already
-// gone is not an error.
+// Signal sends sig to every member. A group that is already gone is not an
+// error; a member the signal cannot reach (EPERM: it changed its user) is
+// remembered (OutOfReach) and reported as ErrOutOfReach, after every other
+// member got the signal.
 func (g *Group) Signal(sig syscall.Signal) error {
 	select {
 	case <-g.done:
 		return nil
 	default:
 	}
-	if err := syscall.Kill(-g.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("supervise: kill(-%d, %s): %w", g.pid, signalName(sig), err)
+	if sig == syscall.SIGKILL && g.cg != nil {
+		_ = g.cg.kill() // whatever their users; the per-pid kills below are the fallback
+	}
+	var denied []int
+	_ = syscall.Kill(-g.pid, sig) // the process group, in one go
+	for _, pid := range g.members() {
+		if err := syscall.Kill(pid, sig); errors.Is(err, syscall.EPERM) {
+			denied = append(denied, pid)
+		}
+	}
+	if len(denied) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("%w: kill(%v, %s): %w", ErrOutOfReach, denied, signalName(sig), syscall.EPERM)
+	g.mu.Lock()
+	if g.outOfReach == nil {
+		g.outOfReach = map[int]error{}
+	}
+	for _, pid := range denied {
+		g.outOfReach[pid] = err
+	}
+	g.mu.Unlock()
+	return err
+}
+
+// CheckReach reports ErrOutOfReach, naming them, when some live member
+// cannot be signalled by this process (it changed its user: sudo, a setuid
+// program). With a cgroup every member is in reach (cgroup.kill does not
+// depend on the member's user) unless it left the cgroup.
+func (g *Group) CheckReach() error {
+	select {
+	case <-g.done:
+		return nil
+	default:
+	}
+	var inCgroup map[int]bool
+	if g.cg != nil {
+		inCgroup = map[int]bool{}
+		for _, pid := range g.cg.pids() {
+			inCgroup[pid] = true
+		}
+	}
+	var denied []int
+	for _, pid := range g.members() {
+		if inCgroup[pid] {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.EPERM) {
+			denied = append(denied, pid)
+		}
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("%w: pids %v (changed user; this supervisor may not signal them)", ErrOutOfReach, denied)
 	}
 	return nil
 }
 
-// Stop ends the whole group and returns once every member is reaped. With a
+// Stop ends every member and returns once every one is reaped. With a
 // positive grace it first sends polite (SIGTERM, or the SIGINT an operator
 // sent the supervisor) and SIGCONT, and waits up to grace; then (or at once,
-// with grace ≤ 0) it sends SIGKILL and waits up to KillTimeout, returning
-// ErrSurvived if a member is still there.
+// with grace ≤ 0) it sends SIGKILL (cgroup.kill where the group has a
+// cgroup) and waits up to KillTimeout. It always returns within grace +
+// KillTimeout (plus the reading of /proc): nil once every member is reaped,
+// ErrOutOfReach when a member could not be signalled and is still there, or
+// ErrSurvived when a member is still there after SIGKILL.
 func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
 	if grace > 0 {
-		if err := g.Signal(polite); err != nil {
-			return err
-		}
+		_ = g.Signal(polite)
 		// A stopped member only acts on SIGTERM once continued.
-		if err := g.Signal(syscall.SIGCONT); err != nil {
-			return err
-		}
+		_ = g.Signal(syscall.SIGCONT)
 		t := time.NewTimer(grace)
 		select {
 		case <-g.done:
@@ -217,16 +409,24 @@ func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
 		case <-t.C:
 		}
 	}
-	if err := g.Signal(syscall.SIGKILL); err != nil {
-		return err
-	}
+	killErr := g.Signal(syscall.SIGKILL)
 	t := time.NewTimer(KillTimeout)
 	defer t.Stop()
-	select {
-	case <-g.done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%w: group %d, %s after SIGKILL", ErrSurvived, g.pid, KillTimeout)
+	for {
+		select {
+		case <-g.done:
+			return nil
+		case <-t.C:
+			if killErr != nil {
+				return killErr
+			}
+			return fmt.Errorf("%w: group %d, %s after SIGKILL", ErrSurvived, g.pid, KillTimeout)
+		case <-time.After(50 * time.Millisecond):
+			// Members re-parented or forked since: they get SIGKILL too.
+			if err := g.Signal(syscall.SIGKILL); err != nil {
+				killErr = err
+			}
+		}
 	}
 }
 
@@ -235,4 +435,15 @@ func signalName(sig syscall.Signal) string {
 		return n
 	}
 	return fmt.Sprintf("signal %d", int(sig))
+}
+
+// KilledByGuard reports, once Done is closed, whether the guard killed the
+// group (its supervisor missed the deadline, see Spec.Deadline).
+func (g *Group) KilledByGuard() bool {
+	select {
+	case <-g.done:
+		return g.guard != nil && g.guard.fired()
+	default:
+		return false
+	}
 }

@@ -28,4 +28,15 @@ func (g *Group) Done() <-chan struct{}                                 { return 
 func (g *Group) Signal(sig syscall.Signal) error                       { return ErrUnsupported }
 func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error { return ErrUnsupported }
 
+func (g *Group) Cgroup() string       { return "" }
+func (g *Group) Extend(time.Duration) {}
+func (g *Group) CheckReach() error    { return ErrUnsupported }
+func (g *Group) KilledByGuard() bool  { return false }
+
 func signalName(sig syscall.Signal) string { return fmt.Sprintf("signal %d", int(sig)) }
+
+// CanKillAnyUser is false elsewhere than Linux.
+func CanKillAnyUser() bool { return false }
+
+// CheckReachable accepts everything elsewhere than Linux (Start refuses).
+func CheckReachable(string) error { return nil }

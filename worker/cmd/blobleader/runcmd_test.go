@@ -94,6 +94,7 @@ type supProc struct {
 	base    string
 	history string
 	out     *bytes.Buffer // the command's stdout (and the supervisor's)
+	stderr  *bytes.Buffer // read it only once done is closed
 	done    chan struct{}
 	err     error
 }
@@ -111,8 +112,9 @@ func startSupervisor(t *testing.T, conn, container, id string, extra []string, c
 	s.cmd = exec.Command(binary, append(args, command...)...)
 	s.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
 	s.cmd.Stdout = s.out
-	var stderr bytes.Buffer
-	s.cmd.Stderr = &stderr
+	s.stderr = &bytes.Buffer{}
+	stderr := s.stderr
+	s.cmd.Stderr = stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/supervise"
+)
+
+// `blobleader run`'s command line: its flags, the command after "--", and
+// the rules that keep the command killable before the lease can expire.
+
+// runOptions are `blobleader run`'s: the election and storage flags every
+// mode shares, its own, and the command.
+type runOptions struct {
+	options
+	once      bool
+	killGrace time.Duration
+	argv      []string // the command and its arguments, as given
+	path      string   // the command resolved (supervise.Resolve)
+	guard     string   // this binary, the group guard (supervise.Spec.Guard)
+}
+
+const runSummary = `blobleader run — run COMMAND only while this process leads: the fleet's singleton.
+
+Usage:
+  blobleader run [flags] -- COMMAND [ARGS...]
+
+Contends for the lease like the worker. While leading it runs COMMAND with ARGS
+(no shell) in its own process group, stdin closed, stdout and stderr passed
+through, with BLOBLEADER_TERM (the fencing term) and BLOBLEADER_IDENTITY added
+to its environment.
+  - COMMAND exits (any code, any signal): the lease is released at once; after
+    the hand-off pause (2 × retry-period) it contends again, and runs COMMAND
+    again when it leads again. With --once it exits with COMMAND's status
+    (128 + the signal if a signal ended it).
+  - Leadership ends (renew deadline, lease lost, watchdog): SIGTERM to the
+    group, SIGKILL after --kill-grace; the whole group is dead and reaped
+    before the lease can expire at storage.
+  - SIGTERM/SIGINT: forwarded to the group; SIGKILL after --shutdown-grace;
+    then the lease is released and it exits 0 (with --once: COMMAND's status).
+  - The command dies with the supervisor (parent-death signal), and so does
+    what it forked (a guard process SIGKILLs the group). Linux only.
+
+Exit codes: 0 clean stop, 2 invalid configuration or command, 1 anything else;
+with --once, COMMAND's status once it has run.`
+
+func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
+	o := &runOptions{}
+	fs := newFlagSet("blobleader run", out, runSummary)
+	o.register(fs)
+	fs.BoolVar(&o.once, "once", false, "run COMMAND once: when it has exited (or was stopped), release and exit with its status")
+	fs.DurationVar(&o.killGrace, "kill-grace", time.Second, "when leadership ends: how long COMMAND's group gets between SIGTERM and SIGKILL; ≤ lease-duration − renew-deadline − 3s")
+
+	// 1. Flags before "--", the command after it.
+	sep := slices.Index(args, "--")
+	if sep < 0 {
+		for _, a := range args {
+			if a == "-h" || a == "-help" || a == "--help" {
+				fs.Usage()
+				return nil, flag.ErrHelp
+			}
+		}
+		return nil, usagef("missing -- before the command: blobleader run [flags] -- COMMAND [ARGS...]")
+	}
+	if err := parse(fs, args[:sep]); err != nil {
+		return nil, err
+	}
+	o.argv = args[sep+1:]
+	// 2. The command: present and executable, before we contend.
+	if len(o.argv) == 0 || o.argv[0] == "" {
+		return nil, usagef("empty command after --: blobleader run [flags] -- COMMAND [ARGS...]")
+	}
+	path, err := supervise.Resolve(o.argv[0])
+	if err != nil {
+		return nil, usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+	}
+	o.path = path
+	// A command this supervisor could start but not stop (set-user-ID to
+	// another user, no cgroup kill): refused before it can ever run.
+	if err := supervise.CheckReachable(path); err != nil {
+		return nil, usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+	}
+	// 3. The shared rules, then run's own.
+	if err := o.finish(fs); err != nil {
+		return nil, err
+	}
+	return o, o.validateRun()
+}
+
+// validateRun checks that the command can always be stopped before the lease
+// can expire at storage (docs/failover.md, "Commands"): stopped at the
+// renew deadline D at the latest, it gets kill-grace for SIGTERM and
+// supervise.KillTimeout for SIGKILL and the reap, and all of it must fit in
+// L − D less the safety margin the election keeps for clock-rate drift.
+func (o *runOptions) validateRun() error {
+	budget := o.leaseDuration - o.renewDeadline - election.SafetyMargin - supervise.KillTimeout
+	switch {
+	case budget < 0:
+		return usagef("invalid --renew-deadline %s for run: must be at most lease-duration − %s (%s), so that the command can be killed and reaped (%s) within the %s safety margin before the lease can expire",
+			o.renewDeadline, election.SafetyMargin+supervise.KillTimeout, o.leaseDuration-election.SafetyMargin-supervise.KillTimeout, supervise.KillTimeout, election.SafetyMargin)
+	case o.killGrace < 0:
+		return usagef("invalid --kill-grace %s: must be ≥ 0 (0: SIGKILL at once)", o.killGrace)
+	case o.killGrace > budget:
+		return usagef("invalid --kill-grace %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower --kill-grace or --renew-deadline",
+			o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget)
+	}
+	return nil
+}

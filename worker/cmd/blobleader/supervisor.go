@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/history"
+	"github.com/blobleader/blobleader/worker/supervise"
+)
+
+// Environment the command gets on top of the supervisor's own.
+const (
+	envTerm     = "BLOBLEADER_TERM"     // the fencing term of the leadership it runs under
+	envIdentity = "BLOBLEADER_IDENTITY" // the supervisor's --identity
+)
+
+// errStillRunning: a previous command has a member out of reach that may
+// still run; no new command starts beside it.
+var errStillRunning = errors.New("a member of the previous command is out of reach and may still run: not starting another")
+
+// supervisor is the leader task of `blobleader run`: it runs the command for
+// as long as the leadership lasts, and no longer.
+type supervisor struct {
+	o              *runOptions
+	n              *node
+	log            *slog.Logger
+	exits          *prometheus.CounterVec
+	running        prometheus.Gauge
+	unreachable    prometheus.Gauge
+	stopContending context.CancelFunc // --once: end Run after the command
+	// fatal ends the process without releasing the lease (a group that
+	// survived SIGKILL must not be followed by a release).
+	fatal func(code int)
+	quit  chan struct{} // closed on SIGTERM/SIGINT
+
+	mu         sync.Mutex
+	term       int64     // the leadership validUntil belongs to
+	until      time.Time // its end as last known (started_leading, renewed); monotonic
+	group      *supervise.Group
+	groupTerm  int64
+	outOfReach error // set while a member of the group is out of reach
+	signal     syscall.Signal
+	status     supervise.ExitStatus // the last command's
+	ran        bool                 // a command has run
+	startErr   error                // the last start failure
+	shutdown   bool
+}
+
+func newSupervisor(o *runOptions, n *node) *supervisor {
+	s := &supervisor{o: o, n: n, log: n.log, fatal: os.Exit, signal: syscall.SIGTERM, quit: make(chan struct{}),
+		exits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blobleader_child_exits_total",
+			Help: "Exits of the command run by `blobleader run`, by cause: exited (on its own), leadership_ended (stopped because leadership ended), shutdown (the supervisor was told to stop).",
+		}, []string{"cause"}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "blobleader_child_running",
+			Help: "1 while the command of `blobleader run` (or any process it started) runs, else 0.",
+		}),
+		unreachable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "blobleader_child_out_of_reach",
+			Help: "1 while a process the command started cannot be signalled by the supervisor (it changed its user): the lease is held, never released, until it is gone.",
+		}),
+	}
+	for _, c := range []string{history.CauseExited, history.CauseLeadershipEnded, history.CauseShutdown} {
+		s.exits.WithLabelValues(c)
+	}
+	n.metrics.Registry.MustRegister(s.exits, s.running, s.unreachable)
+	return s
+}
+
+// observe tracks the end of the current leadership from the elector's
+// events, so the command's kill can be timed against it even if the
+// elector's own step-down comes late, and moves the guard's deadline on
+// every renew.
+func (s *supervisor) observe(ev election.Event) {
+	switch ev.Kind {
+	case election.EventStartedLeading, election.EventRenewed:
+		s.mu.Lock()
+		if ev.Term != s.term || ev.ValidUntil.After(s.until) {
+			s.term, s.until = ev.Term, ev.ValidUntil
+		}
+		g, gt := s.group, s.groupTerm
+		s.mu.Unlock()
+		if g != nil && gt == ev.Term {
+			g.Extend(s.killBy(ev.Term))
+		}
+	}
+}
+
+// validUntil is the end of leadership term as last known; zero if unknown
+// or unbounded (the negative control).
+func (s *supervisor) validUntil(term int64) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.term != term {
+		return time.Time{}
+	}
+	return s.until
+}
+
+func (s *supervisor) shutdownBy(sig syscall.Signal) {
+	s.mu.Lock()
+	if !s.shutdown {
+		s.shutdown, s.signal = true, sig
+		close(s.quit)
+	}
+	s.mu.Unlock()
+	s.log.Info("stopping", "signal", sig.String())
+}
+
+func (s *supervisor) stopping() (bool, syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shutdown, s.signal
+}
+
+// awaitIdle returns once no command group is left (every member dead and
+// reaped). It has no deadline on purpose: while a member out of reach may
+// run, the lease is held (docs/failover.md#commands).
+func (s *supervisor) awaitIdle() {
+	for {
+		s.mu.Lock()
+		g := s.group
+		s.mu.Unlock()
+		if g == nil {
+			return
+		}
+		<-g.Done()
+		time.Sleep(10 * time.Millisecond) // lead() clears s.group after its report
+	}
+}
+
+func (s *supervisor) result() (supervise.ExitStatus, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status, s.ran
+}
+
+func (s *supervisor) startFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startErr
+}
+
+// lead is OnStartedLeading: start the command, watch it, and return once it
+// and everything it started are dead and reaped.
+func (s *supervisor) lead(ctx context.Context, term int64) error {
+	log := s.log.With("term", term)
+	g, err := s.start(term)
+	switch {
+	case errors.Is(err, errStillRunning):
+		log.Error("not starting the command", "err", err)
+		return err
+	case err != nil:
+		log.Error("could not start the command; handing leadership on", "err", err)
+		if s.o.once {
+			s.stopContending()
+		}
+		return err
+	case g == nil:
+		return nil // shutting down: start nothing
+	}
+	s.running.Set(1)
+	s.n.write(history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventChildStarted, Time: time.Now(), Term: term, PID: g.Pid()}))
+	log.Info("command started", "pid", g.Pid(), "cgroup", g.Cgroup())
+
+	cause, err := s.watch(ctx, term, g)
+	if errors.Is(err, supervise.ErrSurvived) {
+		// We cannot prove the command dead. Releasing now would let the next
+		// leader start while it may still run; exit and let the lease expire.
+		log.Error("the command's process group survived SIGKILL; exiting without releasing the lease (it expires on its own)", "pid", g.Pid(), "err", err)
+		s.fatal(1)
+		return err
+	}
+	st := g.Status()
+	if g.KilledByGuard() {
+		cause = history.CauseLeadershipEnded
+	}
+	s.running.Set(0)
+	s.unreachable.Set(0)
+	s.exits.WithLabelValues(cause).Inc()
+	s.n.write(history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventChildExited, Time: time.Now(), Term: term, PID: g.Pid(),
+		ExitCode: st.Code, Signal: st.SignalName(), Cause: cause}))
+	log.Info("command exited", "pid", g.Pid(), "status", st.String(), "cause", cause, "killed_by_guard", g.KilledByGuard())
+	s.mu.Lock()
+	s.status, s.ran = st, true
+	s.group, s.outOfReach = nil, nil
+	s.mu.Unlock()
+	if s.o.once {
+		s.stopContending()
+	}
+	if err != nil {
+		return err
+	}
+	if cause == history.CauseExited {
+		return fmt.Errorf("command %s", st)
+	}
+	return nil
+}
+
+// start starts the command for term, unless the supervisor is shutting
+// down (nil, nil) or a previous command may still run (errStillRunning).
+func (s *supervisor) start(term int64) (*supervise.Group, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.shutdown:
+		return nil, nil
+	case s.group != nil:
+		return nil, errStillRunning
+	}
+	g, err := supervise.Start(supervise.Spec{Path: s.o.path, Args: s.o.argv, Env: commandEnv(os.Environ(), term, s.o.identity),
+		Guard: s.o.guard, Deadline: s.killByLocked(term)})
+	if err != nil {
+		s.startErr = err
+		return nil, err
+	}
+	s.group, s.groupTerm, s.startErr = g, term, nil
+	return g, nil
+}
+
+// reportOutOfReach says, once per group and loudly, that a member of the
+// group cannot be signalled: log, history, metric and /healthz.
+func (s *supervisor) reportOutOfReach(term int64, g *supervise.Group, err error) {
+	s.mu.Lock()
+	first := s.outOfReach == nil
+	s.outOfReach = err
+	s.mu.Unlock()
+	s.unreachable.Set(1)
+	if !first {
+		return
+	}
+	r := history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventChildOutOfReach, Time: time.Now(), Term: term, PID: g.Pid()})
+	r.Reason = err.Error()
+	s.n.write(r)
+	s.log.Error("a process of the command is out of reach (it changed its user): the lease is held and never released while it may run; run the supervisor as that user (sudo blobleader run -- job, not blobleader run -- sudo job)",
+		"pid", g.Pid(), "err", err)
+}
+
+// healthHandler fails /healthz while a member is out of reach.
+func (s *supervisor) healthHandler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		err := s.outOfReach
+		s.mu.Unlock()
+		if err != nil && r.URL.Path == "/healthz" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("command out of reach: " + err.Error() + "\n"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// commandEnv is env with the fencing term and the identity set (replacing any
+// inherited values).
+func commandEnv(env []string, term int64, identity string) []string {
+	out := make([]string, 0, len(env)+2)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, envTerm+"=") || strings.HasPrefix(kv, envIdentity+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, envTerm+"="+strconv.FormatInt(term, 10), envIdentity+"="+identity)
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/history"
+	"github.com/blobleader/blobleader/worker/supervise"
+)
+
+// watch waits for the command to exit, for leadership to end or for a
+// shutdown, stops the whole group (stop, below) and says why it ended. It
+// returns only once the group is reaped, or with ErrSurvived. A member out
+// of reach keeps it here, heartbeating (so the lease is held), until that
+// member is gone.
+func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) (cause string, err error) {
+	// The command cannot heartbeat the stall watchdog; we do while it lives.
+	beat := time.NewTicker(max(s.n.cfg.RenewInterval/2, 10*time.Millisecond))
+	defer beat.Stop()
+	// A member that changes its user is found within one renew interval.
+	reach := time.NewTicker(s.n.cfg.RenewInterval)
+	defer reach.Stop()
+	// Our own watch on the leadership's end: the command is stopped at the
+	// deadline even if the elector's cancel comes later.
+	lapse := time.NewTimer(time.Hour)
+	defer lapse.Stop()
+	arm := func() {
+		if vu := s.validUntil(term); !vu.IsZero() {
+			lapse.Reset(time.Until(vu))
+		}
+	}
+	arm()
+	for cause == "" {
+		select {
+		case <-g.Exited():
+			// On its own: take whatever it left behind with it.
+			cause = history.CauseExited
+		case <-s.quit:
+			cause = history.CauseShutdown
+		case <-ctx.Done():
+			if shutdown, _ := s.stopping(); shutdown {
+				cause = history.CauseShutdown
+			} else {
+				cause = history.CauseLeadershipEnded
+			}
+		case <-lapse.C:
+			vu := s.validUntil(term)
+			if vu.IsZero() || time.Now().Before(vu) {
+				arm() // renewed since: wait for the new end
+				continue
+			}
+			// Act first, report after (the log may block).
+			err = s.stop(g, term, history.CauseLeadershipEnded)
+			s.log.Warn("leadership lapsed before the elector said so; stopped the command", "term", term)
+			return s.settle(ctx, term, g, history.CauseLeadershipEnded, err, beat)
+		case <-reach.C:
+			if rerr := g.CheckReach(); rerr != nil {
+				s.reportOutOfReach(term, g, rerr)
+			}
+		case <-beat.C:
+			election.Heartbeat(ctx)
+		}
+	}
+	err = s.stop(g, term, cause)
+	return s.settle(ctx, term, g, cause, err, beat)
+}
+
+// settle turns the outcome of a stop into watch's: nil once the group is
+// reaped; for a member out of reach, a report and then a wait, without
+// deadline, for it to be gone (heartbeating, SIGKILL again every second),
+// because releasing while it may run would start a second copy.
+func (s *supervisor) settle(ctx context.Context, term int64, g *supervise.Group, cause string, err error, beat *time.Ticker) (string, error) {
+	if !errors.Is(err, supervise.ErrOutOfReach) {
+		return cause, err
+	}
+	s.reportOutOfReach(term, g, err)
+	again := time.NewTicker(time.Second)
+	defer again.Stop()
+	for {
+		select {
+		case <-g.Done():
+			return cause, nil
+		case <-again.C:
+			_ = g.Signal(syscall.SIGKILL)
+		case <-beat.C:
+			election.Heartbeat(ctx)
+		}
+	}
+}
+
+// The kill-grace policy, in one place (docs/failover.md#commands): how a
+// group is stopped for each cause, and by when the guard kills it if the
+// supervisor cannot.
+
+// stop ends the group for cause: SIGTERM (or the operator's signal on a
+// shutdown) and SIGCONT, a grace, then SIGKILL; it returns once the group is
+// reaped, or with ErrSurvived / ErrOutOfReach (never later than the grace
+// plus supervise.KillTimeout).
+func (s *supervisor) stop(g *supervise.Group, term int64, cause string) error {
+	sig, want := syscall.SIGTERM, s.o.killGrace
+	if cause == history.CauseShutdown {
+		_, sig = s.stopping()
+		want = s.o.shutdownGrace
+	}
+	return g.Stop(sig, s.grace(term, want))
+}
+
+// grace is how long the group may take to act on the polite signal: want,
+// but never past the leadership's end + kill-grace. So the group is reaped
+// by validUntil + kill-grace + KillTimeout ≤ (last renew sent) + L − safety
+// margin, before the lease can expire at storage, whatever stopped it and
+// however late (validateRun). Zero or less means SIGKILL at once.
+func (s *supervisor) grace(term int64, want time.Duration) time.Duration {
+	vu := s.validUntil(term)
+	if vu.IsZero() {
+		return want
+	}
+	return min(want, time.Until(vu)+s.o.killGrace)
+}
+
+// killBy is the guard's deadline for term, from now: the leadership's end
+// plus kill-grace, the moment the supervisor itself would SIGKILL. The
+// guard's kill is then reaped within KillTimeout, inside the budget
+// validateRun checks. Zero (no deadline) when the end is unknown.
+func (s *supervisor) killBy(term int64) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killByLocked(term)
+}
+
+func (s *supervisor) killByLocked(term int64) time.Duration {
+	if s.term != term || s.until.IsZero() {
+		return 0
+	}
+	return max(time.Until(s.until)+s.o.killGrace, time.Millisecond)
+}
