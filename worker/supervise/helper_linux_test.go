@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -75,6 +76,78 @@ func runHelper(role string) {
 			os.Exit(1)
 		}
 		<-g.Done()
+		os.Exit(0)
+	case "escaper":
+		// Like a cron daemon: starts two long jobs that leave its process
+		// group, one in a new session (setsid) and one in a new process
+		// group, both ignoring polite signals; announces all three pids.
+		exe, _ := os.Executable()
+		for _, attr := range []*syscall.SysProcAttr{{Setsid: true}, {Setpgid: true}} {
+			p, err := os.StartProcess(exe, []string{exe, "-test.run=^$"}, &os.ProcAttr{
+				Env:   []string{helperEnv + "=ignore-term", "HELPER_PIDFILE=" + os.Getenv("HELPER_PIDFILE")},
+				Files: []*os.File{nil, os.Stdout, os.Stderr}, Sys: attr,
+			})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			_ = p.Release()
+		}
+		announce()
+		sleepForever()
+	case "become-root":
+		// A set-user-ID root copy of this binary: makes root its real user
+		// too (as sudo does), so its unprivileged parent may not signal it.
+		if err := syscall.Setuid(0); err != nil {
+			fmt.Fprintln(os.Stderr, "become-root:", err)
+			os.Exit(1)
+		}
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		announce()
+		sleepForever()
+	case "reach-supervisor":
+		// An unprivileged supervisor whose command becomes root: reports
+		// CheckReach and how Stop ends, then exits.
+		spec := Spec{Path: os.Getenv("HELPER_SETUID"), Args: []string{os.Getenv("HELPER_SETUID"), "-test.run=^$"},
+			Env: []string{helperEnv + "=become-root", "HELPER_PIDFILE=" + os.Getenv("HELPER_PIDFILE")}}
+		fmt.Printf("CHECKREACHABLE=%v\n", errors.Is(CheckReachable(spec.Path), ErrOutOfReach))
+		g, err := Start(spec)
+		if err != nil {
+			fmt.Println("START", err)
+			os.Exit(1)
+		}
+		waitLines(os.Getenv("HELPER_PIDFILE"), 1, 10*time.Second)
+		time.Sleep(50 * time.Millisecond)
+		fmt.Printf("CGROUP=%q\n", g.Cgroup())
+		fmt.Printf("REACH=%v\n", g.CheckReach())
+		began := time.Now()
+		err = g.Stop(syscall.SIGTERM, 200*time.Millisecond)
+		fmt.Printf("STOP=%v\nOUTOFREACH=%v\nTOOK=%d\n", err, errors.Is(err, ErrOutOfReach), time.Since(began).Milliseconds())
+		os.Exit(0)
+	case "deadline-supervisor":
+		// A supervisor of its own whose guard holds a deadline of
+		// HELPER_DEADLINE, extended every 100 ms for HELPER_EXTEND, then
+		// never again; its command ignores SIGTERM.
+		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE"))
+		spec.Guard = spec.Path
+		spec.Deadline, _ = time.ParseDuration(os.Getenv("HELPER_DEADLINE"))
+		g, err := Start(spec)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		extend, _ := time.ParseDuration(os.Getenv("HELPER_EXTEND"))
+	extending:
+		for end := time.Now().Add(extend); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			select {
+			case <-g.Done():
+				break extending
+			default:
+			}
+			g.Extend(spec.Deadline)
+		}
+		<-g.Done()
+		fmt.Printf("GUARD=%v\n", g.KilledByGuard())
 		os.Exit(0)
 	case "supervisor":
 		// A supervisor of its own (for the parent-death test): starts an
