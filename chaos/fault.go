@@ -24,6 +24,10 @@ const (
 	KindLostResponse    Kind = "lost_response"    // a request applied at storage, its answer dropped
 	KindDeleteBlob      Kind = "delete_blob"      // an operator deletes the lock blob
 	KindDeleteContainer Kind = "delete_container" // an operator deletes the lock's container
+
+	KindSupervisorFreeze Kind = "supervisor_freeze" // a `blobleader run` supervisor SIGSTOPped alone, its command running on
+	KindJobStop          Kind = "job_stop"          // a job-control signal (SIGTSTP, SIGTTIN, SIGTTOU) to a supervisor alone
+	KindEscape           Kind = "escape"            // a supervised command starts jobs in a new session and a new process group
 )
 
 // TargetAll is the target of faults that hit every worker at once.

@@ -38,13 +38,29 @@ func TestMain(m *testing.M) {
 }
 
 // fixture beats (rewrites) the file beat every 5 ms. On SIGTERM it exits 0
-// ("graceful"), unless mode is "stubborn", which ignores SIGTERM.
+// ("graceful"), unless mode is "stubborn", which ignores SIGTERM. An
+// "escaper" starts, on EscapeSignal, a sleep in a new session and one in a
+// new process group, and writes their pids to beat+".jobs".
 func fixture(mode, beat string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	escape := make(chan os.Signal, 1)
+	if mode == "escaper" {
+		signal.Notify(escape, EscapeSignal)
+	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	for n := 0; ; n++ {
 		select {
+		case <-escape:
+			var pids []byte
+			for _, attr := range []*syscall.SysProcAttr{{Setsid: true}, {Setpgid: true}} {
+				c := exec.Command("sleep", "60")
+				c.SysProcAttr = attr
+				if err := c.Start(); err == nil {
+					pids = fmt.Appendf(pids, "%d\n", c.Process.Pid)
+				}
+			}
+			_ = os.WriteFile(beat+".jobs", pids, 0o644)
 		case <-term:
 			if mode != "stubborn" {
 				return 0
