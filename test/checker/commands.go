@@ -24,6 +24,16 @@ import (
 //     its command's group SIGSTOPped together, a frozen VM): a stopped
 //     process runs nothing. What runs after the freeze is judged by the
 //     freeze rule below, not by S1;
+//   - the command's own last report, when its supervisor was stopped alone
+//     (FaultPause, FaultSupervisorFreeze, FaultJobStop on that identity)
+//     inside the lifetime: a stopped supervisor writes child_exited only
+//     once it runs again, however early the command died (its guard kills
+//     the group at the leadership's deadline), so that record is no
+//     evidence of the end, and the command's activity reports are (a
+//     command with no report after the stop keeps the record's end). This needs a
+//     command that reports steadily (ledgercmd's --grandchild reports
+//     every 50 ms); the scenarios also check with /proc that it is dead
+//     before the next command starts;
 //   - otherwise the end of the run. A lifetime with no end in the history is
 //     open: its supervisor may still run it, or died in a way the run did not
 //     record (a pause alone, an untracked kill), and the command may outlive
@@ -89,6 +99,10 @@ const (
 	EndExited   = "child_exited" // reaped, as its supervisor reported
 	EndFrozen   = "freeze"       // frozen with its supervisor; the rest is the freeze rule's
 	EndActivity = "activity"     // the command reported activity after its end
+	// EndLastReport: its supervisor was stopped alone (paused, frozen,
+	// job-control stopped) and cannot say when the command died; its last
+	// report after the stop began is the end.
+	EndLastReport = "last report"
 )
 
 // Exception names an S1-commands overlap a scenario provokes on purpose.
@@ -286,6 +300,24 @@ func (k *commandChecker) lifetimes() {
 				lt.Resumed = f.End
 			}
 		}
+		if f, ok := k.stoppedAlone(*lt); ok && (by == EndExited || by == EndRunEnd) {
+			// Its supervisor was stopped alone: the child_exited it writes
+			// once it runs again says nothing of when the command died (its
+			// guard kills it at the deadline). The command's own reports do:
+			// the lifetime ends at its last report after the stop began.
+			// A command silent since the stop proves nothing either way:
+			// the supervisor's record stands.
+			var last time.Time
+			for _, a := range k.act {
+				if a.Holder == lt.Identity && a.Term == lt.Term && a.At.After(f.Start) && a.At.After(last) {
+					last = a.At
+				}
+			}
+			if !last.IsZero() {
+				lt.End, lt.EndedBy = last, EndLastReport
+				continue
+			}
+		}
 		if end.IsZero() {
 			end = k.end
 		}
@@ -323,6 +355,22 @@ func (k *commandChecker) lifetimes() {
 		}
 	}
 	sort.SliceStable(k.lts, func(a, b int) bool { return k.lts[a].Start.Before(k.lts[b].Start) })
+}
+
+// stoppedAlone returns the first fault that stopped the lifetime's
+// supervisor alone (a pause, a supervisor freeze, a job-control stop)
+// inside the lifetime, before its reaped exit if any.
+func (k *commandChecker) stoppedAlone(lt Lifetime) (Fault, bool) {
+	for _, f := range sortedFaults(k.run.Faults) {
+		if !paused(f.Kind) && f.Kind != FaultJobStop || !f.hits(lt.Identity) || f.Start.Before(lt.Start) {
+			continue
+		}
+		if lt.Exited.Event != "" && !f.Start.Before(lt.Exited.T) {
+			continue
+		}
+		return f, true
+	}
+	return Fault{}, false
 }
 
 // freezeOf returns the first freeze of the lifetime's supervisor that began

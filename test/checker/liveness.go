@@ -65,7 +65,7 @@ func (c *checker) checkFailovers() {
 		)
 		// 1. Only a fault that hit the then-leader demands a failover.
 		switch {
-		case f.Kind == FaultCrash || f.Kind == FaultGraceful || f.Kind == FaultPause || forcedLoss(f.Kind):
+		case f.Kind == FaultCrash || f.Kind == FaultGraceful || paused(f.Kind) || forcedLoss(f.Kind):
 			hit, ok = c.holderAt(f, f.Start)
 		case windowFault(f.Kind):
 			hit, ok = c.holderAt(f, f.Start)
@@ -81,7 +81,7 @@ func (c *checker) checkFailovers() {
 		// for a pause) was earned before the fault bit, even one logged in
 		// the instant between the harness stamping Start and the signal.
 		var cutoff time.Time // zero: every deadline it logged
-		if f.Kind == FaultPause && !f.End.IsZero() {
+		if paused(f.Kind) && !f.End.IsZero() {
 			cutoff = f.End
 		}
 		lastRenew := func() {
@@ -105,7 +105,7 @@ func (c *checker) checkFailovers() {
 				lastRenew() // no release logged: the lease must expire
 				fo.Basis += " (no released event)"
 			}
-		case FaultPause:
+		case FaultPause, FaultSupervisorFreeze:
 			if vu, _, ok := hit.validAt(cutoff); ok && !f.End.IsZero() && !f.End.After(vu) {
 				continue // resumed before its deadline: it never stopped leading
 			}
@@ -180,7 +180,7 @@ func (c *checker) stretch(self Fault, fo *Failover) {
 				fo.Deadline = fo.Deadline.Add(c.p.retry() + c.p.Epsilon)
 				continue
 			}
-			if g == self || !(windowFault(g.Kind) || g.Kind == FaultPause) {
+			if g == self || !(windowFault(g.Kind) || paused(g.Kind)) {
 				continue
 			}
 			if !g.Start.Before(fo.Deadline) || (!g.End.IsZero() && !g.End.After(fo.From)) {

@@ -28,6 +28,10 @@ const (
 	FaultLostResponse    = "lost_response"    // Target's chosen requests applied at storage, answers dropped; Start..End
 	FaultDeleteBlob      = "delete_blob"      // operator deletes the lock blob, at Start
 	FaultDeleteContainer = "delete_container" // operator deletes the lock's container, at Start
+
+	// Run mode's host-side faults (chaos.Kind values).
+	FaultSupervisorFreeze = "supervisor_freeze" // a supervisor SIGSTOPped alone (its command runs on), Start..End
+	FaultJobStop          = "job_stop"          // a job-control stop signal to a supervisor alone, at Start (SIGCONT at End)
 )
 
 // AllWorkers as a Fault.Target (or an empty Target) means the fault hits
@@ -202,3 +206,8 @@ func ParseLedger(r io.Reader) ([]LedgerEntry, error) {
 	}
 	return out, nil
 }
+
+// paused reports kinds that freeze the target process from Start to End:
+// a pause, or a supervisor frozen alone (its election is paused all the
+// same).
+func paused(kind string) bool { return kind == FaultPause || kind == FaultSupervisorFreeze }

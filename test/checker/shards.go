@@ -253,7 +253,7 @@ func (sc *shardChecker) rel(t time.Time) string { return (&checker{start: sc.sta
 // faultDuring reports a network or storage fault active in [a, b].
 func (sc *shardChecker) faultDuring(a, b time.Time) bool {
 	for _, f := range sc.run.Faults {
-		if !windowFault(f.Kind) && f.Kind != FaultPause {
+		if !windowFault(f.Kind) && !paused(f.Kind) {
 			continue
 		}
 		end := f.End
