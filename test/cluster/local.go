@@ -297,6 +297,12 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 	case *chaos.Pause:
 		f.Process = w
 		return need()
+	case *chaos.SupervisorFreeze:
+		f.Process = w
+		return need()
+	case *chaos.JobStop:
+		f.Process = w
+		return need()
 	case *chaos.Latency:
 		return c.bindProxy(&f.Proxy, w)
 	case *chaos.Timeout:

@@ -45,7 +45,6 @@ var (
 	SupervisorKilled           = CommandScenario{"SupervisorKilled", supervisorKilled}
 	SupervisorPartitioned      = CommandScenario{"SupervisorPartitioned", supervisorPartitioned}
 	SupervisorAndCommandFrozen = CommandScenario{"SupervisorAndCommandFrozen", frozenTogether}
-	SupervisorAlonePaused      = CommandScenario{"SupervisorAlonePaused", supervisorAlonePaused}
 )
 
 // RunCluster is a local cluster whose workers supervise ledgercmd.
@@ -441,31 +440,4 @@ func frozenTogether(t *testing.T, rc *RunCluster) []checker.Exception {
 	exited := rc.exitOf(started, 10*time.Second)
 	t.Logf("thawed command first; its supervisor reaped it %v after the thaw", exited.T.Sub(freeze.End).Round(time.Millisecond))
 	return nil
-}
-
-// The supervisor alone is paused, its command keeps running: the one case
-// run mode cannot cover. The standby leads after the lease and its command
-// fences the ledger; the orphan's writes are refused. S1 on commands is the
-// named exception; S2 must hold.
-func supervisorAlonePaused(t *testing.T, rc *RunCluster) []checker.Exception {
-	leader, _, started := firstCommand(t, rc, nil, nil)
-	pause := &chaos.Pause{}
-	inject(t, rc, pause, leader)
-	next := rc.nextStart(started, takeover(rc.Params()))
-	opened := rc.awaitActivity(10*time.Second, "the next command's ledger open", func(a checker.Activity) bool {
-		return a.Holder == next.Identity && a.What == "open ok"
-	})
-	refused := rc.awaitActivity(10*time.Second, "a refused write of the orphaned command", func(a checker.Activity) bool {
-		return a.Holder == started.Identity && a.Term == started.Term && strings.HasPrefix(a.What, "append fenced") && a.At.After(opened.At)
-	})
-	if !alive(started.PID) {
-		t.Fatalf("the orphaned command %d is not running: the scenario shows nothing", started.PID)
-	}
-	remove(t, rc, pause)
-	exited := rc.exitOf(started, 10*time.Second)
-	if exited.Cause != "leadership_ended" {
-		t.Fatalf("child_exited %s: want cause leadership_ended once its supervisor resumed", exited.Raw)
-	}
-	t.Logf("orphaned command's write refused: %s; reaped %v after its supervisor resumed", refused.What, exited.T.Sub(refused.At).Round(time.Millisecond))
-	return []checker.Exception{checker.ExceptSupervisorAlonePaused}
 }

@@ -41,11 +41,6 @@ func TestRun_SupervisorAndCommandFrozenTogether(t *testing.T) {
 	RunCommandScenario(t, SupervisorAndCommandFrozen)
 }
 
-func TestRun_SupervisorAlonePausedLedgerFencesTheOrphan(t *testing.T) {
-	t.Parallel()
-	RunCommandScenario(t, SupervisorAlonePaused)
-}
-
 // The seeded soak in run mode: supervisors of ledgercmd under the soak's
 // random fault mix, judged by Check and CheckCommands. Only under `make
 // chaos` ($BLOBLEADER_CHAOS_DURATION), so `make test` does not grow by
@@ -63,5 +58,25 @@ func TestRun_SeededSoak(t *testing.T) {
 	if err := res.Err(); err != nil {
 		t.Error(err)
 	}
-	rc.Judge(reportName(t)+"-commands", checker.ExceptSupervisorAlonePaused, checker.ExceptOperatorBreak)
+	rc.Judge(reportName(t)+"-commands", checker.ExceptOperatorBreak)
+}
+
+func TestRun_SupervisorFrozenAloneItsGuardKillsTheCommandInTime(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, SupervisorFrozenAlone)
+}
+
+func TestRun_JobControlStopDoesNotStopTheSupervisor(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, JobControlStop)
+}
+
+func TestRun_EscapingJobsDieWithTheCommand(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, EscapingDescendants)
+}
+
+func TestRun_EscapingJobsDieWithAKilledSupervisor(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, EscapingDescendantsOfTheKilled)
 }

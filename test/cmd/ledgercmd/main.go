@@ -14,6 +14,9 @@
 //	                  that ignores SIGTERM, SIGINT and SIGHUP and reports
 //	                  "alive" every 50 ms (it writes no ledger)
 //	--exit-after D    exit on its own after D, with --exit-code
+//	SIGUSR1           (chaos.Escape) start two more such grandchildren that
+//	                  leave the process group, as a cron daemon's jobs do:
+//	                  one in a new session, one in a new process group
 //
 // It keeps appending after a refusal: an orphaned command does not know it
 // is one, and each refused write is evidence that the ledger fenced it.
@@ -146,15 +149,13 @@ func run(o options, rep *reporter, term int64, identity string) int {
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	}
 	if o.grandchild {
-		args := append([]string{"--as-grandchild"}, os.Args[1:]...)
-		gc := exec.Command(os.Args[0], args...)
-		gc.Stdout, gc.Stderr = os.Stdout, os.Stderr
-		if err := gc.Start(); err != nil {
+		if err := startGrandchild(nil); err != nil {
 			rep.report("grandchild failed: " + err.Error())
 			return 1
 		}
-		// Not waited for: it is left to the supervisor (subreaper) to reap.
 	}
+	escape := make(chan os.Signal, 1)
+	signal.Notify(escape, syscall.SIGUSR1)
 	var exit <-chan time.Time
 	if o.exitAfter > 0 {
 		exit = time.After(o.exitAfter)
@@ -170,6 +171,13 @@ func run(o options, rep *reporter, term int64, identity string) int {
 	for {
 		step(c, o, rep, term, identity, &w)
 		select {
+		case <-escape:
+			for _, attr := range []*syscall.SysProcAttr{{Setsid: true}, {Setpgid: true}} {
+				if err := startGrandchild(attr); err != nil {
+					rep.report("escaping job failed: " + err.Error())
+				}
+			}
+			rep.report("escaping jobs started")
 		case sig := <-sigs:
 			rep.report("stopped by " + sig.String())
 			return 0
@@ -179,6 +187,17 @@ func run(o options, rep *reporter, term int64, identity string) int {
 		case <-tick.C:
 		}
 	}
+}
+
+// startGrandchild starts a copy of this command as a grandchild (see
+// grandchild), with attr (nil: in our own process group). It is not waited
+// for: it is left to the supervisor (a subreaper) to reap.
+func startGrandchild(attr *syscall.SysProcAttr) error {
+	args := append([]string{"--as-grandchild"}, os.Args[1:]...)
+	gc := exec.Command(os.Args[0], args...)
+	gc.Stdout, gc.Stderr = os.Stdout, os.Stderr
+	gc.SysProcAttr = attr
+	return gc.Start()
 }
 
 // step opens the ledger for our term if not yet open, then appends once.
