@@ -1,7 +1,7 @@
 package supervise
 
 import (
-		"io"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
