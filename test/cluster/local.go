@@ -303,6 +303,8 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 	case *chaos.JobStop:
 		f.Process = w
 		return need()
+	case *chaos.Escape:
+		return nil // aimed at a command's pid, not at a worker
 	case *chaos.Latency:
 		return c.bindProxy(&f.Proxy, w)
 	case *chaos.Timeout:

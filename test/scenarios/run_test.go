@@ -44,8 +44,10 @@ func TestRun_SupervisorAndCommandFrozenTogether(t *testing.T) {
 // The seeded soak in run mode: supervisors of ledgercmd under the soak's
 // random fault mix, judged by Check and CheckCommands. Only under `make
 // chaos` ($BLOBLEADER_CHAOS_DURATION), so `make test` does not grow by
-// another minute. The mix pauses supervisors alone and breaks the lease:
-// both are named exceptions for the commands (S2 is never excused).
+// another minute. On top of the worker mix it freezes supervisors alone,
+// sends them job-control stops and makes the running command start
+// escaping jobs (runModeActions): none of those may double a command. An
+// operator's break is the one named exception (S2 is never excused).
 func TestRun_SeededSoak(t *testing.T) {
 	if os.Getenv(EnvDuration) == "" {
 		t.Skip("the run-mode soak runs under make chaos: set " + EnvDuration)
@@ -54,7 +56,7 @@ func TestRun_SeededSoak(t *testing.T) {
 	cfg := SoakFromEnv(t, 60*time.Second)
 	rc := NewRunCluster(t)
 	rc.Supervise(3)
-	_, res := Soak(t, rc.Local, cfg, reportName(t))
+	_, res := Soak(t, rc.Local, cfg, reportName(t), rc.runModeActions()...)
 	if err := res.Err(); err != nil {
 		t.Error(err)
 	}

@@ -178,3 +178,50 @@ func escapingDescendantsSupervisorKilled(t *testing.T, rc *RunCluster) []checker
 	t.Logf("supervisor SIGKILLed: command and escaped jobs %v dead; the next command started %v later", jobs, next.T.Sub(killed).Round(time.Millisecond))
 	return nil
 }
+
+// runModeActions are the host-side faults in the run-mode soak's mix, on
+// top of soakActions: a supervisor frozen alone past the lease, a
+// job-control stop, and the running command starting escaping jobs.
+func (rc *RunCluster) runModeActions() []action {
+	p := rc.Params()
+	return []action{
+		{"supervisor-freeze", 2, p.LeaseDuration + 2*time.Second, p.LeaseDuration + 8*time.Second, false, func(s *soak) []chaos.Fault {
+			return []chaos.Fault{s.bind(&chaos.SupervisorFreeze{}, s.leaderOrAny())}
+		}},
+		{"job-stop", 1, 2 * time.Second, 8 * time.Second, false, func(s *soak) []chaos.Fault {
+			return []chaos.Fault{s.bind(&chaos.JobStop{Signal: []string{"SIGTSTP", "SIGTTIN", "SIGTTOU"}[s.rng.IntN(3)]}, s.leaderOrAny())}
+		}},
+		{"escape", 1, 2 * time.Second, 8 * time.Second, false, func(s *soak) []chaos.Fault {
+			if s.leader == nil {
+				return nil
+			}
+			if pid := rc.runningCommand(s.leader.Identity()); pid > 0 {
+				return []chaos.Fault{s.bind(&chaos.Escape{PID: pid, Name: s.leader.Identity()}, nil)}
+			}
+			return nil
+		}},
+	}
+}
+
+// runningCommand is the pid of identity's command that has started and not
+// exited, as its history says; 0 if none.
+func (rc *RunCluster) runningCommand(identity string) int {
+	open := map[int]bool{}
+	for _, e := range rc.children() {
+		if e.Identity != identity {
+			continue
+		}
+		switch e.Event.Event {
+		case checker.EventChildStarted:
+			open[e.PID] = true
+		case checker.EventChildExited:
+			delete(open, e.PID)
+		}
+	}
+	for pid := range open {
+		if alive(pid) {
+			return pid
+		}
+	}
+	return 0
+}

@@ -211,9 +211,9 @@ func (s *soak) bind(f chaos.Fault, w cluster.Worker) chaos.Fault { return boundF
 // judges the whole run. Each step injects, holds, heals and waits (without
 // failing) for a leader; the checker decides whether the waits were short
 // enough. It returns the summary.
-func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string) (report.Summary, checker.Result) {
+func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string, extra ...action) (report.Summary, checker.Result) {
 	t.Helper()
-	steps := soakSteps(t, c, cfg, soakActions(c.Params()), nil)
+	steps := soakSteps(t, c, cfg, append(soakActions(c.Params()), extra...), nil)
 	// A soak that never had a leader before its first fault, or injected
 	// nothing, has shown nothing.
 	run, res := JudgeRequiring(t, c, name, checker.Requirements{LeadershipsBeforeFault: 1})
