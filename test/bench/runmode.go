@@ -249,6 +249,7 @@ func (r Results) CommandTrials() (fromKill, fromExit []float64) {
 // that phase did not run).
 func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
 	if len(r.RunMode) == 0 {
+		renderRunFreeze(w, r)
 		return
 	}
 	k, e := r.CommandTrials()
@@ -272,4 +273,5 @@ func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
 		}
 	}
 	w("\n")
+	renderRunFreeze(w, r)
 }

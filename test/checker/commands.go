@@ -61,11 +61,11 @@ import (
 // # The named exception
 //
 // A supervisor paused alone (SIGSTOP, its command left running) cannot stop
-// its command: nothing in the supervisor runs. The lease expires, another
-// supervisor leads and starts its command, and two commands run at once
-// until the paused supervisor resumes and kills its own. This is the one
-// case run mode does not cover (docs/failover.md); fencing is what keeps
-// the side effects safe. A scenario that injects it names
+// its command itself; its guard holds the leadership's deadline and does
+// (docs/failover.md, "Commands"), so no scenario provokes this overlap any
+// more. A supervisor built without the guard would run two commands at
+// once until it resumed; the exception is kept for judging such a run
+// (and the checker's own tests). A scenario that injects it names
 // ExceptSupervisorAlonePaused in CommandParams.Exceptions: an S1-commands
 // overlap whose earlier command's supervisor was paused (a pause fault on
 // its identity) inside that command's lifetime and before the other command
@@ -314,6 +314,13 @@ func (k *commandChecker) lifetimes() {
 				}
 			}
 			if !last.IsZero() {
+				// Its ledger entries are its own output too: one appended
+				// at storage just before the kill was never reported.
+				for _, e := range k.run.Ledger {
+					if e.Holder == lt.Identity && e.Term == lt.Term && e.At.After(last) {
+						last = e.At
+					}
+				}
 				lt.End, lt.EndedBy = last, EndLastReport
 				continue
 			}

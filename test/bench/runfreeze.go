@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// FreezeTrial is one supervisor frozen alone (SIGSTOP to its pid) while its
+// command runs, at a random point of its renew cycle.
+type FreezeTrial struct {
+	Leader     string  `json:"leader"`
+	PhaseS     float64 `json:"phase_s"`       // the freeze's offset after the supervisor's last renewed event
+	FreezeDead float64 `json:"freeze_dead_s"` // SIGSTOP of the supervisor → its command dead (seen in /proc)
+	DeadNext   float64 `json:"dead_next_s"`   // its command dead → the next command's child_started (negative: overlap)
+	OverlapS   float64 `json:"overlap_s"`     // max(0, −DeadNext)
+}
+
+// RunModeFreezeRun starts three `blobleader run` supervisors of
+// runModeCommand and n times: waits for a running command, waits a random
+// U(0, renew interval) after its supervisor's last renew, SIGSTOPs the
+// supervisor alone, watches /proc (every 5 ms) for the command's death (its
+// guard's kill: a zombie runs nothing), waits for the next command's start,
+// then SIGCONTs the frozen supervisor. The overlap is judged from /proc and
+// the next child_started: the frozen supervisor's own child_exited comes
+// only after its thaw.
+func RunModeFreezeRun(t testing.TB, env Env, fl Flavor, n int, job string) ([]FreezeTrial, map[string]int) {
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Start(ctx, 3, cluster.RunCommand(runModeCommand...)); err != nil {
+		t.Fatalf("start 3 supervisors: %v", err)
+	}
+	start := time.Now()
+	wait := fl.crashBound() + 20*time.Second
+	var trials []FreezeTrial
+	for i := 1; i <= n; i++ {
+		cur := awaitRunning(t, c, wait, 0)
+		sup, err := FindWorker(c.Dir(), cur.Identity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := lastRenewed(t, c, cur.Identity)
+		phase := time.Duration(env.Rand.Int64N(int64(fl.Params.RenewInterval)))
+		if d := time.Until(last.Add(phase)); d > 0 {
+			env.sleep(t, d)
+		}
+		frozen := time.Now()
+		if err := syscall.Kill(sup.Pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("trial %d: SIGSTOP supervisor %d: %v", i, sup.Pid, err)
+		}
+		var dead time.Time
+		for deadline := frozen.Add(wait); dead.IsZero() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if !procAlive(cur.PID) {
+				dead = time.Now()
+			}
+		}
+		next := awaitRunning(t, c, wait, cur.PID)
+		_ = syscall.Kill(sup.Pid, syscall.SIGCONT)
+		if dead.IsZero() {
+			t.Fatalf("trial %d: command %d of frozen %s still ran %v after the freeze", i, cur.PID, cur.Identity, wait)
+		}
+		tr := FreezeTrial{Leader: cur.Identity, PhaseS: frozen.Sub(last).Seconds(), FreezeDead: dead.Sub(frozen).Seconds(), DeadNext: next.T.Sub(dead).Seconds()}
+		tr.OverlapS = max(0, -tr.DeadNext)
+		trials = append(trials, tr)
+		env.Progress(fmt.Sprintf("%s: freeze %d/%d: %s frozen %.2f s after its renew; command dead %.3f s later, %.3f s before the next start", job, i, n, cur.Identity, tr.PhaseS, tr.FreezeDead, tr.DeadNext))
+		awaitChild(t, c, 20*time.Second, fmt.Sprintf("child_exited of %d", cur.PID), func(e childEvent) bool {
+			return e.Event.Event == checker.EventChildExited && e.Identity == cur.Identity && e.PID == cur.PID
+		})
+	}
+	_, res := judge(t, c, fl, start)
+	violations := map[string]int{}
+	for _, v := range res.Violations {
+		violations[v.Invariant]++
+	}
+	return trials, violations
+}
+
+// lastRenewed is the time of identity's last started_leading or renewed.
+func lastRenewed(t testing.TB, c *cluster.Local, identity string) time.Time {
+	var files []string
+	for _, f := range c.HistoryFiles() {
+		if _, err := os.Stat(f); err == nil {
+			files = append(files, f)
+		}
+	}
+	evs, err := checker.ReadHistory(files...)
+	if err != nil {
+		t.Fatalf("read histories: %v", err)
+	}
+	var last time.Time
+	for _, e := range evs {
+		if e.Identity == identity && (e.Event == "renewed" || e.Event == "started_leading") && e.T.After(last) {
+			last = e.T
+		}
+	}
+	return last
+}
+
+// procAlive reports whether pid exists and is not a zombie.
+func procAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// renderRunFreeze writes the frozen-supervisor rows of the run-mode section.
+func renderRunFreeze(w func(string, ...any), r Results) {
+	var fd, dn, ov []float64
+	for _, tr := range r.RunFreeze {
+		fd, dn, ov = append(fd, tr.FreezeDead), append(dn, tr.DeadNext), append(ov, tr.OverlapS)
+	}
+	if len(fd) == 0 {
+		return
+	}
+	w("Supervisor frozen alone (SIGSTOP to its pid, its command running on) at U(0, renew interval) after its last renew; its guard holds the leadership's deadline and kills the command; seen dead in /proc (polled every 5 ms); the frozen supervisor is thawed after the next command started.\n\n")
+	w("| | p50 (s) | p99 (s) | max (s) | spread |\n|---|---|---|---|---|\n")
+	w("| supervisor frozen → its command dead | %s |\n", statsCells(Summarize(fd), f3))
+	w("| its command dead → next command starts | %s |\n", statsCells(Summarize(dn), f3))
+	w("| overlap (two commands at once) | %s |\n\n", statsCells(Summarize(ov), f3))
+	w("Frozen-supervisor runs: %d; checker verdict on the supervisors: %s.\n\n", len(fd), violationText(r.RunFreezeViolations))
+}
