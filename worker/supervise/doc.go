@@ -1,13 +1,18 @@
-// Package supervise runs one command as a supervised process group: the piece
-// of `blobleader run` that turns "this process leads" into "this command runs
+// Package supervise runs one command as a supervised group: the piece of
+// `blobleader run` that turns "this process leads" into "this command runs
 // only while this process leads".
 //
-// Start runs the command directly (no shell) in a process group of its own,
-// with stdin on /dev/null, stdout and stderr passed through, and the
-// environment it is given. Group.Stop ends the whole group: SIGTERM or SIGINT (and
-// SIGCONT, so a stopped member can act on it) to every member, a grace period,
-// then SIGKILL to the group; it returns only once every member is dead and
-// reaped, or reports ErrSurvived after KillTimeout.
+// Start runs the command directly (no shell) in a process group of its own
+// (and, where it can, a cgroup of its own), with stdin on /dev/null, stdout
+// and stderr passed through, and the environment it is given. The group is
+// everything the command starts: its cgroup's members, and every process
+// below the supervisor (a child subreaper) but its guard, whatever process
+// group or session it moved to. Group.Stop ends the whole group: SIGTERM or
+// SIGINT (and SIGCONT, so a stopped member can act on it) to every member, a
+// grace period, then SIGKILL (cgroup.kill first); it returns within grace +
+// KillTimeout: nil once every member is dead and reaped, ErrOutOfReach when
+// a member may not be signalled (it changed its user), ErrSurvived when one
+// outlived SIGKILL.
 //
 // # Guarantees (Linux)
 //
@@ -15,30 +20,30 @@
 //     signal SIGKILL (PR_SET_PDEATHSIG). The forking thread stays locked for
 //     the child's whole life, because the kernel ties that signal to the
 //     thread, not the process.
-//   - The supervisor is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever
-//     the command forks and leaves behind when it exits is re-parented to the
-//     supervisor, not to init, so Stop can kill it and reap it.
-//   - "Dead" means reaped: Group.Done is closed only after the command and
-//     every member of its process group have been waited for, and no process
-//     with that group ID is left (a zombie still counts as present).
+//   - "Dead" means reaped: Group.Done is closed only once no member is alive
+//     and every member that was the supervisor's child has been waited for.
+//   - With Spec.Guard, a guard process (guard.go) outlives a stuck or dead
+//     supervisor: it SIGKILLs the group when the supervisor dies without
+//     saying the group ended, and, with Spec.Deadline, when the supervisor
+//     does not extend the deadline in time (Group.Extend): a frozen, blocked
+//     or stopped supervisor's command dies by the deadline all the same.
+//   - With a cgroup (cgroup v2 with cgroup.kill, writable: root or a
+//     delegated cgroup), cgroup.kill reaches every member whatever its user,
+//     and nothing leaves the cgroup without write access to the hierarchy.
 //
 // # Non-guarantees
 //
-//   - A process that leaves the group (setsid, setpgid: a daemon that
-//     double-forks) is out of reach, as under `consul lock` or `flock`.
-//     Commands run under a supervisor must not daemonise.
-//   - When the supervisor itself is SIGKILLed, the parent-death signal takes
-//     the command, but not what the command forked. With Spec.Guard a guard
-//     process (guard.go) covers that: it holds a pipe only the supervisor
-//     writes to, and SIGKILLs the group when the pipe closes without the
-//     supervisor having said the group ended. Not covered: a fork in the
-//     instant between the command's start and the guard learning its group,
-//     and a guard killed together with the supervisor (an OOM kill of both,
-//     kill -9 of everything): run the supervisor as a container's PID 1 or a
-//     systemd service (KillMode=control-group) if that matters.
+//   - Without a cgroup, a process that is not below the supervisor (started
+//     through another service, or re-parented away) is out of reach, and so
+//     is a member of another user under an unprivileged supervisor
+//     (Group.CheckReach finds it; CheckReachable refuses set-user-ID
+//     commands up front).
+//   - A guard killed together with the supervisor leaves what the command
+//     forked to the parent-death signal of the command alone.
 //   - A process in uninterruptible sleep does not die on SIGKILL until the
 //     kernel lets it; Stop then returns ErrSurvived after KillTimeout and the
 //     caller must not act as if it were gone.
 //
-// Elsewhere than Linux, Start returns ErrUnsupported.
+// docs/failover.md ("Commands") states the bounds and the escapes that
+// remain. Elsewhere than Linux, Start returns ErrUnsupported.
 package supervise

@@ -159,10 +159,10 @@ func Start(spec Spec) (*Group, error) {
 	return g, nil
 }
 
+// dropCgroup removes the group's cgroup (g.cg stays, for Cgroup).
 func (g *Group) dropCgroup() {
 	if g.cg != nil {
 		g.cg.remove()
-		g.cg = nil
 	}
 }
 

@@ -8,13 +8,16 @@ import (
 // GuardName is the argv[0] of a group guard: a binary that calls RunGuard
 // when IsGuard (blobleader's main does) can be a Spec's Guard.
 //
-// Why a separate process: when the supervisor is SIGKILLed, the command gets
-// the parent-death signal, but what the command forked does not, and nothing
-// of the supervisor is left to kill the group. The guard is started before
-// the command, holds the read end of a pipe whose only write end is the
-// supervisor's, learns the group ID through it, and outlives the supervisor
-// by as long as it takes to send the group SIGKILL: the kernel closes the
-// pipe when the supervisor dies, however it dies.
+// Why a separate process: a process that knows a deadline must not be the
+// only one able to enforce it when it can be frozen. When the supervisor is
+// SIGKILLed, the command gets the parent-death signal, but what the command
+// forked does not; when it is frozen or blocked, nothing of it runs at all.
+// The guard is started before the command, holds the read end of a pipe
+// whose only write end is the supervisor's, learns the group (and its
+// cgroup) through it, and the leadership's deadline, extended on every
+// renew (Group.Extend). It kills the group when the pipe closes without
+// the supervisor having said the group ended (the kernel closes it however
+// the supervisor dies), or when the deadline passes without an extension.
 const GuardName = "blobleader-supervise-guard"
 
 // guardDone is the line the supervisor writes when the group ended

@@ -109,6 +109,10 @@ func (w *guardian) snapshot() {
 	}
 }
 
+// supervisorGone reports whether the supervisor has died (we were
+// re-parented away from it).
+func (w *guardian) supervisorGone() bool { return os.Getppid() != w.supervisor }
+
 // kill SIGKILLs the group: its cgroup, its process group, the supervisor's
 // descendants now, and those it knew (re-parented away if the supervisor
 // died), until none is left alive or two seconds passed. Killed members
@@ -141,6 +145,9 @@ func (w *guardian) kill(why string) int {
 			left += len(cgroupPids(w.cgroup))
 		}
 		if left == 0 {
+			if w.cgroup != "" && w.supervisorGone() {
+				_ = os.Remove(w.cgroup) // nobody else will: best effort, it may still hold zombies
+			}
 			return guardExitKilled
 		}
 		if time.Now().After(stop) {
