@@ -65,3 +65,8 @@ func TestRun_SeededSoak(t *testing.T) {
 	}
 	rc.Judge(reportName(t)+"-commands", checker.ExceptSupervisorAlonePaused, checker.ExceptOperatorBreak)
 }
+
+func TestRun_SupervisorWithBlockedOutputStopsItsCommandByTheDeadline(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, SupervisorOutputBlocked)
+}

@@ -157,3 +157,10 @@ func waitOtherLeader(t *testing.T, c cluster.Cluster, except string, timeout tim
 	t.Fatalf("no worker other than %s took over within %v", except, timeout)
 	return nil
 }
+
+// Blocked output: stdout/stderr a full pipe, one failed renew, then cut off
+// (docs/architecture.md#logs).
+func TestElection_BlockedOutputLeaderRenewsAndStepsDown(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, BlockedOutputLeaderStepsDown)
+}
