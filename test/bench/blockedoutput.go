@@ -27,11 +27,15 @@ type BlockedOutputTrial struct {
 	// StepDownLate: stopped_leading − the deadline (valid_until) it had,
 	// after the supervisor was cut off from storage.
 	StepDownLate float64 `json:"step_down_late_s"`
-	// ReapedEarly: the deadline − the command's reaped child_exited.
-	ReapedEarly float64 `json:"reaped_before_deadline_s"`
+	// ReapedAfter: the command's reaped child_exited − the deadline; the
+	// bound is kill-grace + KillTimeout (docs/failover.md, "Commands").
+	ReapedAfter float64 `json:"reaped_after_deadline_s"`
 	// Overlap: the old command's last report − the next command's first
 	// report, from the commands' own activity (0 when none).
 	Overlap float64 `json:"overlap_s"`
+	// Gap: the next command's first report − the old command's last (the
+	// margin by which they did not overlap; negative when they did).
+	Gap float64 `json:"gap_s"`
 }
 
 // BlockedOutputResult is the blocked-output row of the run-mode section.
@@ -111,11 +115,12 @@ func BlockedOutputRun(t testing.TB, env Env, fl Flavor, n int, job string) Block
 		lastOld := lastActivity(t, activity, cur.Identity, cur.Term)
 		tr.RenewRecovery = renewed.T.Sub(failed.T).Seconds()
 		tr.StepDownLate = stopped.T.Sub(stopped.ValidUntil).Seconds()
-		tr.ReapedEarly = stopped.ValidUntil.Sub(exited.T).Seconds()
+		tr.ReapedAfter = exited.T.Sub(stopped.ValidUntil).Seconds()
 		tr.Overlap = max(0, lastOld.Sub(firstNext.At).Seconds())
+		tr.Gap = firstNext.At.Sub(lastOld).Seconds()
 		out.Trials = append(out.Trials, tr)
-		env.Progress(fmt.Sprintf("%s: %d/%d blocked=%v %s: renewed %.3f s after the failed renew; stepped down %.3f s after its deadline; command reaped %.3f s before it; overlap %.3f s",
-			job, i, 2*n, tr.Blocked, tr.Leader, tr.RenewRecovery, tr.StepDownLate, tr.ReapedEarly, tr.Overlap))
+		env.Progress(fmt.Sprintf("%s: %d/%d blocked=%v %s: renewed %.3f s after the failed renew; stepped down %.3f s after its deadline; command reaped %.3f s after it; overlap %.3f s (gap %.3f s)",
+			job, i, 2*n, tr.Blocked, tr.Leader, tr.RenewRecovery, tr.StepDownLate, tr.ReapedAfter, tr.Overlap, tr.Gap))
 	}
 
 	run, res := judge(t, c, fl, start)
@@ -216,22 +221,22 @@ func renderBlockedOutput(w func(string, ...any), r Results) {
 	if len(r.BlockedOutput) == 0 {
 		return
 	}
-	var rows [2][4][]float64 // [blocked][measure]
+	var rows [2][5][]float64 // [blocked][measure]
 	for _, m := range r.BlockedOutput {
 		for _, tr := range m.Trials {
 			b := 0
 			if tr.Blocked {
 				b = 1
 			}
-			for k, v := range []float64{tr.RenewRecovery, tr.StepDownLate, tr.ReapedEarly, tr.Overlap} {
+			for k, v := range []float64{tr.RenewRecovery, tr.StepDownLate, tr.ReapedAfter, tr.Overlap, tr.Gap} {
 				rows[b][k] = append(rows[b][k], v)
 			}
 		}
 	}
 	w("### Blocked output plus one failed renew\n\n")
-	w("The leading supervisor's stdout and stderr become a full pipe nobody reads (`chaos.BlockedOutput`), one renew fails (its link black-holed until `renew_failed`, then healed), and after the next renew it is cut off from storage. Alternate leaderships run the same sequence with the output flowing (baseline). *Overlap* is from the commands' own timestamped reports: the old command's last minus the next command's first. %d leaderships with the output blocked, %d without.\n\n", len(rows[1][0]), len(rows[0][0]))
+	w("The leading supervisor's stdout and stderr become a full pipe nobody reads (`chaos.BlockedOutput`), one renew fails (its link black-holed until `renew_failed`, then healed), and after the next renew it is cut off from storage. Alternate leaderships run the same sequence with the output flowing (baseline). *Overlap* is from the commands' own timestamped reports: the old command's last minus the next command's first (0 when negative); *gap* is the same the other way round. *Step-down − deadline* ends at `stopped_leading`, which is written once the command is reaped. %d leaderships with the output blocked, %d without.\n\n", len(rows[1][0]), len(rows[0][0]))
 	w("| | output | p50 (s) | p99 (s) | max (s) | spread |\n|---|---|---|---|---|---|\n")
-	for k, name := range []string{"failed renew → next renew", "step-down − deadline", "deadline − command reaped", "command overlap"} {
+	for k, name := range []string{"failed renew → next renew", "step-down − deadline", "command reaped − deadline", "command overlap", "gap between the commands"} {
 		for b, label := range []string{"flowing", "blocked"} {
 			w("| %s | %s | %s |\n", name, label, statsCells(Summarize(rows[b][k]), f3))
 		}
