@@ -128,6 +128,13 @@ func (w *localWorker) output() (*chaos.OutputPipe, error) {
 	return inc.output, nil
 }
 
+// OutputBlockable reports whether the current incarnation's stdout and
+// stderr go through a pipe chaos.BlockedOutput can block (BlockableOutput).
+func (w *localWorker) OutputBlockable() bool {
+	_, err := w.output()
+	return err == nil
+}
+
 // Restart starts the next incarnation once the current one has exited.
 func (w *localWorker) Restart(ctx context.Context) error {
 	if w.Running() {
