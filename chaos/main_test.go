@@ -38,9 +38,10 @@ func TestMain(m *testing.M) {
 }
 
 // fixture beats (rewrites) the file beat every 5 ms. On SIGTERM it exits 0
-// ("graceful"), unless mode is "stubborn", which ignores SIGTERM. An
-// "escaper" starts, on EscapeSignal, a sleep in a new session and one in a
-// new process group, and writes their pids to beat+".jobs".
+// ("graceful"), unless mode is "stubborn", which ignores SIGTERM; "chatty"
+// also writes a line to stderr before each beat. An "escaper" starts, on
+// EscapeSignal, a sleep in a new session and one in a new process group,
+// and writes their pids to beat+".jobs".
 func fixture(mode, beat string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -66,6 +67,9 @@ func fixture(mode, beat string) int {
 				return 0
 			}
 		case <-tick.C:
+			if mode == "chatty" { // logs every beat: a blocked stderr stops it
+				fmt.Fprintf(os.Stderr, "{\"msg\":\"beat\",\"n\":%d}\n", n)
+			}
 			_ = os.WriteFile(beat, []byte(strconv.Itoa(n)), 0o644)
 		}
 	}

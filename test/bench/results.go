@@ -29,11 +29,13 @@ type Results struct {
 	Scale   []ScaleResult   `json:"scale"`
 	RunMode []RunModeResult `json:"run_mode,omitempty"`
 	// RunFreeze: supervisors frozen alone (RunModeFreezeRun).
-	RunFreeze           []FreezeTrial    `json:"run_freeze,omitempty"`
-	RunFreezeViolations map[string]int   `json:"run_freeze_violations,omitempty"`
-	Shards              *ShardsResult    `json:"shards,omitempty"`
-	Binaries            map[string]int64 `json:"binary_bytes"`
-	Errors              []string         `json:"errors,omitempty"`
+	RunFreeze           []FreezeTrial  `json:"run_freeze,omitempty"`
+	RunFreezeViolations map[string]int `json:"run_freeze_violations,omitempty"`
+	// BlockedOutput: run mode with the supervisor's output blocked.
+	BlockedOutput []BlockedOutputResult `json:"blocked_output,omitempty"`
+	Shards        *ShardsResult         `json:"shards,omitempty"`
+	Binaries      map[string]int64      `json:"binary_bytes"`
+	Errors        []string              `json:"errors,omitempty"`
 }
 
 // Trials collects the conclusive trials of one flavor and kind.

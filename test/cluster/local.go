@@ -305,6 +305,13 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		return need()
 	case *chaos.Escape:
 		return nil // aimed at a command's pid, not at a worker
+	case *chaos.BlockedOutput:
+		if err := need(); err != nil {
+			return err
+		}
+		var err error
+		f.Pipe, err = w.output()
+		return err
 	case *chaos.Latency:
 		return c.bindProxy(&f.Proxy, w)
 	case *chaos.Timeout:

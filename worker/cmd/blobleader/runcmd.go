@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -94,14 +93,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		case <-ctx.Done():
 		}
 	}()
-	n.wrapHandler = func(h http.Handler) http.Handler { return s.healthHandler(h) }
 
 	if _, err := n.newElector(election.Callbacks{OnStartedLeading: s.lead, OnEvent: s.observe}); err != nil {
 		return err
 	}
 	n.log.Info("supervising", "command", o.argv, "path", o.path, "once", o.once, "kill_grace", o.killGrace, "shutdown_grace", o.shutdownGrace,
 		"cgroup_kill", supervise.CanKillAnyUser())
-	if err := n.serve(ctx); err != nil {
+	if err := n.serve(ctx, reachHealth{s}); err != nil {
 		return err
 	}
 	if err := s.startFailure(); o.once && err != nil {

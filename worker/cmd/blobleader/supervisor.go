@@ -249,6 +249,19 @@ func (s *supervisor) reportOutOfReach(term int64, g *supervise.Group, err error)
 		"pid", g.Pid(), "err", err)
 }
 
+// reachHealth is run mode's companion beside the election: it adds the
+// out-of-reach check to /healthz and runs nothing of its own.
+type reachHealth struct{ s *supervisor }
+
+func (c reachHealth) handler(_ *election.Elector, base http.Handler) http.Handler {
+	return c.s.healthHandler(base)
+}
+
+func (c reachHealth) run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
 // healthHandler fails /healthz while a member is out of reach.
 func (s *supervisor) healthHandler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
