@@ -26,6 +26,9 @@ const (
 	guardDeadline = "deadline "
 )
 
+// guardSupervisorEnv carries the supervisor's pid to its guard.
+const guardSupervisorEnv = "BLOBLEADER_GUARD_SUPERVISOR"
+
 // guardExitKilled is the guard's exit status after it killed the group
 // (the supervisor died, or its deadline passed without an extension).
 const guardExitKilled = 3
@@ -42,7 +45,11 @@ const snapshotEvery = 100 * time.Millisecond
 // own.
 func RunGuard() int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	w := &guardian{supervisor: os.Getppid(), known: map[int]uint64{}}
+	// The supervisor names itself: if it died before we ran, our parent is
+	// already someone else (init, a subreaper), whose tree is not ours to
+	// kill.
+	sup, _ := strconv.Atoi(os.Getenv(guardSupervisorEnv))
+	w := &guardian{supervisor: sup, known: map[int]uint64{}}
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -89,8 +96,13 @@ type guardian struct {
 	known      map[int]uint64 // the supervisor's descendants at the last snapshot: pid → start time
 }
 
-// members are the supervisor's live descendants now (the guard excluded).
+// members are the supervisor's live descendants now (the guard excluded),
+// and only while the supervisor is alive and our parent: never the tree of
+// whoever adopted us.
 func (w *guardian) members() []proc {
+	if w.supervisor <= 0 || os.Getppid() != w.supervisor {
+		return nil
+	}
 	var out []proc
 	for _, p := range readProcesses().descendants(w.supervisor, map[int]bool{os.Getpid(): true}) {
 		if !p.dead() {
@@ -111,7 +123,7 @@ func (w *guardian) snapshot() {
 
 // supervisorGone reports whether the supervisor has died (we were
 // re-parented away from it).
-func (w *guardian) supervisorGone() bool { return os.Getppid() != w.supervisor }
+func (w *guardian) supervisorGone() bool { return w.supervisor <= 0 || os.Getppid() != w.supervisor }
 
 // kill SIGKILLs the group: its cgroup, its process group, the supervisor's
 // descendants now, and those it knew (re-parented away if the supervisor
@@ -131,12 +143,18 @@ func (w *guardian) kill(why string) int {
 		_ = syscall.Kill(-w.pgid, syscall.SIGKILL)
 		left := 0
 		for pid, start := range w.known {
+			if pid <= 1 || pid == os.Getpid() {
+				continue
+			}
 			if p, ok := readProc(pid); ok && p.start == start && !p.dead() {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				left++
 			}
 		}
 		for _, p := range w.members() {
+			if p.pid <= 1 {
+				continue
+			}
 			w.known[p.pid] = p.start
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 			left++
@@ -173,6 +191,7 @@ func startGuard(path string) (*guard, error) {
 	}
 	defer r.Close()
 	cmd := &exec.Cmd{Path: path, Args: []string{GuardName}, Stdin: r, Stderr: os.Stderr,
+		Env:         []string{guardSupervisorEnv + "=" + strconv.Itoa(os.Getpid())},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if err := cmd.Start(); err != nil {
 		w.Close()

@@ -81,6 +81,9 @@ func readProcesses() processTable {
 // its descendants are everything the command started, whatever process
 // group or session they moved to.
 func (t processTable) descendants(root int, prune map[int]bool) []proc {
+	if root <= 0 {
+		return nil
+	}
 	children := map[int][]int{}
 	for pid, p := range t {
 		children[p.ppid] = append(children[p.ppid], pid)

@@ -211,3 +211,54 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// A guard whose supervisor died before the guard ran has been adopted by
+// someone else (init, a subreaper): it must kill its group only, never the
+// tree of whoever adopted it. (A guard that took its parent for the
+// supervisor killed every process on the host when adopted by init.)
+func TestGuard_AdoptedGuardKillsItsGroupOnly(t *testing.T) {
+	dir := t.TempDir()
+	// The group: one process in a group of its own.
+	victimFile, bystanderFile := filepath.Join(dir, "victim"), filepath.Join(dir, "bystander")
+	victim := helperSpec("ignore-term", "HELPER_PIDFILE="+victimFile)
+	vcmd := exec.Command(victim.Path, victim.Args[1:]...)
+	vcmd.Env, vcmd.SysProcAttr = victim.Env, &syscall.SysProcAttr{Setpgid: true}
+	// A bystander: our child too (so in the tree of the guard's parent,
+	// us), in another group.
+	by := helperSpec("ignore-term", "HELPER_PIDFILE="+bystanderFile)
+	bcmd := exec.Command(by.Path, by.Args[1:]...)
+	bcmd.Env, bcmd.SysProcAttr = by.Env, &syscall.SysProcAttr{Setpgid: true}
+	for _, c := range []*exec.Cmd{vcmd, bcmd} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	pidsIn(t, victimFile, 1)
+	pidsIn(t, bystanderFile, 1)
+	// A supervisor that is already dead: a reaped child's pid.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	guard := &exec.Cmd{Path: exe, Args: []string{GuardName}, Env: []string{guardSupervisorEnv + "=" + strconv.Itoa(dead.Process.Pid)},
+		Stdin: strings.NewReader(strconv.Itoa(vcmd.Process.Pid) + "\n"), Stderr: os.Stderr}
+	if err := guard.Run(); err != nil && guard.ProcessState.ExitCode() != guardExitKilled {
+		t.Fatalf("guard: %v", err)
+	}
+	if st := guard.ProcessState.ExitCode(); st != guardExitKilled {
+		t.Fatalf("guard exit %d, want %d (it killed its group)", st, guardExitKilled)
+	}
+	if deadline := time.Now().Add(2 * time.Second); true {
+		for alive(vcmd.Process.Pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if alive(vcmd.Process.Pid) {
+		t.Errorf("the guarded group %d still runs after the guard's kill", vcmd.Process.Pid)
+	}
+	if !alive(bcmd.Process.Pid) {
+		t.Fatalf("the guard killed a bystander %d outside its group: it took its adoptive parent's tree for its supervisor's", bcmd.Process.Pid)
+	}
+}
