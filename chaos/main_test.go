@@ -109,6 +109,10 @@ func (p *proc) start() error {
 	defer p.mu.Unlock()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fixtureEnv+"="+p.mode, "CHAOS_FIXTURE_BEAT="+p.beat)
+	// A process group of its own whose parent (this test) is in the same
+	// session: never orphaned, so the kernel acts on job-control stops
+	// (SIGTSTP, SIGTTIN, SIGTTOU are discarded in an orphaned group).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
