@@ -184,7 +184,7 @@ const pollGone = 5 * time.Millisecond
 
 // sweepEvery: how often, while the command lives, the zombies it leaves
 // behind (orphans re-parented to us that have exited) are reaped.
-const sweepEvery = 250 * time.Millisecond
+const sweepEvery = time.Second
 
 // reap waits for the command, then for every other member, and closes
 // exited and done. It reaps only children that are members: never another

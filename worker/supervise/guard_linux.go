@@ -113,8 +113,8 @@ func (w *guardian) members() []proc {
 }
 
 func (w *guardian) snapshot() {
-	if w.pgid <= 1 {
-		return
+	if w.pgid <= 1 || w.cgroup != "" {
+		return // nothing to guard yet, or the cgroup knows its members
 	}
 	for _, p := range w.members() {
 		w.known[p.pid] = p.start
