@@ -164,7 +164,10 @@ func (w *guardian) kill(why string) int {
 		}
 		if left == 0 {
 			if w.cgroup != "" && w.supervisorGone() {
-				_ = os.Remove(w.cgroup) // nobody else will: best effort, it may still hold zombies
+				// Nobody else will. The killed may take a moment to leave it.
+				for i := 0; i < 100 && os.Remove(w.cgroup) != nil; i++ {
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
 			return guardExitKilled
 		}
