@@ -125,6 +125,7 @@ func renderRunFreeze(w func(string, ...any), r Results) {
 	if len(fd) == 0 {
 		return
 	}
+	w("### Supervisor frozen alone\n\n")
 	w("Supervisor frozen alone (SIGSTOP to its pid, its command running on) at U(0, renew interval) after its last renew; its guard holds the leadership's deadline and kills the command; seen dead in /proc (polled every 5 ms); the frozen supervisor is thawed after the next command started.\n\n")
 	w("| | p50 (s) | p99 (s) | max (s) | spread |\n|---|---|---|---|---|\n")
 	w("| supervisor frozen → its command dead | %s |\n", statsCells(Summarize(fd), f3))
