@@ -30,6 +30,13 @@ type Record struct {
 	Holder   string
 	Term     int64
 	Acquired time.Time
+	// The early-takeover contract (takeover.go), written by a leader that
+	// heartbeats, zero otherwise: Heartbeat counts its heartbeat writes,
+	// BeatEvery is how often it writes one (its renew interval), StopWithin
+	// how long after a renew's send everything it started has stopped.
+	Heartbeat  int64
+	BeatEvery  time.Duration
+	StopWithin time.Duration
 }
 
 // Lock is one lease on one shared object. Implementations must honour ctx
