@@ -188,7 +188,7 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		for i := range 10 {
-			frozen.freezeNext(time.Duration(3+i) * time.Second) // longer than T, less than L
+			frozen.freezeNext(time.Duration(3+i) * time.Second)                // longer than T, less than L
 			time.Sleep(20*time.Second + time.Duration(i)*130*time.Millisecond) // at every phase of the heartbeat
 			synctest.Wait()
 		}
