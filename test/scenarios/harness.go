@@ -131,6 +131,7 @@ func CheckerParams(p cluster.Params) checker.Params {
 	cp.RenewInterval = p.RenewInterval
 	cp.RetryPeriod = p.RetryPeriod
 	cp.RequestTimeout = p.RequestTimeout()
+	cp.TakeoverAfter, cp.BreakPeriod = p.TakeoverAfter, p.BreakPeriod
 	return cp
 }
 
