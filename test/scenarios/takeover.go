@@ -182,3 +182,44 @@ func operatorBreakFast(t *testing.T, c cluster.Cluster) {
 		t.Fatalf("followers sent %d break(s) of their own after the operator's: %v", len(brks), brks)
 	}
 }
+
+// FastRunParams is the fast profile for `blobleader run` with the default
+// --kill-grace (1 s): the break period also covers the command's end, kill
+// grace + 1 s for SIGKILL and the reap, so B = ceil(2 + 0.5 + 0.5 + 2) = 5 s.
+func FastRunParams() cluster.Params {
+	p := cluster.FastParams()
+	p.BreakPeriod = 5 * time.Second
+	return p
+}
+
+// NewFastRunCluster is a run-mode cluster on FastRunParams.
+func NewFastRunCluster(t *testing.T) *RunCluster {
+	t.Helper()
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: FastRunParams()})
+	return &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: c.Dir() + "/activity.jsonl"}
+}
+
+// 5. Host loss under `blobleader run`: the supervisor is SIGKILLed, its
+// command (and the command's grandchild) die with it, and the standby's
+// command starts after an early takeover, not after the lease.
+func supervisorHostLossFast(t *testing.T, rc *RunCluster) []checker.Exception {
+	p := rc.Params()
+	leader, _, started := firstCommand(t, rc, []string{"--grandchild"}, nil)
+	gc := rc.grandchildOf(started)
+	hold(t, 2*p.RenewInterval) // the standby has read the leader's heartbeat
+	inject(t, rc, &chaos.Crash{}, leader)
+	killed := time.Now()
+	for _, pid := range []int{started.PID, gc} {
+		for deadline := killed.Add(time.Second); alive(pid); hold(t, 5*time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d of the command's group still runs 1 s after its supervisor was SIGKILLed", pid)
+			}
+		}
+	}
+	next := rc.nextStart(started, fastTakeover(p))
+	t.Logf("supervisor and command SIGKILLed; the next command started %v later (lease %v, T %v, B %v)", next.T.Sub(killed).Round(time.Millisecond), p.LeaseDuration, p.TakeoverAfter, p.BreakPeriod)
+	if brks := leaseBreaks(t, rc); len(brks) == 0 {
+		t.Fatal("the standby took over without breaking the lease: no early takeover happened")
+	}
+	return nil
+}

@@ -24,3 +24,11 @@ func TestTakeover_OperatorBreakStillFreesAtOnce(t *testing.T) {
 	t.Parallel()
 	RunScenario(t, Fast, OperatorBreakFast)
 }
+
+func TestTakeover_SupervisorHostLossFast(t *testing.T) {
+	t.Parallel()
+	repeatRuns(t, func(t *testing.T) {
+		rc := NewFastRunCluster(t)
+		rc.Judge(reportName(t), supervisorHostLossFast(t, rc)...)
+	})
+}
