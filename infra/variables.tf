@@ -405,7 +405,7 @@ variable "early_takeover" {
     a follower that reads the leader's heartbeat unchanged for after_seconds (T) breaks its
     lease with a break period of break_period_seconds (B) and leads once B has passed, instead
     of waiting out the lease after a host loss. after_seconds = 0 (the default) is off.
-    T >= 2 x renew_interval_seconds; B whole seconds <= 60 and >= D + min(renew interval, D/3)
+    T >= 2 x renew interval and renew interval + 2 x request timeout; B whole seconds <= 60 and >= D + min(renew interval, D/3)
     + 0.5 s (0: that minimum); T + B < lease_duration_seconds. Only short renew deadlines
     gain from it: README's fast profile is D 2 s, renew 0.5 s, retry 0.5 s, T 2 s, B 3 s.
   EOT
@@ -420,8 +420,8 @@ variable "early_takeover" {
     error_message = "early_takeover.break_period_seconds must be 0 while after_seconds is 0 (early takeover off)."
   }
   validation {
-    condition     = var.early_takeover.after_seconds == 0 || var.early_takeover.after_seconds >= 2 * var.renew_interval_seconds
-    error_message = "early_takeover.after_seconds must be at least 2 x renew_interval_seconds (${2 * var.renew_interval_seconds}), got ${var.early_takeover.after_seconds}: the leader writes its heartbeat once a renew interval."
+    condition     = var.early_takeover.after_seconds == 0 || var.early_takeover.after_seconds >= max(2 * var.renew_interval_seconds, var.renew_interval_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3))
+    error_message = "early_takeover.after_seconds must be at least 2 x renew_interval_seconds and renew interval + 2 x request timeout (${max(2 * var.renew_interval_seconds, var.renew_interval_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3))}), got ${var.early_takeover.after_seconds}: a healthy leader on slow storage writes its heartbeat at least that often."
   }
   validation {
     condition = var.early_takeover.break_period_seconds == 0 || (

@@ -68,7 +68,8 @@ type Config struct {
 	// docs/failover.md#early-takeover): a follower that reads the leader's
 	// heartbeat unchanged for T on its own monotonic clock breaks the lease
 	// with BreakPeriod. 0 (the default) is off. Otherwise at least
-	// 2 × RenewInterval: the leader writes a heartbeat every renew interval.
+	// 2 × RenewInterval and RenewInterval + 2 × the request timeout: the
+	// leader writes a heartbeat every renew interval.
 	TakeoverAfter time.Duration
 
 	// BreakPeriod B is the break period of an early takeover's Break Lease:

@@ -32,7 +32,8 @@ type Record struct {
 	Acquired time.Time
 	// The early-takeover contract (takeover.go), written by a leader that
 	// heartbeats, zero otherwise: Heartbeat counts its heartbeat writes,
-	// BeatEvery is how often it writes one (its renew interval), StopWithin
+	// BeatEvery the longest it goes between two of them while healthy
+	// (Config.BeatGap), StopWithin
 	// how long after a renew's send everything it started has stopped.
 	Heartbeat  int64
 	BeatEvery  time.Duration

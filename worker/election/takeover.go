@@ -85,6 +85,11 @@ type Breaker interface {
 // TakeoverEnabled reports whether early takeover is on.
 func (c Config) TakeoverEnabled() bool { return c.TakeoverAfter > 0 }
 
+// BeatGap is the longest a healthy leader goes between two heartbeats that
+// land: a renew interval, then a renew and a heartbeat that each take up to
+// the request timeout. A heartbeating leader publishes it.
+func (c Config) BeatGap() time.Duration { return c.RenewInterval + 2*c.RequestTimeout() }
+
 // StopWithin is what a heartbeating leader publishes: how long after a
 // renew's send everything it started has stopped acting.
 func (c Config) StopWithin() time.Duration {
@@ -125,8 +130,8 @@ func (c Config) validateTakeover() error {
 		return bad("BreakPeriod", c.BreakPeriod, "must be 0 while TakeoverAfter is 0 (early takeover off)")
 	case c.TakeoverAfter == 0:
 		return nil
-	case c.TakeoverAfter < 2*c.RenewInterval:
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval (%s): the leader writes its heartbeat once a renew interval, and one late write must not make it look dead", 2*c.RenewInterval)
+	case c.TakeoverAfter < 2*c.RenewInterval || c.TakeoverAfter < c.BeatGap():
+		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval and RenewInterval + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", max(2*c.RenewInterval, c.BeatGap()))
 	case c.BreakPeriod%time.Second != 0:
 		return bad("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
 	case b > MaxBreakPeriod:
@@ -153,7 +158,7 @@ func (l *leadership) heartbeatRecord(n int64) Record {
 	acquired := e.since
 	e.mu.Unlock()
 	return Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(),
-		Heartbeat: n, BeatEvery: e.cfg.RenewInterval, StopWithin: e.cfg.StopWithin()}
+		Heartbeat: n, BeatEvery: e.cfg.BeatGap(), StopWithin: e.cfg.StopWithin()}
 }
 
 // renewAndBeat is one renew cycle: the renew, then (with early takeover on)
@@ -287,7 +292,7 @@ func (e *Elector) breakTerms(r Record) (need, period time.Duration, why string) 
 	if r.Heartbeat == 0 || r.BeatEvery <= 0 || r.StopWithin <= 0 {
 		return 0, 0, "the holder publishes no heartbeat (early takeover off on it, or no heartbeat yet)"
 	}
-	need = max(e.cfg.TakeoverAfter, 2*r.BeatEvery)
+	need = max(e.cfg.TakeoverAfter, r.BeatEvery)
 	period = max(e.cfg.EffectiveBreakPeriod(), ceilSecond(r.StopWithin+TakeoverMargin))
 	if period > MaxBreakPeriod {
 		return 0, 0, fmt.Sprintf("the holder stops within %s of a renew, more than a break period can cover", r.StopWithin)

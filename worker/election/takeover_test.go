@@ -170,7 +170,7 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 		// A leader that beats once a second and a follower that reads five
 		// times a second: most reads see the heartbeat of the read before.
 		leader := fastConfig("a")
-		leader.RenewDeadline, leader.RenewInterval, leader.BreakPeriod = 3*time.Second, time.Second, 0
+		leader.RenewDeadline, leader.RenewInterval, leader.TakeoverAfter, leader.BreakPeriod = 3*time.Second, time.Second, 3*time.Second, 0
 		a := start(t, store, leader, Callbacks{})
 		synctest.Wait()
 		frozen := &frozenAnswers{plainLock: plainLock{store.NewLock("b")}}
@@ -250,7 +250,7 @@ func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
 		store := NewMemStore()
 		slowHolder := fastConfig("a")
 		slowHolder.RenewDeadline, slowHolder.RenewInterval = 6*time.Second, time.Second
-		slowHolder.TakeoverAfter, slowHolder.BreakPeriod = 2*time.Second, 0 // B = ceil(6 + 1 + 0.5) = 8 s
+		slowHolder.TakeoverAfter, slowHolder.BreakPeriod = 3*time.Second, 0 // B = ceil(6 + 1 + 0.5) = 8 s
 		a := start(t, store, slowHolder, Callbacks{})
 		synctest.Wait()
 		b := start(t, store, fastConfig("b"), Callbacks{})
@@ -355,12 +355,15 @@ func TestConfig_TakeoverRules(t *testing.T) {
 		{"break period defaults to the minimum", func(c *Config) { c.BreakPeriod = 0 }, "", ""},
 		{"break period without takeover", func(c *Config) { c.TakeoverAfter = 0 }, "BreakPeriod", "must be 0 while TakeoverAfter is 0"},
 		{"T below two renew intervals", func(c *Config) { c.TakeoverAfter = 900 * time.Millisecond }, "TakeoverAfter", "at least 2 × RenewInterval"},
+		{"T below a renew and two slow requests", func(c *Config) {
+			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 3*time.Second, time.Second, 2*time.Second, 0
+		}, "TakeoverAfter", "RenewInterval + 2 × request timeout (3s)"},
 		{"B below D + timeout + margin", func(c *Config) { c.BreakPeriod = 2 * time.Second }, "BreakPeriod", "at least RenewDeadline + request timeout"},
 		{"B not whole seconds", func(c *Config) { c.BreakPeriod = 3500 * time.Millisecond }, "BreakPeriod", "whole number of seconds"},
 		{"B above 60 s", func(c *Config) { c.BreakPeriod = 61 * time.Second }, "BreakPeriod", "at most 1m0s"},
 		{"T + B not below L", func(c *Config) { c.TakeoverAfter = 12 * time.Second }, "TakeoverAfter", "less than LeaseDuration"},
 		{"default deadline cannot take over early", func(c *Config) {
-			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 10*time.Second, 2*time.Second, 4*time.Second, 0
+			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 10*time.Second, 2*time.Second, 6*time.Second, 0
 		}, "TakeoverAfter", "less than LeaseDuration"},
 		{"run mode's kill grace counts", func(c *Config) { c.StopAfterDeadline = 2 * time.Second }, "BreakPeriod", "+ 2s after the deadline"},
 		{"negative T", func(c *Config) { c.TakeoverAfter = -time.Second }, "TakeoverAfter", "must be ≥ 0"},
