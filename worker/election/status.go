@@ -37,7 +37,7 @@ func (e *Elector) IsLeader() bool {
 }
 
 func (e *Elector) isLeaderLocked(now time.Time) bool {
-	return e.leading && (e.unsafeNoStepDown || now.Before(e.deadline))
+	return e.leading && now.Before(e.deadline)
 }
 
 // Status returns a snapshot; see Status.
@@ -51,9 +51,7 @@ func (e *Elector) Status() Status {
 		s.Role = RoleStopping
 	case e.isLeaderLocked(now):
 		s.Role, s.Term, s.Leader = RoleLeader, e.ledTerm, e.cfg.Identity
-		if !e.unsafeNoStepDown {
-			s.ValidUntil = e.deadline
-		}
+		s.ValidUntil = e.cfg.claim.reported(e.deadline)
 	case e.leading:
 		// The deadline passed and the loop has not noticed yet (paused, or a
 		// renew still hanging): we do not lead and cannot know who does.

@@ -108,8 +108,8 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	}
 	defer n.close()
 	cfg := n.cfg
-	task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: n.log}
-	leaderTask := task.run
+	task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: cfg.RequestTimeout(), log: n.log}
+	leaderTask := o.build.task(task.run, o.tick)
 	var elector *election.Elector
 	var shards *shardMode // nil in single-task mode
 	if o.shards > 0 {

@@ -60,9 +60,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 			n.close()
 		}
 	}()
-	if o.unsafe {
-		n.log.Warn("UNSAFE: --unsafe-no-step-down is set; this worker keeps claiming leadership after losing it (negative control only)")
-	}
+	o.build.announce(n.log)
 
 	n.ln, err = net.Listen("tcp", o.listen)
 	if err != nil {

@@ -44,10 +44,10 @@ func newShardMode(o *options, c *container.Client, cfg election.Config, log *slo
 	layout := shard.Layout{Blob: o.blob}
 	task := func(ctx context.Context, n int, term int64) error {
 		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, tick: o.tick,
-			requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: log.With("shard", n),
+			requestTimeout: cfg.RequestTimeout(), log: log.With("shard", n),
 			isLeader: func() bool { return shard.Held(ctx) },
 			onAppend: func(seq int64) { shard.ReportProgress(ctx, seq) }}
-		return t.run(ctx, term)
+		return o.build.task(t.run, o.tick)(ctx, term)
 	}
 	w, err := shard.New(shard.Config{
 		Shards: o.shards, Election: cfg, Container: c, Blob: o.blob, Task: task,

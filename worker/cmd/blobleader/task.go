@@ -22,7 +22,6 @@ type ledgerTask struct {
 	blob, identity string
 	tick           time.Duration
 	requestTimeout time.Duration
-	unsafe         bool // negative control: keep writing after being fenced
 	isLeader       func() bool
 	onAppend       func(seq int64) // optional: told each appended sequence (shard progress)
 	log            *slog.Logger
@@ -36,9 +35,9 @@ func (t *ledgerTask) run(ctx context.Context, term int64) error {
 	for {
 		// Progress for the stall watchdog: the task loop is alive.
 		election.Heartbeat(ctx)
-		if t.isLeader() || t.unsafe {
+		if t.isLeader() {
 			if err := t.step(ctx, term, &w); err != nil {
-				if errors.Is(err, ledger.ErrFenced) && !t.unsafe {
+				if errors.Is(err, ledger.ErrFenced) {
 					log.Warn("ledger fenced by a newer term; handing leadership on", "err", err)
 					return err
 				}
