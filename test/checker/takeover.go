@@ -81,8 +81,19 @@ func (c *checker) checkTakeovers() {
 
 // freedEarly reports whether the lease broken by b was freed before its
 // break period by someone entitled to: its holder's own release, an
-// operator's break or a deletion of the lock.
+// operator's break or a deletion of the lock, or the lease itself, expired
+// (storage ends a break at the lease's end when that comes first: L after
+// the holder's last successful renew, sent at its latest valid_until − D).
 func (c *checker) freedEarly(b Event, until time.Time) bool {
+	var vu time.Time
+	for _, e := range c.run.Events {
+		if e.Identity == b.Leader && e.Term == b.Term && e.ValidUntil.After(vu) {
+			vu = e.ValidUntil
+		}
+	}
+	if !vu.IsZero() && !until.Before(vu.Add(c.p.LeaseDuration-c.p.RenewDeadline-c.p.ClockSkew)) {
+		return true
+	}
 	for _, e := range c.run.Events {
 		if e.Event == EventReleased && e.Identity == b.Leader && e.Term == b.Term && !e.T.Before(b.T) && !e.T.After(until) {
 			return true

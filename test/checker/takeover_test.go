@@ -82,6 +82,17 @@ func TestCheck_EarlyTakeover(t *testing.T) {
 			bound:  9600 * time.Millisecond, basis: BasisLastHeartbeat,
 		},
 		{
+			// Seen in the bench's fault schedule: after a 10 s outage for
+			// everyone a follower broke a lease that expired 0.5 s later.
+			name:   "the lease expired before the break period ended",
+			events: hist(beats("a", 1, 0, 10, true), one(broken(23.5, "b", "a", 1, 20, 2.1)), one(ev(25.2, "b", EventStartedLeading, 2, 27.2))),
+		},
+		{
+			name:   "but not before the lease's end",
+			events: hist(beats("a", 1, 0, 10, true), one(broken(23.5, "b", "a", 1, 20, 2.1)), one(ev(24.8, "b", EventStartedLeading, 2, 26.8))),
+			want:   []string{InvTakeover + ":before the break"},
+		},
+		{
 			name:   "L1: a heartbeating leader's crash is bound by the early-takeover formula",
 			events: hist(beats("a", 1, 0, 10, true), one(ev(21.0, "b", EventStartedLeading, 2, 23.0))),
 			faults: []Fault{crash},

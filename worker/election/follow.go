@@ -92,6 +92,7 @@ func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time)
 	}
 	e.mu.Lock()
 	next := Record{Holder: e.cfg.Identity, Term: max(rec.Term, e.highest) + 1, Acquired: time.Now().UTC()}
+	e.publishContract(&next) // heartbeat 0: early takeover covers us from the term write (takeover.go)
 	e.mu.Unlock()
 	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
 	e.mu.Lock()

@@ -151,6 +151,15 @@ func stopAfterText(c Config) string {
 	return fmt.Sprintf(" + %s after the deadline", c.StopAfterDeadline)
 }
 
+// publishContract adds the early-takeover contract to a record about to be
+// written, with heartbeat 0 (the term write), when early takeover is on: a
+// leader that dies before its first renew can then be broken early too.
+func (e *Elector) publishContract(r *Record) {
+	if e.cfg.TakeoverEnabled() {
+		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, e.cfg.BeatGap(), e.cfg.StopWithin()
+	}
+}
+
 // heartbeatRecord is what a leader writes with heartbeat n.
 func (l *leadership) heartbeatRecord(n int64) Record {
 	e := l.e
@@ -289,8 +298,8 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 // not break it at all. Both honour what the holder published, so a follower
 // configured shorter than the holder never breaks it too early.
 func (e *Elector) breakTerms(r Record) (need, period time.Duration, why string) {
-	if r.Heartbeat == 0 || r.BeatEvery <= 0 || r.StopWithin <= 0 {
-		return 0, 0, "the holder publishes no heartbeat (early takeover off on it, or no heartbeat yet)"
+	if r.BeatEvery <= 0 || r.StopWithin <= 0 {
+		return 0, 0, "the holder publishes no heartbeat contract (early takeover off on it)"
 	}
 	need = max(e.cfg.TakeoverAfter, r.BeatEvery)
 	period = max(e.cfg.EffectiveBreakPeriod(), ceilSecond(r.StopWithin+TakeoverMargin))

@@ -406,3 +406,28 @@ func (p plainLock) Update(ctx context.Context, id string, r Record) error {
 	return p.l.Update(ctx, id, r)
 }
 func (p plainLock) Describe() string { return "plain " + p.l.Describe() }
+
+// A leader that dies before its first renew (so before its first heartbeat)
+// is still broken early: the term write carries the contract (heartbeat 0).
+func TestTakeover_LeaderDeadBeforeItsFirstHeartbeatIsBrokenEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		a := start(t, store, fastConfig("a"), Callbacks{})
+		synctest.Wait()
+		b := start(t, store, fastConfig("b"), Callbacks{})
+		synctest.Wait()
+		oneLeader(t, a, b)
+		if n := a.lock.Calls("update"); n != 1 {
+			t.Fatalf("a wrote %d records before dying, want only its term write", n)
+		}
+		died := time.Now()
+		dead(a)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		_, at := startedAfter([]*contender{b}, died)
+		if at.IsZero() || at.Sub(died) > 6500*time.Millisecond {
+			t.Fatalf("b took over %v after a died before its first heartbeat, want an early takeover (≤ 6.5 s)", at.Sub(died))
+		}
+		checkIntervals(t, nil, a, b)
+	})
+}

@@ -67,8 +67,8 @@ func (l *Lock) Break(ctx context.Context, period time.Duration) error {
 
 // takeoverMetadata adds the contract's keys for a record that carries one.
 func takeoverMetadata(md map[string]*string, r election.Record) {
-	if r.Heartbeat == 0 {
-		return
+	if r.BeatEvery <= 0 {
+		return // no contract: early takeover off on the writer
 	}
 	for k, v := range map[string]int64{
 		MetaHeartbeat: r.Heartbeat, MetaBeatEvery: r.BeatEvery.Milliseconds(), MetaStopWithin: r.StopWithin.Milliseconds(),
