@@ -83,7 +83,7 @@ func (e *Elector) lead(ctx context.Context, w won) {
 // startTask runs the leader task with a context cancelled at step-down.
 func (l *leadership) startTask() {
 	var taskCtx context.Context
-	taskCtx, l.cancelTask = context.WithCancel(context.WithValue(l.ctx, heartbeatKey{}, l.e))
+	taskCtx, l.cancelTask = context.WithCancel(context.WithValue(l.ctx, taskKey{}, taskLeadership{e: l.e, term: l.term}))
 	go func() {
 		defer close(l.taskDone)
 		if l.e.cb.OnStartedLeading == nil {
