@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"time"
 )
 
@@ -80,11 +81,19 @@ func (c *checker) checkTakeovers() {
 }
 
 // freedEarly reports whether the lease broken by b was freed before its
-// break period by someone entitled to: its holder's own release, an
-// operator's break or a deletion of the lock, or the lease itself, expired
-// (storage ends a break at the lease's end when that comes first: L after
-// the holder's last successful renew, sent at its latest valid_until − D).
+// break period by someone entitled to: its holder's own release (logged, or
+// sent: a holder that stepped down for any reason but a lost lease releases
+// after logging stopped_leading, and a release held up by a slow link may
+// land with its answer lost), an operator's break or a deletion of the
+// lock, or the lease itself, expired (storage ends a break at the lease's
+// end when that comes first: L after the holder's last successful renew,
+// sent at its latest valid_until − D).
 func (c *checker) freedEarly(b Event, until time.Time) bool {
+	for _, e := range c.run.Events {
+		if e.Event == EventStoppedLeading && e.Identity == b.Leader && e.Term == b.Term && !e.T.After(until) && !strings.HasPrefix(e.Reason, "lease lost") {
+			return true
+		}
+	}
 	var vu time.Time
 	for _, e := range c.run.Events {
 		if e.Identity == b.Leader && e.Term == b.Term && e.ValidUntil.After(vu) {

@@ -93,6 +93,21 @@ func TestCheck_EarlyTakeover(t *testing.T) {
 			want:   []string{InvTakeover + ":before the break"},
 		},
 		{
+			// Seen in the bench's fault schedule: a leader on a 3 s round
+			// trip was broken, stepped down at its deadline and released;
+			// the release landed (its answer did not come back in time, so
+			// no released event) and a follower acquired before the break's end.
+			name: "the holder stepped down and released before the break period ended",
+			events: hist(beats("a", 1, 0, 9, true), one(broken(11.5, "b", "a", 1, 18, 2.1)),
+				one(stopped(11.0, "a", 1, 11.0, "renew deadline exceeded")), one(ev(13.7, "b", EventStartedLeading, 2, 15.7))),
+		},
+		{
+			name: "a holder that lost its lease released nothing",
+			events: hist(beats("a", 1, 0, 9, true), one(broken(11.5, "b", "a", 1, 18, 2.1)),
+				one(stopped(10.8, "a", 1, 11.0, "lease lost: renew: 409 LeaseIsBrokenAndCannotBeRenewed")), one(ev(13.7, "b", EventStartedLeading, 2, 15.7))),
+			want: []string{InvTakeover + ":before the break"},
+		},
+		{
 			name:   "L1: a heartbeating leader's crash is bound by the early-takeover formula",
 			events: hist(beats("a", 1, 0, 10, true), one(ev(21.0, "b", EventStartedLeading, 2, 23.0))),
 			faults: []Fault{crash},
