@@ -12,6 +12,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/scenarios"
+	"github.com/blobleader/blobleader/worker/shard"
 )
 
 // The shards phase (issue 13): a --shards pool of the real binary on a
@@ -265,7 +266,7 @@ func judgeShards(t testing.TB, c *cluster.Local, fl Flavor, n int, start time.Ti
 	}
 	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
 	for s := range n {
-		es, err := scenarios.ReadLedger(ctx, c.Storage(), fmt.Sprintf("%s-shard-ledgers/%04d", c.LockBlob(), s))
+		es, err := scenarios.ReadLedger(ctx, c.Storage(), shard.Layout{Blob: c.LockBlob()}.Ledger(s))
 		if err != nil {
 			t.Fatalf("shard %d ledger: %v", s, err)
 		}

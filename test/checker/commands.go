@@ -388,7 +388,7 @@ func (k *commandChecker) expect(w where, ev []Event, format string, args ...any)
 }
 
 func (k *commandChecker) breakAllowance() time.Duration {
-	return k.p.RenewInterval + k.p.RequestTimeout + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
+	return k.p.RenewInterval + k.p.RequestTimeout() + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
 }
 
 // brokeIn finds the forced loss (a break, or the deletion of the lock blob

@@ -14,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
+	"github.com/blobleader/blobleader/worker/shard"
 )
 
 // Shard scenarios (issue 13): a --shards pool under faults, judged by the
@@ -80,7 +81,7 @@ func JudgeShards(t *testing.T, c cluster.Cluster, n int, name string) (checker.S
 	}
 	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
 	for s := range n {
-		es, err := ReadLedger(ctx, c.Storage(), fmt.Sprintf("%s-shard-ledgers/%04d", c.LockBlob(), s))
+		es, err := ReadLedger(ctx, c.Storage(), shard.Layout{Blob: c.LockBlob()}.Ledger(s))
 		if err != nil {
 			t.Fatalf("shard %d ledger: %v", s, err)
 		}

@@ -71,7 +71,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			e.log.Debug("acquire failed (transient)", "err", err)
 			heldPolls = 0
 		}
-		timer.Reset(jitter(e.cfg.RetryPeriod))
+		timer.Reset(e.cfg.JitteredRetryPeriod())
 	}
 }
 
