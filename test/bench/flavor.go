@@ -40,8 +40,9 @@ func Sample(bin string) Flavor {
 	}}
 }
 
-// crashBound is DESIGN's L1 bound after a crash, counted from the last
-// successful renew: L + 1.1·P.
+// crashBound is the L1 bound after a crash
+// (docs/failover.md#liveness-how-long-until-a-new-leader), counted from the
+// last successful renew: L + 1.1·P.
 func (f Flavor) crashBound() time.Duration {
 	return f.Params.LeaseDuration + f.Params.RetryPeriod*11/10
 }

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Commands under `blobleader run` (DESIGN §3, history events): the actors
-// whose safety counts in run mode are the commands, not their supervisors.
+// Commands under `blobleader run`
+// (docs/failover.md#commands-under-blobleader-run): the actors whose safety
+// counts in run mode are the commands, not their supervisors.
 //
 // # Command lifetimes
 //

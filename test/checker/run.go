@@ -12,7 +12,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election"
 )
 
-// Fault kinds (DESIGN §5). Crash, graceful and break are instantaneous (only
+// Fault kinds (docs/chaos.md#pieces). Crash, graceful and break are instantaneous (only
 // Start matters); the others last from Start to End.
 const (
 	FaultCrash     = "crash"     // SIGKILL / container group stopped, at Start
@@ -25,7 +25,7 @@ const (
 	FaultOutage    = "outage"    // storage down for everyone, Start..End
 	FaultBreak     = "break"     // operator BreakLease(0), at Start
 
-	// Issue 10's fault classes (chaos.Kind values).
+	// The request-level and operator fault classes (chaos.Kind values).
 	FaultLateDelivery    = "late_delivery"    // Target's chosen requests held past its timeout, delivered later; Start..End
 	FaultLostResponse    = "lost_response"    // Target's chosen requests applied at storage, answers dropped; Start..End
 	FaultDeleteBlob      = "delete_blob"      // operator deletes the lock blob, at Start

@@ -62,7 +62,8 @@ type Worker interface {
 	Running() bool
 }
 
-// Status is the worker's GET /status answer (DESIGN §3).
+// Status is the worker's GET /status answer
+// (docs/architecture.md#worker-contracts).
 type Status struct {
 	Identity      string    `json:"identity"`
 	Role          string    `json:"role"` // leader, follower or stopping

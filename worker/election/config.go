@@ -138,9 +138,10 @@ func (e *ConfigError) Error() string {
 // Unwrap lets callers test errors.Is(err, ErrInvalidConfig).
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
-// Validate checks every rule of DESIGN §2 and returns the first broken one as
-// a *ConfigError. Fields are checked in dependency order (L, then D, then the
-// renew interval) so the message points at the field to change.
+// Validate checks every rule of docs/architecture.md#the-election and returns
+// the first broken one as a *ConfigError. Fields are checked in dependency
+// order (L, then D, then the renew interval) so the message points at the
+// field to change.
 func (c Config) Validate() error {
 	bad := func(field string, v any, rule string, args ...any) error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}

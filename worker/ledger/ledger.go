@@ -1,6 +1,7 @@
 // Package ledger is the reference leader task's side effect: an append-only
-// sequence of entries {seq, term, holder, at} in blob storage, written so
-// that storage itself refuses a deposed leader's write (DESIGN §2, S2).
+// sequence of entries {seq, term, holder, at} in blob storage, written so that
+// storage itself refuses a deposed leader's write (invariant S2;
+// docs/architecture.md#the-fenced-ledger-the-reference-leader-task).
 //
 // Layout: append blobs "<blob>-ledger/00000001", "…/00000002", … in the
 // election's container. Each block is one JSON line. A segment's metadata
