@@ -28,7 +28,7 @@ func (p Params) takeoverBound() time.Duration {
 	if p.TakeoverAfter <= 0 {
 		return 0
 	}
-	return p.TakeoverAfter + p.BreakPeriod + 2*p.retry() + 5*p.RequestTimeout + p.Epsilon
+	return p.TakeoverAfter + p.BreakPeriod + 2*p.retry() + 5*p.RequestTimeout() + p.Epsilon
 }
 
 // checkTakeovers judges every lease_broken:

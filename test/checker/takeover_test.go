@@ -10,7 +10,7 @@ import (
 // 2 + 3 + 2·0.55 + 5·0.5 + 1 = 9.6 s from the last renew.
 func fastParams() Params {
 	p := DefaultParams()
-	p.RenewDeadline, p.RenewInterval, p.RetryPeriod, p.RequestTimeout = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	p.RenewDeadline, p.RenewInterval, p.RetryPeriod = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond // request timeout 0.5 s
 	p.TakeoverAfter, p.BreakPeriod = 2*time.Second, 3*time.Second
 	return p
 }

@@ -249,7 +249,7 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 	if v.State == LeaseBreaking {
 		w.seen, w.since = beatKey{}, time.Time{}
 		if w.brokeAt.IsZero() {
-			return jitter(e.cfg.RetryPeriod), true // someone else's break
+			return e.cfg.JitteredRetryPeriod(), true // someone else's break
 		}
 		left := time.Until(w.brokeAt.Add(w.brokeFor))
 		switch {
@@ -259,13 +259,13 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 			return breakRecheck, true
 		}
 		w.brokeAt = time.Time{}
-		return jitter(e.cfg.RetryPeriod), true
+		return e.cfg.JitteredRetryPeriod(), true
 	}
 	w.brokeAt = time.Time{}
 	k := beatKey{holder: v.Record.Holder, term: v.Record.Term, beat: v.Record.Heartbeat}
 	if w.since.IsZero() || k != w.seen {
 		w.seen, w.since = k, answered
-		return jitter(e.cfg.RetryPeriod), true
+		return e.cfg.JitteredRetryPeriod(), true
 	}
 	// 3. Unchanged: for how long, by our own clock, at the least?
 	stale := sent.Sub(w.since)
@@ -275,15 +275,15 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 			w.refused = k
 			e.log.Debug("will not break this holder early", "holder", k.holder, "term", k.term, "why", why)
 		}
-		return jitter(e.cfg.RetryPeriod), true
+		return e.cfg.JitteredRetryPeriod(), true
 	}
 	if stale < need {
-		return jitter(e.cfg.RetryPeriod), true
+		return e.cfg.JitteredRetryPeriod(), true
 	}
 	err = e.call(ctx, func(c context.Context) error { return br.Break(c, period) })
 	if err != nil {
 		e.log.Warn("could not break a stale lease", "holder", k.holder, "term", k.term, "err", err)
-		return jitter(e.cfg.RetryPeriod), true
+		return e.cfg.JitteredRetryPeriod(), true
 	}
 	w.brokeAt, w.brokeFor = time.Now(), period
 	w.seen, w.since = beatKey{}, time.Time{}

@@ -35,7 +35,7 @@ func (l *Lock) Inspect(ctx context.Context) (election.LeaseView, error) {
 	if err != nil {
 		return election.LeaseView{}, classify("poll", err, plainCall)
 	}
-	r, err := parseRecord(props.Metadata)
+	r, err := RecordFromMetadata(props.Metadata)
 	if err != nil {
 		return election.LeaseView{}, err
 	}
