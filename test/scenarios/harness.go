@@ -19,6 +19,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
+	"github.com/blobleader/blobleader/worker/ledger"
 )
 
 // Environment knobs (see the package doc).
@@ -37,7 +38,21 @@ type Backend func(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster
 // Local starts a local cluster (Azurite and worker processes) with n workers.
 func Local(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
 	t.Helper()
-	c := cluster.NewLocal(t, cluster.LocalConfig{})
+	return LocalWith(cluster.Params{})(t, n, opts...)
+}
+
+// LocalWith is the local backend with the given timings (zero: the
+// defaults).
+func LocalWith(p cluster.Params) Backend {
+	return func(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
+		t.Helper()
+		return local(t, p, n, opts...)
+	}
+}
+
+func local(t *testing.T, p cluster.Params, n int, opts ...cluster.Option) cluster.Cluster {
+	t.Helper()
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: p})
 	if os.Getenv(EnvOut) != "" {
 		// Judge keeps the files of a run it judged; keep them also when the
 		// test fails before that (cleanups run before the temp dir goes).
@@ -128,11 +143,8 @@ func CheckerParams(p cluster.Params) checker.Params {
 			cp.Epsilon = d
 		}
 	}
-	cp.LeaseDuration = p.LeaseDuration
-	cp.RenewDeadline = p.RenewDeadline
-	cp.RenewInterval = p.RenewInterval
-	cp.RetryPeriod = p.RetryPeriod
-	cp.RequestTimeout = p.RequestTimeout()
+	cp.Timing = p.Timing
+	cp.TakeoverAfter, cp.BreakPeriod = p.TakeoverAfter, p.BreakPeriod
 	return cp
 }
 
@@ -239,10 +251,11 @@ func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker
 }
 
 // ReadLedger reads the reference task's ledger straight from storage: the
-// append blobs "<blob>-ledger/<segment>", in segment order, one JSON entry a
-// block (DESIGN, the ledger contract). No ledger yet is an empty ledger.
+// append blobs under ledger.Prefix(blob), in segment order, one JSON entry a
+// block (docs/architecture.md#the-fenced-ledger-the-reference-leader-task).
+// No ledger yet is an empty ledger.
 func ReadLedger(ctx context.Context, c *container.Client, blob string) ([]checker.LedgerEntry, error) {
-	prefix := blob + "-ledger/"
+	prefix := ledger.Prefix(blob)
 	var names []string
 	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
 	for pager.More() {

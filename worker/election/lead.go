@@ -25,8 +25,10 @@ func lost(reason string) ending { return ending{reason: reason} }
 func shutdown() ending { return ending{reason: "shutdown", release: true, shutdown: true} }
 
 type renewResult struct {
-	sent time.Time
-	err  error
+	sent    time.Time
+	err     error
+	beat    int64 // the heartbeat written after the renew (takeover.go); 0: none
+	beatErr error // why the heartbeat write failed, when it did (not a loss)
 }
 
 // leadership is one term of leading: the task, the renews and the deadline.
@@ -46,6 +48,7 @@ type leadership struct {
 	cancelRenew context.CancelFunc
 	inflight    chan renewResult // nil when no renew is in flight; one at a time
 	due         bool             // a tick came while a renew was in flight: renew as soon as it returns
+	beats       int64            // heartbeats written (takeover.go); only the renew goroutine in flight touches it
 }
 
 // lead holds the leadership just won until it ends or ctx ends.
@@ -101,7 +104,7 @@ func (l *leadership) loop() ending {
 	for {
 		select {
 		case <-l.ctx.Done():
-			// 4. Graceful stop: task first, then release so a follower takes
+			// Graceful stop: task first, then release so a follower takes
 			// over within one retry period.
 			return shutdown()
 
@@ -110,15 +113,17 @@ func (l *leadership) loop() ending {
 				deadlineTimer.Reset(time.Until(dl))
 				continue
 			}
-			// 3. No successful renew sent within D: step down now. The lease
-			// may still be ours on the server, so release it best-effort.
+			// The renew deadline: no successful renew sent within D, so step
+			// down now. The lease may still be ours on the server, so
+			// release it best-effort.
 			return handOn("renew deadline exceeded")
 
 		case <-renewTick.C:
 			e.touch(false)
 			if reason := e.stalled(); reason != "" {
-				// 5. A wedged task under a healthy lease is the pattern's
-				// known failure: give the lease to someone who can work.
+				// Stall watchdog: a wedged task under a healthy lease is the
+				// pattern's known failure; give the lease to someone who can
+				// work.
 				return handOn(reason)
 			}
 			if l.inflight == nil {
@@ -174,7 +179,7 @@ func (l *leadership) startRenew() {
 	go func() {
 		c, cancel := context.WithDeadline(l.renewCtx, end)
 		defer cancel()
-		ch <- renewResult{sent: sent, err: e.lock.Renew(c, l.leaseID)}
+		ch <- l.renewAndBeat(c, sent)
 	}()
 }
 
@@ -192,7 +197,10 @@ func (l *leadership) renewed(r renewResult) (ending, bool) {
 		}
 		dl := e.deadline
 		e.mu.Unlock()
-		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl)})
+		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl), Heartbeat: r.beat})
+		if r.beatErr != nil {
+			e.log.Warn("heartbeat write failed", "term", l.term, "err", r.beatErr)
+		}
 	case e.cfg.claim.ends(r.err):
 		// A definite loss: someone broke or took the lease, or deleted its
 		// blob. Nothing to release.

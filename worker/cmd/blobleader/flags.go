@@ -35,12 +35,10 @@ type storageOptions struct {
 type options struct {
 	storageOptions
 	identity        string
-	leaseDuration   time.Duration
-	renewDeadline   time.Duration
-	renewInterval   time.Duration
-	retryPeriod     time.Duration
+	timing          election.Timing // --lease-duration, --renew-deadline, --renew-interval, --retry-period
 	watchdogTimeout time.Duration
 	shutdownGrace   time.Duration
+	takeover        takeoverOptions // takeoverflags.go
 	tick            time.Duration
 	listen          string
 	history         string
@@ -140,12 +138,13 @@ func (o *options) register(fs *flag.FlagSet) {
 	o.storageOptions.register(fs)
 	d := election.DefaultConfig("")
 	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes (default <hostname>-<pid>)")
-	fs.DurationVar(&o.leaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
-	fs.DurationVar(&o.renewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
-	fs.DurationVar(&o.renewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
-	fs.DurationVar(&o.retryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
+	fs.DurationVar(&o.timing.LeaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
+	fs.DurationVar(&o.timing.RenewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
+	fs.DurationVar(&o.timing.RenewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
+	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
+	o.takeover.register(fs)
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
@@ -209,27 +208,21 @@ var fieldFlags = map[string]string{
 	"Identity": "--identity", "LeaseDuration": "--lease-duration", "RenewDeadline": "--renew-deadline",
 	"RenewInterval": "--renew-interval", "RetryPeriod": "--retry-period",
 	"WatchdogTimeout": "--watchdog-timeout", "ShutdownGrace": "--shutdown-grace",
+	"TakeoverAfter": "--takeover-after", "BreakPeriod": "--break-period",
 }
 
 func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
-	c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryPeriod = o.leaseDuration, o.renewDeadline, o.renewInterval, o.retryPeriod
+	c.Timing = o.timing
 	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
+	o.takeover.apply(&c)
 	o.build.configure(&c)
 	return c
 }
 
 func (o *options) validate() error {
 	if err := o.electionConfig().Validate(); err != nil {
-		var ce *election.ConfigError
-		if errors.As(err, &ce) {
-			rule := ce.Rule
-			for field, flagName := range fieldFlags {
-				rule = strings.ReplaceAll(rule, field, flagName)
-			}
-			return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
-		}
-		return usagef("%v", err)
+		return configUsage(err)
 	}
 	if err := o.storageOptions.validate(); err != nil {
 		return err
@@ -247,6 +240,20 @@ func (o *options) validate() error {
 		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
 	}
 	return nil
+}
+
+// configUsage turns an election config error into a usage error that names
+// the flag and the rule in flag names.
+func configUsage(err error) error {
+	var ce *election.ConfigError
+	if errors.As(err, &ce) {
+		rule := ce.Rule
+		for field, flagName := range fieldFlags {
+			rule = strings.ReplaceAll(rule, field, flagName)
+		}
+		return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
+	}
+	return usagef("%v", err)
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
