@@ -126,6 +126,8 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if shards != nil {
 		n.wrapHandler = func(h http.Handler) http.Handler { return shards.handler(elector, h) }
 		n.beside = shards.w.Run
+		n.health = func() error { return errors.Join(elector.Healthy(), shards.w.Healthy()) }
+		n.metrics.Registry.MustRegister(newShardOwnership(shards.w.Owned))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -39,6 +39,10 @@ type node struct {
 	// ends (the --shards pool member).
 	wrapHandler func(http.Handler) http.Handler
 	beside      func(ctx context.Context) error
+	// health, when a mode sets it, is what /healthz answers instead of the
+	// elector's health alone (the status log line and blobleader_healthy
+	// follow it).
+	health func() error
 }
 
 // openNode prepares everything but the elector. It listens first, so a taken
@@ -71,7 +75,8 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	n.closers = append(n.closers, func() { n.ln.Close() })
 
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
-	n.storage, err = newContainerClient(o.storageOptions, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
+	n.registerHealthGauge()
+	n.storage, err = newContainerClient(o.storageOptions, n.cfg.RequestTimeout(), n.observeRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +88,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	case "":
 	case "blob":
 		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
-			time.Second, n.metrics.ObserveRequest)
+			time.Second, n.observeRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +132,7 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 	cb.OnEvent = func(ev election.Event) {
 		n.metrics.ObserveEvent(ev)
 		n.write(history.NewRecord(n.o.identity, processStart, ev))
+		n.logLeadership(ev)
 		if onEvent != nil {
 			onEvent(ev)
 		}
@@ -168,6 +174,9 @@ func (n *node) serve(ctx context.Context) error {
 	defer stop()
 	runErr := make(chan error, 1)
 	go func() { runErr <- n.run(ctx) }()
+	statusDone := make(chan struct{})
+	go func() { defer close(statusDone); n.logStatus(ctx) }()
+	defer func() { stop(); <-statusDone }()
 
 	select {
 	case err = <-runErr:
