@@ -104,6 +104,9 @@ func TerraformVars(e Env, postfix, operator string, images *Images) (map[string]
 		"chaos_sidecar":          map[string]any{"enabled": false},
 		"tags":                   map[string]string{"purpose": "blobleader-azure-suite", "postfix": postfix},
 	}
+	// The suite's faults (kills, breaks, outages) are what the alerts page
+	// for; their rules are checked offline (infra/tests/unit/alerts.tftest.hcl).
+	vars["alerts"] = map[string]any{"enabled": false}
 	if images != nil {
 		i := strings.LastIndex(images.Worker, "@")
 		if i < 0 || !strings.Contains(images.Sidecar, "@sha256:") {

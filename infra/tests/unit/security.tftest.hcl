@@ -66,6 +66,8 @@ variables {
   location     = "eastus"
   name_suffix  = "test"
   image_digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+  # Alerts are on by default and need a receiver (alerts.tftest.hcl).
+  alerts = { email_receivers = ["oncall@example.com"] }
 }
 
 run "storage_is_keyless_and_private" {
