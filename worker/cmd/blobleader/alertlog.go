@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/status"
 )
 
 // The log lines and metrics the shipped alerts read (docs/architecture.md,
@@ -58,18 +57,9 @@ func (n *node) healthy() error {
 	return n.elector.Healthy()
 }
 
-// registerHealthGauge exports blobleader_healthy, /healthz as a metric, so a
-// scrape sees a failing health without probing.
+// registerHealthGauge exports blobleader_healthy, /healthz as a metric.
 func (n *node) registerHealthGauge() {
-	n.metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "blobleader_healthy",
-		Help: "1 if /healthz would answer 200 at the moment of the scrape, else 0.",
-	}, func() float64 {
-		if n.healthy() != nil {
-			return 0
-		}
-		return 1
-	}))
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.healthy))
 }
 
 // statusSnapshot is what one status line says.

@@ -22,6 +22,7 @@ import (
 	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/status"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
@@ -127,7 +128,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		n.wrapHandler = func(h http.Handler) http.Handler { return shards.handler(elector, h) }
 		n.beside = shards.w.Run
 		n.health = func() error { return errors.Join(elector.Healthy(), shards.w.Healthy()) }
-		n.metrics.Registry.MustRegister(newShardOwnership(shards.w.Owned))
+		n.metrics.Registry.MustRegister(status.NewShardOwnership(shards.w.Owned))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
