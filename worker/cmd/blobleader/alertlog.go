@@ -8,14 +8,15 @@ import (
 	"github.com/blobleader/blobleader/worker/status"
 )
 
-// The log lines and metrics the shipped alerts read (docs/architecture.md,
-// "Log lines the alerts read"). Their `event` values and fields are a
-// contract: the Azure Monitor queries in infra/alerts.tf and the Prometheus
-// rules in infra/monitoring/ parse them.
+// The log lines the shipped Azure Monitor alerts (infra/alerts.tf) parse,
+// and the health gauge the Prometheus rules (infra/monitoring/) read
+// (docs/architecture.md#log-lines-the-alerts-read). Their `event` values and
+// fields are a contract.
 //
-// Every one of them is reported after the fact (act first, report after):
-// nothing here runs on the election's safety path except the one slog call
-// per leadership change, and the worker's handler never blocks on its writer.
+// Every line reports a step already taken (act first, report after): the
+// leadership lines are written from the elector's OnEvent, after the step
+// they report, like the history record beside them; the status heartbeat
+// runs in its own goroutine, beside the election and never on its path.
 
 // Values of the `event` field of the alert log lines.
 const (
