@@ -33,16 +33,11 @@ locals {
   # out: the first allowed window at least 5 minutes longer.
   alert_forbidden_window_minutes = [for w in [10, 15, 30, 45, 60] : w if w >= var.alerts.rbac_propagation_minutes + 5][0]
 
-  # The worker lines of this deployment's groups, parsed once. `t` is the
-  # worker's own timestamp (slog's `time`), not the ingestion time.
-  alert_worker_lines = <<-KQL
-    let workers = ContainerInstanceLog_CL
-    | where ContainerName_s == "worker" and ContainerGroup_s in (dynamic(${jsonencode(sort([for w in local.workers : w.name]))}))
-    | extend j = parse_json(Message)
-    | where isnotempty(tostring(j.event))
-    | extend t = todatetime(tostring(j.time)), event = tostring(j.event), identity = tostring(j.identity), role = tostring(j.role),
-        term = tolong(j.term), valid_until = todatetime(tostring(j.valid_until)), reason = tostring(j.reason);
-  KQL
+  # The KQL of the rules lives in alerts/*.kql (checked by the Kusto language
+  # service: `make test-kql`); every rule starts from the worker lines.
+  alert_worker_lines = templatefile("${path.module}/alerts/workers.kql", {
+    groups = jsonencode(sort([for w in local.workers : w.name]))
+  })
 
   alert_rules = {
     no_leader = {
@@ -51,21 +46,7 @@ locals {
       severity     = 0
       window       = "PT15M"
       threshold    = local.alert_leader_gap_seconds
-      query        = <<-KQL
-        ${local.alert_worker_lines}
-        let gap_limit = todouble(${local.alert_leader_gap_seconds});
-        let lead = workers | where event == "started_leading" or (event == "status" and role == "leader");
-        let last_any = toscalar(workers | summarize max(t));
-        let last_lead = toscalar(lead | summarize max(t));
-        let gaps = lead
-        | order by t asc
-        | extend gap_seconds = datetime_diff('millisecond', t, prev(t)) / 1000.0
-        | where gap_seconds > gap_limit
-        | project t, identity, gap_seconds;
-        let ongoing = print t = now(), identity = "", gap_seconds = iff(isnull(last_lead), 900.0, datetime_diff('millisecond', last_any, last_lead) / 1000.0)
-        | where gap_seconds > gap_limit;
-        union gaps, ongoing
-      KQL
+      query        = templatefile("${path.module}/alerts/no_leader.kql", { workers = local.alert_worker_lines, gap_limit = local.alert_leader_gap_seconds, window_seconds = 900 })
     }
     two_leaders = {
       display_name = "blobleader: two workers claim leadership"
@@ -73,27 +54,7 @@ locals {
       severity     = 0
       window       = "PT15M"
       threshold    = local.alert_break_overlap_seconds
-      query        = <<-KQL
-        ${local.alert_worker_lines}
-        let break_overlap = todouble(${local.alert_break_overlap_seconds});
-        let skew = todouble(${var.alerts.clock_skew_seconds});
-        let claims = workers
-        | where event in ("started_leading", "stopped_leading") or (event == "status" and role == "leader")
-        | summarize from_t = minif(t, event != "stopped_leading"), last_until = maxif(valid_until, event != "stopped_leading"),
-            stopped = minif(t, event == "stopped_leading"), stopped_until = minif(valid_until, event == "stopped_leading"),
-            stop_reason = take_anyif(reason, event == "stopped_leading") by identity, term
-        | where isnotnull(from_t)
-        // A claim ends when its holder stepped down, or at its deadline if that
-        // came first (a paused holder logs its step-down only on resume); with
-        // no step-down logged (a crash), at the last deadline it logged.
-        | extend to_t = case(isnull(stopped), last_until, isnotnull(stopped_until) and stopped_until < stopped, stopped_until, stopped), k = 1;
-        claims
-        | join kind=inner (claims | project k, other = identity, other_term = term, other_from = from_t, other_to = to_t) on k
-        | where identity != other and term < other_term and other_from < to_t
-        | extend overlap_seconds = datetime_diff('millisecond', iff(other_to < to_t, other_to, to_t), other_from) / 1000.0
-        | where overlap_seconds > skew and (stop_reason !startswith "lease lost" or overlap_seconds > break_overlap + skew)
-        | project identity, term, other, other_term, overlap_seconds, stop_reason
-      KQL
+      query        = templatefile("${path.module}/alerts/two_leaders.kql", { workers = local.alert_worker_lines, break_overlap = local.alert_break_overlap_seconds, skew = var.alerts.clock_skew_seconds })
     }
     flapping = {
       display_name = "blobleader: leadership flapping"
@@ -101,13 +62,7 @@ locals {
       severity     = 2
       window       = "PT15M"
       threshold    = var.alerts.flapping_handovers
-      query        = <<-KQL
-        ${local.alert_worker_lines}
-        workers
-        | where event == "started_leading"
-        | summarize leaders_started = count(), identities = make_set(identity)
-        | where leaders_started > ${var.alerts.flapping_handovers}
-      KQL
+      query        = templatefile("${path.module}/alerts/flapping.kql", { workers = local.alert_worker_lines, max_handovers = var.alerts.flapping_handovers })
     }
     storage_forbidden = {
       display_name = "blobleader: storage 403s outlast RBAC propagation"
@@ -115,13 +70,7 @@ locals {
       severity     = 1
       window       = "PT${local.alert_forbidden_window_minutes}M"
       threshold    = var.alerts.rbac_propagation_minutes * 60
-      query        = <<-KQL
-        ${local.alert_worker_lines}
-        workers
-        | where event == "storage_forbidden"
-        | summarize first_403 = min(t), last_403 = max(t), refused = count(), ops = make_set(tostring(j.op)) by identity
-        | where datetime_diff('second', last_403, first_403) >= ${var.alerts.rbac_propagation_minutes * 60}
-      KQL
+      query        = templatefile("${path.module}/alerts/storage_forbidden.kql", { workers = local.alert_worker_lines, forbidden_seconds = var.alerts.rbac_propagation_minutes * 60 })
     }
     unhealthy = {
       display_name = "blobleader: a worker's health check fails"
@@ -129,12 +78,7 @@ locals {
       severity     = 1
       window       = "PT5M"
       threshold    = var.lease_duration_seconds
-      query        = <<-KQL
-        ${local.alert_worker_lines}
-        workers
-        | where event == "status" and tostring(j.healthy) == "false"
-        | summarize first_seen = min(t), last_seen = max(t), lines = count(), health = take_any(tostring(j.health)) by identity
-      KQL
+      query        = templatefile("${path.module}/alerts/unhealthy.kql", { workers = local.alert_worker_lines })
     }
   }
 }

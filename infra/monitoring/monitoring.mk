@@ -1,5 +1,6 @@
 # Prometheus rules and the Grafana dashboard for workers scraped by Prometheus
-# (infra/monitoring/; docs/operations.md, "Alerts"). Included from the top Makefile.
+# (infra/monitoring/), and the Azure alert queries (infra/alerts/*.kql);
+# docs/operations.md, "Alerts". Included from the top Makefile.
 
 MONITORING       := $(ROOT)/infra/monitoring
 # promtool from the Prometheus module (the Go module proxy serves it as v0.x
@@ -15,6 +16,11 @@ test-rules: $(PROMTOOL) ## Check the Prometheus rules and run their unit tests (
 	@$(PROMTOOL) check rules $(MONITORING)/prometheus/blobleader.rules.yml
 	@echo ">> promtool test rules"
 	@cd $(MONITORING)/prometheus && $(PROMTOOL) test rules blobleader.rules_test.yml
+
+.PHONY: test-kql
+test-kql: node_modules/.installed ## Parse and analyse the Azure alert queries (infra/alerts/*.kql) with the pinned Kusto language service.
+	@echo ">> Kusto language service: infra/alerts/*.kql"
+	@node $(ROOT)/infra/scripts/kql_check.js
 
 .PHONY: test-dashboard
 test-dashboard: ## Check the Grafana dashboard against Grafana's dashboard schema (strict) and its queries against the rules' metric names.
