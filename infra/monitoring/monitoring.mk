@@ -7,6 +7,8 @@ MONITORING       := $(ROOT)/infra/monitoring
 # versions: v0.316.0 is Prometheus 3.x's tree), pinned, into ./bin.
 PROMTOOL_VERSION := v0.316.0
 PROMTOOL         := $(BIN)/promtool-$(PROMTOOL_VERSION)
+# The Prometheus server of the same tree, for the dashboard picture only.
+PROMETHEUS       := $(BIN)/prometheus-$(PROMTOOL_VERSION)
 
 ##@ Monitoring (Prometheus, Grafana)
 
@@ -23,8 +25,20 @@ test-kql: node_modules/.installed ## Parse and analyse the Azure alert queries (
 	@node $(ROOT)/infra/scripts/kql_check.js
 
 .PHONY: test-dashboard
-test-dashboard: ## Check the Grafana dashboard against Grafana's dashboard schema (strict) and its queries against the rules' metric names.
+test-dashboard: ## Check the Grafana dashboard against Grafana's dashboard schema (strict), and that it and the rules read only metrics the worker exports.
 	$(GO) -C test test -count=1 -timeout 2m ./monitoring/...
+
+.PHONY: dashboard-shot
+dashboard-shot: build node_modules $(PROMETHEUS) ## Picture of the Grafana dashboard from a real local run (Azurite, 3 workers, the pinned Prometheus; ~3 min) into docs/monitoring/dashboard.svg.
+	$(GO) -C test run ./cmd/dashshot --prometheus $(PROMETHEUS) --worker $(BIN)/blobleader \
+	  --dashboard $(MONITORING)/grafana/blobleader.json --rules $(MONITORING)/prometheus/blobleader.rules.yml \
+	  --out $(ROOT)/docs/monitoring/dashboard.svg
+
+$(PROMETHEUS):
+	@echo ">> go install github.com/prometheus/prometheus/cmd/prometheus@$(PROMTOOL_VERSION) (first use; several minutes)"
+	@mkdir -p $(BIN); tmp=$$(mktemp -d); \
+	  GOBIN=$$tmp $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMTOOL_VERSION); \
+	  mv $$tmp/prometheus $@; rm -rf $$tmp
 
 $(PROMTOOL):
 	@echo ">> go install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) (first use; a few minutes)"
