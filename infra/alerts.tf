@@ -32,6 +32,8 @@ locals {
   # The 403 query must look back further than the propagation time it waits
   # out: the first allowed window at least 5 minutes longer.
   alert_forbidden_window_minutes = [for w in [10, 15, 30, 45, 60] : w if w >= var.alerts.rbac_propagation_minutes + 5][0]
+  # As the API spells it (an hour is PT1H, never PT60M).
+  alert_forbidden_window = local.alert_forbidden_window_minutes == 60 ? "PT1H" : "PT${local.alert_forbidden_window_minutes}M"
 
   # The KQL of the rules lives in alerts/*.kql (checked by the Kusto language
   # service: `make test-kql`); every rule starts from the worker lines.
@@ -68,7 +70,7 @@ locals {
       display_name = "blobleader: storage 403s outlast RBAC propagation"
       description  = "A worker's storage requests have been refused with 403 for more than ${var.alerts.rbac_propagation_minutes} minutes. docs/operations.md#alert-storage-forbidden"
       severity     = 1
-      window       = "PT${local.alert_forbidden_window_minutes}M"
+      window       = local.alert_forbidden_window
       threshold    = var.alerts.rbac_propagation_minutes * 60
       query        = templatefile("${path.module}/alerts/storage_forbidden.kql", { workers = local.alert_worker_lines, forbidden_seconds = var.alerts.rbac_propagation_minutes * 60 })
     }

@@ -159,6 +159,22 @@ run "thresholds_follow_the_timing_variables" {
   }
 }
 
+run "the_longest_propagation_allowance_looks_back_an_hour" {
+  command = plan
+
+  variables {
+    alerts = {
+      email_receivers          = ["oncall@example.com"]
+      rbac_propagation_minutes = 55
+    }
+  }
+
+  assert {
+    condition     = azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_forbidden"].window_duration == "PT1H"
+    error_message = "55 minutes of propagation allowance need the one-hour window, spelt PT1H."
+  }
+}
+
 run "no_rules_before_the_workers_exist" {
   command = plan
 
