@@ -114,6 +114,7 @@ resource "azurerm_monitor_scheduled_query_rules_alert_v2" "this" {
   evaluation_frequency = "PT5M"
   window_duration      = each.value.window
   display_name         = each.value.display_name
+  enabled              = true
   description          = each.value.description
   # Resolved when the query stops returning rows, so a healed fault clears.
   auto_mitigation_enabled = true

@@ -62,7 +62,7 @@ run "every_alert_exists_and_pages_the_action_group" {
   command = plan
 
   assert {
-    condition     = length(azurerm_monitor_action_group.alerts) == 1 && [for r in azurerm_monitor_action_group.alerts[0].email_receiver : r.email_address] == ["oncall@example.com", "lead@example.com"]
+    condition     = length(azurerm_monitor_action_group.alerts) == 1 && tolist([for r in azurerm_monitor_action_group.alerts[0].email_receiver : r.email_address]) == tolist(["oncall@example.com", "lead@example.com"])
     error_message = "The action group must e-mail exactly the receivers given, in order."
   }
   assert {
@@ -71,7 +71,7 @@ run "every_alert_exists_and_pages_the_action_group" {
   }
   assert {
     condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
-    r.action[0].action_groups == [azurerm_monitor_action_group.alerts[0].id] && r.enabled && r.scopes == [azurerm_log_analytics_workspace.this.id]])
+    r.action[0].action_groups == tolist([azurerm_monitor_action_group.alerts[0].id]) && r.enabled && r.scopes == tolist([azurerm_log_analytics_workspace.this.id])])
     error_message = "Every rule must be enabled, query the deployment's workspace and notify the action group."
   }
   assert {

@@ -31,6 +31,8 @@ mock_provider "azurerm" {
 
   mock_resource "azurerm_log_analytics_workspace" {
     defaults = {
+      # The alert rules (alerts.tf) are scoped to it; the provider parses the id at plan.
+      id                 = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.OperationalInsights/workspaces/log-blobleader"
       workspace_id       = "44444444-4444-4444-4444-444444444444"
       primary_shared_key = "mock-workspace-key"
     }

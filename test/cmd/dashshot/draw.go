@@ -188,8 +188,14 @@ func drawTimeseries(s *svg, p panelJSON, data []series, from, to time.Time, pw, 
 	}
 	xOf := func(t time.Time) float64 { return left + (right-left)*t.Sub(from).Seconds()/to.Sub(from).Seconds() }
 	yOf := func(v float64) float64 { return bottom - (bottom-top)*(v-lo)/(hi-lo) }
-	for i := 0; i <= 4; i++ {
-		v := lo + (hi-lo)*float64(i)/4
+	// Four grid lines, or one per whole number when the series are whole
+	// numbers a few apart (terms), so no two labels read the same.
+	ticks := 4
+	if integral(data) && hi-lo < 4 {
+		ticks = int(math.Max(1, hi-lo))
+	}
+	for i := 0; i <= ticks; i++ {
+		v := lo + (hi-lo)*float64(i)/float64(ticks)
 		y := yOf(v)
 		s.f(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#2c3235"/>`, left, right, y, y)
 		s.f(`<text x="%.1f" y="%.1f" fill="#8e8e8e" font-size="10" text-anchor="end" dominant-baseline="middle">%s</text>`, left-4, y, formatValue(v, p.FieldConfig.Defaults.Unit, hi-lo))
@@ -242,4 +248,15 @@ func drawTimeAxis(s *svg, from, to time.Time, left, right, y float64) {
 		x := left + (right-left)*t.Sub(from).Seconds()/span.Seconds()
 		s.f(`<text x="%.1f" y="%.1f" fill="#8e8e8e" font-size="10" text-anchor="middle">%s</text>`, x, y, t.UTC().Format("15:04"))
 	}
+}
+
+func integral(data []series) bool {
+	for _, sr := range data {
+		for _, pt := range sr.points {
+			if pt.v != math.Trunc(pt.v) {
+				return false
+			}
+		}
+	}
+	return true
 }

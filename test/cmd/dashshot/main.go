@@ -130,6 +130,19 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// The shipped rules ran in this Prometheus the whole time: say which
+	// alerts went pending or fired (none should, for faults the design
+	// recovers from within its bounds).
+	alerts, err := promQuery(ctx, prom.url, "ALERTS", from, to, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	if len(alerts) == 0 {
+		say("alerts during the run: none pending or firing")
+	}
+	for _, a := range alerts {
+		say("alert during the run: %s %s %s at %s", a.labels["alertname"], a.labels["alertstate"], a.labels["instance"], spans(a.points))
+	}
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
 		return err
 	}
@@ -273,4 +286,19 @@ func promQuery(ctx context.Context, base, expr string, from, to time.Time, step 
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// spans lists the stretches of consecutive points (2 s apart) as
+// "15:04:05–15:04:19".
+func spans(ps []point) string {
+	var out []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1].t.Sub(ps[j].t) <= 3*time.Second {
+			j++
+		}
+		out = append(out, ps[i].t.UTC().Format("15:04:05")+"–"+ps[j].t.UTC().Format("15:04:05"))
+		i = j + 1
+	}
+	return strings.Join(out, ", ")
 }
