@@ -1,6 +1,6 @@
-// Package chaos injects the faults of DESIGN §5 into a running blobleader
-// cluster: one small type per fault behind one interface, modelled on
-// Shopify/toxiproxy's toxics.
+// Package chaos injects the faults of docs/chaos.md#pieces into a running
+// blobleader cluster: one small type per fault behind one interface, modelled
+// on Shopify/toxiproxy's toxics.
 //
 // Every fault can be injected once and removed cleanly, and every call honours
 // its context. A fault holds the handle it acts on (a Process for the process
@@ -13,6 +13,8 @@
 //   - Crash — SIGKILL; Remove starts the worker again (when Restart is set).
 //   - Stop — graceful stop with SIGTERM; Remove starts the worker again.
 //   - Pause — SIGSTOP; Remove sends SIGCONT.
+//   - BlockedOutput — the process's stdout/stderr a full pipe nobody reads
+//     (an OutputPipe the harness drains); Remove drains it again.
 //
 // Network faults act on the toxiproxy proxy between one worker and storage
 // (toxiproxy v2 used as a library, see Proxy). A toxic on the downstream

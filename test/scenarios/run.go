@@ -18,11 +18,11 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
-// Run mode's scenarios (issue 12): every worker is a `blobleader run`
-// supervisor of test/cmd/ledgercmd, which appends to its own fenced ledger
-// with BLOBLEADER_TERM and reports what it does. The supervisors are judged
-// by Check as in worker mode; the commands by CheckCommands, on command
-// lifetimes, the commands' ledger and their activity.
+// Run mode's scenarios (docs/chaos.md#scenarios): every worker is a
+// `blobleader run` supervisor of test/cmd/ledgercmd, which appends to its own
+// fenced ledger with BLOBLEADER_TERM and reports what it does. The supervisors
+// are judged by Check as in worker mode; the commands by CheckCommands, on
+// command lifetimes, the commands' ledger and their activity.
 
 // commandBlob is the commands' ledger ("leader-cmd-ledger/…"), apart from
 // the reference task's, so Check's worker-mode ledger rules do not apply to
@@ -37,7 +37,8 @@ type CommandScenario struct {
 	Run  func(t *testing.T, rc *RunCluster) []checker.Exception
 }
 
-// The run-mode scenarios, one per case of issue 12.
+// The run-mode scenarios, one per case docs/failover.md#commands-under-blobleader-run
+// argues.
 var (
 	CommandKilled              = CommandScenario{"CommandKilled", commandKilled}
 	CommandExitsOnItsOwn       = CommandScenario{"CommandExitsOnItsOwn", commandExits}
@@ -54,8 +55,9 @@ type RunCluster struct {
 	t        *testing.T
 	lastRun  checker.CommandRun // what Judge judged
 	cmd      string
-	activity string          // the commands' shared activity log
-	freezes  []checker.Fault // freezes the scenario injected itself
+	activity string           // the commands' shared activity log
+	freezes  []checker.Fault  // freezes the scenario injected itself
+	opts     []cluster.Option // more options for Supervise (e.g. BlockableOutput)
 }
 
 // NewRunCluster starts Azurite and builds the test command; no supervisor
@@ -71,7 +73,7 @@ func (rc *RunCluster) Supervise(n int, flags ...string) []cluster.Worker {
 	rc.t.Helper()
 	cmd := append([]string{rc.cmd, "--connection-string", rc.DirectConnectionString(), "--container", rc.ContainerName(),
 		"--blob", commandBlob, "--activity", rc.activity, "--interval", "100ms"}, flags...)
-	ws, err := rc.Start(ctxFor(rc.t, time.Minute), n, cluster.RunCommand(cmd...))
+	ws, err := rc.Start(ctxFor(rc.t, time.Minute), n, append([]cluster.Option{cluster.RunCommand(cmd...)}, rc.opts...)...)
 	if err != nil {
 		rc.t.Fatalf("start %d supervisors: %v", n, err)
 	}

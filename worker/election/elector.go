@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -41,9 +40,6 @@ type Elector struct {
 	lock Lock
 	cb   Callbacks
 	log  *slog.Logger
-	// unsafeNoStepDown is the negative control: a leader that ignores its
-	// deadline and definite losses. Only a negativecontrol build can set it.
-	unsafeNoStepDown bool
 
 	mu        sync.Mutex
 	running   bool
@@ -76,8 +72,7 @@ func NewElector(cfg Config, lock Lock, cb Callbacks) (*Elector, error) {
 	}
 	now := time.Now()
 	return &Elector{cfg: cfg, lock: lock, cb: cb, since: now, lastLoop: now,
-		unsafeNoStepDown: cfg.unsafeNoStepDown,
-		log:              log.With("identity", cfg.Identity, "lock", lock.Describe())}, nil
+		log: log.With("identity", cfg.Identity, "lock", lock.Describe())}, nil
 }
 
 // Config returns the elector's configuration.
@@ -118,7 +113,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		// first: without the pause we would race to win back a lease we just
 		// gave up or an operator just broke, and a task that exits at once
 		// would spin. Followers poll within P·1.1, so 2·P leaves them the field.
-		pause = 2 * jitter(e.cfg.RetryPeriod)
+		pause = 2 * e.cfg.JitteredRetryPeriod()
 	}
 }
 
@@ -134,9 +129,7 @@ func (e *Elector) touch(reply bool) {
 
 // call runs one storage operation with the request timeout.
 func (e *Elector) call(ctx context.Context, op func(context.Context) error) error {
-	rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout())
-	defer cancel()
-	return op(rctx)
+	return e.cfg.WithinRequestTimeout(ctx, op)
 }
 
 // noteTerm raises the in-memory term floor; e.mu must be held.
@@ -144,11 +137,6 @@ func (e *Elector) noteTerm(t int64) {
 	if t > e.highest {
 		e.highest = t
 	}
-}
-
-// jitter spreads followers' polls by ±10% so they do not hit storage in step.
-func jitter(p time.Duration) time.Duration {
-	return time.Duration(float64(p) * (0.9 + 0.2*rand.Float64()))
 }
 
 // newLeaseID names one leadership's lease (a GUID, as Azure requires).

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
-	"github.com/blobleader/blobleader/worker/status"
 )
 
 // The log lines the shipped Azure Monitor alerts (infra/alerts.tf) parse,
-// and the health gauge the Prometheus rules (infra/monitoring/) read
+// and the health the Prometheus rules (infra/monitoring/) read
 // (docs/architecture.md#log-lines-the-alerts-read). Their `event` values and
 // fields are a contract.
 //
@@ -47,20 +47,16 @@ func (n *node) observeRequest(op, code string, took time.Duration) {
 	}
 }
 
-// healthy is what /healthz answers (nil: 200); a mode may widen it.
-func (n *node) healthy() error {
-	if n.health != nil {
-		return n.health()
+// health is what /healthz answers (nil: 200): the elector's health joined
+// with each companion's.
+func (n *node) health(companions []companion) func() error {
+	return func() error {
+		errs := []error{n.elector.Healthy()}
+		for _, c := range companions {
+			errs = append(errs, c.healthy())
+		}
+		return errors.Join(errs...)
 	}
-	if n.elector == nil {
-		return nil
-	}
-	return n.elector.Healthy()
-}
-
-// registerHealthGauge exports blobleader_healthy, /healthz as a metric.
-func (n *node) registerHealthGauge() {
-	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.healthy))
 }
 
 // statusSnapshot is what one status line says.
@@ -72,10 +68,10 @@ type statusSnapshot struct {
 	health     string // empty: healthy
 }
 
-func (n *node) snapshot() statusSnapshot {
+func (n *node) snapshot(health func() error) statusSnapshot {
 	s := n.elector.Status()
 	snap := statusSnapshot{role: s.Role, term: s.Term, leader: s.Leader, validUntil: s.ValidUntil}
-	if err := n.healthy(); err != nil {
+	if err := health(); err != nil {
 		snap.health = err.Error()
 	}
 	return snap
@@ -91,7 +87,7 @@ func (s statusSnapshot) changed(prev statusSnapshot) bool {
 // (within one retry period) when role, term, leader or health change, until
 // ctx ends. The heartbeat is what lets a query tell "no leader" from "no
 // news": every worker keeps saying who it is and what it sees.
-func (n *node) logStatus(ctx context.Context) {
+func (n *node) logStatus(ctx context.Context, health func() error) {
 	every, check := n.cfg.LeaseDuration, n.cfg.RetryPeriod
 	t := time.NewTicker(check)
 	defer t.Stop()
@@ -102,7 +98,7 @@ func (n *node) logStatus(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			s := n.snapshot()
+			s := n.snapshot(health)
 			if !lastAt.IsZero() && now.Sub(lastAt) < every && !s.changed(last) {
 				continue
 			}

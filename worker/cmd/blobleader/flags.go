@@ -35,29 +35,17 @@ type storageOptions struct {
 type options struct {
 	storageOptions
 	identity        string
-	leaseDuration   time.Duration
-	renewDeadline   time.Duration
-	renewInterval   time.Duration
-	retryPeriod     time.Duration
+	timing          election.Timing // --lease-duration, --renew-deadline, --renew-interval, --retry-period
 	watchdogTimeout time.Duration
 	shutdownGrace   time.Duration
 	tick            time.Duration
 	listen          string
 	history         string
 	logFormat       string
-	controlListen   string // control.go
-	shards          int    // shards.go: 0 = single-task mode
-	unsafe          bool   // the negative control is on (only a -tags negativecontrol build sets it)
-	unsafeAsked     bool   // a production build was given the negative control's flag or env twin
+	controlListen   string       // control.go
+	shards          int          // shards.go: 0 = single-task mode
+	build           buildOptions // what only some builds have (buildoptions.go)
 }
-
-// unsafeFlag is the negative control's flag: real only in a binary built with
-// -tags negativecontrol (negativecontrol.go), refused by every other build
-// (negativecontrol_refused.go).
-const unsafeFlag = "unsafe-no-step-down"
-
-// hidden flags are accepted but not listed by --help.
-var hidden = map[string]bool{unsafeFlag: true}
 
 func envName(flagName string) string {
 	return "BLOBLEADER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -77,7 +65,7 @@ func newFlagSet(name string, out io.Writer, summary string) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
 		fs.VisitAll(func(f *flag.Flag) {
-			if hidden[f.Name] {
+			if hiddenFlags[f.Name] {
 				return
 			}
 			def := ""
@@ -149,23 +137,23 @@ func (o *options) register(fs *flag.FlagSet) {
 	o.storageOptions.register(fs)
 	d := election.DefaultConfig("")
 	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes (default <hostname>-<pid>)")
-	fs.DurationVar(&o.leaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
-	fs.DurationVar(&o.renewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
-	fs.DurationVar(&o.renewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
-	fs.DurationVar(&o.retryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
+	fs.DurationVar(&o.timing.LeaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
+	fs.DurationVar(&o.timing.RenewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
+	fs.DurationVar(&o.timing.RenewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
+	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
-	o.registerNegativeControl(fs)
+	o.build.register(fs)
 	o.registerControl(fs)
 }
 
 // finish refuses what this build cannot do, defaults the identity and
 // validates, after parse.
 func (o *options) finish(fs *flag.FlagSet) error {
-	if err := o.refuseNegativeControl(); err != nil {
+	if err := o.build.check(); err != nil {
 		return err
 	}
 	if _, set := os.LookupEnv(envName("identity")); !set && !flagSet(fs, "identity") {
@@ -222,9 +210,9 @@ var fieldFlags = map[string]string{
 
 func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
-	c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryPeriod = o.leaseDuration, o.renewDeadline, o.renewInterval, o.retryPeriod
+	c.Timing = o.timing
 	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
-	o.applyNegativeControl(&c)
+	o.build.configure(&c)
 	return c
 }
 
