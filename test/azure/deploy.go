@@ -143,7 +143,10 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 		EnvVars:         map[string]string{"CHECKPOINT_DISABLE": "1", "ARM_SUBSCRIPTION_ID": e.SubscriptionID},
 		RetryableTerraformErrors: map[string]string{
 			"(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*": "AcrPull for the workers' identity is still propagating",
-			"(?s).*(AuthorizationFailed|PrincipalNotFound).*":                                         "a new identity or role assignment is still propagating",
+			// PrincipalNotFound: a new identity not yet replicated in Entra ID.
+			// Not AuthorizationFailed: that is the deployer missing a role,
+			// which no amount of waiting grants.
+			"(?s).*PrincipalNotFound.*": "a new identity is still propagating",
 		},
 		// Role assignments can take up to about 10 minutes to propagate
 		// (docs/security.md): 8 retries 90 s apart cover 12.
