@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -29,6 +30,7 @@ type node struct {
 	ln      net.Listener
 	metrics *status.Metrics
 	storage *container.Client
+	cred    azcore.TokenCredential // --account-url: shared by every client, warmed up before the election
 	lock    *bloblock.Lock
 	hist    interface{ Write(history.Record) error } // nil: no --history
 	elector *election.Elector
@@ -71,7 +73,12 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	n.closers = append(n.closers, func() { n.ln.Close() })
 
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
-	n.storage, err = newContainerClient(o.storageOptions, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
+	if o.accountURL != "" {
+		if n.cred, err = bloblock.NewCredential(); err != nil {
+			return nil, err
+		}
+	}
+	n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +90,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	case "":
 	case "blob":
 		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
-			time.Second, n.metrics.ObserveRequest)
+			n.cred, time.Second, n.metrics.ObserveRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -188,6 +195,16 @@ func (n *node) serve(ctx context.Context) error {
 // run runs the election and, when the mode set one, its companion beside
 // it, until ctx ends; both stop gracefully (tasks stopped, leases released).
 func (n *node) run(ctx context.Context) error {
+	// The first token, under its own budget, before the first storage
+	// request: see bloblock.WarmUp. /healthz answers meanwhile.
+	if n.cred != nil {
+		if _, err := bloblock.WarmUp(ctx, n.cred, n.o.tokenTimeout, n.log); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while waiting: a clean stop
+			}
+			return err
+		}
+	}
 	if n.beside == nil {
 		return n.elector.Run(ctx)
 	}
