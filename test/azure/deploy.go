@@ -102,7 +102,9 @@ func TerraformVars(e Env, postfix, operator string, images *Images) (map[string]
 		"history_to_blob":        true,
 		"image_digest":           "",
 		"chaos_sidecar":          map[string]any{"enabled": false},
-		"tags":                   map[string]string{"purpose": "blobleader-azure-suite", "postfix": postfix},
+		// On every taggable resource: teardown finds the run by them when
+		// its state is gone (TeardownByTags).
+		"tags": map[string]string{TagPurpose: SuitePurpose, TagRun: postfix},
 	}
 	if images != nil {
 		i := strings.LastIndex(images.Worker, "@")
