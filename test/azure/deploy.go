@@ -157,8 +157,9 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 	}
 }
 
-// CopyInfra copies infra/ (without state, caches or scripts) into dir, so the
-// suite's Terraform state never mixes with a `make deploy` in the checkout.
+// CopyInfra copies infra/'s configuration and lock file (without state,
+// caches or scripts) into dir, so the suite's Terraform state never mixes
+// with a `make deploy` in the checkout.
 func CopyInfra(root, dir string) error {
 	src := filepath.Join(root, "infra")
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
@@ -175,7 +176,9 @@ func CopyInfra(root, dir string) error {
 			}
 			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
 		}
-		if !strings.HasSuffix(path, ".tf") {
+		// The configuration and the committed lock file (the provider's
+		// version and hashes), nothing else.
+		if !strings.HasSuffix(path, ".tf") && d.Name() != ".terraform.lock.hcl" {
 			return nil
 		}
 		b, err := os.ReadFile(path)
