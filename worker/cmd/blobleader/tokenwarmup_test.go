@@ -109,6 +109,34 @@ func TestWorker_FirstManagedIdentityTokenSlowerThanARequest(t *testing.T) {
 		cmd.Wait()
 	}()
 
+	// While it waits for the token, the liveness probe's /healthz answers
+	// 200 (ACI would otherwise restart it mid-wait) and /readyz does not.
+	health := fmt.Sprintf("http://127.0.0.1:%d", port)
+	probeBy := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(health + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			tokens.mu.Lock()
+			delivered := tokens.delivered
+			tokens.mu.Unlock()
+			if delivered == 0 && resp.StatusCode != http.StatusOK {
+				t.Errorf("/healthz = %d while waiting for the first token, want 200", resp.StatusCode)
+			}
+			if ready, err := http.Get(health + "/readyz"); err == nil {
+				ready.Body.Close()
+				if ready.StatusCode == http.StatusOK {
+					t.Errorf("/readyz = 200 before any storage answer")
+				}
+			}
+			break
+		}
+		if time.Now().After(probeBy) {
+			t.Fatalf("/healthz did not answer within 10 s: %v; log:\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		mu.Lock()
