@@ -23,7 +23,7 @@ test-azure: ## Chaos scenarios on a fresh Azure deployment (ARM_SUBSCRIPTION_ID 
 	BLOBLEADER_AZURE_REQUIRED=1 $(GO) -C test test -tags azure -count=1 -v -timeout $(AZURE_TEST_TIMEOUT) -run "$$AZURE_RUN" ./azure
 
 .PHONY: test-azure-teardown
-test-azure-teardown: ## Destroy what an interrupted make test-azure left (from its saved state in out/azure-suite); nothing to do after a finished run.
+test-azure-teardown: ## Save the logs, then destroy what an interrupted make test-azure left: from its saved state in out/azure-suite, else by its tags (run=<postfix>; BLOBLEADER_AZURE_RUN=<postfix> when the work directory is gone).
 	@mkdir -p $(BIN) && $(GO) -C test build -tags azure -o $(BIN)/azure-preflight ./azure/cmd/preflight
 	@$(BIN)/azure-preflight
 	SKIP_deploy=1 SKIP_verify=1 SKIP_chaos=1 SKIP_shards=1 BLOBLEADER_AZURE_REQUIRED=1 $(GO) -C test test -tags azure -count=1 -v -timeout 60m -run '^TestAzure_Election$$' ./azure
