@@ -108,7 +108,7 @@ test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(AC
 TF_LOCK_PLATFORMS := linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64
 
 .PHONY: tf-lock
-tf-lock: ## Write infra/.terraform.lock.hcl and infra/ci/.terraform.lock.hcl from the Terraform registry (needs it): azurerm $(AZURERM_VERSION), hashes for $(TF_LOCK_PLATFORMS).
+tf-lock: ## Write infra/.terraform.lock.hcl and infra/ci/.terraform.lock.hcl from the Terraform registry (needs it): the pinned azurerm, hashes for linux and darwin (amd64, arm64) and windows_amd64.
 	@for d in $(INFRA) $(INFRA)/ci; do \
 	  echo ">> terraform providers lock ($$d)"; \
 	  $(TERRAFORM) -chdir=$$d providers lock $(addprefix -platform=,$(TF_LOCK_PLATFORMS)); done
