@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/blobleader/blobleader/worker/boundedlog"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
@@ -32,15 +33,18 @@ type node struct {
 	storage *container.Client
 	cred    azcore.TokenCredential // --account-url: shared by every client, warmed up before the election
 	lock    *bloblock.Lock
-	hist    interface{ Write(history.Record) error } // nil: no --history
+	hist    history.Writer // nil: no --history; a *history.Queue or *history.Blob
 	elector *election.Elector
 	closers []func() // run by close, last first
+}
 
-	// Set by a mode before serve: wrapHandler adds endpoints or fields to
-	// the contract's handler; beside runs next to the election until ctx
-	// ends (the --shards pool member).
-	wrapHandler func(http.Handler) http.Handler
-	beside      func(ctx context.Context) error
+// A companion runs beside the election for as long as it does (the --shards
+// pool member) and extends the contract's HTTP handler.
+type companion interface {
+	// handler wraps base, the contract's handler for e.
+	handler(e *election.Elector, base http.Handler) http.Handler
+	// run works until ctx ends.
+	run(ctx context.Context) error
 }
 
 // openNode prepares everything but the elector. It listens first, so a taken
@@ -50,21 +54,32 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	base := newLogger(o.logFormat, stderr)
+	// Nothing on the safety path waits on a log or history write: both go
+	// through bounded queues that drop and count (docs/architecture.md#logs).
+	// The log sink closes last, so the other closers can still log.
+	logs := boundedlog.New(newLogger(o.logFormat, stderr).Handler(), boundedlog.Options{})
+	base := slog.New(logs.Handler())
 	n = &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
+	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
 	if historyFile != nil {
-		n.hist = historyFile
-		n.closers = append(n.closers, func() { historyFile.Close() })
+		q := history.NewQueue(historyFile, history.QueueOptions{Identity: o.identity, Start: processStart,
+			OnError: func(err error) { n.log.Error("history write failed", "err", err) }})
+		n.hist = q
+		n.closers = append(n.closers, func() {
+			// A file still blocked after the flush stays open: closing it
+			// would wait on the very write that blocks.
+			if n.flush("history", q.Close) {
+				historyFile.Close()
+			}
+		})
 	}
 	defer func() {
 		if err != nil {
 			n.close()
 		}
 	}()
-	if o.unsafe {
-		n.log.Warn("UNSAFE: --unsafe-no-step-down is set; this worker keeps claiming leadership after losing it (negative control only)")
-	}
+	o.build.announce(n.log)
 
 	n.ln, err = net.Listen("tcp", o.listen)
 	if err != nil {
@@ -73,6 +88,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	n.closers = append(n.closers, func() { n.ln.Close() })
 
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
+	n.metrics.CountDrops(logs.Dropped, n.historyDropped)
 	if o.accountURL != "" {
 		if n.cred, err = bloblock.NewCredential(); err != nil {
 			return nil, err
@@ -115,8 +131,36 @@ func (n *node) close() {
 	n.closers = nil
 }
 
+// exitFlush bounds how long close waits for a queued log or history to be
+// written: a blocked output must not keep a stopping process alive.
+const exitFlush = 2 * time.Second
+
+// flush closes one queued output within exitFlush and says whether it was
+// drained; what could not be written is reported (on stderr, best effort).
+func (n *node) flush(what string, close func(context.Context) error) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), exitFlush)
+	defer cancel()
+	if err := close(ctx); err != nil {
+		n.log.Error("flush at exit", "output", what, "err", err)
+		return false
+	}
+	return true
+}
+
+// historyDropped counts the history records lost to a full queue or buffer.
+func (n *node) historyDropped() uint64 {
+	switch h := n.hist.(type) {
+	case *history.Queue:
+		return h.Dropped()
+	case *history.Blob:
+		return uint64(h.Dropped())
+	}
+	return 0
+}
+
 // write appends one record to the history, if there is one. History is
-// evidence: a failed write is logged, never fatal.
+// evidence: a failed write is logged, never fatal, and it never waits: the
+// sinks queue (bounded) and write from their own goroutine.
 func (n *node) write(r history.Record) {
 	if n.hist == nil {
 		return
@@ -150,10 +194,10 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 }
 
 // serve serves the HTTP endpoints (and --control-listen) and runs the
-// election until ctx ends (or the HTTP server fails), then shuts the server
-// down. ctx must already end on SIGTERM: a control stop is a SIGTERM to
-// ourselves.
-func (n *node) serve(ctx context.Context) error {
+// election, with each companion beside it, until ctx ends (or the HTTP
+// server fails), then shuts the server down. ctx must already end on
+// SIGTERM: a control stop is a SIGTERM to ourselves.
+func (n *node) serve(ctx context.Context, companions ...companion) error {
 	cfg := n.cfg
 	closeControl, err := startControl(n.o.controlListen, n.log)
 	if err != nil {
@@ -161,8 +205,8 @@ func (n *node) serve(ctx context.Context) error {
 	}
 	defer closeControl()
 	handler := status.Handler(n.elector, n.metrics)
-	if n.wrapHandler != nil {
-		handler = n.wrapHandler(handler)
+	for _, c := range companions {
+		handler = c.handler(n.elector, handler)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
@@ -174,7 +218,7 @@ func (n *node) serve(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	runErr := make(chan error, 1)
-	go func() { runErr <- n.run(ctx) }()
+	go func() { runErr <- n.run(ctx, companions) }()
 
 	select {
 	case err = <-runErr:
@@ -192,9 +236,9 @@ func (n *node) serve(ctx context.Context) error {
 	return err
 }
 
-// run runs the election and, when the mode set one, its companion beside
-// it, until ctx ends; both stop gracefully (tasks stopped, leases released).
-func (n *node) run(ctx context.Context) error {
+// run runs the election and the companions beside it until ctx ends; all
+// stop gracefully (tasks stopped, leases released).
+func (n *node) run(ctx context.Context, companions []companion) error {
 	// The first token, under its own budget, before the first storage
 	// request: see bloblock.WarmUp. /healthz answers meanwhile.
 	if n.cred != nil {
@@ -205,19 +249,21 @@ func (n *node) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if n.beside == nil {
-		return n.elector.Run(ctx)
-	}
-	// Either one ending ends both: a pool member without its election (or
-	// an election whose pool member failed) must not run on alone.
+	// Any one ending ends all: a pool member without its election (or an
+	// election whose pool member failed) must not run on alone.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	besideErr := make(chan error, 1)
-	go func() {
-		defer cancel()
-		besideErr <- n.beside(ctx)
-	}()
+	errs := make(chan error, len(companions))
+	for _, c := range companions {
+		go func() {
+			defer cancel()
+			errs <- c.run(ctx)
+		}()
+	}
 	err := n.elector.Run(ctx)
 	cancel()
-	return errors.Join(err, <-besideErr)
+	for range companions {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
