@@ -27,7 +27,7 @@ run "workers_and_sidecars_name_their_credential" {
   assert {
     condition = alltrue(flatten([
       for g in azurerm_container_group.worker : [
-        for c in g.container : c.environment_variables["AZURE_TOKEN_CREDENTIALS"] == "ManagedIdentityCredential"
+        for c in g.container : lookup(c.environment_variables, "AZURE_TOKEN_CREDENTIALS", "") == "ManagedIdentityCredential"
       ]
     ]))
     error_message = "Every container (worker and chaos sidecar) must set AZURE_TOKEN_CREDENTIALS = ManagedIdentityCredential."
