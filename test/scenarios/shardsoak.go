@@ -16,7 +16,7 @@ import (
 	"github.com/blobleader/blobleader/test/report"
 )
 
-// The seeded soak in shard mode (issue 13): a --shards pool under the soak's
+// The seeded soak in shard mode: a --shards pool under the soak's
 // fault mix plus members joining and leaving, judged by the election's rules
 // and by CheckShards.
 
@@ -111,7 +111,7 @@ func ShardSoak(t *testing.T, c cluster.Cluster, sc SoakConfig, cfg ShardSoakConf
 	waitBalanced(t, c, cfg.Shards, settle(p)+slack)
 	moves := map[string]int{}
 	steps := soakSteps(t, c, sc, shardSoakActions(p, cfg, moves), func(s *soak) { awaitStandbys(s, cfg.Shards) })
-	srun, res, sres := JudgeShards(t, c, cfg.Shards, name)
+	srun, res, sres := JudgeShards(t, c, ShardJudging{Shards: cfg.Shards, Name: name})
 	if files, err := report.Write(OutDir(t), name, srun.Run, res); err != nil {
 		t.Errorf("report: %v", err)
 	} else {

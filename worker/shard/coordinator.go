@@ -64,14 +64,13 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 		} else if err != nil && ctx.Err() == nil {
 			w.log.Warn("coordination pass failed", "term", term, "err", err)
 		}
-		timer.Reset(jitter(w.cfg.Election.RetryPeriod))
+		timer.Reset(w.cfg.Election.JitteredRetryPeriod())
 	}
 }
 
+// call runs one storage operation with the election's request timeout.
 func (co *coordinator) call(ctx context.Context, f func(context.Context) error) error {
-	rctx, cancel := context.WithTimeout(ctx, co.w.cfg.Election.RequestTimeout())
-	defer cancel()
-	return f(rctx)
+	return co.w.cfg.Election.WithinRequestTimeout(ctx, f)
 }
 
 // pass is one round of coordination.
