@@ -16,11 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/status"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
@@ -81,9 +83,11 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, nil))
 }
 
-func newContainerClient(s storageOptions, requestTimeout time.Duration, observe bloblock.ObserveFunc) (*container.Client, error) {
+// newContainerClient builds a client for s; cred (nil: the client makes its
+// own) is the account URL's credential, shared so one warm-up serves all.
+func newContainerClient(s storageOptions, cred azcore.TokenCredential, requestTimeout time.Duration, observe bloblock.ObserveFunc) (*container.Client, error) {
 	cfg := bloblock.ClientConfig{
-		ConnectionString: s.connectionString, AccountURL: s.accountURL, Container: s.container,
+		ConnectionString: s.connectionString, AccountURL: s.accountURL, Credential: cred, Container: s.container,
 		RequestTimeout: requestTimeout, Observe: observe,
 	}
 	if s.storageDial != "" {
@@ -117,6 +121,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		}
 		leaderTask = shards.lead
 		companions = append(companions, shards)
+		n.metrics.Registry.MustRegister(status.NewShardOwnership(shards.w.Owned))
 	} else {
 		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}
 		leaderTask = o.build.task(task.run, o.tick)

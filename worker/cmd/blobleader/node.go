@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/boundedlog"
@@ -30,6 +31,7 @@ type node struct {
 	ln      net.Listener
 	metrics *status.Metrics
 	storage *container.Client
+	cred    azcore.TokenCredential // --account-url: shared by every client, warmed up before the election
 	lock    *bloblock.Lock
 	hist    history.Writer // nil: no --history; a *history.Queue or *history.Blob
 	elector *election.Elector
@@ -43,6 +45,9 @@ type companion interface {
 	handler(e *election.Elector, base http.Handler) http.Handler
 	// run works until ctx ends.
 	run(ctx context.Context) error
+	// healthy is the companion's part of /healthz (nil: healthy); it joins
+	// the elector's in /healthz, blobleader_healthy and the status log line.
+	healthy() error
 }
 
 // openNode prepares everything but the elector. It listens first, so a taken
@@ -87,7 +92,12 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
 	n.metrics.CountDrops(logs.Dropped, n.historyDropped)
-	n.storage, err = newContainerClient(o.storageOptions, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
+	if o.accountURL != "" {
+		if n.cred, err = bloblock.NewCredential(); err != nil {
+			return nil, err
+		}
+	}
+	n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.observeRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +109,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	case "":
 	case "blob":
 		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
-			time.Second, n.metrics.ObserveRequest)
+			n.cred, time.Second, n.observeRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +181,7 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 	cb.OnEvent = func(ev election.Event) {
 		n.metrics.ObserveEvent(ev)
 		n.write(history.NewRecord(n.o.identity, processStart, ev))
+		n.logLeadership(ev)
 		if onEvent != nil {
 			onEvent(ev)
 		}
@@ -212,6 +223,11 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 	defer stop()
 	runErr := make(chan error, 1)
 	go func() { runErr <- n.run(ctx, companions) }()
+	health := n.health(companions)
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(health))
+	statusDone := make(chan struct{})
+	go func() { defer close(statusDone); n.logStatus(ctx, health) }()
+	defer func() { stop(); <-statusDone }()
 
 	select {
 	case err = <-runErr:
@@ -232,6 +248,16 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 // run runs the election and the companions beside it until ctx ends; all
 // stop gracefully (tasks stopped, leases released).
 func (n *node) run(ctx context.Context, companions []companion) error {
+	// The first token, under its own budget, before the first storage
+	// request: see bloblock.WarmUp. /healthz answers meanwhile.
+	if n.cred != nil {
+		if _, err := bloblock.WarmUp(ctx, n.cred, n.o.tokenTimeout, n.log); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while waiting: a clean stop
+			}
+			return err
+		}
+	}
 	// Any one ending ends all: a pool member without its election (or an
 	// election whose pool member failed) must not run on alone.
 	ctx, cancel := context.WithCancel(ctx)

@@ -249,33 +249,25 @@ func (s *supervisor) reportOutOfReach(term int64, g *supervise.Group, err error)
 		"pid", g.Pid(), "err", err)
 }
 
-// reachHealth is run mode's companion beside the election: it adds the
-// out-of-reach check to /healthz and runs nothing of its own.
+// reachHealth is run mode's companion beside the election: /healthz (and
+// blobleader_healthy) fail while a member of the command is out of reach.
+// It runs nothing of its own.
 type reachHealth struct{ s *supervisor }
 
-func (c reachHealth) handler(_ *election.Elector, base http.Handler) http.Handler {
-	return c.s.healthHandler(base)
-}
+func (c reachHealth) handler(_ *election.Elector, base http.Handler) http.Handler { return base }
 
 func (c reachHealth) run(ctx context.Context) error {
 	<-ctx.Done()
 	return nil
 }
 
-// healthHandler fails /healthz while a member is out of reach.
-func (s *supervisor) healthHandler(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		err := s.outOfReach
-		s.mu.Unlock()
-		if err != nil && r.URL.Path == "/healthz" {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("command out of reach: " + err.Error() + "\n"))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+func (c reachHealth) healthy() error {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.s.outOfReach != nil {
+		return fmt.Errorf("command out of reach: %w", c.s.outOfReach)
+	}
+	return nil
 }
 
 // commandEnv is env with the fencing term and the identity set (replacing any
