@@ -254,7 +254,19 @@ func (s *supervisor) reportOutOfReach(term int64, g *supervise.Group, err error)
 // It runs nothing of its own.
 type reachHealth struct{ s *supervisor }
 
-func (c reachHealth) handler(_ *election.Elector, base http.Handler) http.Handler { return base }
+// handler answers /healthz 503 while a member is out of reach (the
+// contract's handler answers only for the elector), else defers to base.
+func (c reachHealth) handler(_ *election.Elector, base http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := c.healthy(); err != nil && r.URL.Path == "/healthz" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(err.Error() + "\n"))
+			return
+		}
+		base.ServeHTTP(w, r)
+	})
+}
 
 func (c reachHealth) run(ctx context.Context) error {
 	<-ctx.Done()
