@@ -57,6 +57,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	// the lease. A shutdown is done before the elector hears of it (below),
 	// so this is only a backstop.
 	n.cfg.ShutdownGrace = max(o.shutdownGrace, o.killGrace) + supervise.KillTimeout + time.Second
+	// Early takeover: the break period must cover the command's end too.
+	n.cfg.StopAfterDeadline = runStopAfterDeadline(o.killGrace)
 
 	// Job control (^Z, a background read or write): the command is in a
 	// process group of its own, so these reach the supervisor alone, and

@@ -109,5 +109,5 @@ func (o *runOptions) validateRun() error {
 		return usagef("invalid --kill-grace %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower --kill-grace or --renew-deadline",
 			o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget)
 	}
-	return nil
+	return o.validateTakeover()
 }
