@@ -141,6 +141,12 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	if o.tick < 10*time.Millisecond || o.tick > time.Hour {
 		return nil, usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
 	}
+	if err := o.validateTick(); err != nil {
+		return nil, err
+	}
+	if err := o.validateShardTimings(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
