@@ -24,6 +24,8 @@ const (
 	KindLostResponse    Kind = "lost_response"    // a request applied at storage, its answer dropped
 	KindDeleteBlob      Kind = "delete_blob"      // an operator deletes the lock blob
 	KindDeleteContainer Kind = "delete_container" // an operator deletes the lock's container
+
+	KindOperatorMetadata Kind = "operator_metadata" // an operator writes the lock's metadata (bad term, huge term, no holder)
 )
 
 // TargetAll is the target of faults that hit every worker at once.

@@ -65,6 +65,12 @@ func (c *checker) checkFailovers() {
 		)
 		// 1. Only a fault that hit the then-leader demands a failover.
 		switch {
+		case f.Kind == FaultOperatorMetadata:
+			// A record no contender can stamp a term on leaves the fleet
+			// leaderless until the operator repairs it: the bound counts from
+			// the repair (End).
+			hit, ok = c.holderAt(f, f.Start)
+			ok = ok && !f.End.IsZero()
 		case f.Kind == FaultCrash || f.Kind == FaultGraceful || f.Kind == FaultPause || forcedLoss(f.Kind):
 			hit, ok = c.holderAt(f, f.Start)
 		case windowFault(f.Kind):

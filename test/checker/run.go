@@ -28,6 +28,11 @@ const (
 	FaultLostResponse    = "lost_response"    // Target's chosen requests applied at storage, answers dropped; Start..End
 	FaultDeleteBlob      = "delete_blob"      // operator deletes the lock blob, at Start
 	FaultDeleteContainer = "delete_container" // operator deletes the lock's container, at Start
+
+	// FaultOperatorMetadata: an operator breaks the lease and writes the
+	// lock's metadata by hand (a bad term, a term that cannot grow, no
+	// holder) at Start, and repairs it at End.
+	FaultOperatorMetadata = "operator_metadata"
 )
 
 // AllWorkers as a Fault.Target (or an empty Target) means the fault hits

@@ -331,6 +331,9 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 	case *chaos.DeleteBlob:
 		f.Blob = c.storage.NewBlobClient(c.blobName)
 		return nil
+	case *chaos.OperatorMetadata:
+		f.Blob = c.storage.NewBlobClient(c.blobName)
+		return nil
 	case *chaos.DeleteContainer:
 		f.Container = c.storage
 		return nil

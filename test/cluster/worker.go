@@ -269,6 +269,28 @@ func (w *localWorker) status(ctx context.Context, inc *incarnation, timeout time
 	return st, nil
 }
 
+// Probe GETs path on the current incarnation and returns the HTTP status and
+// body, whatever the status.
+func (w *localWorker) Probe(ctx context.Context, path string) (int, string, error) {
+	inc, err := w.current()
+	if err != nil {
+		return 0, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+inc.listen+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := w.httpc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(body), err
+}
+
 func (w *localWorker) get(ctx context.Context, inc *incarnation, path string, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

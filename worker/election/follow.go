@@ -3,6 +3,8 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -49,8 +51,10 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			if err == nil {
 				return won{term: term, leaseID: leaseID, validUntil: sent.Add(e.cfg.RenewDeadline)}, true
 			}
-			e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
-			e.log.Warn("acquired the lease but could not write the term; releasing", "err", err)
+			if e.tellUnusable(err) {
+				e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
+				e.log.Warn("acquired the lease but could not write the term; releasing", "err", err)
+			}
 			if !errors.Is(err, ErrLockLost) {
 				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
 			}
@@ -82,11 +86,21 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time) (int64, error) {
 	var rec Record
 	if err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err }); err != nil {
+		e.noteRecord(err)
 		return 0, err
 	}
 	e.mu.Lock()
-	next := Record{Holder: e.cfg.Identity, Term: max(rec.Term, e.highest) + 1, Acquired: time.Now().UTC()}
+	base := max(rec.Term, e.highest)
 	e.mu.Unlock()
+	if base == math.MaxInt64 {
+		// The next term would wrap to the most negative int64: terms would
+		// go backwards. Leave the record as it is and say so.
+		err := fmt.Errorf("%w: term %d cannot grow (the next would overflow int64)", ErrUnusableRecord, base)
+		e.noteRecord(err)
+		return 0, err
+	}
+	e.noteRecord(nil)
+	next := Record{Holder: e.cfg.Identity, Term: base + 1, Acquired: time.Now().UTC()}
 	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
 	e.mu.Lock()
 	switch {
@@ -119,6 +133,7 @@ func (e *Elector) knownLeader() string {
 func (e *Elector) observe(ctx context.Context) {
 	var rec Record
 	err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err })
+	e.noteRecord(err)
 	if err != nil {
 		e.log.Debug("could not read the leader record", "err", err)
 		return
@@ -145,4 +160,37 @@ func (e *Elector) observe(ctx context.Context) {
 			e.cb.OnNewLeader(rec.Holder, rec.Term)
 		}
 	}
+}
+
+// noteRecord sets or clears the unusable-record state from the outcome of a
+// read of the lock's record: an ErrUnusableRecord sets it; a good read
+// clears it; a transient failure says nothing either way.
+func (e *Elector) noteRecord(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrUnusableRecord):
+		e.unusable = "cannot lead: " + err.Error() + " — an operator must set the lock's term (docs/operations.md#recovering-the-term)"
+	case err == nil:
+		if e.unusable != "" {
+			e.toldAt = time.Time{}
+		}
+		e.unusable = ""
+	}
+}
+
+// tellUnusable reports whether a failed term stamp should be logged and
+// emitted now: always for other errors, but for an unusable record once per
+// LeaseDuration, not once per poll.
+func (e *Elector) tellUnusable(err error) bool {
+	if !errors.Is(err, ErrUnusableRecord) {
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now := time.Now(); e.toldAt.IsZero() || now.Sub(e.toldAt) >= e.cfg.LeaseDuration {
+		e.toldAt = now
+		return true
+	}
+	return false
 }

@@ -22,6 +22,12 @@ var (
 	// fix by itself (a 4xx that is not a lease answer, e.g. metadata it cannot
 	// carry). The elector keeps contending but reports it in Healthy and Ready.
 	ErrRejected = errors.New("election: storage rejected the request")
+	// ErrUnusableRecord: the lock's record cannot give the next term — its
+	// term is not a non-negative integer (an operator's typo), or it is at
+	// the top of the int64 range and cannot grow. Retrying will not fix it;
+	// an operator must. The elector leaves the record untouched, keeps
+	// contending, and reports it in Healthy, Ready and Status.
+	ErrUnusableRecord = errors.New("election: lock record unusable")
 )
 
 // Record is what the lock stores beside the lease: who holds it and the

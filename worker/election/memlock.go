@@ -47,6 +47,17 @@ func (s *MemStore) Delete() {
 	s.leaseID, s.broken, s.rec = "", false, Record{}
 }
 
+// SetRecord overwrites the record, as an operator writing the lock's
+// metadata by hand does (after breaking the lease the write needs).
+func (s *MemStore) SetRecord(r Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leaseID != "" {
+		s.broken = true
+	}
+	s.rec = r
+}
+
 // Record returns the stored record.
 func (s *MemStore) Record() Record {
 	s.mu.Lock()

@@ -180,7 +180,7 @@ func parseRecord(md map[string]*string) (election.Record, error) {
 		case MetaTerm:
 			t, err := strconv.ParseInt(*v, 10, 64)
 			if err != nil || t < 0 {
-				return r, fmt.Errorf("bloblock: metadata term %q is not a non-negative integer", *v)
+				return r, fmt.Errorf("%w: metadata term %q is not a non-negative integer", election.ErrUnusableRecord, *v)
 			}
 			r.Term = t
 		case MetaAcquired:
