@@ -24,3 +24,8 @@ func TestElection_LostAnswersOnAcquireAndTermWrite(t *testing.T) {
 	t.Parallel()
 	RunScenario(t, Local, LostAnswersOnAcquireAndTermWrite)
 }
+
+func TestElection_OperatorWritesBadMetadata(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, OperatorWritesBadMetadata)
+}
