@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -68,10 +69,64 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 	}
 }
 
+// call runs one storage step with the request timeout, then reports
+// progress to the stall watchdog: a step that returned (answered, failed or
+// timed out) is the coordinator making progress. A pass is many steps (the
+// listing, the assignment, departed members' blobs, the summary), so a
+// heartbeat once per pass would make leadership depend on the pool's size
+// times storage latency (docs/architecture.md#shards).
 func (co *coordinator) call(ctx context.Context, f func(context.Context) error) error {
 	rctx, cancel := context.WithTimeout(ctx, co.w.cfg.Election.RequestTimeout())
 	defer cancel()
-	return f(rctx)
+	err := f(rctx)
+	election.Heartbeat(ctx)
+	return err
+}
+
+// maxReportReads bounds the report reads one summary keeps in flight.
+const maxReportReads = 128
+
+// readReports reads the reports of members, in parallel under one request
+// timeout for all of them (so a summary costs one round trip, not one per
+// member), and returns those it could read, in members' order. A report
+// that is missing, unreadable or late is left out: the summary says whose
+// it read.
+func (co *coordinator) readReports(ctx context.Context, members []string) []memberReport {
+	w := co.w
+	reports := make([]Report, len(members))
+	found := make([]bool, len(members))
+	slots := make(chan struct{}, maxReportReads)
+	var wg sync.WaitGroup
+	_ = co.call(ctx, func(c context.Context) error {
+		for i, m := range members {
+			select {
+			case slots <- struct{}{}:
+			case <-c.Done():
+				return c.Err()
+			}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				ok, err := readJSON(c, w.cfg.Container, w.layout.Report(m), "report_read", &reports[i])
+				found[i] = ok && err == nil
+			})
+		}
+		wg.Wait()
+		return nil
+	})
+	wg.Wait()
+	var out []memberReport
+	for i, m := range members {
+		if found[i] {
+			out = append(out, memberReport{member: m, report: reports[i]})
+		}
+	}
+	return out
+}
+
+// memberReport is one member's report as the summary read it.
+type memberReport struct {
+	member string
+	report Report
 }
 
 // pass is one round of coordination.
@@ -275,21 +330,15 @@ func (co *coordinator) publishSummary(ctx context.Context, st poolState) error {
 			sum.Shards[s].Owner = sl.Holder
 		}
 	}
+	var members []string
 	for _, m := range a.Members {
-		if !st.Reports[m] {
-			continue
+		if st.Reports[m] {
+			members = append(members, m)
 		}
-		var r Report
-		var found bool
-		err := co.call(ctx, func(c context.Context) (err error) {
-			found, err = readJSON(c, w.cfg.Container, w.layout.Report(m), "report_read", &r)
-			return err
-		})
-		if err != nil || !found {
-			continue
-		}
-		sum.ReportedBy = append(sum.ReportedBy, m)
-		for _, p := range r.Shards {
+	}
+	for _, mr := range co.readReports(ctx, members) {
+		sum.ReportedBy = append(sum.ReportedBy, mr.member)
+		for _, p := range mr.report.Shards {
 			if p.Shard >= 0 && p.Shard < len(sum.Shards) && p.Seq > sum.Shards[p.Shard].Progress {
 				sum.Shards[p.Shard].Progress = p.Seq
 			}
