@@ -80,17 +80,21 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 }
 
 // stampTerm writes the new term under the lease just won. The term is above
-// the stored one and above every term this process has seen or led, so a
-// record recreated after an operator deleted it (whose Get returns the
-// lock's term floor) can never hand out a term at or below one already used.
+// the stored one, above every term this process has seen or led, and above
+// the lock's term floor (Lock.TermFloor), so neither a record recreated after an
+// operator deleted it nor one restored to an older copy can hand out a term
+// at or below one already used (under the assumption in the package doc).
 func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time) (int64, error) {
 	var rec Record
 	if err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err }); err != nil {
 		e.noteRecord(err)
 		return 0, err
 	}
+	// The record may be older than the newest leadership (storage rolled
+	// back): stay above the lock's term floor too.
+	floor := e.lock.TermFloor()
 	e.mu.Lock()
-	base := max(rec.Term, e.highest)
+	base := max(rec.Term, e.highest, floor)
 	e.mu.Unlock()
 	if base == math.MaxInt64 {
 		// The next term would wrap to the most negative int64: terms would

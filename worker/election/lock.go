@@ -71,4 +71,10 @@ type Lock interface {
 	Update(ctx context.Context, leaseID string, r Record) error
 	// Describe names the lock for logs, e.g. "blob leases/leader".
 	Describe() string
+	// TermFloor is a term every new leadership's term must be above,
+	// whatever the record says: the record itself can go back in time
+	// (storage restored, or failed over to an older copy). bloblock returns
+	// the wall-clock millisecond (see the package doc, "Non-guarantees");
+	// 0 means no floor beyond the record.
+	TermFloor() int64
 }

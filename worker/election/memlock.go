@@ -196,3 +196,7 @@ func (l *MemLock) Update(ctx context.Context, leaseID string, r Record) error {
 }
 
 func (l *MemLock) Describe() string { return "memory " + l.name }
+
+// TermFloor is 0: an in-memory store never goes back in time, so terms count
+// leaderships (which unit tests assert exactly).
+func (l *MemLock) TermFloor() int64 { return 0 }

@@ -166,6 +166,13 @@ func (l *Lock) Get(ctx context.Context) (election.Record, error) {
 // they have seen; docs/failover.md has the argument).
 func (l *Lock) termFloor() int64 { return l.now().UnixMilli() }
 
+// TermFloor is the election's term floor (election.Lock): every new term is above the wall-clock
+// millisecond, not only on a record without a term. Storage can go back in
+// time — an account failover to a geo-replica or a restore hands back the
+// record as it was up to the replication lag earlier — and then the record's
+// term is below terms already handed out; the clock is not.
+func (l *Lock) TermFloor() int64 { return l.termFloor() }
+
 func parseRecord(md map[string]*string) (election.Record, error) {
 	var r election.Record
 	// Metadata names are case-insensitive in Azure; the SDK may hand them
