@@ -26,6 +26,7 @@ const (
 	KindDeleteContainer Kind = "delete_container" // an operator deletes the lock's container
 
 	KindOperatorMetadata Kind = "operator_metadata" // an operator writes the lock's metadata (bad term, huge term, no holder)
+	KindRollback         Kind = "metadata_rollback" // storage goes back in time: lock metadata and ledger restored to an earlier copy
 )
 
 // TargetAll is the target of faults that hit every worker at once.

@@ -310,7 +310,13 @@ variable "shards" {
 variable "storage_replication_type" {
   type        = string
   default     = "ZRS"
-  description = "Replication of the storage account. ZRS keeps the lease available when one zone fails; use LRS in a region without zones."
+  description = <<-EOT
+    Replication of the storage account. ZRS keeps the lease available when one zone fails; use LRS in a region without zones.
+    Geo-replicated types (GRS, GZRS, RAGRS, RAGZRS) replicate asynchronously: after an account failover the lock's term and
+    the ledger are as they were up to the replication lag earlier. Terms stay unique across that only because every new term
+    is above the wall-clock millisecond (worker/election/doc.go, Non-guarantees): keep the workers' clocks NTP-synced, and after
+    a failover let no worker whose clock ran ahead of the others stamp first. The ledger's newest entries are lost with it.
+  EOT
   nullable    = false
 
   validation {

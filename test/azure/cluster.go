@@ -358,6 +358,9 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 	case *chaos.OperatorMetadata:
 		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
 		return f, nil
+	case *chaos.Rollback:
+		f.Container, f.LockBlob = c.cfg.Leases, c.cfg.LockBlob
+		return f, nil
 	case *chaos.AzureCrash:
 		if f.Group == nil {
 			if err := needGroups(); err != nil {

@@ -116,7 +116,7 @@ func (c *checker) checkFailovers() {
 				continue // resumed before its deadline: it never stopped leading
 			}
 			lastRenew()
-		case FaultBreak:
+		case FaultBreak, FaultRollback:
 			fo.From, fo.Basis, fo.Bound = f.Start, BasisBreak, short
 		case FaultDeleteBlob, FaultDeleteContainer:
 			fo.From, fo.Basis, fo.Bound = f.Start, BasisDeleted, short

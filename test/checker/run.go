@@ -33,6 +33,10 @@ const (
 	// lock's metadata by hand (a bad term, a term that cannot grow, no
 	// holder) at Start, and repairs it at End.
 	FaultOperatorMetadata = "operator_metadata"
+	// FaultRollback: storage goes back in time at Start — the lock's record
+	// and the ledger restored to an earlier copy (the lease broken by the
+	// write). No term may be handed out twice across it (S2).
+	FaultRollback = "metadata_rollback"
 )
 
 // AllWorkers as a Fault.Target (or an empty Target) means the fault hits

@@ -334,6 +334,9 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 	case *chaos.OperatorMetadata:
 		f.Blob = c.storage.NewBlobClient(c.blobName)
 		return nil
+	case *chaos.Rollback:
+		f.Container, f.LockBlob = c.storage, c.blobName
+		return nil
 	case *chaos.DeleteContainer:
 		f.Container = c.storage
 		return nil

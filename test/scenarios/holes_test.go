@@ -29,3 +29,8 @@ func TestElection_OperatorWritesBadMetadata(t *testing.T) {
 	t.Parallel()
 	RunScenario(t, Local, OperatorWritesBadMetadata)
 }
+
+func TestElection_StorageRolledBack(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, StorageRolledBack)
+}

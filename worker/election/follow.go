@@ -40,7 +40,12 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 		err := e.call(ctx, func(c context.Context) error { return e.lock.Acquire(c, leaseID, e.cfg.LeaseDuration) })
 		switch {
 		case ctx.Err() != nil:
-			if err == nil { // won just as we stop: do not make others wait L
+			// Stopping. Unless storage definitely said no, the lease may be
+			// ours — won just as we stop, or granted with the answer cut off
+			// by the cancel — so release it as this attempt's lease ID (a
+			// no-op at storage if it was never granted): a granted lease left
+			// behind would make everyone wait L.
+			if !errors.Is(err, ErrLockHeld) {
 				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
 			}
 			return won{}, false
