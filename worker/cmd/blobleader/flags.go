@@ -127,6 +127,8 @@ Usage:
   blobleader ledger [flags]     print and verify the ledger (blobleader ledger --help)
   blobleader status [--url U]   print a running worker's /status (for images without a shell)
   blobleader shards [flags]     print the leader's summary of a --shards pool (blobleader shards --help)
+  blobleader recover-term --floor N [flags]
+                                set the lock's term above N with the workers up (blobleader recover-term --help)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	o.register(fs)
