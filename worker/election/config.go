@@ -75,13 +75,9 @@ type Config struct {
 	// Logger receives the election's logs; nil means slog.Default().
 	Logger *slog.Logger
 
-	// unsafeNoStepDown makes a leader ignore its renew deadline and definite
-	// lease losses and keep claiming leadership: the chaos suite's negative
-	// control, which proves its checker catches an unsafe elector. It is
-	// unexported so that no library user and no flag of a shipped binary can
-	// set it; only EnableUnsafeNoStepDown, compiled under the negativecontrol
-	// build tag, does.
-	unsafeNoStepDown bool
+	// claim is how long a leadership may be claimed and what ends it
+	// (claim.go). Unexported: no library user can change it.
+	claim claimRule
 }
 
 // DefaultConfig returns the defaults of DESIGN §2 for the given identity.

@@ -41,9 +41,6 @@ type Elector struct {
 	lock Lock
 	cb   Callbacks
 	log  *slog.Logger
-	// unsafeNoStepDown is the negative control: a leader that ignores its
-	// deadline and definite losses. Only a negativecontrol build can set it.
-	unsafeNoStepDown bool
 
 	mu        sync.Mutex
 	running   bool
@@ -78,8 +75,7 @@ func NewElector(cfg Config, lock Lock, cb Callbacks) (*Elector, error) {
 	}
 	now := time.Now()
 	return &Elector{cfg: cfg, lock: lock, cb: cb, since: now, lastLoop: now,
-		unsafeNoStepDown: cfg.unsafeNoStepDown,
-		log:              log.With("identity", cfg.Identity, "lock", lock.Describe())}, nil
+		log: log.With("identity", cfg.Identity, "lock", lock.Describe())}, nil
 }
 
 // Config returns the elector's configuration.

@@ -23,8 +23,8 @@ type Event struct {
 	Reason string
 	Leader string // observed_leader: who leads
 	// ValidUntil is the end of our leadership as known at this event
-	// (started_leading, renewed, stopped_leading); zero when unbounded
-	// (the negative control) or not applicable.
+	// (started_leading, renewed, stopped_leading); zero when the claim has
+	// no bound or for other events.
 	ValidUntil time.Time
 }
 
@@ -35,13 +35,4 @@ func (e *Elector) emit(ev Event) {
 	if e.cb.OnEvent != nil {
 		e.cb.OnEvent(ev)
 	}
-}
-
-// reported is the ValidUntil to publish: none for an unsafe elector, whose
-// claim has no bound.
-func (e *Elector) reported(t time.Time) time.Time {
-	if e.unsafeNoStepDown {
-		return time.Time{}
-	}
-	return t
 }

@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -52,12 +51,13 @@ type leadership struct {
 // lead holds the leadership just won until it ends or ctx ends.
 func (e *Elector) lead(ctx context.Context, w won) {
 	now := time.Now()
+	deadline := e.cfg.claim.until(w.validUntil)
 	e.mu.Lock()
-	e.leading, e.ledTerm, e.deadline, e.since, e.beat = true, w.term, w.validUntil, now, now
+	e.leading, e.ledTerm, e.deadline, e.since, e.beat = true, w.term, deadline, now, now
 	e.seenBy, e.seenTerm = e.cfg.Identity, w.term
 	e.noteTerm(w.term)
 	e.mu.Unlock()
-	e.emit(Event{Kind: EventStartedLeading, Term: w.term, Reason: "acquired", ValidUntil: e.reported(w.validUntil)})
+	e.emit(Event{Kind: EventStartedLeading, Term: w.term, Reason: "acquired", ValidUntil: e.cfg.claim.reported(deadline)})
 	e.log.Info("started leading", "term", w.term)
 	if e.cb.OnNewLeader != nil {
 		e.cb.OnNewLeader(e.cfg.Identity, w.term)
@@ -68,7 +68,7 @@ func (e *Elector) lead(ctx context.Context, w won) {
 	defer l.cancelRenew()
 	// A pause (GC, SIGSTOP) between the term write and here can outlast the
 	// leadership: then the task must not start at all.
-	if !e.unsafeNoStepDown && !time.Now().Before(w.validUntil) {
+	if !time.Now().Before(deadline) {
 		close(l.taskDone)
 		l.stepDown(handOn("renew deadline passed before the task started"))
 		return
@@ -80,7 +80,7 @@ func (e *Elector) lead(ctx context.Context, w won) {
 // startTask runs the leader task with a context cancelled at step-down.
 func (l *leadership) startTask() {
 	var taskCtx context.Context
-	taskCtx, l.cancelTask = context.WithCancel(context.WithValue(l.ctx, heartbeatKey{}, l.e))
+	taskCtx, l.cancelTask = context.WithCancel(context.WithValue(l.ctx, taskKey{}, taskLeadership{e: l.e, term: l.term}))
 	go func() {
 		defer close(l.taskDone)
 		if l.e.cb.OnStartedLeading == nil {
@@ -106,10 +106,6 @@ func (l *leadership) loop() ending {
 			return shutdown()
 
 		case <-deadlineTimer.C:
-			if e.unsafeNoStepDown {
-				deadlineTimer.Reset(e.cfg.RenewInterval)
-				continue
-			}
 			if dl := l.deadline(); time.Now().Before(dl) { // extended by a renew since the timer was set
 				deadlineTimer.Reset(time.Until(dl))
 				continue
@@ -172,7 +168,7 @@ func (l *leadership) startRenew() {
 	sent := time.Now()
 	// The request may not outlive the leadership it is trying to extend.
 	end := sent.Add(e.cfg.RequestTimeout())
-	if dl := l.deadline(); dl.Before(end) && !e.unsafeNoStepDown {
+	if dl := l.deadline(); dl.Before(end) {
 		end = dl
 	}
 	go func() {
@@ -191,13 +187,13 @@ func (l *leadership) renewed(r renewResult) (ending, bool) {
 	case r.err == nil:
 		e.touch(true)
 		e.mu.Lock()
-		if dl := r.sent.Add(e.cfg.RenewDeadline); dl.After(e.deadline) {
+		if dl := e.cfg.claim.until(r.sent.Add(e.cfg.RenewDeadline)); dl.After(e.deadline) {
 			e.deadline = dl
 		}
 		dl := e.deadline
 		e.mu.Unlock()
-		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.reported(dl)})
-	case errors.Is(r.err, ErrLockLost) && !e.unsafeNoStepDown:
+		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl)})
+	case e.cfg.claim.ends(r.err):
 		// A definite loss: someone broke or took the lease, or deleted its
 		// blob. Nothing to release.
 		return lost("lease lost: " + r.err.Error()), true
@@ -233,7 +229,7 @@ func (l *leadership) stepDown(end ending) {
 	}
 	l.awaitTask(end.reason)
 
-	e.emit(Event{Kind: EventStoppedLeading, Term: l.term, Reason: end.reason, ValidUntil: e.reported(validUntil)})
+	e.emit(Event{Kind: EventStoppedLeading, Term: l.term, Reason: end.reason, ValidUntil: e.cfg.claim.reported(validUntil)})
 	e.log.Info("stopped leading", "term", l.term, "reason", end.reason)
 	if e.cb.OnStoppedLeading != nil {
 		e.cb.OnStoppedLeading(end.reason)

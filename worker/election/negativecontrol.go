@@ -2,11 +2,43 @@
 
 package election
 
+import (
+	"errors"
+	"time"
+)
+
+// This file replaces claim.go in the chaos suite's negative-control build
+// (go build -tags negativecontrol): the one build in which a leader can be
+// told to keep claiming leadership after losing it, so the suite can prove
+// that its checker catches an unsafe elector. A production build has no way
+// to disable safety.
+
+// claimRule is claim.go's rule, unless noStepDown switches the negative
+// control on.
+type claimRule struct{ noStepDown bool }
+
+// unbounded is how far an unsafe claim outlasts its renew deadline: longer
+// than any run.
+const unbounded = 100 * 365 * 24 * time.Hour
+
+func (r claimRule) until(deadline time.Time) time.Time {
+	if r.noStepDown {
+		return deadline.Add(unbounded)
+	}
+	return deadline
+}
+
+// reported: an unsafe claim has no bound to publish.
+func (r claimRule) reported(t time.Time) time.Time {
+	if r.noStepDown {
+		return time.Time{}
+	}
+	return t
+}
+
+func (r claimRule) ends(err error) bool { return !r.noStepDown && errors.Is(err, ErrLockLost) }
+
 // EnableUnsafeNoStepDown switches on the negative control in c: a leader
 // built from it ignores its renew deadline and definite lease losses, keeps
-// claiming leadership, and publishes no ValidUntil. It exists only so the
-// chaos suite can prove that its checker catches an unsafe elector.
-//
-// It is compiled only under the negativecontrol build tag (go build -tags
-// negativecontrol): a production build has no way to disable safety.
-func EnableUnsafeNoStepDown(c *Config) { c.unsafeNoStepDown = true }
+// claiming leadership, and publishes no ValidUntil.
+func EnableUnsafeNoStepDown(c *Config) { c.claim.noStepDown = true }

@@ -41,7 +41,7 @@ func (e *Elector) IsLeader() bool {
 }
 
 func (e *Elector) isLeaderLocked(now time.Time) bool {
-	return e.leading && (e.unsafeNoStepDown || now.Before(e.deadline))
+	return e.leading && now.Before(e.deadline)
 }
 
 // Status returns a snapshot; see Status.
@@ -55,9 +55,7 @@ func (e *Elector) Status() Status {
 		s.Role = RoleStopping
 	case e.isLeaderLocked(now):
 		s.Role, s.Term, s.Leader = RoleLeader, e.ledTerm, e.cfg.Identity
-		if !e.unsafeNoStepDown {
-			s.ValidUntil = e.deadline
-		}
+		s.ValidUntil = e.cfg.claim.reported(e.deadline)
 	case e.leading:
 		// The deadline passed and the loop has not noticed yet (paused, or a
 		// renew still hanging): we do not lead and cannot know who does.
@@ -74,14 +72,37 @@ func (e *Elector) Heartbeat() {
 	e.mu.Unlock()
 }
 
-type heartbeatKey struct{}
+// taskKey carries a leader task's leadership in the task's context.
+type taskKey struct{}
+
+// taskLeadership is the leadership a leader task runs for.
+type taskLeadership struct {
+	e    *Elector
+	term int64
+}
 
 // Heartbeat records progress of the leader task whose context is ctx (the
 // one passed to OnStartedLeading). It does nothing for other contexts.
 func Heartbeat(ctx context.Context) {
-	if e, ok := ctx.Value(heartbeatKey{}).(*Elector); ok {
-		e.Heartbeat()
+	if l, ok := ctx.Value(taskKey{}).(taskLeadership); ok {
+		l.e.Heartbeat()
 	}
+}
+
+// Leading reports whether the leadership a leader task runs for (its ctx is
+// the one passed to OnStartedLeading, or derived from it) holds right now,
+// checked against the renew deadline at the moment of asking: a task skips a
+// side effect the moment leadership lapses, even before its context is
+// cancelled. It is false for any other context, and for a task whose
+// leadership ended even if the elector leads again under a later term.
+func Leading(ctx context.Context) bool {
+	l, ok := ctx.Value(taskKey{}).(taskLeadership)
+	if !ok {
+		return false
+	}
+	l.e.mu.Lock()
+	defer l.e.mu.Unlock()
+	return l.e.ledTerm == l.term && l.e.isLeaderLocked(time.Now())
 }
 
 // Healthy returns nil unless the election loop or a leading task is wedged,

@@ -24,10 +24,8 @@ type Config struct {
 	// member lease and for every shard lease: the same L, renew deadline,
 	// renew interval and poll period P as the election, validated by the
 	// same rules. Its WatchdogTimeout and ShutdownGrace apply to shard tasks.
-	// Shard electors are built from a copy of it, so a negativecontrol build
-	// that switched on election.EnableUnsafeNoStepDown here gets shard
-	// owners that keep a shard after losing its lease (the shards negative
-	// control); nothing else can.
+	// Shard electors are built from copies of it, so every rule it carries
+	// holds for the shard leases too.
 	Election election.Config
 
 	// Container holds the pool (see Layout) and the shard ledgers.

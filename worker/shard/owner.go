@@ -51,7 +51,6 @@ type progressSink struct {
 	w     *Worker
 	shard int
 	term  int64
-	held  func() bool // the shard elector's IsLeader
 }
 
 // Held reports whether the shard lease behind a shard task's ctx is held
@@ -59,8 +58,8 @@ type progressSink struct {
 // task skips a side effect the moment ownership lapses, even before its
 // context is cancelled. It is false for any other context.
 func Held(ctx context.Context) bool {
-	p, ok := ctx.Value(progressKey{}).(progressSink)
-	return ok && p.held()
+	_, ok := ctx.Value(progressKey{}).(progressSink)
+	return ok && election.Leading(ctx) // the shard elector's leadership: the innermost
 }
 
 // ReportProgress records that the shard task whose context is ctx has
@@ -86,7 +85,7 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func(ctx context.Context) error { return w.mayAcquire(ctx, n) }},
 		election.Callbacks{
 			OnStartedLeading: func(ctx context.Context, term int64) error {
-				ctx = context.WithValue(ctx, progressKey{}, progressSink{w: w, shard: n, term: term, held: r.el.IsLeader})
+				ctx = context.WithValue(ctx, progressKey{}, progressSink{w: w, shard: n, term: term})
 				return w.cfg.Task(ctx, n, term)
 			},
 			OnEvent: func(ev election.Event) { w.shardEvent(r, ev) },

@@ -45,19 +45,10 @@ type options struct {
 	listen          string
 	history         string
 	logFormat       string
-	controlListen   string // control.go
-	shards          int    // shards.go: 0 = single-task mode
-	unsafe          bool   // the negative control is on (only a -tags negativecontrol build sets it)
-	unsafeAsked     bool   // a production build was given the negative control's flag or env twin
+	controlListen   string       // control.go
+	shards          int          // shards.go: 0 = single-task mode
+	build           buildOptions // what only some builds have (buildoptions.go)
 }
-
-// unsafeFlag is the negative control's flag: real only in a binary built with
-// -tags negativecontrol (negativecontrol.go), refused by every other build
-// (negativecontrol_refused.go).
-const unsafeFlag = "unsafe-no-step-down"
-
-// hidden flags are accepted but not listed by --help.
-var hidden = map[string]bool{unsafeFlag: true}
 
 func envName(flagName string) string {
 	return "BLOBLEADER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -77,7 +68,7 @@ func newFlagSet(name string, out io.Writer, summary string) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
 		fs.VisitAll(func(f *flag.Flag) {
-			if hidden[f.Name] {
+			if hiddenFlags[f.Name] {
 				return
 			}
 			def := ""
@@ -166,14 +157,14 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
-	o.registerNegativeControl(fs)
+	o.build.register(fs)
 	o.registerControl(fs)
 }
 
 // finish refuses what this build cannot do, defaults the identity and
 // validates, after parse.
 func (o *options) finish(fs *flag.FlagSet) error {
-	if err := o.refuseNegativeControl(); err != nil {
+	if err := o.build.check(); err != nil {
 		return err
 	}
 	if _, set := os.LookupEnv(envName("identity")); !set && !flagSet(fs, "identity") {
@@ -232,7 +223,7 @@ func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
 	c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryPeriod = o.leaseDuration, o.renewDeadline, o.renewInterval, o.retryPeriod
 	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
-	o.applyNegativeControl(&c)
+	o.build.configure(&c)
 	return c
 }
 

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -109,28 +108,26 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer n.close()
-	cfg := n.cfg
-	task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: n.log}
-	leaderTask := task.run
-	var elector *election.Elector
-	var shards *shardMode // nil in single-task mode
+	// The leader task: the reference task on the ledger, or in shard mode
+	// the pool's coordination, with the pool member as a companion.
+	var leaderTask func(ctx context.Context, term int64) error
+	var companions []companion
 	if o.shards > 0 {
-		if shards, err = newShardMode(o, n.storage, cfg, n.log, n.write); err != nil {
+		shards, err := newShardMode(o, n.storage, n.cfg, n.log, n.write)
+		if err != nil {
 			return err
 		}
-		leaderTask = shards.lead(func() bool { return elector.IsLeader() })
+		leaderTask = shards.lead
+		companions = append(companions, shards)
+	} else {
+		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}
+		leaderTask = o.build.task(task.run, o.tick)
 	}
-	elector, err = n.newElector(election.Callbacks{OnStartedLeading: leaderTask})
-	if err != nil {
+	if _, err := n.newElector(election.Callbacks{OnStartedLeading: leaderTask}); err != nil {
 		return err
-	}
-	task.isLeader = elector.IsLeader
-	if shards != nil {
-		n.wrapHandler = func(h http.Handler) http.Handler { return shards.handler(elector, h) }
-		n.beside = shards.w.Run
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return n.serve(ctx)
+	return n.serve(ctx, companions...)
 }

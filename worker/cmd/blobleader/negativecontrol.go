@@ -3,24 +3,70 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"log/slog"
+	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/ledger"
 )
 
 // This file is compiled only into the chaos suite's negative-control binary
 // (go build -tags negativecontrol): the one build in which a worker can be
-// told to keep claiming leadership after losing it.
+// told to keep claiming leadership after losing it. Every other build
+// compiles buildoptions.go in its place.
 
-func (o *options) registerNegativeControl(fs *flag.FlagSet) {
-	fs.BoolVar(&o.unsafe, unsafeFlag, false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
+const unsafeFlag = "unsafe-no-step-down"
+
+// hiddenFlags are accepted but not listed by --help.
+var hiddenFlags = map[string]bool{unsafeFlag: true}
+
+// buildOptions are the options only this build has.
+type buildOptions struct {
+	unsafe bool // --unsafe-no-step-down
 }
 
-// refuseNegativeControl: this build has the control; nothing to refuse.
-func (o *options) refuseNegativeControl() error { return nil }
+func (b *buildOptions) register(fs *flag.FlagSet) {
+	fs.BoolVar(&b.unsafe, unsafeFlag, false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
+}
 
-func (o *options) applyNegativeControl(c *election.Config) {
-	if o.unsafe {
+// check: this build has the control; nothing to refuse.
+func (b *buildOptions) check() error { return nil }
+
+// configure makes c's leader keep claiming after its deadline or a definite
+// loss (election.EnableUnsafeNoStepDown); shard electors inherit it.
+func (b *buildOptions) configure(c *election.Config) {
+	if b.unsafe {
 		election.EnableUnsafeNoStepDown(c)
+	}
+}
+
+func (b *buildOptions) announce(log *slog.Logger) {
+	if b.unsafe {
+		log.Warn("UNSAFE: --unsafe-no-step-down is set; this worker keeps claiming leadership after losing it (negative control only)")
+	}
+}
+
+// task is the leader task as this worker runs it. An unsafe worker's task
+// also ignores the ledger's fence: where the reference task hands leadership
+// on, it writes again one tick later, for as long as its context lives.
+func (b *buildOptions) task(run func(ctx context.Context, term int64) error, tick time.Duration) func(ctx context.Context, term int64) error {
+	if !b.unsafe {
+		return run
+	}
+	return func(ctx context.Context, term int64) error {
+		for {
+			err := run(ctx, term)
+			if ctx.Err() != nil || !errors.Is(err, ledger.ErrFenced) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(tick):
+			}
+		}
 	}
 }

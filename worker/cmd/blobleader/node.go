@@ -33,12 +33,15 @@ type node struct {
 	hist    interface{ Write(history.Record) error } // nil: no --history
 	elector *election.Elector
 	closers []func() // run by close, last first
+}
 
-	// Set by a mode before serve: wrapHandler adds endpoints or fields to
-	// the contract's handler; beside runs next to the election until ctx
-	// ends (the --shards pool member).
-	wrapHandler func(http.Handler) http.Handler
-	beside      func(ctx context.Context) error
+// A companion runs beside the election for as long as it does (the --shards
+// pool member) and extends the contract's HTTP handler.
+type companion interface {
+	// handler wraps base, the contract's handler for e.
+	handler(e *election.Elector, base http.Handler) http.Handler
+	// run works until ctx ends.
+	run(ctx context.Context) error
 }
 
 // openNode prepares everything but the elector. It listens first, so a taken
@@ -60,9 +63,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 			n.close()
 		}
 	}()
-	if o.unsafe {
-		n.log.Warn("UNSAFE: --unsafe-no-step-down is set; this worker keeps claiming leadership after losing it (negative control only)")
-	}
+	o.build.announce(n.log)
 
 	n.ln, err = net.Listen("tcp", o.listen)
 	if err != nil {
@@ -143,10 +144,10 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 }
 
 // serve serves the HTTP endpoints (and --control-listen) and runs the
-// election until ctx ends (or the HTTP server fails), then shuts the server
-// down. ctx must already end on SIGTERM: a control stop is a SIGTERM to
-// ourselves.
-func (n *node) serve(ctx context.Context) error {
+// election, with each companion beside it, until ctx ends (or the HTTP
+// server fails), then shuts the server down. ctx must already end on
+// SIGTERM: a control stop is a SIGTERM to ourselves.
+func (n *node) serve(ctx context.Context, companions ...companion) error {
 	cfg := n.cfg
 	closeControl, err := startControl(n.o.controlListen, n.log)
 	if err != nil {
@@ -154,8 +155,8 @@ func (n *node) serve(ctx context.Context) error {
 	}
 	defer closeControl()
 	handler := status.Handler(n.elector, n.metrics)
-	if n.wrapHandler != nil {
-		handler = n.wrapHandler(handler)
+	for _, c := range companions {
+		handler = c.handler(n.elector, handler)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
@@ -167,7 +168,7 @@ func (n *node) serve(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	runErr := make(chan error, 1)
-	go func() { runErr <- n.run(ctx) }()
+	go func() { runErr <- n.run(ctx, companions) }()
 
 	select {
 	case err = <-runErr:
@@ -185,22 +186,24 @@ func (n *node) serve(ctx context.Context) error {
 	return err
 }
 
-// run runs the election and, when the mode set one, its companion beside
-// it, until ctx ends; both stop gracefully (tasks stopped, leases released).
-func (n *node) run(ctx context.Context) error {
-	if n.beside == nil {
-		return n.elector.Run(ctx)
-	}
-	// Either one ending ends both: a pool member without its election (or
-	// an election whose pool member failed) must not run on alone.
+// run runs the election and the companions beside it until ctx ends; all
+// stop gracefully (tasks stopped, leases released).
+func (n *node) run(ctx context.Context, companions []companion) error {
+	// Any one ending ends all: a pool member without its election (or an
+	// election whose pool member failed) must not run on alone.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	besideErr := make(chan error, 1)
-	go func() {
-		defer cancel()
-		besideErr <- n.beside(ctx)
-	}()
+	errs := make(chan error, len(companions))
+	for _, c := range companions {
+		go func() {
+			defer cancel()
+			errs <- c.run(ctx)
+		}()
+	}
 	err := n.elector.Run(ctx)
 	cancel()
-	return errors.Join(err, <-besideErr)
+	for range companions {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }

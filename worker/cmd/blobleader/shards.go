@@ -44,10 +44,9 @@ func newShardMode(o *options, c *container.Client, cfg election.Config, log *slo
 	layout := shard.Layout{Blob: o.blob}
 	task := func(ctx context.Context, n int, term int64) error {
 		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, tick: o.tick,
-			requestTimeout: cfg.RequestTimeout(), unsafe: o.unsafe, log: log.With("shard", n),
-			isLeader: func() bool { return shard.Held(ctx) },
+			requestTimeout: cfg.RequestTimeout(), log: log.With("shard", n),
 			onAppend: func(seq int64) { shard.ReportProgress(ctx, seq) }}
-		return t.run(ctx, term)
+		return o.build.task(t.run, o.tick)(ctx, term)
 	}
 	w, err := shard.New(shard.Config{
 		Shards: o.shards, Election: cfg, Container: c, Blob: o.blob, Task: task,
@@ -76,10 +75,14 @@ func shardRecord(identity string, ev shard.Event) history.Record {
 	return r
 }
 
-// lead is the election's leader task in shard mode: coordinate the pool.
-func (m *shardMode) lead(isLeader func() bool) func(ctx context.Context, term int64) error {
-	return func(ctx context.Context, term int64) error { return m.w.Lead(ctx, term, isLeader) }
+// lead is the election's leader task in shard mode: coordinate the pool,
+// publishing nothing once the leadership behind ctx has lapsed.
+func (m *shardMode) lead(ctx context.Context, term int64) error {
+	return m.w.Lead(ctx, term, func() bool { return election.Leading(ctx) })
 }
+
+// run works this member's shards beside the election.
+func (m *shardMode) run(ctx context.Context) error { return m.w.Run(ctx) }
 
 // shardStatus is /status in shard mode: the contract's document plus the
 // shards this worker owns and, on the leader, the assignment in force.

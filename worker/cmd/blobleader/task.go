@@ -15,15 +15,15 @@ import (
 // ledgerTask is the reference leader task: every tick, append one entry
 // {seq, term, holder, at} to the fenced ledger. It shows the discipline a
 // real task needs: every side effect carries the term, is skipped the moment
-// leadership lapses (even before the election loop notices), and stops for
-// good when storage says a newer term has taken over.
+// leadership lapses (election.Leading, even before the election loop
+// notices), and stops for good when storage says a newer term has taken
+// over. In shard mode ctx is a shard task's, so the leadership is the
+// shard's.
 type ledgerTask struct {
 	c              *container.Client
 	blob, identity string
 	tick           time.Duration
 	requestTimeout time.Duration
-	unsafe         bool // negative control: keep writing after being fenced
-	isLeader       func() bool
 	onAppend       func(seq int64) // optional: told each appended sequence (shard progress)
 	log            *slog.Logger
 }
@@ -36,9 +36,9 @@ func (t *ledgerTask) run(ctx context.Context, term int64) error {
 	for {
 		// Progress for the stall watchdog: the task loop is alive.
 		election.Heartbeat(ctx)
-		if t.isLeader() || t.unsafe {
+		if election.Leading(ctx) {
 			if err := t.step(ctx, term, &w); err != nil {
-				if errors.Is(err, ledger.ErrFenced) && !t.unsafe {
+				if errors.Is(err, ledger.ErrFenced) {
 					log.Warn("ledger fenced by a newer term; handing leadership on", "err", err)
 					return err
 				}
