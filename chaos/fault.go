@@ -27,6 +27,7 @@ const (
 
 	KindOperatorMetadata Kind = "operator_metadata" // an operator writes the lock's metadata (bad term, huge term, no holder)
 	KindRollback         Kind = "metadata_rollback" // storage goes back in time: lock metadata and ledger restored to an earlier copy
+	KindSlowReads        Kind = "slow_member_reads" // one worker's reads of some blobs (members' reports) slowed, below the request timeout
 )
 
 // TargetAll is the target of faults that hit every worker at once.

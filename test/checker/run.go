@@ -37,6 +37,9 @@ const (
 	// and the ledger restored to an earlier copy (the lease broken by the
 	// write). No term may be handed out twice across it (S2).
 	FaultRollback = "metadata_rollback"
+	// FaultSlowReads: Target's reads of some blobs (a --shards leader's
+	// member reports) slowed below the request timeout, Start..End.
+	FaultSlowReads = "slow_member_reads"
 )
 
 // AllWorkers as a Fault.Target (or an empty Target) means the fault hits

@@ -325,6 +325,12 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		}
 		f.Proxy = w.http
 		return nil
+	case *chaos.SlowReads:
+		if err := need(); err != nil {
+			return err
+		}
+		f.Proxy = w.http
+		return nil
 	case *chaos.BreakLease:
 		f.Blob = c.storage.NewBlobClient(c.blobName)
 		return nil
