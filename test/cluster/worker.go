@@ -207,8 +207,8 @@ func (w *localWorker) spawn() (*incarnation, error) {
 	// environment can leak in, and no BLOBLEADER_* overrides.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + c.dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group: a terminal's ^C reaches the test, not the workers.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, and it dies with the test (procattr_linux.go).
+	cmd.SysProcAttr = workerProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("cluster: start %s: %w", id, err)

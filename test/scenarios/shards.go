@@ -26,6 +26,8 @@ type ShardScenario struct {
 	Shards  int // N
 	// Run injects the faults and waits on their effects; n is N.
 	Run func(t *testing.T, c cluster.Cluster, n int)
+	// Args are worker flags beyond --shards (nil: none).
+	Args []string
 }
 
 var (
@@ -36,6 +38,11 @@ var (
 	ShardsStorageOutage    = ShardScenario{Name: "ShardsStorageOutage", Workers: 3, Shards: 8, Run: shardsOutage}
 	ShardsRollingRestart   = ShardScenario{Name: "ShardsRollingRestart", Workers: 3, Shards: 8, Run: shardsRollingRestart}
 	ShardsLeaveAfterOutage = ShardScenario{Name: "ShardsLeaveAfterOutage", Workers: 3, Shards: 8, Run: shardsLeaveAfterOutage}
+	// A 6 s watchdog (the least the combination rules allow at these
+	// timings) makes four members enough to show a pass that reads them one
+	// by one: 4 × 1.8 s.
+	ShardsSlowMemberReads = ShardScenario{Name: "ShardsSlowMemberReads", Workers: 4, Shards: 8, Run: shardsSlowMemberReads,
+		Args: []string{"--watchdog-timeout", "6s"}}
 )
 
 // RunShardScenario runs s on backend Repeat(t) times and fails t on any
@@ -43,7 +50,7 @@ var (
 func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
 	t.Helper()
 	repeatRuns(t, func(t *testing.T) {
-		c := backend(t, s.Workers, cluster.Args("--shards", fmt.Sprint(s.Shards)))
+		c := backend(t, s.Workers, cluster.Args(append([]string{"--shards", fmt.Sprint(s.Shards)}, s.Args...)...))
 		s.Run(t, c, s.Shards)
 		_, res, sres := JudgeShards(t, c, s.Shards, reportName(t))
 		if err := res.Err(); err != nil {
@@ -419,4 +426,36 @@ func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 		hold(t, 200*time.Millisecond)
 	}
 	hold(t, 2*(p.RetryPeriod*11/10+p.RequestTimeout()))
+}
+
+// shardsSlowMemberReads: the coordinator's reads of the members' reports are
+// slow (each 0.9 × the request timeout, so none fails) and nothing else is.
+// The coordinator must keep its term (the checker's keep rule) and publish
+// its summaries: a pass that reads member after member spends members ×
+// latency, and its own watchdog used to depose it.
+func shardsSlowMemberReads(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	leader := c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	was, err := leader.Status(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &chaos.SlowReads{Prefix: c.LockBlob() + "-shards/reports/", Delay: (p.RequestTimeout() * 9 / 10).Milliseconds()}
+	inject(t, c, slow, leader)
+	// Three summaries (every 5·P), each reading every member's report.
+	end := time.Now().Add(3*5*p.RetryPeriod + 5*time.Second)
+	for time.Now().Before(end) {
+		st, err := leader.Status(ctxFor(t, 5*time.Second))
+		if err == nil && (st.Role != "leader" || st.Term != was.Term) {
+			t.Errorf("%s left term %d (now %s of term %d) while only its member reads were slow", leader.Identity(), was.Term, st.Role, st.Term)
+			break
+		}
+		hold(t, 250*time.Millisecond)
+	}
+	if err := slow.AwaitSlowed(ctxFor(t, slack), len(c.Workers())); err != nil {
+		t.Errorf("the fault slowed %d report reads, want at least %d (one summary): it missed (%v)", slow.Slowed(), len(c.Workers()), err)
+	}
+	t.Logf("%d report reads slowed by %d ms each", slow.Slowed(), slow.Delay)
+	remove(t, c, slow)
 }
