@@ -435,8 +435,12 @@ func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 // latency, and its own watchdog used to depose it.
 func shardsSlowMemberReads(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
+	started := time.Now() // the workers joined just before: the pool's last membership change
 	leader := c.WaitLeader(t, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
+	// The shard checker's balance rule needs a quiet settle window after a
+	// membership change: give it the one after the start, before the fault.
+	settleAfter(t, c, started)
 	was, err := leader.Status(ctxFor(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
