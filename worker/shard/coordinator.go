@@ -86,33 +86,36 @@ func (co *coordinator) call(ctx context.Context, f func(context.Context) error) 
 // maxReportReads bounds the report reads one summary keeps in flight.
 const maxReportReads = 128
 
-// readReports reads the reports of members, in parallel under one request
-// timeout for all of them (so a summary costs one round trip, not one per
-// member), and returns those it could read, in members' order. A report
-// that is missing, unreadable or late is left out: the summary says whose
-// it read.
+// readReports reads the reports of members, up to maxReportReads at once,
+// each under its own request timeout and each reporting progress when it
+// returns (call): a summary costs about ⌈members / maxReportReads⌉ round
+// trips instead of one per member, and the watchdog sees progress all along
+// at any pool size. It returns the reports it could read, in members' order;
+// a report that is missing, unreadable or late is left out (the summary
+// says whose it read).
 func (co *coordinator) readReports(ctx context.Context, members []string) []memberReport {
 	w := co.w
 	reports := make([]Report, len(members))
 	found := make([]bool, len(members))
 	slots := make(chan struct{}, maxReportReads)
 	var wg sync.WaitGroup
-	_ = co.call(ctx, func(c context.Context) error {
-		for i, m := range members {
-			select {
-			case slots <- struct{}{}:
-			case <-c.Done():
-				return c.Err()
-			}
-			wg.Go(func() {
-				defer func() { <-slots }()
+	for i, m := range members {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			_ = co.call(ctx, func(c context.Context) error {
 				ok, err := readJSON(c, w.cfg.Container, w.layout.Report(m), "report_read", &reports[i])
 				found[i] = ok && err == nil
+				return err
 			})
-		}
-		wg.Wait()
-		return nil
-	})
+		})
+	}
 	wg.Wait()
 	var out []memberReport
 	for i, m := range members {
