@@ -13,6 +13,8 @@
 //   - Crash — SIGKILL; Remove starts the worker again (when Restart is set).
 //   - Stop — graceful stop with SIGTERM; Remove starts the worker again.
 //   - Pause — SIGSTOP; Remove sends SIGCONT.
+//   - BlockedOutput — the process's stdout/stderr a full pipe nobody reads
+//     (an OutputPipe the harness drains); Remove drains it again.
 //
 // Network faults act on the toxiproxy proxy between one worker and storage
 // (toxiproxy v2 used as a library, see Proxy). A toxic on the downstream

@@ -38,7 +38,8 @@ func TestMain(m *testing.M) {
 }
 
 // fixture beats (rewrites) the file beat every 5 ms. On SIGTERM it exits 0
-// ("graceful"), unless mode is "stubborn", which ignores SIGTERM.
+// ("graceful"), unless mode is "stubborn", which ignores SIGTERM; "chatty"
+// also writes a line to stderr before each beat.
 func fixture(mode, beat string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -50,6 +51,9 @@ func fixture(mode, beat string) int {
 				return 0
 			}
 		case <-tick.C:
+			if mode == "chatty" { // logs every beat: a blocked stderr stops it
+				fmt.Fprintf(os.Stderr, "{\"msg\":\"beat\",\"n\":%d}\n", n)
+			}
 			_ = os.WriteFile(beat, []byte(strconv.Itoa(n)), 0o644)
 		}
 	}

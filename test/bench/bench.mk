@@ -16,7 +16,7 @@
 BENCH_RUNS     ?= 20
 BENCH_PARALLEL ?= 4
 BENCH_SEED     ?= 1
-BENCH_PHASES   ?= failover,graceful,schedule,cost,scale,run,shards
+BENCH_PHASES   ?= failover,graceful,schedule,cost,scale,run,blocked,shards
 BENCH_SCALE    ?= 3,30,100,300
 BENCH_LOGS     ?= $(ROOT)/out/bench
 # go run's budget: the cluster phases are bounded by their schedule, the
@@ -29,8 +29,9 @@ bench: node_modules ## Benchmarks on local Azurite vs the AAC sample's parameter
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/blobleader ./worker/cmd/blobleader
 	CGO_ENABLED=0 $(GO) -C test build -trimpath -o $(BIN)/sampleworker ./bench/cmd/sampleworker
 	$(GO) -C test build -o $(BIN)/bench ./bench/cmd/bench
+	$(GO) -C test build -o $(BIN)/ledgercmd ./cmd/ledgercmd
 	@echo ">> bench: BENCH_RUNS=$(BENCH_RUNS) BENCH_PARALLEL=$(BENCH_PARALLEL) BENCH_SEED=$(BENCH_SEED) phases $(BENCH_PHASES); logs in $(BENCH_LOGS)"
-	timeout --foreground --kill-after=30s $(BENCH_TIMEOUT) $(BIN)/bench \
+	BLOBLEADER_LEDGERCMD_BIN=$(BIN)/ledgercmd timeout --foreground --kill-after=30s $(BENCH_TIMEOUT) $(BIN)/bench \
 	  -worker $(BIN)/blobleader -sample $(BIN)/sampleworker \
 	  -runs $(BENCH_RUNS) -parallel $(BENCH_PARALLEL) -seed $(BENCH_SEED) \
 	  -phases '$(BENCH_PHASES)' -scale '$(BENCH_SCALE)' -logs $(BENCH_LOGS) \

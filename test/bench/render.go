@@ -348,6 +348,7 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 	w("Every figure above has the sample's number beside ours, measured in the same invocation; the [summary](#summary-ours-against-the-samples-parameters) gathers them with the ratios. Why the sample is slower: a follower tries only every 20 s, so after a crash the lease expires (15 s after the last renew) and then waits up to 20 s more for a poll, and after a graceful release it waits U(0, 20 s); ours polls every 1 s. Why it is cheaper per hour: the same reason — it makes 20× fewer follower calls and 5× fewer renews. What it gives up besides time: no renew deadline and no fencing term, and a single failed renew ends its leadership. The checker judges the sample by our invariants (its verdicts are in the summary and §3); a violation there is a finding about the sample, not a harness error — for instance a paused sample leader that resumes before any follower's next 20-s poll renews its expired lease (storage lets a holder renew an expired lease nobody took) and carries on as if nothing happened, which L1 counts as a missed failover.\n\n")
 
 	renderRunMode(w, r, ocK)
+	renderBlockedOutput(w, r)
 	renderShards(w, r)
 
 	w("## Method\n\n")

@@ -23,14 +23,16 @@ type Machine struct {
 
 // Results is everything one `make bench` measured.
 type Results struct {
-	Machine  Machine          `json:"machine"`
-	Runs     []RunResult      `json:"runs"` // failover runs and schedule runs
-	Cost     []CostResult     `json:"cost"`
-	Scale    []ScaleResult    `json:"scale"`
-	RunMode  []RunModeResult  `json:"run_mode,omitempty"`
-	Shards   *ShardsResult    `json:"shards,omitempty"`
-	Binaries map[string]int64 `json:"binary_bytes"`
-	Errors   []string         `json:"errors,omitempty"`
+	Machine Machine         `json:"machine"`
+	Runs    []RunResult     `json:"runs"` // failover runs and schedule runs
+	Cost    []CostResult    `json:"cost"`
+	Scale   []ScaleResult   `json:"scale"`
+	RunMode []RunModeResult `json:"run_mode,omitempty"`
+	// BlockedOutput: run mode with the supervisor's output blocked.
+	BlockedOutput []BlockedOutputResult `json:"blocked_output,omitempty"`
+	Shards        *ShardsResult         `json:"shards,omitempty"`
+	Binaries      map[string]int64      `json:"binary_bytes"`
+	Errors        []string              `json:"errors,omitempty"`
 }
 
 // Trials collects the conclusive trials of one flavor and kind.

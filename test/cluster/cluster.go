@@ -148,7 +148,15 @@ type workerOpts struct {
 	unsafe  bool
 	args    []string
 	command []string // run mode (RunCommand): the command after --
+	// blockable: stdout/stderr through a chaos.OutputPipe, so that
+	// chaos.BlockedOutput can block them (BlockableOutput).
+	blockable bool
 }
+
+// BlockableOutput sends the workers' stdout and stderr through a pipe the
+// harness drains into their log files (chaos.OutputPipe), so that a
+// chaos.BlockedOutput fault can make it a full pipe nobody reads.
+func BlockableOutput() Option { return func(o *workerOpts) { o.blockable = true } }
 
 // Unsafe runs the workers with --unsafe-no-step-down: the negative control,
 // which keeps claiming leadership after losing it. The flag exists only in

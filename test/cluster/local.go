@@ -297,6 +297,13 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 	case *chaos.Pause:
 		f.Process = w
 		return need()
+	case *chaos.BlockedOutput:
+		if err := need(); err != nil {
+			return err
+		}
+		var err error
+		f.Pipe, err = w.output()
+		return err
 	case *chaos.Latency:
 		return c.bindProxy(&f.Proxy, w)
 	case *chaos.Timeout:

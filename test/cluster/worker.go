@@ -44,6 +44,7 @@ type incarnation struct {
 	history  string
 	log      string
 	unsafe   bool
+	output   *chaos.OutputPipe // nil unless BlockableOutput
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	exitErr  error // valid once exited is closed
@@ -113,6 +114,25 @@ func (w *localWorker) Stopped() (bool, error) {
 		return false, err
 	}
 	return chaos.ProcStopped(inc.cmd.Process.Pid)
+}
+
+// output is the current incarnation's output pipe (BlockableOutput).
+func (w *localWorker) output() (*chaos.OutputPipe, error) {
+	inc, err := w.current()
+	if err != nil {
+		return nil, err
+	}
+	if inc.output == nil {
+		return nil, fmt.Errorf("%w: %s was not started with cluster.BlockableOutput()", chaos.ErrNoTarget, inc.identity)
+	}
+	return inc.output, nil
+}
+
+// OutputBlockable reports whether the current incarnation's stdout and
+// stderr go through a pipe chaos.BlockedOutput can block (BlockableOutput).
+func (w *localWorker) OutputBlockable() bool {
+	_, err := w.output()
+	return err == nil
 }
 
 // Restart starts the next incarnation once the current one has exited.
@@ -207,15 +227,35 @@ func (w *localWorker) spawn() (*incarnation, error) {
 	// environment can leak in, and no BLOBLEADER_* overrides.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + c.dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if w.opts.blockable {
+		if inc.output, err = chaos.NewOutputPipe(id, logf); err != nil {
+			logf.Close()
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = inc.output.Writer(), inc.output.Writer()
+	}
 	// Its own process group, and it dies with the test (procattr_linux.go).
 	cmd.SysProcAttr = workerProcAttr()
 	if err := cmd.Start(); err != nil {
+		if inc.output != nil {
+			_ = inc.output.Close(context.Background())
+		}
 		logf.Close()
 		return nil, fmt.Errorf("cluster: start %s: %w", id, err)
+	}
+	if inc.output != nil {
+		_ = inc.output.Started()
 	}
 	inc.cmd = cmd
 	go func() {
 		err := cmd.Wait()
+		if inc.output != nil {
+			// Drain what is left; a process it started that outlived it
+			// (an orphaned command) may hold the pipe: bounded.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = inc.output.Close(ctx)
+			cancel()
+		}
 		logf.Close()
 		inc.exitErr = err
 		close(inc.exited)

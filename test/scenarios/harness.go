@@ -59,6 +59,8 @@ type Scenario struct {
 	// Requires is the minimum evidence the run must hold (the checker fails
 	// a run without it, rather than passing a fault that missed).
 	Requires checker.Requirements
+	// Opts start the workers (e.g. cluster.BlockableOutput); none by default.
+	Opts []cluster.Option
 }
 
 // Repeat is how often each scenario runs ($BLOBLEADER_CHAOS_REPEAT, default 1).
@@ -94,7 +96,7 @@ func repeatRuns(t *testing.T, body func(t *testing.T)) {
 func RunScenario(t *testing.T, backend Backend, s Scenario) {
 	t.Helper()
 	repeatRuns(t, func(t *testing.T) {
-		c := backend(t, s.Workers)
+		c := backend(t, s.Workers, s.Opts...)
 		s.Run(t, c)
 		_, res := JudgeRequiring(t, c, reportName(t), s.Requires)
 		if err := res.Err(); err != nil {

@@ -54,8 +54,9 @@ type RunCluster struct {
 	t        *testing.T
 	lastRun  checker.CommandRun // what Judge judged
 	cmd      string
-	activity string          // the commands' shared activity log
-	freezes  []checker.Fault // freezes the scenario injected itself
+	activity string           // the commands' shared activity log
+	freezes  []checker.Fault  // freezes the scenario injected itself
+	opts     []cluster.Option // more options for Supervise (e.g. BlockableOutput)
 }
 
 // NewRunCluster starts Azurite and builds the test command; no supervisor
@@ -73,7 +74,7 @@ func (rc *RunCluster) Supervise(n int, flags ...string) []cluster.Worker {
 	rc.t.Helper()
 	cmd := append([]string{rc.cmd, "--connection-string", rc.DirectConnectionString(), "--container", rc.ContainerName(),
 		"--blob", commandBlob, "--activity", rc.activity, "--interval", "100ms"}, flags...)
-	ws, err := rc.Start(ctxFor(rc.t, time.Minute), n, cluster.RunCommand(cmd...))
+	ws, err := rc.Start(ctxFor(rc.t, time.Minute), n, append([]cluster.Option{cluster.RunCommand(cmd...)}, rc.opts...)...)
 	if err != nil {
 		rc.t.Fatalf("start %d supervisors: %v", n, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
 )
 
 // Run mode (issue 12): each scenario once in `make test`, REPEAT times under
@@ -58,10 +59,16 @@ func TestRun_SeededSoak(t *testing.T) {
 	t.Parallel()
 	cfg := SoakFromEnv(t, 60*time.Second)
 	rc := NewRunCluster(t)
+	rc.opts = []cluster.Option{cluster.BlockableOutput()} // the mix blocks their output too
 	rc.Supervise(3)
 	_, res := Soak(t, rc.Local, cfg, reportName(t))
 	if err := res.Err(); err != nil {
 		t.Error(err)
 	}
 	rc.Judge(reportName(t)+"-commands", checker.ExceptSupervisorAlonePaused, checker.ExceptOperatorBreak)
+}
+
+func TestRun_SupervisorWithBlockedOutputStopsItsCommandByTheDeadline(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, SupervisorOutputBlocked)
 }

@@ -75,7 +75,7 @@ func TestElection_SeededSoak(t *testing.T) {
 	}
 	t.Parallel()
 	cfg := SoakFromEnv(t, 60*time.Second)
-	c := Local(t, 3)
+	c := Local(t, 3, cluster.BlockableOutput()) // the mix blocks their output too
 	_, res := Soak(t, c, cfg, reportName(t))
 	if err := res.Err(); err != nil {
 		t.Error(err)
@@ -156,4 +156,11 @@ func waitOtherLeader(t *testing.T, c cluster.Cluster, except string, timeout tim
 	}
 	t.Fatalf("no worker other than %s took over within %v", except, timeout)
 	return nil
+}
+
+// Blocked output: stdout/stderr a full pipe, one failed renew, then cut off
+// (docs/architecture.md#logs).
+func TestElection_BlockedOutputLeaderRenewsAndStepsDown(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, BlockedOutputLeaderStepsDown)
 }

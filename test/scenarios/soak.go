@@ -147,6 +147,21 @@ func soakActions(p cluster.Params) []action {
 			return []chaos.Fault{s.bind(&chaos.BreakLease{}, nil)}
 		}},
 		{"quiet", 1, 2 * time.Second, 8 * time.Second, false, func(s *soak) []chaos.Fault { return nil }},
+		{"blocked_output", 2, 3 * time.Second, p.RenewDeadline + 5*time.Second, false, func(s *soak) []chaos.Fault {
+			// stdout/stderr a full pipe nobody reads, often with storage
+			// trouble on top, so the safety path runs while it is blocked
+			// (docs/architecture.md#logs). Only where the cluster started
+			// its workers with cluster.BlockableOutput.
+			w := s.leaderOrAny()
+			if b, ok := w.(interface{ OutputBlockable() bool }); !ok || !b.OutputBlockable() {
+				return nil
+			}
+			fs := []chaos.Fault{s.bind(&chaos.BlockedOutput{}, w)}
+			if s.rng.IntN(3) > 0 {
+				fs = append(fs, s.bind(&chaos.Timeout{Timeout: s.fraction(0, 2, rt)}, w))
+			}
+			return fs
+		}},
 	}, holeActions(p)...)
 }
 

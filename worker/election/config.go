@@ -72,7 +72,10 @@ type Config struct {
 	// ObserveEvery polls, to keep the storage operation budget low. Default 10.
 	ObserveEvery int
 
-	// Logger receives the election's logs; nil means slog.Default().
+	// Logger receives the election's logs; nil means slog.Default(). The
+	// election loop logs on its safety path (a failed renew, the step-down),
+	// so the handler must not block on its output: the binary wraps its
+	// handler in worker/boundedlog (docs/architecture.md#logs).
 	Logger *slog.Logger
 
 	// claim is how long a leadership may be claimed and what ends it

@@ -80,3 +80,20 @@ func (m *Metrics) ObserveEvent(ev election.Event) {
 		m.transitions.Inc()
 	}
 }
+
+// CountDrops exposes how many records the bounded side channels dropped
+// (docs/architecture.md#logs): logs and history are written from queues that
+// never make the safety path wait, and lose records, counted, when their
+// output is blocked. history may return 0 when there is no history.
+func (m *Metrics) CountDrops(logs, history func() uint64) {
+	m.Registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "blobleader_log_records_dropped_total",
+			Help: "Log records dropped because the log output (stderr) was blocked or too slow; the election never waits on it.",
+		}, func() float64 { return float64(logs()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "blobleader_history_records_dropped_total",
+			Help: "History records dropped because the history sink (--history file or blob) was blocked, too slow or unreachable.",
+		}, func() float64 { return float64(history()) }),
+	)
+}

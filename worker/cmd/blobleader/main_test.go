@@ -250,7 +250,8 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 	resp.Body.Close()
 	term := int64(getStatus(t, leaderURL)["term"].(float64))
 	for _, m := range []string{"blobleader_is_leader 1", "blobleader_term " + strconv.FormatFloat(float64(term), 'g', -1, 64), "blobleader_transitions_total 1",
-		`blobleader_storage_requests_total{code="201",op="acquire"} 1`} {
+		`blobleader_storage_requests_total{code="201",op="acquire"} 1`,
+		"blobleader_log_records_dropped_total 0", "blobleader_history_records_dropped_total 0"} {
 		if !metrics[m] {
 			t.Errorf("/metrics lacks %q", m)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/blobleader/blobleader/worker/boundedlog"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
@@ -30,7 +31,7 @@ type node struct {
 	metrics *status.Metrics
 	storage *container.Client
 	lock    *bloblock.Lock
-	hist    interface{ Write(history.Record) error } // nil: no --history
+	hist    history.Writer // nil: no --history; a *history.Queue or *history.Blob
 	elector *election.Elector
 	closers []func() // run by close, last first
 }
@@ -51,12 +52,25 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	base := newLogger(o.logFormat, stderr)
+	// Nothing on the safety path waits on a log or history write: both go
+	// through bounded queues that drop and count (docs/architecture.md#logs).
+	// The log sink closes last, so the other closers can still log.
+	logs := boundedlog.New(newLogger(o.logFormat, stderr).Handler(), boundedlog.Options{})
+	base := slog.New(logs.Handler())
 	n = &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
+	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
 	if historyFile != nil {
-		n.hist = historyFile
-		n.closers = append(n.closers, func() { historyFile.Close() })
+		q := history.NewQueue(historyFile, history.QueueOptions{Identity: o.identity, Start: processStart,
+			OnError: func(err error) { n.log.Error("history write failed", "err", err) }})
+		n.hist = q
+		n.closers = append(n.closers, func() {
+			// A file still blocked after the flush stays open: closing it
+			// would wait on the very write that blocks.
+			if n.flush("history", q.Close) {
+				historyFile.Close()
+			}
+		})
 	}
 	defer func() {
 		if err != nil {
@@ -72,6 +86,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	n.closers = append(n.closers, func() { n.ln.Close() })
 
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
+	n.metrics.CountDrops(logs.Dropped, n.historyDropped)
 	n.storage, err = newContainerClient(o.storageOptions, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
 	if err != nil {
 		return nil, err
@@ -109,8 +124,36 @@ func (n *node) close() {
 	n.closers = nil
 }
 
+// exitFlush bounds how long close waits for a queued log or history to be
+// written: a blocked output must not keep a stopping process alive.
+const exitFlush = 2 * time.Second
+
+// flush closes one queued output within exitFlush and says whether it was
+// drained; what could not be written is reported (on stderr, best effort).
+func (n *node) flush(what string, close func(context.Context) error) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), exitFlush)
+	defer cancel()
+	if err := close(ctx); err != nil {
+		n.log.Error("flush at exit", "output", what, "err", err)
+		return false
+	}
+	return true
+}
+
+// historyDropped counts the history records lost to a full queue or buffer.
+func (n *node) historyDropped() uint64 {
+	switch h := n.hist.(type) {
+	case *history.Queue:
+		return h.Dropped()
+	case *history.Blob:
+		return uint64(h.Dropped())
+	}
+	return 0
+}
+
 // write appends one record to the history, if there is one. History is
-// evidence: a failed write is logged, never fatal.
+// evidence: a failed write is logged, never fatal, and it never waits: the
+// sinks queue (bounded) and write from their own goroutine.
 func (n *node) write(r history.Record) {
 	if n.hist == nil {
 		return

@@ -348,8 +348,9 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 				arm() // renewed since: wait for the new end
 				continue
 			}
-			s.log.Warn("leadership lapsed before the elector said so; stopping the command", "term", term)
-			return history.CauseLeadershipEnded, g.Stop(syscall.SIGTERM, s.grace(term, s.o.killGrace))
+			err := g.Stop(syscall.SIGTERM, s.grace(term, s.o.killGrace)) // act first, report after
+			s.log.Warn("leadership lapsed before the elector said so; stopped the command", "term", term, "err", err)
+			return history.CauseLeadershipEnded, err
 		case <-beat.C:
 			election.Heartbeat(ctx)
 		}

@@ -61,7 +61,7 @@ func run() error {
 		docPath    = flag.String("doc", "docs/benchmarks.md", "markdown to write")
 		plotDir    = flag.String("plots", "docs/bench", "directory for the plots and results.json (emptied of *.svg first)")
 		logDir     = flag.String("logs", "out/bench", "directory for per-job logs")
-		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale,run,shards"), "phases to run [BENCH_PHASES]")
+		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale,run,blocked,shards"), "phases to run [BENCH_PHASES]")
 		scaleNs    = flag.String("scale", envStr("BENCH_SCALE", "3,30,100,300"), "contender counts of the scale phase [BENCH_SCALE]")
 		scaleWin   = flag.Duration("scale-window", 20*time.Second, "steady window of each scale step")
 		costWin    = flag.Duration("cost-window", 0, "steady window of the cost phase (0: max(60s, 6s × runs))")
@@ -136,7 +136,7 @@ func run() error {
 		}
 	}
 	res.Machine = machine(*runs, *parallel, *seed, start)
-	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "shards", "shards-scale"} {
+	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "blocked", "shards", "shards-scale"} {
 		if phases[p] {
 			res.Machine.Phases = append(res.Machine.Phases, p)
 		}
@@ -200,6 +200,16 @@ func run() error {
 			m := bench.RunModeRun(t, env, ours, *runs, 20*time.Second, "ours-run-command-crash")
 			mu.Lock()
 			res.RunMode = append(res.RunMode, m)
+			mu.Unlock()
+		}})
+	}
+	if phases["blocked"] {
+		// 5 leaderships with the output blocked, 5 without (about 25 s each).
+		n := max(1, min(*runs, 5))
+		jobs = append(jobs, job{name: "ours-run-blocked-output", cost: time.Duration(2*n) * 25 * time.Second, run: func(t testing.TB, env bench.Env) {
+			m := bench.BlockedOutputRun(t, env, ours, n, "ours-run-blocked-output")
+			mu.Lock()
+			res.BlockedOutput = append(res.BlockedOutput, m)
 			mu.Unlock()
 		}})
 	}
