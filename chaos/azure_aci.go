@@ -12,18 +12,20 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerinstance/armcontainerinstance/v2"
 )
 
-// The process faults on Azure Container Instances (DESIGN §5, Azure column).
-// A worker there is one container group; its election identity is the
-// group's name. The faults act through ARM (armcontainerinstance), so they
-// need no port on the group and no shell in the image.
+// The process faults on Azure Container Instances
+// (docs/testing-on-azure.md#the-scenarios-on-azure). A worker there is one
+// container group; its election identity is the group's name. The faults act
+// through ARM (armcontainerinstance), so they need no port on the group and no
+// shell in the image.
 
 // ErrUnsupported is returned by faults a backend cannot inject.
 var ErrUnsupported = errors.New("chaos: fault not supported on this backend")
 
 // The graceful stop has no ARM form here: ARM's restart is not documented to
-// send SIGTERM and `az container stop` is reported to SIGKILL (azure-cli
-// issue 16673). The Azure suite asks the worker itself through its chaos
-// sidecar (chaos/sidecar.RemoteStop), which is graceful by construction.
+// send SIGTERM and `az container stop` is reported to SIGKILL
+// (https://github.com/Azure/azure-cli/issues/16673). The Azure suite asks the
+// worker itself through its chaos sidecar (chaos/sidecar.RemoteStop), which is
+// graceful by construction.
 
 // ACIPauseReason is why Pause has no Azure counterpart: ACI offers no way to
 // freeze a container's processes (no SIGSTOP, no cgroup freezer, no exec as

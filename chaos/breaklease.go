@@ -13,8 +13,8 @@ import (
 // BreakLease is an operator breaking the lock blob's lease from outside the
 // cluster, with a lease client of its own. With BreakPeriod 0 the lease is
 // free at once while the holder still believes it leads until its next renew
-// fails; DESIGN §2's forced-break rule, not S1, applies to this overlap.
-// Remove has nothing to undo: the workers themselves recover.
+// fails; the forced-break rule (docs/chaos.md#checker-rules), not S1, applies
+// to this overlap. Remove has nothing to undo: the workers themselves recover.
 type BreakLease struct {
 	BreakPeriod int32 `json:"breakPeriod"` // seconds (0..60) the broken lease lingers; 0 = free at once
 

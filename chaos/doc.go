@@ -1,6 +1,6 @@
-// Package chaos injects the faults of DESIGN §5 into a running blobleader
-// cluster: one small type per fault behind one interface, modelled on
-// Shopify/toxiproxy's toxics.
+// Package chaos injects the faults of docs/chaos.md#pieces into a running
+// blobleader cluster: one small type per fault behind one interface, modelled
+// on Shopify/toxiproxy's toxics.
 //
 // Every fault can be injected once and removed cleanly, and every call honours
 // its context. A fault holds the handle it acts on (a Process for the process

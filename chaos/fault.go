@@ -8,7 +8,7 @@ import (
 // Kind names a fault in the recorded timeline; the checker keys its rules on it.
 type Kind string
 
-// The fault kinds of DESIGN §5.
+// The fault kinds (docs/chaos.md#pieces).
 const (
 	KindCrash     Kind = "crash"
 	KindGraceful  Kind = "graceful"

@@ -1,5 +1,5 @@
 // Package sidecar is the chaos sidecar of the Azure suite: a small program in
-// each worker's container group that puts the network faults of DESIGN §5
+// each worker's container group that puts the network faults of docs/chaos.md
 // (latency, timeout, reset, partition) on that one worker's storage traffic,
 // where the local suite puts them on an in-process proxy.
 //

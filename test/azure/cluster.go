@@ -208,83 +208,34 @@ func (c *Cluster) Workers() []cluster.Worker {
 	return out
 }
 
-// roles asks every running worker for its status at once.
-func (c *Cluster) roles(ctx context.Context) (leaders []cluster.Worker, seen []string) {
-	sts := make([]cluster.Status, len(c.workers))
-	errs := make([]error, len(c.workers))
-	var wg sync.WaitGroup
-	for i, w := range c.workers {
-		if !w.Running() {
-			errs[i] = errors.New("stopped")
-			continue
-		}
-		wg.Go(func() { sts[i], errs[i] = w.Status(ctx) })
+// leaders finds the leader among the container groups: a stopped group
+// cannot answer; a round of polling comes every second, as the sidecar
+// relays a status every second.
+func (c *Cluster) leaders() cluster.LeaderFinder {
+	return cluster.LeaderFinder{
+		List: c.Workers,
+		Unaskable: func(w cluster.Worker) error {
+			if !w.Running() {
+				return errors.New("stopped")
+			}
+			return nil
+		},
+		Round: execTimeout, Poll: time.Second,
 	}
-	wg.Wait()
-	for i, w := range c.workers {
-		if errs[i] != nil {
-			seen = append(seen, fmt.Sprintf("%s: %v", w.name, errs[i]))
-			continue
-		}
-		seen = append(seen, fmt.Sprintf("%s: %s term %d (leader %q)", sts[i].Identity, sts[i].Role, sts[i].Term, sts[i].Leader))
-		if sts[i].Role == "leader" {
-			leaders = append(leaders, w)
-		}
-	}
-	return leaders, seen
 }
 
 func (c *Cluster) Leader(t testing.TB) cluster.Worker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
-	defer cancel()
-	leaders, seen := c.roles(ctx)
-	if len(leaders) != 1 {
-		t.Fatalf("expected one leader, found %d: %s", len(leaders), strings.Join(seen, "; "))
-	}
-	return leaders[0]
+	return c.leaders().Leader(t)
 }
 
 func (c *Cluster) WaitLeader(t testing.TB, timeout time.Duration, except ...string) cluster.Worker {
 	t.Helper()
-	w, err := c.FindLeader(timeout, except...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return c.leaders().WaitLeader(t, timeout, except...)
 }
 
 func (c *Cluster) FindLeader(timeout time.Duration, except ...string) (cluster.Worker, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tick := time.NewTicker(time.Second) // the sidecar relays a status every second
-	defer tick.Stop()
-	var seen []string
-	for {
-		var leaders []cluster.Worker
-		leaders, seen = c.roles(ctx)
-		if len(leaders) == 1 && !contains(except, leaders[0].Identity()) {
-			return leaders[0], nil
-		}
-		select {
-		case <-ctx.Done():
-			what := "one leader"
-			if len(except) > 0 {
-				what += " other than " + strings.Join(except, ", ")
-			}
-			return nil, fmt.Errorf("expected %s within %v; last seen: %s", what, timeout, strings.Join(seen, "; "))
-		case <-tick.C:
-		}
-	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
+	return c.leaders().FindLeader(timeout, except...)
 }
 
 // Translate returns the Azure fault that realises f on target: the process
@@ -440,11 +391,7 @@ func (c *Cluster) Remove(ctx context.Context, f chaos.Fault) error {
 
 // Heal removes every fault still in place, newest first.
 func (c *Cluster) Heal(ctx context.Context) error {
-	var errs []error
-	for _, f := range c.timeline.InPlace() {
-		errs = append(errs, c.Remove(ctx, f))
-	}
-	return errors.Join(errs...)
+	return c.timeline.Heal(ctx, c.Remove)
 }
 
 // Faults is the timeline so far (all scenarios on this deployment).

@@ -19,6 +19,7 @@ import (
 	"github.com/gruntwork-io/terratest/modules/terraform"
 
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 // Deployment is what the deploy stage leaves for the later stages (saved as
@@ -62,16 +63,9 @@ func NewPostfix() string {
 }
 
 // SuiteParams are the election timings the suite deploys: the worker's
-// defaults (DESIGN §2), a 1 s leader tick.
+// default timings, a 1 s leader tick.
 func SuiteParams() cluster.Params {
-	return cluster.Params{
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 10 * time.Second,
-		RenewInterval: 2 * time.Second,
-		RetryPeriod:   time.Second,
-		Tick:          time.Second,
-		ShutdownGrace: 5 * time.Second,
-	}
+	return cluster.Params{Timing: election.DefaultTiming(), Tick: time.Second, ShutdownGrace: 5 * time.Second}
 }
 
 // Images are the two pushed, digest-pinned images of stage 2.

@@ -1,7 +1,7 @@
 //go:build azure
 
 // Package azure runs the chaos scenarios of test/scenarios against a real
-// Azure deployment of infra/ (DESIGN §5, Azure column; docs/testing-on-azure.md).
+// Azure deployment of infra/ (docs/testing-on-azure.md).
 //
 // It is the Azure backend of test/cluster's Cluster interface: every worker is
 // an Azure Container Instances container group whose name is the worker's

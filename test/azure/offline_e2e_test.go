@@ -22,6 +22,7 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/scenarios"
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 // The Azure traffic path without Azure: the real worker binary with
@@ -82,8 +83,8 @@ func TestOffline_WorkerThroughTheSidecarIsPartitionedAndHealed(t *testing.T) {
 	})
 
 	// The worker, as ACI would start it with chaos_sidecar enabled.
-	p := cluster.Params{LeaseDuration: 15 * time.Second, RenewDeadline: 5 * time.Second, RenewInterval: time.Second,
-		RetryPeriod: 500 * time.Millisecond, Tick: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second}
+	p := cluster.Params{Timing: election.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 5 * time.Second, RenewInterval: time.Second,
+		RetryPeriod: 500 * time.Millisecond}, Tick: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
 		"AZURE_STORAGE_CONNECTION_STRING="+az.ConnectionString(),

@@ -21,6 +21,7 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/scenarios"
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 // aciRestartDelay stands for the time ACI takes to start an exited
@@ -171,8 +172,8 @@ func TestOffline_GracefulStopThroughTheSidecarReleases(t *testing.T) {
 			}
 		}
 	}()
-	p := cluster.Params{LeaseDuration: 15 * time.Second, RenewDeadline: 5 * time.Second, RenewInterval: time.Second,
-		RetryPeriod: 500 * time.Millisecond, Tick: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second}
+	p := cluster.Params{Timing: election.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 5 * time.Second, RenewInterval: time.Second,
+		RetryPeriod: 500 * time.Millisecond}, Tick: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second}
 	c, err := New(Config{ResourceGroup: "rg-offline", StorageAccount: "devstoreaccount1", Groups: names, Params: p, Sidecar: true,
 		Poll: 200 * time.Millisecond, Dir: filepath.Join(dir, "history"), Logf: t.Logf, Leases: leases, History: hc, Control: control})
 	if err != nil {

@@ -44,7 +44,7 @@ func Scenarios() []Scenario {
 	}
 }
 
-// Why issue 10's request-level and container scenarios do not run on Azure
+// Why the request-level and container scenarios do not run on Azure
 // (docs/testing-on-azure.md lists them).
 const (
 	SkipRequestProxy      = "needs the HTTP-aware request proxy (late delivery, lost response) between the worker and storage; the Azure sidecar proxies bytes only"

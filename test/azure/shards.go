@@ -4,7 +4,6 @@ package azure
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,9 +11,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/test/checker"
-	"github.com/blobleader/blobleader/test/report"
 	"github.com/blobleader/blobleader/test/scenarios"
-	"github.com/blobleader/blobleader/worker/shard"
 )
 
 // ShardScenario is one shard scenario of the local suite as the Azure suite
@@ -27,8 +24,8 @@ type ShardScenario struct {
 	Skip string
 }
 
-// ShardScenarios is the Azure suite's shard stage (issue 13 asks for at
-// least the follower-killed scenario). TestOffline_ShardScenariosAreLocalOnes
+// ShardScenarios is the Azure suite's shard stage (at least the
+// follower-killed scenario). TestOffline_ShardScenariosAreLocalOnes
 // keeps each one registered in the local suite. They share one apply, so
 // they share N.
 func ShardScenarios() []ShardScenario {
@@ -58,78 +55,29 @@ func IncarnationsSince(files []string, since time.Time) []string {
 	return out
 }
 
-// JudgeShards is Judge for the shard stage: the election's rules on the
-// election's events and CheckShards on the shard events and the shards'
-// ledgers, with the Azure clock-skew tolerance, on the incarnations started
-// since the shards apply. It writes the report (<name>.html/.json) and the
-// shard timeline (<name>-shards.svg) into out.
-func JudgeShards(t *testing.T, c *Cluster, n int, name, out string, skew time.Duration, since time.Time, extra map[string]float64) (checker.ShardRun, checker.Result, checker.ShardResult) {
-	t.Helper()
+// ShardJudging is how the shard stage judges a scenario with
+// scenarios.JudgeShards: the Azure clock-skew tolerance, the incarnations
+// started since the shards apply, a liveness window that allows for the
+// sidecar's one-second states, storage reads retried (retryStorage), and
+// the scenario report with extra (e.g. ARM operations and cost) written
+// into out beside the shard timeline.
+func ShardJudging(t *testing.T, c *Cluster, n int, name, out string, skew time.Duration, since time.Time, extra map[string]float64) scenarios.ShardJudging {
 	p := c.Params()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := c.Heal(ctx); err != nil {
-		t.Errorf("heal: %v", err)
+	return scenarios.ShardJudging{
+		Shards: n, Name: name, Out: out,
+		Timeout:   10 * time.Minute,
+		Window:    2*max(p.RenewInterval, p.RetryPeriod) + 3*time.Second, // sidecar states come every second
+		ClockSkew: skew,
+		Files:     func(files []string) []string { return IncarnationsSince(files, since) },
+		Retry: func(ctx context.Context, what string, read func() error) error {
+			return retryStorage(ctx, what, t.Logf, read)
+		},
+		Report: func(out string, run checker.Run, all checker.Result) {
+			if files, err := WriteScenarioReport(out, name, run, all, extra); err != nil {
+				t.Errorf("report: %v", err)
+			} else {
+				t.Logf("report: %s (%s)", files.HTML, files.JSON)
+			}
+		},
 	}
-	window := 2*max(p.RenewInterval, p.RetryPeriod) + 3*time.Second // sidecar states come every second
-	h, err := c.History(ctx, window)
-	if err != nil {
-		t.Fatalf("history: %v", err)
-	}
-	h.Files = IncarnationsSince(h.Files, since)
-	var run checker.Run
-	if err := retryStorage(ctx, "collect the run", t.Logf, func() (err error) { run, err = scenarios.Collect(ctx, c, h); return err }); err != nil {
-		t.Fatalf("collect run: %v", err)
-	}
-	run.Ledger = nil // in shard mode the election has no ledger: the leader's task coordinates
-	cp := scenarios.CheckerParams(p)
-	cp.ClockSkew = skew
-	res, err := checker.Check(run, cp)
-	if err != nil {
-		t.Fatalf("checker: %v", err)
-	}
-	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
-	layout := shard.Layout{Blob: c.LockBlob()}
-	for s := range n {
-		var es []checker.LedgerEntry
-		if err := retryStorage(ctx, "read shard ledger", t.Logf, func() (err error) {
-			es, err = scenarios.ReadLedger(ctx, c.Storage(), layout.Ledger(s))
-			return err
-		}); err != nil {
-			t.Fatalf("shard %d ledger: %v", s, err)
-		}
-		srun.Ledgers[s] = es
-	}
-	sres, err := checker.CheckShards(srun, checker.ShardParams{Params: cp})
-	if err != nil {
-		t.Fatalf("shard checker: %v", err)
-	}
-	all := res
-	all.Violations = append(append([]checker.Violation(nil), res.Violations...), sres.Violations...)
-	if files, err := WriteScenarioReport(out, name, run, all, extra); err != nil {
-		t.Errorf("report: %v", err)
-	} else {
-		t.Logf("report: %s (%s)", files.HTML, files.JSON)
-	}
-	if f, err := os.Create(filepath.Join(out, name+"-shards.svg")); err != nil {
-		t.Errorf("shard timeline: %v", err)
-	} else {
-		if err := report.WriteShardSVG(f, srun, sres); err != nil {
-			t.Errorf("shard timeline: %v", err)
-		}
-		f.Close()
-		t.Logf("shard timeline: %s", f.Name())
-	}
-	if len(run.Events) > 0 {
-		t.Logf("shard ownership over time:\n%s", checker.ShardLanes(sres, run.Events[0].T))
-	}
-	for _, b := range sres.Balance {
-		t.Logf("balance after the change at %s: members %v own %v; %d moves (minimum %d)", b.Change.Format("15:04:05.000"), b.Members, b.Counts, b.Moves, b.Minimum)
-	}
-	for s := range n {
-		for _, fo := range sres.PerShard[s].Failovers {
-			t.Logf("shard %d failover after %s on %s: %v (bound %v, basis %s)", s, fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis)
-		}
-	}
-	return srun, res, sres
 }

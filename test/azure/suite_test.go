@@ -235,7 +235,7 @@ func shardsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCre
 			opsBefore := len(c.ARMOps())
 			s.Run(t, c, s.Shards)
 			extra := ScenarioExtra(c.ARMOps()[opsBefore:], DefaultCostInputs(len(d.Groups)), time.Since(start))
-			_, res, sres := JudgeShards(t, c, s.Shards, "Azure_Shards_"+s.Name, out, env.ClockSkew, since, extra)
+			_, res, sres := scenarios.JudgeShards(t, c, ShardJudging(t, c, s.Shards, "Azure_Shards_"+s.Name, out, env.ClockSkew, since, extra))
 			if err := res.Err(); err != nil {
 				t.Error(err)
 			}

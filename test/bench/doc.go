@@ -1,5 +1,5 @@
 // Package bench measures blobleader on a local Azurite and writes
-// docs/benchmarks.md with its plots (issue 6): crash failover, graceful
+// docs/benchmarks.md with its plots: crash failover, graceful
 // handover, leaderless time under a fixed fault schedule, storage operations
 // per worker-hour and their monthly cost, scale (3 to 300 contenders on one
 // Azurite), footprint, and all of it side by side with the Azure Architecture
@@ -27,7 +27,7 @@
 //     machine's scheduler, not the election. A "crash" there makes the
 //     leader's lock refuse every further call (nothing reaches storage, no
 //     release), then cancels it.
-//   - Shards (issue 13, shards.go) runs the real binary with --shards through
+//   - Shards (shards.go) runs the real binary with --shards through
 //     test/cluster: failover after a crash or graceful leave of a shard
 //     owner that is not the leader, moves per join and leave against the
 //     minimum (both from checker.CheckShards), storage operations per

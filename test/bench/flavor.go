@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 // Flavor is one parameter set and the binary that runs it.
@@ -14,16 +15,11 @@ type Flavor struct {
 	Params cluster.Params
 }
 
-// Ours is the worker with its defaults (DESIGN §2; tick 1 s and shutdown
-// grace 5 s as the worker's flags default them).
+// Ours is the worker with its default timings (tick 1 s and shutdown grace
+// 5 s as the worker's flags default them).
 func Ours(bin string) Flavor {
 	return Flavor{Name: "ours", Label: "blobleader (L 15 s, D 10 s, renew 2 s, P 1 s)", Binary: bin, Params: cluster.Params{
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 10 * time.Second,
-		RenewInterval: 2 * time.Second,
-		RetryPeriod:   time.Second,
-		Tick:          time.Second,
-		ShutdownGrace: 5 * time.Second,
+		Timing: election.DefaultTiming(), Tick: time.Second, ShutdownGrace: 5 * time.Second,
 	}}
 }
 
@@ -33,17 +29,20 @@ func Ours(bin string) Flavor {
 // deadline of its own); the binary ignores it.
 func Sample(bin string) Flavor {
 	return Flavor{Name: "sample", Label: "AAC sample (L 15 s, renew 10 s, acquire retry 20 s)", Binary: bin, Params: cluster.Params{
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 15 * time.Second,
-		RenewInterval: 10 * time.Second,
-		RetryPeriod:   20 * time.Second,
+		Timing: election.Timing{
+			LeaseDuration: 15 * time.Second,
+			RenewDeadline: 15 * time.Second,
+			RenewInterval: 10 * time.Second,
+			RetryPeriod:   20 * time.Second,
+		},
 		Tick:          time.Second,
 		ShutdownGrace: 5 * time.Second,
 	}}
 }
 
-// crashBound is DESIGN's L1 bound after a crash, counted from the last
-// successful renew: L + 1.1·P.
+// crashBound is the L1 bound after a crash
+// (docs/failover.md#liveness-how-long-until-a-new-leader), counted from the
+// last successful renew: L + 1.1·P.
 func (f Flavor) crashBound() time.Duration {
 	return f.Params.LeaseDuration + f.Params.RetryPeriod*11/10
 }

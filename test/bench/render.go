@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Targets of issue 6 (ours, defaults).
+// Targets (docs/benchmarks.md#targets; ours, defaults).
 const (
 	TargetCrashP99    = 16.2 // s, crash failover p99 (from the last successful renew)
 	TargetGracefulP99 = 1.2  // s, SIGTERM → next started_leading, p99

@@ -229,8 +229,8 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// TargetCommandCrashP99 is issue 12's target: command death → next command,
-// p99, at the defaults.
+// TargetCommandCrashP99 is run mode's target (docs/benchmarks.md#targets):
+// command death → next command, p99, at the defaults.
 const TargetCommandCrashP99 = 1.5 // s
 
 // CommandTrials gathers the run-mode trials of every run-mode job.

@@ -14,7 +14,7 @@ import (
 	"github.com/blobleader/blobleader/test/scenarios"
 )
 
-// The shards phase (issue 13): a --shards pool of the real binary on a
+// The shards phase: a --shards pool of the real binary on a
 // private Azurite per cluster. Failover after a member's crash or graceful
 // leave, moves per join and leave against the minimum, storage operations
 // per worker-hour, and a scale step (N shards over M workers). Histories are
@@ -257,23 +257,9 @@ func judgeShards(t testing.TB, c *cluster.Local, fl Flavor, n int, start time.Ti
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	run := collectSince(ctx, t, c, fl, start)
-	run.Ledger = nil
-	p := scenarios.CheckerParams(fl.Params)
-	res, err := checker.Check(run, p)
+	srun, res, sres, err := scenarios.CheckShardRun(ctx, c, run, n, scenarios.CheckerParams(fl.Params), nil)
 	if err != nil {
-		t.Fatalf("check: %v", err)
-	}
-	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
-	for s := range n {
-		es, err := scenarios.ReadLedger(ctx, c.Storage(), fmt.Sprintf("%s-shard-ledgers/%04d", c.LockBlob(), s))
-		if err != nil {
-			t.Fatalf("shard %d ledger: %v", s, err)
-		}
-		srun.Ledgers[s] = es
-	}
-	sres, err := checker.CheckShards(srun, checker.ShardParams{Params: p})
-	if err != nil {
-		t.Fatalf("shard check: %v", err)
+		t.Fatal(err)
 	}
 	return srun, res, sres
 }

@@ -65,7 +65,7 @@ func ownedRange(ts []ShardTrial) string {
 	return fmt.Sprintf("%d – %d", lo, hi)
 }
 
-// renderShards writes the shards section (issue 13).
+// renderShards writes the shards section.
 func renderShards(w func(string, ...any), r Results) {
 	s := r.Shards
 	if s == nil {

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Commands under `blobleader run` (DESIGN §3, history events): the actors
-// whose safety counts in run mode are the commands, not their supervisors.
+// Commands under `blobleader run`
+// (docs/failover.md#commands-under-blobleader-run): the actors whose safety
+// counts in run mode are the commands, not their supervisors.
 //
 // # Command lifetimes
 //
@@ -388,7 +389,7 @@ func (k *commandChecker) expect(w where, ev []Event, format string, args ...any)
 }
 
 func (k *commandChecker) breakAllowance() time.Duration {
-	return k.p.RenewInterval + k.p.RequestTimeout + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
+	return k.p.RenewInterval + k.p.RequestTimeout() + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
 }
 
 // brokeIn finds the forced loss (a break, or the deletion of the lock blob

@@ -1,5 +1,5 @@
 // Package checker decides whether one chaos run kept the election's promises
-// (DESIGN §2). It is pure: it reads the workers' merged JSONL histories, the
+// (docs/chaos.md#checker-rules). It is pure: it reads the workers' merged JSONL histories, the
 // ledger read back from storage, the faults the harness injected and the
 // cluster's view of its workers at run end, and reports violations of
 //
@@ -12,7 +12,8 @@
 //     starts at seq 1 and has no gaps, duplicates, decreasing terms, foreign
 //     terms or entries written after their term's belief ended;
 //   - L1: a fault that hit the leader is followed by a new leader within the
-//     bound DESIGN §2 gives for that fault;
+//     bound docs/failover.md#liveness-how-long-until-a-new-leader gives for
+//     that fault;
 //   - L2: every live worker still contends at run end;
 //   - evidence: every worker the cluster started left a history, and the run
 //     holds the minimum evidence its scenario requires (Run.Requires).

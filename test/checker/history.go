@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// History event names (DESIGN §3 plus the additive `renewed`). Events with
-// other names are kept in the history and ignored by the checks.
+// History event names (docs/architecture.md#worker-contracts, with `renewed`).
+// Events with other names are kept in the history and ignored by the checks.
 const (
 	EventStartedLeading = "started_leading"
 	EventRenewed        = "renewed"

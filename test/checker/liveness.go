@@ -99,7 +99,8 @@ func (c *checker) checkFailovers() {
 			}
 			fo.Bound = long
 		}
-		// 2. Where the bound counts from, per fault (DESIGN §2 L1).
+		// 2. Where the bound counts from, per fault (L1 in
+		// docs/failover.md#liveness-how-long-until-a-new-leader).
 		switch f.Kind {
 		case FaultCrash:
 			lastRenew()

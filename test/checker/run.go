@@ -8,9 +8,11 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
 )
 
-// Fault kinds (DESIGN §5). Crash, graceful and break are instantaneous (only
+// Fault kinds (docs/chaos.md#pieces). Crash, graceful and break are instantaneous (only
 // Start matters); the others last from Start to End.
 const (
 	FaultCrash     = "crash"     // SIGKILL / container group stopped, at Start
@@ -23,7 +25,7 @@ const (
 	FaultOutage    = "outage"    // storage down for everyone, Start..End
 	FaultBreak     = "break"     // operator BreakLease(0), at Start
 
-	// Issue 10's fault classes (chaos.Kind values).
+	// The request-level and operator fault classes (chaos.Kind values).
 	FaultLateDelivery    = "late_delivery"    // Target's chosen requests held past its timeout, delivered later; Start..End
 	FaultLostResponse    = "lost_response"    // Target's chosen requests applied at storage, answers dropped; Start..End
 	FaultDeleteBlob      = "delete_blob"      // operator deletes the lock blob, at Start
@@ -128,27 +130,18 @@ func (r Run) Bounds() (start, end time.Time) {
 	return start, end
 }
 
-// Params are the election's timing parameters and the checker's tolerances.
+// Params are the election's timing parameters (with their derived rules,
+// e.g. RequestTimeout) and the checker's tolerances.
 type Params struct {
-	LeaseDuration  time.Duration // L; default 15 s
-	RenewDeadline  time.Duration // D; default 10 s
-	RenewInterval  time.Duration // default 2 s
-	RetryPeriod    time.Duration // P; default 1 s
-	RequestTimeout time.Duration // 0: min(RenewInterval, RenewDeadline/3)
-	Epsilon        time.Duration // slack for the acquire and metadata write after a successful poll; default 1 s
-	ClockSkew      time.Duration // tolerance between different clocks; 0 locally
+	election.Timing
+	Epsilon   time.Duration // slack for the acquire and metadata write after a successful poll; default 1 s
+	ClockSkew time.Duration // tolerance between different clocks; 0 locally
 }
 
-// DefaultParams returns the worker's default timings (DESIGN §2), Epsilon 1 s
-// and no clock skew.
+// DefaultParams returns the worker's default timings, Epsilon 1 s and no
+// clock skew.
 func DefaultParams() Params {
-	return Params{
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 10 * time.Second,
-		RenewInterval: 2 * time.Second,
-		RetryPeriod:   time.Second,
-		Epsilon:       time.Second,
-	}
+	return Params{Timing: election.DefaultTiming(), Epsilon: time.Second}
 }
 
 // ErrParams is wrapped by Check for unusable parameters.
@@ -167,16 +160,13 @@ func (p Params) normalized() (Params, error) {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"RequestTimeout", p.RequestTimeout}, {"Epsilon", p.Epsilon}, {"ClockSkew", p.ClockSkew}} {
+	}{{"Epsilon", p.Epsilon}, {"ClockSkew", p.ClockSkew}} {
 		if f.v < 0 {
 			bad = append(bad, f.name+" must be >= 0")
 		}
 	}
 	if len(bad) > 0 {
 		return p, fmt.Errorf("%w: %s", ErrParams, strings.Join(bad, "; "))
-	}
-	if p.RequestTimeout == 0 {
-		p.RequestTimeout = min(p.RenewInterval, p.RenewDeadline/3)
 	}
 	return p, nil
 }

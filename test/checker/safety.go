@@ -28,7 +28,7 @@ func forcedLoss(kind string) bool {
 // from S1.
 func (c *checker) checkBreaks() {
 	c.exempt = map[pair]bool{}
-	allowed := c.p.RenewInterval + c.p.RequestTimeout + c.p.Epsilon
+	allowed := c.p.RenewInterval + c.p.RequestTimeout() + c.p.Epsilon
 	for _, f := range c.run.Faults {
 		if !forcedLoss(f.Kind) {
 			continue

@@ -53,7 +53,7 @@ type ShardParams struct {
 // restarts under its identity is such a member.
 func DefaultSettle(p Params) time.Duration {
 	p, _ = p.normalized()
-	r, rt := p.retry(), p.RequestTimeout
+	r, rt := p.retry(), p.RequestTimeout()
 	settle := p.LeaseDuration + 3*r + 2*(r+rt) + 3*rt
 	suspect := p.LeaseDuration + r + rt
 	return settle + suspect

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 // Cluster is a running blobleader cluster under test.
@@ -67,7 +68,8 @@ type Prober interface {
 	Probe(ctx context.Context, path string) (code int, body string, err error)
 }
 
-// Status is the worker's GET /status answer (DESIGN §3).
+// Status is the worker's GET /status answer
+// (docs/architecture.md#worker-contracts).
 type Status struct {
 	Identity      string    `json:"identity"`
 	Role          string    `json:"role"` // leader, follower or stopping
@@ -113,32 +115,18 @@ type History struct {
 	Workers []WorkerState `json:"workers"`
 }
 
-// Params are the election timings passed to every worker.
+// Params are the settings passed to every worker: the election's timings
+// (with their derived rules, e.g. RequestTimeout) and the task's.
 type Params struct {
-	LeaseDuration time.Duration // L, 15–60 s
-	RenewDeadline time.Duration // D < L − 2 s
-	RenewInterval time.Duration // ≤ D/3
-	RetryPeriod   time.Duration // P
+	election.Timing
 	Tick          time.Duration // leader task period
 	ShutdownGrace time.Duration // grace for the task on SIGTERM
 }
 
-// DefaultParams are the worker's defaults (DESIGN §2) with a faster leader
-// task, so the ledger sees several writes per term.
+// DefaultParams are the worker's default timings with a faster leader task,
+// so the ledger sees several writes per term.
 func DefaultParams() Params {
-	return Params{
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 10 * time.Second,
-		RenewInterval: 2 * time.Second,
-		RetryPeriod:   time.Second,
-		Tick:          500 * time.Millisecond,
-		ShutdownGrace: 2 * time.Second,
-	}
-}
-
-// RequestTimeout is the worker's per-request timeout, min(RenewInterval, D/3).
-func (p Params) RequestTimeout() time.Duration {
-	return min(p.RenewInterval, p.RenewDeadline/3)
+	return Params{Timing: election.DefaultTiming(), Tick: 500 * time.Millisecond, ShutdownGrace: 2 * time.Second}
 }
 
 // Option configures the workers Start adds.

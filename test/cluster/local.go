@@ -169,106 +169,42 @@ func (c *Local) Workers() []Worker {
 	return out
 }
 
-// roles asks every running, not stopped worker for its status at once.
-func (c *Local) roles(ctx context.Context) (leaders []Worker, seen []string) {
-	ws := c.Workers()
-	sts := make([]Status, len(ws))
-	errs := make([]error, len(ws))
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		lw := w.(*localWorker)
-		if !lw.Running() {
-			errs[i] = errors.New("not running")
-			continue
-		}
-		if stopped, _ := lw.Stopped(); stopped {
-			errs[i] = errors.New("paused")
-			continue
-		}
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, 750*time.Millisecond)
-			defer cancel()
-			sts[i], errs[i] = w.Status(cctx)
-		})
-	}
-	wg.Wait()
-	for i, w := range ws {
-		switch {
-		case errs[i] != nil:
-			seen = append(seen, fmt.Sprintf("%s: %v", w.Identity(), errs[i]))
-		default:
-			seen = append(seen, fmt.Sprintf("%s: %s term %d (leader %q)", sts[i].Identity, sts[i].Role, sts[i].Term, sts[i].Leader))
-			if sts[i].Role == "leader" {
-				leaders = append(leaders, w)
+// leaders finds the leader among the local workers: a worker that is not
+// running or is paused (SIGSTOP) cannot answer; one status request waits
+// 750 ms at most, and a round of polling comes every 100 ms.
+func (c *Local) leaders() LeaderFinder {
+	return LeaderFinder{
+		List: c.Workers,
+		Unaskable: func(w Worker) error {
+			lw := w.(*localWorker)
+			if !lw.Running() {
+				return errors.New("not running")
 			}
-		}
+			if stopped, _ := lw.Stopped(); stopped {
+				return errors.New("paused")
+			}
+			return nil
+		},
+		Ask: 750 * time.Millisecond, Round: 5 * time.Second, Poll: 100 * time.Millisecond,
 	}
-	return leaders, seen
 }
 
 // Leader fails t unless exactly one worker reports role "leader" now.
 func (c *Local) Leader(t testing.TB) Worker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	leaders, seen := c.roles(ctx)
-	if len(leaders) != 1 {
-		t.Fatalf("expected one leader, found %d: %s", len(leaders), strings.Join(seen, "; "))
-	}
-	return leaders[0]
+	return c.leaders().Leader(t)
 }
 
 // WaitLeader polls until exactly one worker leads (and it is not one of
 // except), or fails t after timeout.
 func (c *Local) WaitLeader(t testing.TB, timeout time.Duration, except ...string) Worker {
 	t.Helper()
-	w, seen, err := c.waitLeader(timeout, except...)
-	if err != nil {
-		t.Fatalf("%v; last seen: %s", err, strings.Join(seen, "; "))
-	}
-	return w
+	return c.leaders().WaitLeader(t, timeout, except...)
 }
 
 // FindLeader is WaitLeader without a testing.TB.
 func (c *Local) FindLeader(timeout time.Duration, except ...string) (Worker, error) {
-	w, seen, err := c.waitLeader(timeout, except...)
-	if err != nil {
-		return nil, fmt.Errorf("%w; last seen: %s", err, strings.Join(seen, "; "))
-	}
-	return w, nil
-}
-
-func (c *Local) waitLeader(timeout time.Duration, except ...string) (Worker, []string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var seen []string
-	for {
-		var leaders []Worker
-		leaders, seen = c.roles(ctx)
-		if len(leaders) == 1 && !contains(except, leaders[0].Identity()) {
-			return leaders[0], seen, nil
-		}
-		select {
-		case <-ctx.Done():
-			what := "one leader"
-			if len(except) > 0 {
-				what += " other than " + strings.Join(except, ", ")
-			}
-			return nil, seen, fmt.Errorf("expected %s within %v", what, timeout)
-		case <-tick.C:
-		}
-	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
+	return c.leaders().FindLeader(timeout, except...)
 }
 
 // bind gives f the local handles it acts on.
@@ -432,11 +368,7 @@ func (c *Local) Remove(ctx context.Context, f chaos.Fault) error {
 // Heal removes every fault still in place, newest first, and reports every
 // failure.
 func (c *Local) Heal(ctx context.Context) error {
-	var errs []error
-	for _, f := range c.timeline.InPlace() {
-		errs = append(errs, c.Remove(ctx, f))
-	}
-	return errors.Join(errs...)
+	return c.timeline.Heal(ctx, c.Remove)
 }
 
 // Faults returns the timeline so far.

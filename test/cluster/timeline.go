@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -69,6 +71,16 @@ func (tl *Timeline) InPlace() []chaos.Fault {
 		}
 	}
 	return out
+}
+
+// Heal removes every fault still in place with remove, newest first, and
+// reports every failure: the Heal of every Cluster.
+func (tl *Timeline) Heal(ctx context.Context, remove func(context.Context, chaos.Fault) error) error {
+	var errs []error
+	for _, f := range tl.InPlace() {
+		errs = append(errs, remove(ctx, f))
+	}
+	return errors.Join(errs...)
 }
 
 // Records returns a copy of the timeline, in injection order.

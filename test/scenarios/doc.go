@@ -1,8 +1,9 @@
-// Package scenarios is the chaos suite: each scenario of issue 3 is a named
-// test that starts a cluster through the cluster.Cluster interface, injects
-// its faults, heals them, and has the checker judge the merged history and the
-// ledger for S1 (or the forced-break rule), S2, L1 and L2. Every run writes a
-// JSON summary and a timeline (test/report).
+// Package scenarios is the chaos suite: each scenario of
+// docs/chaos.md#scenarios is a named test that starts a cluster through the
+// cluster.Cluster interface, injects its faults, heals them, and has the
+// checker judge the merged history and the ledger for S1 (or the forced-break
+// rule), S2, L1 and L2. Every run writes a JSON summary and a timeline
+// (test/report).
 //
 // The scenario bodies (scenarios.go, soak.go) know nothing of the backend:
 // they run against any Cluster. scenarios_test.go runs them on the local

@@ -19,6 +19,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
+	"github.com/blobleader/blobleader/worker/ledger"
 )
 
 // Environment knobs (see the package doc).
@@ -115,11 +116,7 @@ func CheckerParams(p cluster.Params) checker.Params {
 			cp.Epsilon = d
 		}
 	}
-	cp.LeaseDuration = p.LeaseDuration
-	cp.RenewDeadline = p.RenewDeadline
-	cp.RenewInterval = p.RenewInterval
-	cp.RetryPeriod = p.RetryPeriod
-	cp.RequestTimeout = p.RequestTimeout()
+	cp.Timing = p.Timing
 	return cp
 }
 
@@ -226,10 +223,11 @@ func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker
 }
 
 // ReadLedger reads the reference task's ledger straight from storage: the
-// append blobs "<blob>-ledger/<segment>", in segment order, one JSON entry a
-// block (DESIGN, the ledger contract). No ledger yet is an empty ledger.
+// append blobs under ledger.Prefix(blob), in segment order, one JSON entry a
+// block (docs/architecture.md#the-fenced-ledger-the-reference-leader-task).
+// No ledger yet is an empty ledger.
 func ReadLedger(ctx context.Context, c *container.Client, blob string) ([]checker.LedgerEntry, error) {
-	prefix := blob + "-ledger/"
+	prefix := ledger.Prefix(blob)
 	var names []string
 	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
 	for pager.More() {

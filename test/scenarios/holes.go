@@ -10,14 +10,14 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
-// The scenarios of issue 10: one per safety hole a reader found and the
-// chaos suite could not, built on the fault classes added for them (late
-// delivery, lost response, an operator deleting the lock). Each states the
-// evidence it needs. The hole scenarios (late release, deleted blob or
-// container) fail on the code before the fix; the lost-answers scenario
-// passed there too (one lease ID per process re-acquired its own lease) and
-// guards the fix's design: it fails on an elector that takes a fresh lease ID
-// per acquire attempt (a ghost lease).
+// The request-level and operator scenarios (docs/chaos.md#scenarios): one per
+// safety hole a reader found and the chaos suite could not, built on the fault
+// classes added for them (late delivery, lost response, an operator deleting
+// the lock). Each states the evidence it needs. The hole scenarios (late
+// release, deleted blob or container) fail on the code before the fix; the
+// lost-answers scenario passed there too (one lease ID per process re-acquired
+// its own lease) and guards the fix's design: it fails on an elector that
+// takes a fresh lease ID per acquire attempt (a ghost lease).
 //
 // Hole 3 (the task's context cancelled late, a task started after its
 // leadership lapsed) is a matter of microseconds inside one process: it is

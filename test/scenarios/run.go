@@ -18,11 +18,11 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
-// Run mode's scenarios (issue 12): every worker is a `blobleader run`
-// supervisor of test/cmd/ledgercmd, which appends to its own fenced ledger
-// with BLOBLEADER_TERM and reports what it does. The supervisors are judged
-// by Check as in worker mode; the commands by CheckCommands, on command
-// lifetimes, the commands' ledger and their activity.
+// Run mode's scenarios (docs/chaos.md#scenarios): every worker is a
+// `blobleader run` supervisor of test/cmd/ledgercmd, which appends to its own
+// fenced ledger with BLOBLEADER_TERM and reports what it does. The supervisors
+// are judged by Check as in worker mode; the commands by CheckCommands, on
+// command lifetimes, the commands' ledger and their activity.
 
 // commandBlob is the commands' ledger ("leader-cmd-ledger/…"), apart from
 // the reference task's, so Check's worker-mode ledger rules do not apply to
@@ -37,7 +37,8 @@ type CommandScenario struct {
 	Run  func(t *testing.T, rc *RunCluster) []checker.Exception
 }
 
-// The run-mode scenarios, one per case of issue 12.
+// The run-mode scenarios, one per case docs/failover.md#commands-under-blobleader-run
+// argues.
 var (
 	CommandKilled              = CommandScenario{"CommandKilled", commandKilled}
 	CommandExitsOnItsOwn       = CommandScenario{"CommandExitsOnItsOwn", commandExits}

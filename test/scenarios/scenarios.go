@@ -10,9 +10,10 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
-// The scenarios of issue 3, item 5. Each waits on the effects it expects with
-// deadlines a little looser than DESIGN §2's bounds; the checker then judges
-// the exact bounds from the history.
+// The election's scenarios (docs/chaos.md#scenarios). Each waits on the
+// effects it expects with deadlines a little looser than the bounds of
+// docs/failover.md#liveness-how-long-until-a-new-leader; the checker then
+// judges the exact bounds from the history.
 var (
 	LeaderKilled               = Scenario{Name: "LeaderKilled", Workers: 3, Run: leaderKilled, Requires: hitAndFailover(checker.FaultCrash)}
 	LeaderStoppedGracefully    = Scenario{Name: "LeaderStoppedGracefully", Workers: 3, Run: leaderStopped, Requires: hitAndFailover(checker.FaultGraceful)}
@@ -40,7 +41,7 @@ func hitAndFailover(kind string) checker.Requirements {
 	return r
 }
 
-// slack is added to every wait on top of DESIGN §2's bound: the waits only
+// slack is added to every wait on top of the failover bound: the waits only
 // keep a broken run from hanging; the checker measures the bound itself.
 const slack = 5 * time.Second
 

@@ -14,9 +14,10 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
+	"github.com/blobleader/blobleader/worker/shard"
 )
 
-// Shard scenarios (issue 13): a --shards pool under faults, judged by the
+// Shard scenarios: a --shards pool under faults, judged by the
 // election's rules and by checker.CheckShards.
 
 // ShardScenario is a scenario run with --shards Shards.
@@ -52,7 +53,7 @@ func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
 	repeatRuns(t, func(t *testing.T) {
 		c := backend(t, s.Workers, cluster.Args(append([]string{"--shards", fmt.Sprint(s.Shards)}, s.Args...)...))
 		s.Run(t, c, s.Shards)
-		_, res, sres := JudgeShards(t, c, s.Shards, reportName(t))
+		_, res, sres := JudgeShards(t, c, ShardJudging{Shards: s.Shards, Name: reportName(t)})
 		if err := res.Err(); err != nil {
 			t.Error(err)
 		}
@@ -70,35 +71,72 @@ func ShardParams(p cluster.Params) checker.ShardParams {
 // settle is the checker's balance bound for the cluster's timings.
 func settle(p cluster.Params) time.Duration { return checker.DefaultSettle(CheckerParams(p)) }
 
-// JudgeShards is Judge for a shard pool: the election's rules on the
-// election's events (in shard mode the election has no ledger: the leader's
-// task coordinates), and CheckShards on the shard events and the shards'
-// ledgers read back from storage.
-func JudgeShards(t *testing.T, c cluster.Cluster, n int, name string) (checker.ShardRun, checker.Result, checker.ShardResult) {
+// ShardJudging says how JudgeShards reads a shard pool's run and where it
+// reports; only Shards and Name are required, the rest default to the local
+// suite's choices (the Azure suite sets them for its deployment).
+type ShardJudging struct {
+	Shards int    // N
+	Name   string // names the shard timeline (<Name>-shards.svg) and the report
+	Out    string // directory for the timeline and the report; "": OutDir(t)
+
+	Timeout   time.Duration           // bound on healing, collecting and reading the ledgers; 0: 2 min
+	Window    time.Duration           // the liveness window History waits out; 0: 2·max(renew interval, P) + 1 s
+	ClockSkew time.Duration           // the checker's tolerance between clocks; 0 locally
+	Files     func([]string) []string // keeps the history files to judge; nil: all
+	// Retry runs one storage read (the run, a shard's ledger), retrying
+	// what it judges transient; nil: one attempt.
+	Retry func(ctx context.Context, what string, read func() error) error
+	// Report writes the scenario report of the run and of every violation
+	// (the election's and the shards'); nil: none.
+	Report func(out string, run checker.Run, all checker.Result)
+}
+
+// JudgeShards is Judge for a shard pool: it heals the cluster, collects the
+// run and checks it with CheckShardRun, then writes the shard timeline and
+// logs ownership, balance and failovers. It fails t when the run cannot be
+// collected or checked; violations are in the results for the caller.
+func JudgeShards(t *testing.T, c cluster.Cluster, o ShardJudging) (checker.ShardRun, checker.Result, checker.ShardResult) {
 	t.Helper()
 	p := c.Params()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	timeout, window, out := o.Timeout, o.Window, o.Out
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	if window == 0 {
+		window = livenessWindow(p)
+	}
+	if out == "" {
+		out = OutDir(t)
+	}
+	retry := readOnceUnless(o.Retry)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	h, run := healAndCollect(ctx, t, c)
-	run.Ledger = nil
-	res, err := checker.Check(run, CheckerParams(p))
+	if err := c.Heal(ctx); err != nil {
+		t.Errorf("heal: %v", err)
+	}
+	h, err := c.History(ctx, window)
 	if err != nil {
-		t.Fatalf("checker: %v", err)
+		t.Fatalf("history: %v", err)
 	}
-	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
-	for s := range n {
-		es, err := ReadLedger(ctx, c.Storage(), fmt.Sprintf("%s-shard-ledgers/%04d", c.LockBlob(), s))
-		if err != nil {
-			t.Fatalf("shard %d ledger: %v", s, err)
-		}
-		srun.Ledgers[s] = es
+	if o.Files != nil {
+		h.Files = o.Files(h.Files)
 	}
-	sres, err := checker.CheckShards(srun, ShardParams(p))
+	var run checker.Run
+	if err := retry(ctx, "collect the run", func() (err error) { run, err = Collect(ctx, c, h); return err }); err != nil {
+		t.Fatalf("collect run: %v", err)
+	}
+	cp := CheckerParams(p)
+	cp.ClockSkew = o.ClockSkew
+	srun, res, sres, err := CheckShardRun(ctx, c, run, o.Shards, cp, retry)
 	if err != nil {
-		t.Fatalf("shard checker: %v", err)
+		t.Fatal(err)
 	}
-	out := OutDir(t)
-	if f, err := os.Create(filepath.Join(out, name+"-shards.svg")); err != nil {
+	if o.Report != nil {
+		all := res
+		all.Violations = append(append([]checker.Violation(nil), res.Violations...), sres.Violations...)
+		o.Report(out, srun.Run, all)
+	}
+	if f, err := os.Create(filepath.Join(out, o.Name+"-shards.svg")); err != nil {
 		t.Errorf("shard timeline: %v", err)
 	} else {
 		if err := report.WriteShardSVG(f, srun, sres); err != nil {
@@ -108,18 +146,59 @@ func JudgeShards(t *testing.T, c cluster.Cluster, n int, name string) (checker.S
 		t.Logf("shard timeline: %s", f.Name())
 	}
 	if os.Getenv(EnvOut) != "" {
-		keep(t, filepath.Join(out, name), h)
+		keep(t, filepath.Join(out, o.Name), h)
 	}
-	t.Logf("shard ownership over time:\n%s", checker.ShardLanes(sres, run.Events[0].T))
+	if len(srun.Events) > 0 {
+		t.Logf("shard ownership over time:\n%s", checker.ShardLanes(sres, srun.Events[0].T))
+	}
 	for _, b := range sres.Balance {
 		t.Logf("balance %v after the change at %s: members %v own %v; %d moves (minimum %d)", settle(p), b.Change.Format("15:04:05.000"), b.Members, b.Counts, b.Moves, b.Minimum)
 	}
-	for s := range n {
+	for s := range o.Shards {
 		for _, fo := range sres.PerShard[s].Failovers {
 			t.Logf("shard %d failover after %s on %s: %v (bound %v, basis %s)%s", s, fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
 		}
 	}
 	return srun, res, sres
+}
+
+// CheckShardRun checks a shard pool's run: the election's rules on its
+// election events (in shard mode the election has no ledger: the leader's
+// task coordinates) and the shard rules on its shard events and the n
+// shards' ledgers, read back from c's storage through retry (nil: once).
+func CheckShardRun(ctx context.Context, c cluster.Cluster, run checker.Run, n int, p checker.Params,
+	retry func(ctx context.Context, what string, read func() error) error) (checker.ShardRun, checker.Result, checker.ShardResult, error) {
+	retry = readOnceUnless(retry)
+	run.Ledger = nil
+	res, err := checker.Check(run, p)
+	if err != nil {
+		return checker.ShardRun{}, res, checker.ShardResult{}, fmt.Errorf("checker: %w", err)
+	}
+	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
+	layout := shard.Layout{Blob: c.LockBlob()}
+	for s := range n {
+		var es []checker.LedgerEntry
+		if err := retry(ctx, "read shard ledger", func() (err error) {
+			es, err = ReadLedger(ctx, c.Storage(), layout.Ledger(s))
+			return err
+		}); err != nil {
+			return srun, res, checker.ShardResult{}, fmt.Errorf("shard %d ledger: %w", s, err)
+		}
+		srun.Ledgers[s] = es
+	}
+	sres, err := checker.CheckShards(srun, checker.ShardParams{Params: p})
+	if err != nil {
+		return srun, res, sres, fmt.Errorf("shard checker: %w", err)
+	}
+	return srun, res, sres, nil
+}
+
+// readOnceUnless is retry, or a single attempt when retry is nil.
+func readOnceUnless(retry func(ctx context.Context, what string, read func() error) error) func(ctx context.Context, what string, read func() error) error {
+	if retry != nil {
+		return retry
+	}
+	return func(_ context.Context, _ string, read func() error) error { return read() }
 }
 
 // waitBalanced waits until the running workers own every shard once,

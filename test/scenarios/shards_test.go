@@ -112,7 +112,7 @@ func TestShards_CheckerReportsShardS1ForUnsafeOwner(t *testing.T) {
 	if len(st.Shards) == 0 {
 		t.Fatalf("the unsafe worker %s no longer claims shards after its leases expired (%+v): the control shows nothing", unsafe.Identity(), st)
 	}
-	_, _, sres := JudgeShards(t, c, n, reportName(t))
+	_, _, sres := JudgeShards(t, c, ShardJudging{Shards: n, Name: reportName(t)})
 	var s1 []checker.Violation
 	for _, v := range sres.Violations {
 		if v.Invariant == checker.InvShardS1 {

@@ -16,7 +16,7 @@ import (
 	"github.com/blobleader/blobleader/test/report"
 )
 
-// The seeded soak in shard mode (issue 13): a --shards pool under the soak's
+// The seeded soak in shard mode: a --shards pool under the soak's
 // fault mix plus members joining and leaving, judged by the election's rules
 // and by CheckShards.
 
@@ -112,7 +112,7 @@ func ShardSoak(t *testing.T, c cluster.Cluster, sc SoakConfig, cfg ShardSoakConf
 	moves := map[string]int{}
 	steps := soakSteps(t, c, sc, shardSoakActions(p, cfg, moves), func(s *soak) { awaitStandbys(s, cfg.Shards) })
 	quietTail(t, c, cfg, moves)
-	srun, res, sres := JudgeShards(t, c, cfg.Shards, name)
+	srun, res, sres := JudgeShards(t, c, ShardJudging{Shards: cfg.Shards, Name: name})
 	if files, err := report.Write(OutDir(t), name, srun.Run, res); err != nil {
 		t.Errorf("report: %v", err)
 	} else {

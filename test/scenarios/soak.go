@@ -165,11 +165,11 @@ func soakActions(p cluster.Params) []action {
 	}, holeActions(p)...)
 }
 
-// holeActions are issue 10's fault classes in the soak's mix: requests held
-// past the client's timeout and delivered later (with the late-release
-// pattern of hole 1 when renews are held), answers lost after storage
-// applied the request (one answer each, as the checker's bound assumes),
-// and an operator deleting the lock blob or its container.
+// holeActions are the request-level and operator fault classes in the soak's
+// mix: requests held past the client's timeout and delivered later (with the
+// late-release pattern of hole 1 when renews are held), answers lost after
+// storage applied the request (one answer each, as the checker's bound
+// assumes), and an operator deleting the lock blob or its container.
 func holeActions(p cluster.Params) []action {
 	rt := p.RequestTimeout()
 	return []action{

@@ -103,7 +103,7 @@ func StartOnPort(ctx context.Context, port int) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Host: "127.0.0.1", Port: port, out: &syncBuffer{}, done: make(chan struct{})}
-	// The flags are DESIGN §4's: in-memory, loopback only, and lenient about the
+	// The flags of the local mode: in-memory, loopback only, and lenient about the
 	// API version because the SDK sends a newer one than Azurite knows.
 	s.cmd = exec.Command(bin,
 		"--blobHost", s.Host, "--blobPort", strconv.Itoa(port),

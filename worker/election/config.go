@@ -1,8 +1,10 @@
 package election
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"time"
 )
@@ -33,15 +35,11 @@ const (
 // and is longer than any host name (253) plus a pid.
 const MaxIdentityLength = 256
 
-// Config holds the election's parameters. Build it from DefaultConfig and
-// override fields; NewElector validates it.
-type Config struct {
-	// Identity names this contender in the lock's metadata, in events and in
-	// OnNewLeader. Required; the worker defaults it to <hostname>-<pid>.
-	// Printable ASCII with no leading or trailing space, at most
-	// MaxIdentityLength bytes: what storage can carry as a metadata value.
-	Identity string
-
+// Timing holds the election's four timing parameters. It is their one
+// definition: the worker's flags, the test harness's clusters and the history
+// checker all carry a Timing, so that they cannot disagree on a field or on
+// a rule derived from them (docs/architecture.md#the-election).
+type Timing struct {
 	// LeaseDuration L is the lease storage grants on acquire and renew.
 	// Whole seconds, 15s–60s; default 15s.
 	LeaseDuration time.Duration
@@ -57,6 +55,49 @@ type Config struct {
 	// RetryPeriod P is the follower's acquire poll period, jittered ±10%.
 	// Must be > 0; default 1s.
 	RetryPeriod time.Duration
+}
+
+// DefaultTiming returns the defaults: L 15s, D 10s, renew every 2s, P 1s.
+func DefaultTiming() Timing {
+	return Timing{
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RenewInterval: 2 * time.Second,
+		RetryPeriod:   1 * time.Second,
+	}
+}
+
+// RequestTimeout is the deadline every storage call carries:
+// min(RenewInterval, RenewDeadline/3).
+func (t Timing) RequestTimeout() time.Duration {
+	return min(t.RenewInterval, t.RenewDeadline/3)
+}
+
+// WithinRequestTimeout runs one storage operation with the request timeout
+// as its deadline.
+func (t Timing) WithinRequestTimeout(ctx context.Context, op func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, t.RequestTimeout())
+	defer cancel()
+	return op(rctx)
+}
+
+// JitteredRetryPeriod is one follower poll wait: RetryPeriod ±10%, so that
+// followers do not hit storage in step.
+func (t Timing) JitteredRetryPeriod() time.Duration {
+	return time.Duration(float64(t.RetryPeriod) * (0.9 + 0.2*rand.Float64()))
+}
+
+// Config holds the election's parameters. Build it from DefaultConfig and
+// override fields; NewElector validates it.
+type Config struct {
+	// Identity names this contender in the lock's metadata, in events and in
+	// OnNewLeader. Required; the worker defaults it to <hostname>-<pid>.
+	// Printable ASCII with no leading or trailing space, at most
+	// MaxIdentityLength bytes: what storage can carry as a metadata value.
+	Identity string
+
+	// Timing is L, D, the renew interval and P; see Timing.
+	Timing
 
 	// WatchdogTimeout: a leader whose task reports no progress (Heartbeat) for
 	// this long steps down and releases. 0 disables the watchdog; otherwise it
@@ -83,23 +124,15 @@ type Config struct {
 	claim claimRule
 }
 
-// DefaultConfig returns the defaults of DESIGN §2 for the given identity.
+// DefaultConfig returns the defaults (docs/architecture.md#the-election) for
+// the given identity.
 func DefaultConfig(identity string) Config {
 	return Config{
 		Identity:      identity,
-		LeaseDuration: 15 * time.Second,
-		RenewDeadline: 10 * time.Second,
-		RenewInterval: 2 * time.Second,
-		RetryPeriod:   1 * time.Second,
+		Timing:        DefaultTiming(),
 		ShutdownGrace: 5 * time.Second,
 		ObserveEvery:  10,
 	}
-}
-
-// RequestTimeout is the deadline every storage call carries:
-// min(RenewInterval, RenewDeadline/3).
-func (c Config) RequestTimeout() time.Duration {
-	return min(c.RenewInterval, c.RenewDeadline/3)
 }
 
 // ConfigError names the field that broke a rule, and the rule.
@@ -116,9 +149,10 @@ func (e *ConfigError) Error() string {
 // Unwrap lets callers test errors.Is(err, ErrInvalidConfig).
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
-// Validate checks every rule of DESIGN §2 and returns the first broken one as
-// a *ConfigError. Fields are checked in dependency order (L, then D, then the
-// renew interval) so the message points at the field to change.
+// Validate checks every rule of docs/architecture.md#the-election and returns
+// the first broken one as a *ConfigError. Fields are checked in dependency
+// order (L, then D, then the renew interval) so the message points at the
+// field to change.
 func (c Config) Validate() error {
 	bad := func(field string, v any, rule string, args ...any) error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}

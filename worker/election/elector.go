@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -116,7 +115,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		// first: without the pause we would race to win back a lease we just
 		// gave up or an operator just broke, and a task that exits at once
 		// would spin. Followers poll within P·1.1, so 2·P leaves them the field.
-		pause = 2 * jitter(e.cfg.RetryPeriod)
+		pause = 2 * e.cfg.JitteredRetryPeriod()
 	}
 }
 
@@ -132,9 +131,7 @@ func (e *Elector) touch(reply bool) {
 
 // call runs one storage operation with the request timeout.
 func (e *Elector) call(ctx context.Context, op func(context.Context) error) error {
-	rctx, cancel := context.WithTimeout(ctx, e.cfg.RequestTimeout())
-	defer cancel()
-	return op(rctx)
+	return e.cfg.WithinRequestTimeout(ctx, op)
 }
 
 // noteTerm raises the in-memory term floor; e.mu must be held.
@@ -142,11 +139,6 @@ func (e *Elector) noteTerm(t int64) {
 	if t > e.highest {
 		e.highest = t
 	}
-}
-
-// jitter spreads followers' polls by ±10% so they do not hit storage in step.
-func jitter(p time.Duration) time.Duration {
-	return time.Duration(float64(p) * (0.9 + 0.2*rand.Float64()))
 }
 
 // newLeaseID names one leadership's lease (a GUID, as Azure requires).

@@ -34,8 +34,9 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 		case <-timer.C:
 		}
 
-		// 1. Try to take the lease. The send time bounds the lease from below:
-		// storage grants it at or after `sent`, so it lasts past sent + L.
+		// Follower (docs/architecture.md#the-election): try to take the
+		// lease. The send time bounds the lease from below: storage grants
+		// it at or after `sent`, so it lasts past sent + L.
 		sent := time.Now()
 		err := e.call(ctx, func(c context.Context) error { return e.lock.Acquire(c, leaseID, e.cfg.LeaseDuration) })
 		switch {
@@ -51,7 +52,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			return won{}, false
 		case err == nil:
 			e.touch(true)
-			// 2. Become leader: stamp a new term under the lease (the fencing token).
+			// Becoming leader: stamp a new term under the lease (the fencing token).
 			term, err := e.stampTerm(ctx, leaseID, sent)
 			if err == nil {
 				return won{term: term, leaseID: leaseID, validUntil: sent.Add(e.cfg.RenewDeadline)}, true
@@ -80,7 +81,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			e.log.Debug("acquire failed (transient)", "err", err)
 			heldPolls = 0
 		}
-		timer.Reset(jitter(e.cfg.RetryPeriod))
+		timer.Reset(e.cfg.JitteredRetryPeriod())
 	}
 }
 

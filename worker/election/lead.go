@@ -101,7 +101,7 @@ func (l *leadership) loop() ending {
 	for {
 		select {
 		case <-l.ctx.Done():
-			// 4. Graceful stop: task first, then release so a follower takes
+			// Graceful stop: task first, then release so a follower takes
 			// over within one retry period.
 			return shutdown()
 
@@ -110,15 +110,17 @@ func (l *leadership) loop() ending {
 				deadlineTimer.Reset(time.Until(dl))
 				continue
 			}
-			// 3. No successful renew sent within D: step down now. The lease
-			// may still be ours on the server, so release it best-effort.
+			// The renew deadline: no successful renew sent within D, so step
+			// down now. The lease may still be ours on the server, so
+			// release it best-effort.
 			return handOn("renew deadline exceeded")
 
 		case <-renewTick.C:
 			e.touch(false)
 			if reason := e.stalled(); reason != "" {
-				// 5. A wedged task under a healthy lease is the pattern's
-				// known failure: give the lease to someone who can work.
+				// Stall watchdog: a wedged task under a healthy lease is the
+				// pattern's known failure; give the lease to someone who can
+				// work.
 				return handOn(reason)
 			}
 			if l.inflight == nil {

@@ -2,10 +2,10 @@ package history
 
 import "time"
 
-// The events `blobleader run` adds for its supervised command (additive to
-// DESIGN §3). A command's lifetime is [child_started, child_exited]:
-// child_exited is written only once the command and every member of its
-// process group are dead and reaped.
+// The events `blobleader run` adds for its supervised command (additions to
+// the history contract, docs/architecture.md#worker-contracts). A command's
+// lifetime is [child_started, child_exited]: child_exited is written only once
+// the command and every member of its process group are dead and reaped.
 const (
 	EventChildStarted = "child_started" // {pid, term}
 	EventChildExited  = "child_exited"  // {pid, term, exit_code | signal, cause}

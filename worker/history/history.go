@@ -1,5 +1,5 @@
 // Package history writes the worker's election events as JSON lines, the
-// format the chaos checker reads (DESIGN §3):
+// format the chaos checker reads (docs/architecture.md#worker-contracts):
 //
 //	{"t":"…","mono_ns":123,"identity":"w1","event":"started_leading","term":7,"reason":"…","valid_until":"…"}
 //
@@ -26,25 +26,25 @@ type Record struct {
 	Event    string `json:"event"`
 	Term     int64  `json:"term,omitempty"`
 	Reason   string `json:"reason,omitempty"`
-	// Leader: for observed_leader, who leads. (Additive to DESIGN §3.)
+	// Leader: for observed_leader, who leads. (An addition to the contract.)
 	Leader string `json:"leader,omitempty"`
 	// ValidUntil: on started_leading, renewed and stopped_leading, the end of
 	// the leadership as known then; absent for an unbounded (unsafe) claim.
-	// (Additive to DESIGN §3.)
+	// (An addition to the contract.)
 	ValidUntil string `json:"valid_until,omitempty"`
 	// PID, ExitCode, Signal and Cause describe the supervised command of
 	// `blobleader run` on child_started and child_exited (child.go).
-	// (Additive to DESIGN §3.)
+	// (An addition to the contract.)
 	PID      int    `json:"pid,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Cause    string `json:"cause,omitempty"`
 	// Dropped: on history_dropped (written by the Blob sink), how many
-	// records were lost before it. (Additive to DESIGN §3.)
+	// records were lost before it. (An addition to the contract.)
 	Dropped int64 `json:"dropped,omitempty"`
 	// Shard: on the shard events of a --shards worker (shard_acquired,
 	// shard_renewed, shard_released, shard_lease_released), the shard
-	// number; Term is then the shard's own term. (Additive to DESIGN §3.)
+	// number; Term is then the shard's own term. (An addition to the contract.)
 	Shard *int `json:"shard,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 // Package ledger is the reference leader task's side effect: an append-only
-// sequence of entries {seq, term, holder, at} in blob storage, written so
-// that storage itself refuses a deposed leader's write (DESIGN §2, S2).
+// sequence of entries {seq, term, holder, at} in blob storage, written so that
+// storage itself refuses a deposed leader's write (invariant S2;
+// docs/architecture.md#the-fenced-ledger-the-reference-leader-task).
 //
 // Layout: append blobs "<blob>-ledger/00000001", "…/00000002", … in the
 // election's container. Each block is one JSON line. A segment's metadata
@@ -34,7 +35,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -202,7 +202,7 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, sealed),
 			&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
 		if err != nil {
-			if isPrecondition(err) {
+			if storage.IsPreconditionFailed(err) {
 				return errRace
 			}
 			return fmt.Errorf("ledger: fence segment %d: %w", seg, err)
@@ -214,7 +214,7 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 	// sequence stands.
 	entries, err := readSegment(ctx, w.c, w.blob, seg, &etag)
 	if err != nil {
-		if isPrecondition(err) {
+		if storage.IsPreconditionFailed(err) {
 			return errRace
 		}
 		return err
@@ -255,7 +255,7 @@ func (w *Writer) create(ctx context.Context, n int, first int64) error {
 		resp, err = create()
 	}
 	if err != nil {
-		if isPrecondition(err) || bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
+		if storage.IsPreconditionFailed(err) || bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
 			return fmt.Errorf("%w: segment %d already exists", errExists, n)
 		}
 		return fmt.Errorf("ledger: create segment %d: %w", n, err)
@@ -312,7 +312,7 @@ func (w *Writer) append(ctx context.Context) (Entry, error) {
 	resp, err := client.AppendBlock(storage.WithOp(ctx, "ledger_append"), streaming.NopCloser(bytes.NewReader(line)),
 		&appendblob.AppendBlockOptions{AccessConditions: ifMatch(w.etag)})
 	if err != nil {
-		if isPrecondition(err) {
+		if storage.IsPreconditionFailed(err) {
 			return Entry{}, fmt.Errorf("%w: append of seq %d refused (412)", errRace, e.Seq)
 		}
 		w.unsure = true
@@ -333,7 +333,7 @@ func (w *Writer) rotate(ctx context.Context) error {
 		&blob.SetMetadataOptions{AccessConditions: ifMatch(w.etag)})
 	if err != nil {
 		w.unsure = true
-		if isPrecondition(err) {
+		if storage.IsPreconditionFailed(err) {
 			return fmt.Errorf("%w: seal of segment %d refused (412)", errRace, w.seg)
 		}
 		return fmt.Errorf("ledger: seal segment %d: %w", w.seg, err)
@@ -457,9 +457,4 @@ func atoi(s string) int64 {
 
 func ifMatch(etag azcore.ETag) *blob.AccessConditions {
 	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
-}
-
-func isPrecondition(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
 }

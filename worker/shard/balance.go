@@ -47,7 +47,7 @@ func plan(f facts) (owners, standbys []string) {
 	active := set(f.active)
 	isMember := set(members)
 
-	// 1. The intent, corrected by facts: a standby holding the shard took it
+	// Rule 1, the intent corrected by facts: a standby holding the shard took it
 	// over from its owner.
 	io := make([]string, f.n)
 	base := make([]string, f.n)
@@ -78,7 +78,7 @@ func plan(f facts) (owners, standbys []string) {
 	}
 	owners = place(f.n, members, active, base, io, favored)
 
-	// 4. Standbys: for each owner, where its shards would go without it.
+	// Rule 4, standbys: for each owner, where its shards would go without it.
 	standbys = make([]string, f.n)
 	byOwner := map[string][]int{}
 	for s, o := range owners {
@@ -128,7 +128,7 @@ func place(n int, members []string, active map[string]bool, base, intended []str
 			count[m]++
 		}
 	}
-	// 2. Targets: the ⌈N/M⌉ ones to the favored, then to the fullest.
+	// Rule 2, targets: the ⌈N/M⌉ ones to the favored, then to the fullest.
 	q, r := n/len(members), n%len(members)
 	order := slices.Clone(members)
 	slices.SortStableFunc(order, func(a, b string) int {

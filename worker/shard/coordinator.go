@@ -65,7 +65,7 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 		} else if err != nil && ctx.Err() == nil {
 			w.log.Warn("coordination pass failed", "term", term, "err", err)
 		}
-		timer.Reset(jitter(w.cfg.Election.RetryPeriod))
+		timer.Reset(w.cfg.Election.JitteredRetryPeriod())
 	}
 }
 
@@ -76,9 +76,7 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 // heartbeat once per pass would make leadership depend on the pool's size
 // times storage latency (docs/architecture.md#shards).
 func (co *coordinator) call(ctx context.Context, f func(context.Context) error) error {
-	rctx, cancel := context.WithTimeout(ctx, co.w.cfg.Election.RequestTimeout())
-	defer cancel()
-	err := f(rctx)
+	err := co.w.cfg.Election.WithinRequestTimeout(ctx, f)
 	election.Heartbeat(ctx)
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -98,7 +97,7 @@ func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
 		d.etag, d.seen = *resp.ETag, true
 		return nil
 	}
-	if !isPrecondition(err) && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
+	if !storage.IsPreconditionFailed(err) && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
 		return err
 	}
 	// Someone wrote since we read. Whose term?
@@ -129,11 +128,6 @@ func termOf(md map[string]*string) int64 {
 		}
 	}
 	return 0
-}
-
-func isPrecondition(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
 }
 
 // readJSON downloads a small JSON blob into v (reports). found is false when

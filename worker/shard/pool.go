@@ -2,8 +2,6 @@ package shard
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -17,8 +15,8 @@ import (
 // shardLease is one shard's lock as a listing shows it.
 type shardLease struct {
 	Leased bool   // storage shows a lease in force
-	Holder string // from metadata: the last holder to stamp its term
-	Term   int64  // from metadata: that holder's term
+	Holder string // from the lock's record: the last holder to stamp its term
+	Term   int64  // from the lock's record: that holder's term
 }
 
 // poolState is one listing of the pool: every member's lease, every shard's
@@ -66,19 +64,9 @@ func listPool(ctx context.Context, c *container.Client, l Layout, n int) (poolSt
 				if s >= n {
 					continue // a shard of a larger pool, from an earlier --shards
 				}
-				sl := shardLease{Leased: leased}
-				for k, v := range it.Metadata {
-					if v == nil {
-						continue
-					}
-					switch strings.ToLower(k) {
-					case bloblock.MetaHolder:
-						sl.Holder = *v
-					case bloblock.MetaTerm:
-						sl.Term, _ = strconv.ParseInt(*v, 10, 64)
-					}
-				}
-				st.Shards[s] = sl
+				// A term the lock could not read counts as none (0).
+				rec, _ := bloblock.RecordFromMetadata(it.Metadata)
+				st.Shards[s] = shardLease{Leased: leased, Holder: rec.Holder, Term: rec.Term}
 			}
 		}
 	}

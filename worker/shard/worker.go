@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -131,7 +130,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			lastReport = time.Now()
 			w.writeReport(ctx)
 		}
-		timer.Reset(jitter(w.cfg.Election.RetryPeriod))
+		timer.Reset(w.cfg.Election.JitteredRetryPeriod())
 	}
 }
 
@@ -274,8 +273,4 @@ func (w *Worker) Healthy() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func jitter(p time.Duration) time.Duration {
-	return time.Duration(float64(p) * (0.9 + 0.2*rand.Float64()))
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/blobleader/blobleader/worker/election"
 )
 
-// Metrics are the worker's Prometheus metrics (DESIGN §3). Leadership and
+// Metrics are the worker's Prometheus metrics
+// (docs/architecture.md#worker-contracts). Leadership and
 // term are computed from the elector at scrape time, never cached, so a
 // scrape after a pause cannot report a lapsed leadership.
 type Metrics struct {

@@ -1,4 +1,5 @@
-// Package status serves the worker's HTTP endpoints (DESIGN §3):
+// Package status serves the worker's HTTP endpoints
+// (docs/architecture.md#worker-contracts):
 // /healthz, /readyz, /status and /metrics.
 package status
 

@@ -32,10 +32,10 @@ func (o *options) validateShardTimings() error {
 		return nil
 	}
 	rt := o.electionConfig().RequestTimeout()
-	need := o.retryPeriod*11/10 + 2*rt
+	need := o.timing.RetryPeriod*11/10 + 2*rt
 	if need > o.watchdogTimeout {
 		return usagef("invalid --retry-period %s with --watchdog-timeout %s in shard mode: the coordinator heartbeats once per pass, one pass every 1.1 × --retry-period, each step up to the request timeout (%s), so 1.1 × --retry-period + 2 × request timeout (%s) must be at most --watchdog-timeout; lower --retry-period or raise --watchdog-timeout (0 disables it)",
-			o.retryPeriod, o.watchdogTimeout, rt, need)
+			o.timing.RetryPeriod, o.watchdogTimeout, rt, need)
 	}
 	return nil
 }

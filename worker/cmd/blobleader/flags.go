@@ -35,10 +35,7 @@ type storageOptions struct {
 type options struct {
 	storageOptions
 	identity        string
-	leaseDuration   time.Duration
-	renewDeadline   time.Duration
-	renewInterval   time.Duration
-	retryPeriod     time.Duration
+	timing          election.Timing // --lease-duration, --renew-deadline, --renew-interval, --retry-period
 	watchdogTimeout time.Duration
 	shutdownGrace   time.Duration
 	tick            time.Duration
@@ -148,10 +145,10 @@ func (o *options) register(fs *flag.FlagSet) {
 	o.storageOptions.register(fs)
 	d := election.DefaultConfig("")
 	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes (default <hostname>-<pid>)")
-	fs.DurationVar(&o.leaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
-	fs.DurationVar(&o.renewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
-	fs.DurationVar(&o.renewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
-	fs.DurationVar(&o.retryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
+	fs.DurationVar(&o.timing.LeaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
+	fs.DurationVar(&o.timing.RenewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
+	fs.DurationVar(&o.timing.RenewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
+	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
@@ -221,7 +218,7 @@ var fieldFlags = map[string]string{
 
 func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
-	c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryPeriod = o.leaseDuration, o.renewDeadline, o.renewInterval, o.retryPeriod
+	c.Timing = o.timing
 	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
 	o.build.configure(&c)
 	return c

@@ -108,11 +108,11 @@ func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 // supervise.KillTimeout for SIGKILL and the reap, and all of it must fit in
 // L − D less the safety margin the election keeps for clock-rate drift.
 func (o *runOptions) validateRun() error {
-	budget := o.leaseDuration - o.renewDeadline - election.SafetyMargin - supervise.KillTimeout
+	budget := o.timing.LeaseDuration - o.timing.RenewDeadline - election.SafetyMargin - supervise.KillTimeout
 	switch {
 	case budget < 0:
 		return usagef("invalid --renew-deadline %s for run: must be at most lease-duration − %s (%s), so that the command can be killed and reaped (%s) within the %s safety margin before the lease can expire",
-			o.renewDeadline, election.SafetyMargin+supervise.KillTimeout, o.leaseDuration-election.SafetyMargin-supervise.KillTimeout, supervise.KillTimeout, election.SafetyMargin)
+			o.timing.RenewDeadline, election.SafetyMargin+supervise.KillTimeout, o.timing.LeaseDuration-election.SafetyMargin-supervise.KillTimeout, supervise.KillTimeout, election.SafetyMargin)
 	case o.killGrace < 0:
 		return usagef("invalid --kill-grace %s: must be ≥ 0 (0: SIGKILL at once)", o.killGrace)
 	case o.killGrace > budget:

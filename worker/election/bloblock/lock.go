@@ -150,7 +150,7 @@ func (l *Lock) Get(ctx context.Context) (election.Record, error) {
 	if err != nil {
 		return election.Record{}, classify("get", err, plainCall)
 	}
-	r, err := parseRecord(props.Metadata)
+	r, err := RecordFromMetadata(props.Metadata)
 	if err == nil && r.Term == 0 {
 		r.Term = l.termFloor()
 	}
@@ -173,8 +173,13 @@ func (l *Lock) termFloor() int64 { return l.now().UnixMilli() }
 // term is below terms already handed out; the clock is not.
 func (l *Lock) TermFloor() int64 { return l.termFloor() }
 
-func parseRecord(md map[string]*string) (election.Record, error) {
+// RecordFromMetadata reads a record from a lock blob's metadata (holder,
+// term, acquired), as Get does and as a listing of lock blobs with their
+// metadata returns it. Every field it can read is set; the error says that
+// the term is not a non-negative integer (the term is then 0).
+func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 	var r election.Record
+	var err error
 	// Metadata names are case-insensitive in Azure; the SDK may hand them
 	// back capitalised.
 	for k, v := range md {
@@ -185,16 +190,17 @@ func parseRecord(md map[string]*string) (election.Record, error) {
 		case MetaHolder:
 			r.Holder = *v
 		case MetaTerm:
-			t, err := strconv.ParseInt(*v, 10, 64)
-			if err != nil || t < 0 {
-				return r, fmt.Errorf("%w: metadata term %q is not a non-negative integer", election.ErrUnusableRecord, *v)
+			t, perr := strconv.ParseInt(*v, 10, 64)
+			if perr != nil || t < 0 {
+				err = fmt.Errorf("%w: metadata term %q is not a non-negative integer", election.ErrUnusableRecord, *v)
+				continue
 			}
 			r.Term = t
 		case MetaAcquired:
 			r.Acquired, _ = time.Parse(time.RFC3339Nano, *v)
 		}
 	}
-	return r, nil
+	return r, err
 }
 
 // Update writes the record, conditioned on the lease held as leaseID:

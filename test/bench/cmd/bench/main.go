@@ -1,4 +1,4 @@
-// Command bench runs the benchmarks of issue 6 on a local Azurite and writes
+// Command bench runs the benchmarks on a local Azurite and writes
 // docs/benchmarks.md and its plots (see package bench and test/bench/bench.mk):
 //
 //	go run ./test/bench/cmd/bench -worker bin/blobleader -sample bin/sampleworker -runs 20
@@ -6,7 +6,7 @@
 // Phases: failover (crash, both parameter sets), graceful (both), schedule
 // (leaderless time under the fixed fault schedule, both), cost (storage ops
 // per worker-hour and footprint, both), scale (3…300 contenders in process),
-// run (run mode), shards (issue 13; shards.go; shards-scale runs only its
+// run (run mode), shards (shards.go; shards-scale runs only its
 // scale step).
 // Cluster phases run up to -parallel clusters at a time; scale runs alone
 // afterwards so its CPU figures are its own.

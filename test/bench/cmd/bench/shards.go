@@ -17,7 +17,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 )
 
-// The shards phase (issue 13): failover and moves at N = 16 over M = 3, the
+// The shards phase: failover and moves at N = 16 over M = 3, the
 // storage cost of that pool, and one scale step alone at the end.
 var (
 	shardTrials = flag.Int("shard-trials", envInt("BENCH_SHARD_TRIALS", 0), "faults per shard failover job, crash and graceful (0: max(3, runs/4)) [BENCH_SHARD_TRIALS]")
@@ -25,7 +25,7 @@ var (
 )
 
 const (
-	shardN = 16 // issue 13: N = 16, M = 3
+	shardN = 16 // the pool docs/benchmarks.md reports: N = 16, M = 3
 	shardM = 3
 )
 

@@ -22,6 +22,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 var (
@@ -89,7 +91,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	rt := min(*renewInt, *deadline/3)
+	rt := election.Timing{RenewInterval: *renewInt, RenewDeadline: *deadline}.RequestTimeout()
 	svc, err := azblob.NewClientFromConnectionString(*connStr, &azblob.ClientOptions{ClientOptions: policy.ClientOptions{
 		Retry: policy.RetryOptions{MaxRetries: -1}}})
 	if err != nil {
