@@ -38,7 +38,21 @@ type Backend func(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster
 // Local starts a local cluster (Azurite and worker processes) with n workers.
 func Local(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
 	t.Helper()
-	c := cluster.NewLocal(t, cluster.LocalConfig{})
+	return LocalWith(cluster.Params{})(t, n, opts...)
+}
+
+// LocalWith is the local backend with the given timings (zero: the
+// defaults).
+func LocalWith(p cluster.Params) Backend {
+	return func(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
+		t.Helper()
+		return local(t, p, n, opts...)
+	}
+}
+
+func local(t *testing.T, p cluster.Params, n int, opts ...cluster.Option) cluster.Cluster {
+	t.Helper()
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: p})
 	keepOnFailure(t, c)
 	if n > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -117,6 +131,7 @@ func CheckerParams(p cluster.Params) checker.Params {
 		}
 	}
 	cp.Timing = p.Timing
+	cp.TakeoverAfter, cp.BreakPeriod = p.TakeoverAfter, p.BreakPeriod
 	return cp
 }
 

@@ -38,6 +38,8 @@ type options struct {
 	timing          election.Timing // --lease-duration, --renew-deadline, --renew-interval, --retry-period
 	watchdogTimeout time.Duration
 	shutdownGrace   time.Duration
+	tokenTimeout    time.Duration   // how long the first storage token may take (--account-url only)
+	takeover        takeoverOptions // takeoverflags.go
 	tick            time.Duration
 	listen          string
 	history         string
@@ -53,7 +55,7 @@ func envName(flagName string) string {
 
 func (s *storageOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.connectionString, "connection-string", "", "storage connection string, e.g. Azurite's (also AZURE_STORAGE_CONNECTION_STRING)")
-	fs.StringVar(&s.accountURL, "account-url", "", "blob account URL, e.g. https://acct.blob.core.windows.net; authenticates with DefaultAzureCredential (AZURE_CLIENT_ID selects a user-assigned identity)")
+	fs.StringVar(&s.accountURL, "account-url", "", "blob account URL, e.g. https://acct.blob.core.windows.net; authenticates with DefaultAzureCredential (AZURE_CLIENT_ID selects a user-assigned identity; AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential uses only that)")
 	fs.StringVar(&s.container, "container", "leases", "container that holds the lock blob and the ledger")
 	fs.StringVar(&s.blob, "blob", "leader", "name of the lock blob")
 	fs.StringVar(&s.storageDial, "storage-dial", "", "host:port to dial for every storage connection instead of the storage host (the chaos sidecar's local proxy); TLS still verifies the storage host name; the history sink dials storage directly")
@@ -151,6 +153,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
+	fs.DurationVar(&o.tokenTimeout, "token-timeout", 3*time.Minute, "with --account-url: how long to wait at start for the first storage token, outside the per-request timeout (a managed-identity endpoint can be slow to answer first); ≥ 1s")
+	o.takeover.register(fs)
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
@@ -214,27 +218,21 @@ var fieldFlags = map[string]string{
 	"Identity": "--identity", "LeaseDuration": "--lease-duration", "RenewDeadline": "--renew-deadline",
 	"RenewInterval": "--renew-interval", "RetryPeriod": "--retry-period",
 	"WatchdogTimeout": "--watchdog-timeout", "ShutdownGrace": "--shutdown-grace",
+	"TakeoverAfter": "--takeover-after", "BreakPeriod": "--break-period",
 }
 
 func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
 	c.Timing = o.timing
 	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
+	o.takeover.apply(&c)
 	o.build.configure(&c)
 	return c
 }
 
 func (o *options) validate() error {
 	if err := o.electionConfig().Validate(); err != nil {
-		var ce *election.ConfigError
-		if errors.As(err, &ce) {
-			rule := ce.Rule
-			for field, flagName := range fieldFlags {
-				rule = strings.ReplaceAll(rule, field, flagName)
-			}
-			return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
-		}
-		return usagef("%v", err)
+		return configUsage(err)
 	}
 	if err := o.storageOptions.validate(); err != nil {
 		return err
@@ -248,10 +246,26 @@ func (o *options) validate() error {
 	switch {
 	case o.listen == "":
 		return usagef("invalid --listen: must not be empty (e.g. :8080 or 127.0.0.1:0)")
+	case o.tokenTimeout < time.Second:
+		return usagef("invalid --token-timeout %s: must be at least 1s", o.tokenTimeout)
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
 		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
 	}
 	return nil
+}
+
+// configUsage turns an election config error into a usage error that names
+// the flag and the rule in flag names.
+func configUsage(err error) error {
+	var ce *election.ConfigError
+	if errors.As(err, &ce) {
+		rule := ce.Rule
+		for field, flagName := range fieldFlags {
+			rule = strings.ReplaceAll(rule, field, flagName)
+		}
+		return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
+	}
+	return usagef("%v", err)
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
