@@ -261,8 +261,8 @@ variable "renew_interval_seconds" {
     error_message = "renew_interval_seconds must be > 0 and <= renew_deadline_seconds / 3 (got ${var.renew_interval_seconds} with D=${var.renew_deadline_seconds}): use at most ${floor(var.renew_deadline_seconds * 1000 / 3) / 1000}."
   }
   validation {
-    condition     = min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) >= 1
-    error_message = "renew_interval_seconds and renew_deadline_seconds give a request timeout min(renew_interval_seconds, renew_deadline_seconds / 3) = ${min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)} s; it must be at least 1 s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and Azure Storage takes up to 2 s (its SLA). Raise both."
+    condition     = min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) >= 0.5
+    error_message = "renew_interval_seconds and renew_deadline_seconds give a request timeout min(renew_interval_seconds, renew_deadline_seconds / 3) = ${min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)} s; it must be at least 0.5 s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and Azure Storage takes up to 2 s (its SLA). Raise both."
   }
 }
 

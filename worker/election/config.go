@@ -23,9 +23,10 @@ const (
 	// acquire, the term write, renew, the first token fetch of a keyless
 	// identity on a fresh TLS connection — and Azure's SLA gives a blob
 	// operation up to 2s; an in-region call takes tens of milliseconds, a
-	// token fetch plus handshake hundreds. Below 1s the first acquire can
-	// time out every time against real Azure: a fleet that never leads.
-	MinRequestTimeout = time.Second
+	// token fetch plus a TLS handshake hundreds. Far below that (50ms) the
+	// first acquire times out every time against real Azure: a fleet that
+	// never leads. 500ms is the fast profile's (docs/architecture.md#the-election).
+	MinRequestTimeout = 500 * time.Millisecond
 )
 
 // MaxIdentityLength bounds Config.Identity, in bytes. The identity is stored

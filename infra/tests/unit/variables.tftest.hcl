@@ -273,8 +273,8 @@ run "worker_memory_too_small" {
 run "request_timeout_below_what_storage_answers_in" {
   command = plan
   variables {
-    renew_deadline_seconds = 2.4
-    renew_interval_seconds = 0.8
+    renew_deadline_seconds = 1.2
+    renew_interval_seconds = 0.4
   }
   expect_failures = [var.renew_interval_seconds]
 }
