@@ -67,7 +67,11 @@ locals {
     BLOBLEADER_LISTEN           = ":${local.worker_port}"
     BLOBLEADER_LOG_FORMAT       = "json"
     BLOBLEADER_WATCHDOG_TIMEOUT = "${var.watchdog_timeout_seconds}s"
-  })
+    }, var.early_takeover.after_seconds > 0 ? {
+    # Early takeover (docs/failover.md#early-takeover).
+    BLOBLEADER_TAKEOVER_AFTER = "${var.early_takeover.after_seconds}s"
+    BLOBLEADER_BREAK_PERIOD   = "${var.early_takeover.break_period_seconds}s"
+  } : {})
 
   # The chaos sidecar's flags through their env twins (chaos/sidecar); each
   # group adds BLOBLEADER_CHAOS_NAME, the name of its plan.

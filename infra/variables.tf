@@ -393,3 +393,48 @@ variable "zones" {
     error_message = "zones must be a list of distinct values from \"1\", \"2\", \"3\", or [] for a region without zones."
   }
 }
+
+variable "early_takeover" {
+  type = object({
+    after_seconds        = optional(number, 0)
+    break_period_seconds = optional(number, 0)
+  })
+  default     = {}
+  description = <<-EOT
+    Early takeover (`--takeover-after`, `--break-period`; docs/failover.md#early-takeover):
+    a follower that reads the leader's heartbeat unchanged for after_seconds (T) breaks its
+    lease with a break period of break_period_seconds (B) and leads once B has passed, instead
+    of waiting out the lease after a host loss. after_seconds = 0 (the default) is off.
+    T >= 2 x renew interval and renew interval + 2 x request timeout; B whole seconds <= 60 and >= D + min(renew interval, D/3)
+    + 0.5 s (0: that minimum); T + B < lease_duration_seconds. Only short renew deadlines
+    gain from it: README's fast profile is D 2 s, renew 0.5 s, retry 0.5 s, T 2 s, B 3 s.
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = var.early_takeover.after_seconds >= 0 && var.early_takeover.break_period_seconds >= 0
+    error_message = "early_takeover.after_seconds and break_period_seconds must be >= 0 (after_seconds 0: off; break_period_seconds 0: the shortest the rule allows)."
+  }
+  validation {
+    condition     = var.early_takeover.after_seconds > 0 || var.early_takeover.break_period_seconds == 0
+    error_message = "early_takeover.break_period_seconds must be 0 while after_seconds is 0 (early takeover off)."
+  }
+  validation {
+    condition     = var.early_takeover.after_seconds == 0 || var.early_takeover.after_seconds >= max(2 * var.renew_interval_seconds, var.renew_interval_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3))
+    error_message = "early_takeover.after_seconds must be at least 2 x renew_interval_seconds and renew interval + 2 x request timeout (${max(2 * var.renew_interval_seconds, var.renew_interval_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3))}), got ${var.early_takeover.after_seconds}: a healthy leader on slow storage writes its heartbeat at least that often."
+  }
+  validation {
+    condition = var.early_takeover.break_period_seconds == 0 || (
+      floor(var.early_takeover.break_period_seconds) == var.early_takeover.break_period_seconds &&
+      var.early_takeover.break_period_seconds <= 60 &&
+      var.early_takeover.break_period_seconds >= var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 0.5
+    )
+    error_message = "early_takeover.break_period_seconds must be whole seconds, at most 60, and at least renew_deadline_seconds + request timeout + 0.5 (${var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 0.5}), got ${var.early_takeover.break_period_seconds}: the holder must have stopped before anyone can acquire."
+  }
+  validation {
+    condition = var.early_takeover.after_seconds == 0 || (
+      var.early_takeover.after_seconds + max(var.early_takeover.break_period_seconds, ceil(var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 0.5)) < var.lease_duration_seconds
+    )
+    error_message = "early_takeover.after_seconds + the break period must be less than lease_duration_seconds (${var.lease_duration_seconds}): otherwise the lease expires before an early takeover could end it; lower renew_deadline_seconds (the break period needs D + request timeout + 0.5 s)."
+  }
+}

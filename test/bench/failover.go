@@ -46,6 +46,7 @@ type RunResult struct {
 	LongestGap float64        `json:"longest_leaderless_s"`
 	Faults     int            `json:"faults"`
 	Skipped    []string       `json:"skipped_steps,omitempty"`
+	Breaks     map[string]int `json:"breaks_by_cause,omitempty"` // early takeover's lease_broken by fault kind (takeover.go)
 	Err        string         `json:"error,omitempty"`
 }
 
@@ -180,6 +181,9 @@ func summarizeRun(env Env, job string, fl Flavor, kind string, run checker.Run, 
 	out := RunResult{
 		Job: job, Flavor: fl.Name, Kind: kind, Violations: map[string]int{},
 		Seconds: s.DurationSeconds, Leaderless: s.LeaderlessS, LongestGap: s.LongestGapS, Faults: s.Faults,
+	}
+	if b := breaksByCause(run, fl.Params); len(b) > 0 {
+		out.Breaks = b
 	}
 	for _, v := range res.Violations {
 		out.Violations[v.Invariant]++

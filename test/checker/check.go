@@ -14,6 +14,8 @@ const (
 	InvS2    = "S2"
 	InvL1    = "L1"
 	InvL2    = "L2"
+	// InvTakeover (takeover.go): a false takeover, or a leader before an
+	// early takeover's break period passed.
 )
 
 // Violation is one broken promise. Message says what and quotes the offending
@@ -125,6 +127,7 @@ func Check(run Run, p Params) (Result, error) {
 	c.checkBreaks()
 	c.checkS1()
 	c.checkTerms()
+	c.checkTakeovers()
 	c.checkLedger()
 	c.checkFailovers()
 	c.checkContending()
@@ -132,7 +135,7 @@ func Check(run Run, p Params) (Result, error) {
 	c.checkRequirements()
 	c.checkDropped()
 	res := Result{Intervals: c.ivs, Failovers: c.failovers, Inconclusive: c.inconclusive, Duplicates: dups}
-	for _, inv := range []string{InvS1, InvBreak, InvS2, InvL1, InvL2, InvEvidence} {
+	for _, inv := range []string{InvS1, InvBreak, InvTakeover, InvS2, InvL1, InvL2, InvEvidence} {
 		for _, v := range c.violations {
 			if v.Invariant == inv {
 				res.Violations = append(res.Violations, v)

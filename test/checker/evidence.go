@@ -31,6 +31,8 @@ type Requirements struct {
 	LeadershipsAfterFault int `json:"leaderships_after_fault,omitzero"`
 	// LedgerEntries: entries in the ledger read back (the task ran).
 	LedgerEntries int `json:"ledger_entries,omitzero"`
+	// LeaseBreaks: lease_broken events (early takeover happened).
+	LeaseBreaks int `json:"lease_breaks,omitzero"`
 }
 
 // checkHistories reports every worker the cluster started that left no
@@ -97,6 +99,11 @@ func (c *checker) checkRequirements() {
 			c.report(InvEvidence, placed(first), nil, "the scenario requires a %s fault that hits the leader; %s", kind, what)
 		}
 	}
+	if n := req.LeaseBreaks; n > 0 {
+		if got := c.leaseBreaks(); got < n {
+			c.report(InvEvidence, placed(c.end), nil, "the scenario requires %d early-takeover break(s) (lease_broken); the history has %d", n, got)
+		}
+	}
 	if n := req.Failovers; n > 0 {
 		got := 0
 		for _, fo := range c.failovers {
@@ -136,6 +143,7 @@ func (r Requirements) String() string {
 	add(r.Failovers, "failover(s) measured")
 	add(r.LeadershipsAfterFault, "leadership(s) after the last fault")
 	add(r.LedgerEntries, "ledger entries")
+	add(r.LeaseBreaks, "early-takeover break(s)")
 	if len(parts) == 0 {
 		return "nothing"
 	}

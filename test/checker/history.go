@@ -46,8 +46,14 @@ type Event struct {
 	ValidUntil time.Time `json:"valid_until,omitzero"` // end of the belief in force, zero when absent
 	Shard      *int      `json:"shard,omitempty"`      // the shard of a shard event (--shards; see shards.go), nil otherwise
 	Dropped    int64     `json:"dropped,omitzero"`     // history_dropped: how many records were lost before it
-	Source     string    `json:"-"`                    // "file:line" it was read from, empty for synthetic events
-	Raw        string    `json:"-"`                    // the line as read, empty for synthetic events
+	// Early takeover (takeover.go): on renewed, the heartbeat written with
+	// it; on lease_broken, the heartbeat read unchanged for StaleMS and the
+	// break period BreakPeriodMS.
+	Heartbeat     int64  `json:"heartbeat,omitzero"`
+	StaleMS       int64  `json:"stale_ms,omitzero"`
+	BreakPeriodMS int64  `json:"break_period_ms,omitzero"`
+	Source        string `json:"-"` // "file:line" it was read from, empty for synthetic events
+	Raw           string `json:"-"` // the line as read, empty for synthetic events
 }
 
 // String quotes the event for a violation message: its source and the line as

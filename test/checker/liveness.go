@@ -8,11 +8,14 @@ import (
 // Basis values of Failover.Basis.
 const (
 	BasisLastRenew = "last renew sent" // valid_until − RenewDeadline of the hit leader
-	BasisInjected  = "fault injected"  // the hit leader logged no valid_until
-	BasisReleased  = "released"        // the graceful stop's `released` event
-	BasisBreak     = "lease broken"    // the break itself
-	BasisDeleted   = "lock deleted"    // the deletion of the lock blob or its container
-	BasisFaultEnd  = "fault healed"    // end of a network or storage fault
+	// BasisLastHeartbeat: the same moment for a leader that heartbeats,
+	// with early takeover's bound (takeover.go).
+	BasisLastHeartbeat = "last renew and heartbeat sent"
+	BasisInjected      = "fault injected" // the hit leader logged no valid_until
+	BasisReleased      = "released"       // the graceful stop's `released` event
+	BasisBreak         = "lease broken"   // the break itself
+	BasisDeleted       = "lock deleted"   // the deletion of the lock blob or its container
+	BasisFaultEnd      = "fault healed"   // end of a network or storage fault
 )
 
 // windowFault reports kinds that last from Start to End and can keep every
@@ -85,13 +88,17 @@ func (c *checker) checkFailovers() {
 			cutoff = f.End
 		}
 		lastRenew := func() {
+			fo.Bound = long
 			if vu, ev, ok := hit.validAt(cutoff); ok {
 				fo.From, fo.Basis = vu.Add(-c.p.RenewDeadline), BasisLastRenew
 				evidence = append(evidence, ev)
+				if fast := c.p.takeoverBound(); fast > 0 && fast < long && ev.Heartbeat > 0 {
+					// A heartbeating leader is broken early (takeover.go).
+					fo.Bound, fo.Basis = fast, BasisLastHeartbeat
+				}
 			} else {
 				fo.From, fo.Basis = f.Start, BasisInjected
 			}
-			fo.Bound = long
 		}
 		// 2. Where the bound counts from, per fault (L1 in
 		// docs/failover.md#liveness-how-long-until-a-new-leader).

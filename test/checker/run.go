@@ -124,6 +124,12 @@ type Params struct {
 	election.Timing
 	Epsilon   time.Duration // slack for the acquire and metadata write after a successful poll; default 1 s
 	ClockSkew time.Duration // tolerance between different clocks; 0 locally
+	// Early takeover (takeover.go): T and the break period B the workers
+	// run with; 0 when it is off. L1 after a crash or freeze of a
+	// heartbeating leader is then the shorter of the lease's bound and
+	// T + B + 2·1.1·P + 5·request timeout + ε.
+	TakeoverAfter time.Duration
+	BreakPeriod   time.Duration
 }
 
 // DefaultParams returns the worker's default timings, Epsilon 1 s and no
@@ -148,7 +154,7 @@ func (p Params) normalized() (Params, error) {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"Epsilon", p.Epsilon}, {"ClockSkew", p.ClockSkew}} {
+	}{{"Epsilon", p.Epsilon}, {"ClockSkew", p.ClockSkew}, {"TakeoverAfter", p.TakeoverAfter}, {"BreakPeriod", p.BreakPeriod}} {
 		if f.v < 0 {
 			bad = append(bad, f.name+" must be >= 0")
 		}

@@ -114,6 +114,18 @@ type Params struct {
 	election.Timing
 	Tick          time.Duration // leader task period
 	ShutdownGrace time.Duration // grace for the task on SIGTERM
+	// Early takeover (docs/failover.md#early-takeover): 0 is off.
+	TakeoverAfter time.Duration // T, --takeover-after
+	BreakPeriod   time.Duration // B, --break-period (0: the shortest allowed)
+}
+
+// FastParams is README's fast profile: D 2 s, renew 0.5 s, P 0.5 s, early
+// takeover after T 2 s with a break period of B 3 s.
+func FastParams() Params {
+	p := DefaultParams()
+	p.RenewDeadline, p.RenewInterval, p.RetryPeriod = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
+	p.TakeoverAfter, p.BreakPeriod = 2*time.Second, 3*time.Second
+	return p
 }
 
 // DefaultParams are the worker's default timings with a faster leader task,

@@ -49,7 +49,8 @@ func EachSample(r io.Reader, metric string, f func(labels, value string) error) 
 }
 
 // contendOps sums the lease operations a contending worker keeps making: ops
-// whose name contains "acquire" or "renew". When there is no such op (an
+// whose name contains "acquire" or "renew", or "poll" (a follower with early
+// takeover reads the lease instead of trying to acquire it). When there is no such op (an
 // unexpected naming) it sums every op, so liveness is still measured; ok is
 // false when the counter is absent altogether.
 func contendOps(r io.Reader) (total float64, ok bool) {
@@ -61,7 +62,7 @@ func contendOps(r io.Reader) (total float64, ok bool) {
 	seenLease := false
 	for op, v := range byOp {
 		all += v
-		if op := strings.ToLower(op); strings.Contains(op, "acquire") || strings.Contains(op, "renew") {
+		if op := strings.ToLower(op); strings.Contains(op, "acquire") || strings.Contains(op, "renew") || op == "poll" {
 			lease += v
 			seenLease = true
 		}

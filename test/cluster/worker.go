@@ -213,6 +213,9 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		"--history", inc.history,
 		"--log-format", "json",
 	}
+	if p.TakeoverAfter > 0 {
+		args = append(args, "--takeover-after", p.TakeoverAfter.String(), "--break-period", p.BreakPeriod.String())
+	}
 	if w.opts.unsafe {
 		args = append(args, "--unsafe-no-step-down")
 	}

@@ -38,7 +38,21 @@ type Backend func(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster
 // Local starts a local cluster (Azurite and worker processes) with n workers.
 func Local(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
 	t.Helper()
-	c := cluster.NewLocal(t, cluster.LocalConfig{})
+	return LocalWith(cluster.Params{})(t, n, opts...)
+}
+
+// LocalWith is the local backend with the given timings (zero: the
+// defaults).
+func LocalWith(p cluster.Params) Backend {
+	return func(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
+		t.Helper()
+		return local(t, p, n, opts...)
+	}
+}
+
+func local(t *testing.T, p cluster.Params, n int, opts ...cluster.Option) cluster.Cluster {
+	t.Helper()
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: p})
 	if os.Getenv(EnvOut) != "" {
 		// Judge keeps the files of a run it judged; keep them also when the
 		// test fails before that (cleanups run before the temp dir goes).
@@ -130,6 +144,7 @@ func CheckerParams(p cluster.Params) checker.Params {
 		}
 	}
 	cp.Timing = p.Timing
+	cp.TakeoverAfter, cp.BreakPeriod = p.TakeoverAfter, p.BreakPeriod
 	return cp
 }
 

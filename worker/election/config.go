@@ -105,6 +105,27 @@ type Config struct {
 	// ObserveEvery polls, to keep the storage operation budget low. Default 10.
 	ObserveEvery int
 
+	// TakeoverAfter T turns on early takeover (takeover.go,
+	// docs/failover.md#early-takeover): a follower that reads the leader's
+	// heartbeat unchanged for T on its own monotonic clock breaks the lease
+	// with BreakPeriod. 0 (the default) is off. Otherwise at least
+	// 2 × RenewInterval and RenewInterval + 2 × the request timeout: the
+	// leader writes a heartbeat every renew interval.
+	TakeoverAfter time.Duration
+
+	// BreakPeriod B is the break period of an early takeover's Break Lease:
+	// nobody can acquire until it has passed. Whole seconds, at most 60 s
+	// (Azure's range), and at least RenewDeadline + the request timeout +
+	// TakeoverMargin + StopAfterDeadline; 0 when TakeoverAfter is 0.
+	BreakPeriod time.Duration
+
+	// StopAfterDeadline is how long after its renew deadline what a leader
+	// started may still act: 0 for the worker (its task is cancelled at the
+	// deadline), --kill-grace + the kill timeout under `blobleader run`. The
+	// leader publishes RenewDeadline + request timeout + StopAfterDeadline
+	// with its heartbeat, and a breaker never breaks with a shorter period.
+	StopAfterDeadline time.Duration
+
 	// Logger receives the election's logs; nil means slog.Default(). The
 	// election loop logs on its safety path (a failed renew, the step-down),
 	// so the handler must not block on its output: the binary wraps its
@@ -181,7 +202,7 @@ func (c Config) Validate() error {
 	case c.ObserveEvery < 1:
 		return bad("ObserveEvery", c.ObserveEvery, "must be ≥ 1")
 	}
-	return nil
+	return c.validateTakeover()
 }
 
 // storableInMetadata reports whether s survives a round trip as an Azure

@@ -54,6 +54,15 @@
 //   - After a crash, a follower leads within LeaseDuration + 1.1·RetryPeriod of
 //     the dead leader's last successful renew (plus request time); after a
 //     graceful stop, within 1.1·RetryPeriod of the release.
+//   - With early takeover (TakeoverAfter > 0, off by default; takeover.go,
+//     docs/failover.md#early-takeover) a follower breaks the lease of a
+//     leader whose heartbeat it read unchanged for TakeoverAfter on its own
+//     clock, with a break period covering the holder's published stop
+//     horizon, so nobody acquires before the broken holder has stopped (same
+//     clock-rate kind of assumption, margin TakeoverMargin); a dead leader is
+//     replaced within TakeoverAfter + BreakPeriod + 2·1.1·RetryPeriod + 5
+//     request timeouts of its last renew. A pause of the follower never
+//     counts as staleness.
 //
 // # Non-guarantees
 //
@@ -86,6 +95,11 @@
 //     by more than the time since the last deletion, with no memory of the
 //     old terms, could hand out a term a side-effect store has already seen
 //     (the store's fence then refuses it; see docs/operations.md).
+//   - Early takeover judges liveness by heartbeats, not by the task's work:
+//     a leader whose heartbeat writes fail for TakeoverAfter while its renews
+//     succeed is broken (safely), and a leader that heartbeats with a wedged
+//     task is the watchdog's to catch. A shorter break by an operator is a
+//     forced break, as above.
 //   - A late acquire (one delivered after its sender gave up) can create a
 //     lease under an ID nobody renews: it costs at most one LeaseDuration of
 //     liveness, never safety.

@@ -66,6 +66,9 @@ func NewElector(cfg Config, lock Lock, cb Callbacks) (*Elector, error) {
 	if lock == nil {
 		return nil, fmt.Errorf("%w: lock is nil", ErrInvalidConfig)
 	}
+	if _, ok := lock.(Breaker); cfg.TakeoverEnabled() && !ok {
+		return nil, fmt.Errorf("%w: TakeoverAfter is set but %s cannot break leases (no Breaker)", ErrInvalidConfig, lock.Describe())
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()

@@ -26,6 +26,13 @@ type Event struct {
 	// (started_leading, renewed, stopped_leading); zero when the claim has
 	// no bound or for other events.
 	ValidUntil time.Time
+	// Heartbeat: on renewed, the heartbeat written with it (0: none); on
+	// lease_broken, the heartbeat the breaker found stale. Stale is how long
+	// the breaker saw it unchanged (its own clock), BreakPeriod the period
+	// it broke with (takeover.go).
+	Heartbeat   int64
+	Stale       time.Duration
+	BreakPeriod time.Duration
 }
 
 func (e *Elector) emit(ev Event) {

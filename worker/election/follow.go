@@ -23,6 +23,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 	// replaced once a request with it may still be in flight after we gave
 	// the lease up.
 	leaseID := newLeaseID()
+	var tw watch // early takeover's reads (takeover.go)
 	timer := time.NewTimer(pause)
 	defer timer.Stop()
 	for {
@@ -31,12 +32,17 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			return won{}, false
 		case <-timer.C:
 		}
+		if next, skip := e.inspect(ctx, &tw); skip {
+			timer.Reset(next) // held or breaking: no acquire (takeover.go)
+			continue
+		}
 
 		// Follower (docs/architecture.md#the-election): try to take the
 		// lease. The send time bounds the lease from below: storage grants
 		// it at or after `sent`, so it lasts past sent + L.
 		sent := time.Now()
 		err := e.call(ctx, func(c context.Context) error { return e.lock.Acquire(c, leaseID, e.cfg.LeaseDuration) })
+		tw.unsure = err != nil && !errors.Is(err, ErrLockHeld)
 		switch {
 		case ctx.Err() != nil:
 			if err == nil { // won just as we stop: do not make others wait L
@@ -87,6 +93,7 @@ func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time)
 	}
 	e.mu.Lock()
 	next := Record{Holder: e.cfg.Identity, Term: max(rec.Term, e.highest) + 1, Acquired: time.Now().UTC()}
+	e.publishContract(&next) // heartbeat 0: early takeover covers us from the term write (takeover.go)
 	e.mu.Unlock()
 	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
 	e.mu.Lock()
@@ -124,6 +131,11 @@ func (e *Elector) observe(ctx context.Context) {
 		e.log.Debug("could not read the leader record", "err", err)
 		return
 	}
+	e.observeRecord(rec)
+}
+
+// observeRecord applies a record read while following.
+func (e *Elector) observeRecord(rec Record) {
 	stamped := rec.Holder != "" // a term someone led (not a bare floor)
 	if rec.Holder == e.cfg.Identity {
 		rec.Holder = ""

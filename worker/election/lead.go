@@ -25,8 +25,10 @@ func lost(reason string) ending { return ending{reason: reason} }
 func shutdown() ending { return ending{reason: "shutdown", release: true, shutdown: true} }
 
 type renewResult struct {
-	sent time.Time
-	err  error
+	sent    time.Time
+	err     error
+	beat    int64 // the heartbeat written after the renew (takeover.go); 0: none
+	beatErr error // why the heartbeat write failed, when it did (not a loss)
 }
 
 // leadership is one term of leading: the task, the renews and the deadline.
@@ -46,6 +48,7 @@ type leadership struct {
 	cancelRenew context.CancelFunc
 	inflight    chan renewResult // nil when no renew is in flight; one at a time
 	due         bool             // a tick came while a renew was in flight: renew as soon as it returns
+	beats       int64            // heartbeats written (takeover.go); only the renew goroutine in flight touches it
 }
 
 // lead holds the leadership just won until it ends or ctx ends.
@@ -176,7 +179,7 @@ func (l *leadership) startRenew() {
 	go func() {
 		c, cancel := context.WithDeadline(l.renewCtx, end)
 		defer cancel()
-		ch <- renewResult{sent: sent, err: e.lock.Renew(c, l.leaseID)}
+		ch <- l.renewAndBeat(c, sent)
 	}()
 }
 
@@ -194,7 +197,10 @@ func (l *leadership) renewed(r renewResult) (ending, bool) {
 		}
 		dl := e.deadline
 		e.mu.Unlock()
-		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl)})
+		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl), Heartbeat: r.beat})
+		if r.beatErr != nil {
+			e.log.Warn("heartbeat write failed", "term", l.term, "err", r.beatErr)
+		}
 	case e.cfg.claim.ends(r.err):
 		// A definite loss: someone broke or took the lease, or deleted its
 		// blob. Nothing to release.

@@ -30,6 +30,14 @@ type Record struct {
 	Holder   string
 	Term     int64
 	Acquired time.Time
+	// The early-takeover contract (takeover.go), written by a leader with
+	// early takeover on (from its term write, heartbeat 0), zero otherwise:
+	// Heartbeat counts its heartbeat writes, BeatEvery is the longest it
+	// goes between two of them while healthy (Config.BeatGap), StopWithin
+	// how long after a renew's send everything it started has stopped.
+	Heartbeat  int64
+	BeatEvery  time.Duration
+	StopWithin time.Duration
 }
 
 // Lock is one lease on one shared object. Implementations must honour ctx

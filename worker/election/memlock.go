@@ -20,7 +20,10 @@ type MemStore struct {
 	expires time.Time
 	period  time.Duration // of the current lease, reused by renew
 	broken  bool
-	rec     Record
+	// breakEnds: a break with a period is under way and ends then (zero:
+	// none); see BreakFor in memlock_break.go.
+	breakEnds time.Time
+	rec       Record
 }
 
 // NewMemStore returns an empty store: no lease, term 0.
@@ -44,7 +47,7 @@ func (s *MemStore) Break() {
 func (s *MemStore) Delete() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.leaseID, s.broken, s.rec = "", false, Record{}
+	s.leaseID, s.broken, s.breakEnds, s.rec = "", false, time.Time{}, Record{}
 }
 
 // Record returns the stored record.
@@ -56,7 +59,7 @@ func (s *MemStore) Record() Record {
 
 // held reports whether a live lease exists; s.mu must be held.
 func (s *MemStore) held(now time.Time) bool {
-	return s.leaseID != "" && !s.broken && now.Before(s.expires)
+	return s.leaseID != "" && !s.broken && now.Before(s.expires) && !s.breakOver(now)
 }
 
 // MemLock is one elector's handle on a MemStore. Tests can make any call fail
@@ -125,7 +128,7 @@ func (l *MemLock) Acquire(ctx context.Context, leaseID string, d time.Duration) 
 		return fmt.Errorf("memlock %s: %w", l.name, ErrLockHeld)
 	}
 	// A new lease, or (as in Azure) the same lease ID extending its own.
-	s.leaseID, s.expires, s.period, s.broken = leaseID, now.Add(d), d, false
+	s.leaseID, s.expires, s.period, s.broken, s.breakEnds = leaseID, now.Add(d), d, false, time.Time{}
 	return nil
 }
 
@@ -141,8 +144,8 @@ func (l *MemLock) Renew(ctx context.Context, leaseID string) error {
 		return fmt.Errorf("memlock %s: no lease: %w", l.name, ErrLockLost)
 	case s.leaseID != leaseID:
 		return fmt.Errorf("memlock %s: lease ID mismatch: %w", l.name, ErrLockLost)
-	case s.broken:
-		return fmt.Errorf("memlock %s: lease is broken: %w", l.name, ErrLockLost)
+	case s.broken || !s.breakEnds.IsZero():
+		return fmt.Errorf("memlock %s: lease is broken or breaking: %w", l.name, ErrLockLost)
 	}
 	// As in Azure, an expired lease that nobody else took is still ours.
 	s.expires = time.Now().Add(s.period)
@@ -159,7 +162,7 @@ func (l *MemLock) Release(ctx context.Context, leaseID string) error {
 	if s.leaseID != leaseID || s.leaseID == "" {
 		return fmt.Errorf("memlock %s: release of a lease not held: %w", l.name, ErrLockLost)
 	}
-	s.leaseID, s.broken = "", false
+	s.leaseID, s.broken, s.breakEnds = "", false, time.Time{}
 	return nil
 }
 

@@ -38,6 +38,7 @@ type options struct {
 	timing          election.Timing // --lease-duration, --renew-deadline, --renew-interval, --retry-period
 	watchdogTimeout time.Duration
 	shutdownGrace   time.Duration
+	takeover        takeoverOptions // takeoverflags.go
 	tick            time.Duration
 	listen          string
 	history         string
@@ -143,6 +144,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
+	o.takeover.register(fs)
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
@@ -206,27 +208,21 @@ var fieldFlags = map[string]string{
 	"Identity": "--identity", "LeaseDuration": "--lease-duration", "RenewDeadline": "--renew-deadline",
 	"RenewInterval": "--renew-interval", "RetryPeriod": "--retry-period",
 	"WatchdogTimeout": "--watchdog-timeout", "ShutdownGrace": "--shutdown-grace",
+	"TakeoverAfter": "--takeover-after", "BreakPeriod": "--break-period",
 }
 
 func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
 	c.Timing = o.timing
 	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
+	o.takeover.apply(&c)
 	o.build.configure(&c)
 	return c
 }
 
 func (o *options) validate() error {
 	if err := o.electionConfig().Validate(); err != nil {
-		var ce *election.ConfigError
-		if errors.As(err, &ce) {
-			rule := ce.Rule
-			for field, flagName := range fieldFlags {
-				rule = strings.ReplaceAll(rule, field, flagName)
-			}
-			return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
-		}
-		return usagef("%v", err)
+		return configUsage(err)
 	}
 	if err := o.storageOptions.validate(); err != nil {
 		return err
@@ -244,6 +240,20 @@ func (o *options) validate() error {
 		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
 	}
 	return nil
+}
+
+// configUsage turns an election config error into a usage error that names
+// the flag and the rule in flag names.
+func configUsage(err error) error {
+	var ce *election.ConfigError
+	if errors.As(err, &ce) {
+		rule := ce.Rule
+		for field, flagName := range fieldFlags {
+			rule = strings.ReplaceAll(rule, field, flagName)
+		}
+		return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
+	}
+	return usagef("%v", err)
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {

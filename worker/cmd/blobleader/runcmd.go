@@ -119,7 +119,7 @@ func (o *runOptions) validateRun() error {
 		return usagef("invalid --kill-grace %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower --kill-grace or --renew-deadline",
 			o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget)
 	}
-	return nil
+	return o.validateTakeover()
 }
 
 // exitStatusError carries --once's exit status (the command's) to main.
@@ -155,6 +155,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	// within the longer grace + KillTimeout; the elector must never release
 	// while the command may still run.
 	n.cfg.ShutdownGrace = max(o.shutdownGrace, o.killGrace) + supervise.KillTimeout + time.Second
+	// Early takeover: the break period must cover the command's end too.
+	n.cfg.StopAfterDeadline = runStopAfterDeadline(o.killGrace)
 
 	// Signals: remember which one came (it is forwarded as it is).
 	sigs := make(chan os.Signal, 1)

@@ -88,7 +88,10 @@ func classify(op string, err error, kind callKind) error {
 		e.Status, e.Code = re.StatusCode, re.ErrorCode
 	}
 	switch {
-	case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent):
+	case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent),
+		kind == plainCall && bloberror.HasCode(err, bloberror.LeaseIsBreakingAndCannotBeAcquired):
+		// A breaking lease is still held: nobody can take it until the
+		// break period has passed.
 		e.Kind = election.ErrLockHeld
 	case bloberror.HasCode(err, lostCodes...):
 		e.Kind = election.ErrLockLost

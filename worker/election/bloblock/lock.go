@@ -191,6 +191,8 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 			r.Term = t
 		case MetaAcquired:
 			r.Acquired, _ = time.Parse(time.RFC3339Nano, *v)
+		default:
+			parseTakeover(&r, strings.ToLower(k), *v)
 		}
 	}
 	return r, err
@@ -202,6 +204,7 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 func (l *Lock) Update(ctx context.Context, leaseID string, r election.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
 	md := map[string]*string{MetaHolder: &r.Holder, MetaTerm: &term, MetaAcquired: &acquired}
+	takeoverMetadata(md, r)
 	_, err := l.blob.SetMetadata(storage.WithOp(ctx, "update"), md, &blob.SetMetadataOptions{
 		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID}},
 	})

@@ -7,7 +7,9 @@
 // (leaderless time under the fixed fault schedule, both), cost (storage ops
 // per worker-hour and footprint, both), scale (3…300 contenders in process),
 // run (run mode), shards (shards.go; shards-scale runs only its
-// scale step).
+// scale step), takeover (early takeover: host loss on the fast profile
+// beside the default, the fault schedule's breaks by cause, the cost of
+// both; written to <plots>/takeover.md).
 // Cluster phases run up to -parallel clusters at a time; scale runs alone
 // afterwards so its CPU figures are its own.
 package main
@@ -136,7 +138,7 @@ func run() error {
 		}
 	}
 	res.Machine = machine(*runs, *parallel, *seed, start)
-	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "blocked", "shards", "shards-scale"} {
+	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "blocked", "shards", "shards-scale", "takeover"} {
 		if phases[p] {
 			res.Machine.Phases = append(res.Machine.Phases, p)
 		}
@@ -165,6 +167,32 @@ func run() error {
 			name := fmt.Sprintf("%s-%s-%d", fl.Name, kind, i+1)
 			jobs = append(jobs, job{name: name, cost: time.Duration(n) * perTrial, run: func(t testing.TB, env bench.Env) {
 				addRun(bench.FailoverRun(t, env, fl, kind, n, name))
+			}})
+		}
+	}
+	fast := bench.Fast(*workerBin)
+	if phases["takeover"] {
+		// Early takeover (docs/failover.md#early-takeover): host loss with
+		// the fast profile beside the default, the fault schedule on the
+		// fast profile (breaks by cause), and the cost of both.
+		failoverJobs(fast, checker.FaultCrash, 10, 10*time.Second)
+		if !phases["failover"] {
+			failoverJobs(ours, checker.FaultCrash, 10, 18*time.Second)
+		}
+		jobs = append(jobs, job{name: "fast-schedule", cost: time.Duration(len(bench.Schedule())) * bench.SlotLength, run: func(t testing.TB, env bench.Env) {
+			addRun(bench.ScheduleRun(t, env, fast, "fast-schedule"))
+		}})
+		costs := []bench.Flavor{fast}
+		if !phases["cost"] {
+			costs = append(costs, ours)
+		}
+		for _, fl := range costs {
+			name := fl.Name + "-cost"
+			jobs = append(jobs, job{name: name, cost: *costWin + 30*time.Second, run: func(t testing.TB, env bench.Env) {
+				c := bench.CostRun(t, env, fl, *costWin)
+				mu.Lock()
+				res.Cost = append(res.Cost, c)
+				mu.Unlock()
 			}})
 		}
 	}
@@ -293,6 +321,13 @@ func run() error {
 	rel, err := filepath.Rel(filepath.Dir(*docPath), *plotDir)
 	if err != nil {
 		return err
+	}
+	if phases["takeover"] {
+		sec := bench.TakeoverSection(res)
+		if err := os.WriteFile(filepath.Join(*plotDir, "takeover.md"), []byte(sec), 0o644); err != nil {
+			return err
+		}
+		fmt.Print(sec)
 	}
 	if err := bench.Render(res, *docPath, *plotDir, filepath.ToSlash(rel)); err != nil {
 		return err

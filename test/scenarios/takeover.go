@@ -1,0 +1,225 @@
+package scenarios
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// Early takeover's scenarios (docs/failover.md#early-takeover), on the fast
+// profile (cluster.FastParams: D 2 s, renew 0.5 s, P 0.5 s, T 2 s, B 3 s).
+var (
+	HostLossFast = Scenario{Name: "HostLossFast", Workers: 3, Run: hostLossFast,
+		Requires: withBreaks(hitAndFailover(checker.FaultCrash))}
+	FrozenLeaderPastT = Scenario{Name: "FrozenLeaderPastT", Workers: 3, Run: frozenLeaderPastT,
+		Requires: withBreaks(hitAndFailover(checker.FaultPause))}
+	SlowStorageAndPausedFollower = Scenario{Name: "SlowStorageAndPausedFollower", Workers: 3, Run: slowStorageAndPausedFollower,
+		Requires: hit(checker.FaultLatency)}
+	OperatorBreakFast = Scenario{Name: "OperatorBreakFast", Workers: 3, Run: operatorBreakFast,
+		Requires: hitAndFailover(checker.FaultBreak)}
+)
+
+// EnvTakeoverOff starts the fast-profile workers with early takeover
+// switched off while the checker still expects it: the control that shows
+// the scenarios fail without the mechanism.
+const EnvTakeoverOff = "BLOBLEADER_CHAOS_TAKEOVER_OFF"
+
+// Fast is the local backend on the fast profile (or, with
+// $BLOBLEADER_CHAOS_TAKEOVER_OFF=1, its workers without early takeover).
+func Fast(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
+	t.Helper()
+	if os.Getenv(EnvTakeoverOff) == "1" {
+		opts = append(opts, cluster.Args("--takeover-after=0", "--break-period=0"))
+		t.Logf("%s=1: workers run WITHOUT early takeover; the checker still expects it", EnvTakeoverOff)
+	}
+	return LocalWith(cluster.FastParams())(t, n, opts...)
+}
+
+func withBreaks(r checker.Requirements) checker.Requirements {
+	r.LeaseBreaks = 1
+	return r
+}
+
+// fastTakeover is the early-takeover bound T + B + 2·1.1·P + 5·request
+// timeout + ε, plus slack.
+func fastTakeover(p cluster.Params) time.Duration {
+	return p.TakeoverAfter + p.BreakPeriod + 2*p.RetryPeriod*11/10 + 5*p.RequestTimeout() + time.Second + slack
+}
+
+// leaseBreaks counts the lease_broken events in the histories so far.
+func leaseBreaks(t *testing.T, c cluster.Cluster) []checker.Event {
+	t.Helper()
+	h, err := c.History(ctxFor(t, time.Minute), 0)
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	var files []string
+	for _, f := range h.Files {
+		if _, err := os.Stat(f); err == nil {
+			files = append(files, f)
+		}
+	}
+	evs, err := checker.ReadHistory(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []checker.Event
+	for _, e := range evs {
+		if e.Event == checker.EventLeaseBroken {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// 1. Host loss: SIGKILL of the leader. A follower breaks its lease T after
+// its last heartbeat and leads once the break period has passed: well
+// within half the lease.
+func hostLossFast(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	oldID := old.Identity()
+	crash := &chaos.Crash{Restart: true}
+	inject(t, c, crash, old)
+	killed := time.Now()
+	c.WaitLeader(t, fastTakeover(p), oldID)
+	t.Logf("a new leader %v after the SIGKILL (lease %v)", time.Since(killed).Round(time.Millisecond), p.LeaseDuration)
+	remove(t, c, crash)
+	c.Leader(t)
+}
+
+// 2. The leader frozen past T but within L (SIGSTOP, then SIGCONT): a
+// follower breaks the lease and leads after the break period, while the
+// frozen leader's lease has not even expired; on resume the old leader must
+// not claim leadership (its deadline passed while frozen). The checker
+// judges S1 over the histories and the ledger, and that nobody led before
+// the break had passed.
+func frozenLeaderPastT(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	oldID := old.Identity()
+	pause := &chaos.Pause{}
+	inject(t, c, pause, old)
+	frozen := time.Now()
+	c.WaitLeader(t, fastTakeover(p), oldID)
+	if d := time.Until(frozen.Add(p.TakeoverAfter + p.BreakPeriod + 2*time.Second)); d > 0 {
+		hold(t, d)
+	}
+	if held := time.Since(frozen); held >= p.LeaseDuration {
+		t.Fatalf("the freeze lasted %v, not within L (%v): the scenario did not test what it says", held, p.LeaseDuration)
+	}
+	remove(t, c, pause)
+	if got := c.Leader(t); got.Identity() == oldID {
+		t.Fatalf("the resumed worker %s claims leadership after a freeze past its deadline", oldID)
+	}
+	waitNotLeader(t, old, time.Second)
+}
+
+// 3. Slow storage just below the request timeout on every worker's link for
+// a long window, and a follower paused longer than T that then wakes up: no
+// follower may break the healthy leader, which keeps its term throughout.
+func slowStorageAndPausedFollower(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	before, err := old.Status(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneWay := p.RequestTimeout() * 3 / 8 // a round trip of 3/4 of the timeout
+	for _, w := range c.Workers() {
+		inject(t, c, &chaos.Latency{Latency: oneWay.Milliseconds(), Stream: chaos.Both}, w)
+	}
+	var follower cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Identity() != old.Identity() && w.Running() {
+			follower = w
+			break
+		}
+	}
+	window := 30 * time.Second
+	end := time.Now().Add(window)
+	pausedAt := time.Now().Add(window / 3)
+	paused := false
+	pause := &chaos.Pause{}
+	for time.Now().Before(end) {
+		switch {
+		case !paused && time.Now().After(pausedAt):
+			inject(t, c, pause, follower)
+			paused = true
+		case paused && time.Since(pausedAt) > p.TakeoverAfter+3*time.Second:
+			remove(t, c, pause) // wakes up with an old view and a clock that moved on
+		}
+		st, err := old.Status(ctxFor(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Role != "leader" || st.Term != before.Term {
+			t.Fatalf("under latency below the request timeout the healthy leader %s lost its term %d: %+v", old.Identity(), before.Term, st)
+		}
+		hold(t, 250*time.Millisecond) // sampling interval of the check above
+	}
+	remove(t, c, pause)
+	if err := c.Heal(ctxFor(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	hold(t, p.TakeoverAfter+p.BreakPeriod) // a break sent at the end would show by now
+	if brks := leaseBreaks(t, c); len(brks) != 0 {
+		t.Fatalf("%d break(s) of a healthy leader's lease (false takeovers): %v", len(brks), brks)
+	}
+	t.Logf("%v of latency %v one way (request timeout %v) on every link, follower %s paused %v: 0 breaks", window, oneWay, p.RequestTimeout(), follower.Identity(), p.TakeoverAfter+3*time.Second)
+}
+
+// 4. An operator's BreakLease(0) with early takeover on: the lease is free
+// at once, a follower leads at its next poll, and no follower sends a break
+// of its own.
+func operatorBreakFast(t *testing.T, c cluster.Cluster) {
+	operatorBreak(t, c)
+	if brks := leaseBreaks(t, c); len(brks) != 0 {
+		t.Fatalf("followers sent %d break(s) of their own after the operator's: %v", len(brks), brks)
+	}
+}
+
+// FastRunParams is the fast profile for `blobleader run` with the default
+// --kill-grace (1 s): the break period also covers the command's end, kill
+// grace + 1 s for SIGKILL and the reap, so B = ceil(2 + 0.5 + 0.5 + 2) = 5 s.
+func FastRunParams() cluster.Params {
+	p := cluster.FastParams()
+	p.BreakPeriod = 5 * time.Second
+	return p
+}
+
+// NewFastRunCluster is a run-mode cluster on FastRunParams.
+func NewFastRunCluster(t *testing.T) *RunCluster {
+	t.Helper()
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: FastRunParams()})
+	return &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: c.Dir() + "/activity.jsonl"}
+}
+
+// 5. Host loss under `blobleader run`: the supervisor is SIGKILLed, its
+// command (and the command's grandchild) die with it, and the standby's
+// command starts after an early takeover, not after the lease.
+func supervisorHostLossFast(t *testing.T, rc *RunCluster) []checker.Exception {
+	p := rc.Params()
+	leader, _, started := firstCommand(t, rc, []string{"--grandchild"}, nil)
+	gc := rc.grandchildOf(started)
+	hold(t, 2*p.RenewInterval) // the standby has read the leader's heartbeat
+	inject(t, rc, &chaos.Crash{}, leader)
+	killed := time.Now()
+	for _, pid := range []int{started.PID, gc} {
+		for deadline := killed.Add(time.Second); alive(pid); hold(t, 5*time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d of the command's group still runs 1 s after its supervisor was SIGKILLed", pid)
+			}
+		}
+	}
+	next := rc.nextStart(started, fastTakeover(p))
+	t.Logf("supervisor and command SIGKILLed; the next command started %v later (lease %v, T %v, B %v)", next.T.Sub(killed).Round(time.Millisecond), p.LeaseDuration, p.TakeoverAfter, p.BreakPeriod)
+	if brks := leaseBreaks(t, rc); len(brks) == 0 {
+		t.Fatal("the standby took over without breaking the lease: no early takeover happened")
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package bloblock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/storage"
+)
+
+// Metadata keys of the early-takeover contract (election.Record): the
+// holder's heartbeat counter, how often it beats and how long after a
+// renew's send it has stopped, in milliseconds.
+const (
+	MetaHeartbeat  = "heartbeat"
+	MetaBeatEvery  = "heartbeat_every_ms"
+	MetaStopWithin = "stop_within_ms"
+)
+
+var _ election.Breaker = (*Lock)(nil)
+
+// Inspect reads the lease state and the record with one Get Blob
+// Properties ("poll"). No blob (or no container) reads as available, with
+// the term floor.
+func (l *Lock) Inspect(ctx context.Context) (election.LeaseView, error) {
+	props, err := l.blob.GetProperties(storage.WithOp(ctx, "poll"), nil)
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		return election.LeaseView{State: election.LeaseAvailable, Record: election.Record{Term: l.termFloor()}}, nil
+	}
+	if err != nil {
+		return election.LeaseView{}, classify("poll", err, plainCall)
+	}
+	r, err := RecordFromMetadata(props.Metadata)
+	if err != nil {
+		return election.LeaseView{}, err
+	}
+	if r.Term == 0 {
+		r.Term = l.termFloor()
+	}
+	state := election.LeaseAvailable
+	if props.LeaseState != nil {
+		state = election.LeaseState(*props.LeaseState)
+	}
+	return election.LeaseView{State: state, Record: r}, nil
+}
+
+// Break breaks the blob's lease with a break period (whole seconds, 0–60):
+// nobody can acquire until it has passed. Storage uses the lease's remaining
+// time instead when that is shorter.
+func (l *Lock) Break(ctx context.Context, period time.Duration) error {
+	if period < 0 || period > election.MaxBreakPeriod || period%time.Second != 0 {
+		return fmt.Errorf("bloblock: break period %s: must be whole seconds between 0 and %s", period, election.MaxBreakPeriod)
+	}
+	lc, err := lease.NewBlobClient(l.blob, nil)
+	if err != nil {
+		return err
+	}
+	secs := int32(period / time.Second)
+	_, err = lc.BreakLease(storage.WithOp(ctx, "break"), &lease.BlobBreakOptions{BreakPeriod: &secs})
+	return classify("break", err, plainCall)
+}
+
+// takeoverMetadata adds the contract's keys for a record that carries one.
+func takeoverMetadata(md map[string]*string, r election.Record) {
+	if r.BeatEvery <= 0 {
+		return // no contract: early takeover off on the writer
+	}
+	for k, v := range map[string]int64{
+		MetaHeartbeat: r.Heartbeat, MetaBeatEvery: r.BeatEvery.Milliseconds(), MetaStopWithin: r.StopWithin.Milliseconds(),
+	} {
+		s := strconv.FormatInt(v, 10)
+		md[k] = &s
+	}
+}
+
+// parseTakeover reads one of the contract's keys into r; ok is false for a
+// key that is not one of them. A malformed value reads as no contract:
+// followers then never break this holder early.
+func parseTakeover(r *election.Record, key, v string) (ok bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		n = 0
+	}
+	switch key {
+	case MetaHeartbeat:
+		r.Heartbeat = n
+	case MetaBeatEvery:
+		r.BeatEvery = time.Duration(n) * time.Millisecond
+	case MetaStopWithin:
+		r.StopWithin = time.Duration(n) * time.Millisecond
+	default:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,72 @@
+package election
+
+import (
+	"context"
+	"time"
+)
+
+var _ Breaker = (*MemLock)(nil)
+
+// breakOver reports whether a break with a period has run out by now; s.mu
+// must be held.
+func (s *MemStore) breakOver(now time.Time) bool {
+	return !s.breakEnds.IsZero() && !now.Before(s.breakEnds)
+}
+
+// BreakFor breaks the lease with a break period, as Break Lease does: the
+// lease stays held (not renewable) until the period has passed or the lease
+// expires, whichever comes first; 0 frees it at once. A second break while
+// one is under way takes the earlier end: the pessimistic reading of what
+// storage may do, so that tests never rely on a second break leaving the
+// first one's period alone.
+func (s *MemStore) BreakFor(period time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if !s.held(now) {
+		return
+	}
+	if period <= 0 {
+		s.broken = true
+		return
+	}
+	end := min(now.Add(period).UnixNano(), s.expires.UnixNano())
+	if s.breakEnds.IsZero() || end < s.breakEnds.UnixNano() {
+		s.breakEnds = time.Unix(0, end)
+	}
+}
+
+// state is the lease state as Azure reports it; s.mu must be held.
+func (s *MemStore) state(now time.Time) LeaseState {
+	switch {
+	case s.leaseID == "":
+		return LeaseAvailable
+	case s.broken || s.breakOver(now):
+		return LeaseBroken
+	case !now.Before(s.expires):
+		return LeaseExpired
+	case !s.breakEnds.IsZero():
+		return LeaseBreaking
+	}
+	return LeaseLeased
+}
+
+// Inspect reads the lease state and the record ("inspect").
+func (l *MemLock) Inspect(ctx context.Context) (LeaseView, error) {
+	if err := l.begin(ctx, "inspect", ""); err != nil {
+		return LeaseView{}, err
+	}
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return LeaseView{State: s.state(time.Now()), Record: s.rec}, nil
+}
+
+// Break breaks the lease with period ("break").
+func (l *MemLock) Break(ctx context.Context, period time.Duration) error {
+	if err := l.begin(ctx, "break", ""); err != nil {
+		return err
+	}
+	l.s.BreakFor(period)
+	return nil
+}

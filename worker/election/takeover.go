@@ -1,0 +1,310 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Early takeover (docs/failover.md#early-takeover): a leader that heartbeats
+// under its lease can be replaced in T + B instead of L after its host dies.
+//
+//  1. The leader, after every successful renew, writes a heartbeat into the
+//     lock's record under its lease: a counter, how often it beats, and how
+//     long after a renew's send everything it started has stopped
+//     (StopWithin = D + request timeout + StopAfterDeadline).
+//  2. A follower polls with one read (Inspect): lease state and record. It
+//     acquires only when the lease is free (available, expired, broken).
+//  3. A follower that reads the same holder, term and heartbeat for T, with
+//     T measured on its own monotonic clock from the answer of the first read
+//     that showed them to the send of the current read, breaks the lease
+//     with a break period B ≥ StopWithin + TakeoverMargin (never shorter than
+//     what the holder published), and reads again once B has passed.
+//
+// Why this is safe: every renew that succeeded reached storage before the
+// break did (a breaking lease cannot be renewed), so it was sent before the
+// break; the holder stops by that send + D and everything it started by
+// StopWithin after it, which is before the break ends. Nothing here relies
+// on what storage does with a second, shorter break: every break a follower
+// sends satisfies the rule on its own.
+
+// EventLeaseBroken is the history event of a follower that broke a lease
+// whose heartbeat it found stale (additive to the history contract,
+// docs/architecture.md).
+const EventLeaseBroken EventKind = "lease_broken"
+
+const (
+	// TakeoverMargin is what BreakPeriod keeps above the holder's
+	// StopWithin: room for clock-rate drift between the holder and storage
+	// (safety needs the holder's clock to run no slower than by a factor
+	// StopWithin/(StopWithin + margin)).
+	TakeoverMargin = 500 * time.Millisecond
+	// MaxBreakPeriod is the longest break period storage accepts.
+	MaxBreakPeriod = 60 * time.Second
+	// breakSlack is added after our break's period before reading again, so
+	// storage (which counts from its own receipt) has ended it.
+	breakSlack = 50 * time.Millisecond
+	// breakRecheck spaces the reads while a break we sent should be over but
+	// storage still reports it breaking.
+	breakRecheck = 100 * time.Millisecond
+)
+
+// LeaseState is a lease's state as storage reports it.
+type LeaseState string
+
+const (
+	LeaseAvailable LeaseState = "available"
+	LeaseLeased    LeaseState = "leased"
+	LeaseExpired   LeaseState = "expired"
+	LeaseBreaking  LeaseState = "breaking"
+	LeaseBroken    LeaseState = "broken"
+)
+
+// free reports whether an acquire can succeed.
+func (s LeaseState) free() bool {
+	return s == LeaseAvailable || s == LeaseExpired || s == LeaseBroken
+}
+
+// LeaseView is one read of the lock: the lease's state and the record.
+type LeaseView struct {
+	State  LeaseState
+	Record Record
+}
+
+// Breaker is what a Lock needs for early takeover (Config.TakeoverAfter).
+type Breaker interface {
+	// Inspect reads the lease state and the record in one request. No
+	// object yet reads as available, with the term floor as the term.
+	Inspect(ctx context.Context) (LeaseView, error)
+	// Break ends the current lease after period (whole seconds, ≤ 60 s):
+	// nobody can acquire before it has passed at storage.
+	Break(ctx context.Context, period time.Duration) error
+}
+
+// TakeoverEnabled reports whether early takeover is on.
+func (c Config) TakeoverEnabled() bool { return c.TakeoverAfter > 0 }
+
+// BeatGap is the longest a healthy leader goes between two heartbeats that
+// land: a renew interval, then a renew and a heartbeat that each take up to
+// the request timeout. A heartbeating leader publishes it.
+func (c Config) BeatGap() time.Duration { return c.RenewInterval + 2*c.RequestTimeout() }
+
+// StopWithin is what a heartbeating leader publishes: how long after a
+// renew's send everything it started has stopped acting.
+func (c Config) StopWithin() time.Duration {
+	return c.RenewDeadline + c.RequestTimeout() + c.StopAfterDeadline
+}
+
+// MinBreakPeriod is the shortest break period the rule allows for this
+// config: StopWithin + TakeoverMargin, rounded up to whole seconds.
+func (c Config) MinBreakPeriod() time.Duration {
+	return ceilSecond(c.StopWithin() + TakeoverMargin)
+}
+
+// EffectiveBreakPeriod is BreakPeriod, or MinBreakPeriod when it is 0.
+func (c Config) EffectiveBreakPeriod() time.Duration {
+	if c.BreakPeriod == 0 {
+		return c.MinBreakPeriod()
+	}
+	return c.BreakPeriod
+}
+
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1) / time.Second * time.Second
+}
+
+func (c Config) validateTakeover() error {
+	bad := func(field string, v any, rule string, args ...any) error {
+		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}
+	}
+	b := c.EffectiveBreakPeriod()
+	switch {
+	case c.StopAfterDeadline < 0:
+		return bad("StopAfterDeadline", c.StopAfterDeadline, "must be ≥ 0")
+	case c.TakeoverAfter < 0:
+		return bad("TakeoverAfter", c.TakeoverAfter, "must be ≥ 0 (0: early takeover off)")
+	case c.BreakPeriod < 0:
+		return bad("BreakPeriod", c.BreakPeriod, "must be ≥ 0 (0: the shortest the rule allows)")
+	case c.TakeoverAfter == 0 && c.BreakPeriod != 0:
+		return bad("BreakPeriod", c.BreakPeriod, "must be 0 while TakeoverAfter is 0 (early takeover off)")
+	case c.TakeoverAfter == 0:
+		return nil
+	case c.TakeoverAfter < 2*c.RenewInterval || c.TakeoverAfter < c.BeatGap():
+		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval and RenewInterval + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", max(2*c.RenewInterval, c.BeatGap()))
+	case c.BreakPeriod%time.Second != 0:
+		return bad("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
+	case b > MaxBreakPeriod:
+		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", MaxBreakPeriod, TakeoverMargin, c.MinBreakPeriod())
+	case b < c.MinBreakPeriod():
+		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds), so the holder has stopped before anyone can acquire", TakeoverMargin, stopAfterText(c), c.MinBreakPeriod())
+	case c.TakeoverAfter+b >= c.LeaseDuration:
+		return bad("TakeoverAfter", c.TakeoverAfter, "plus BreakPeriod (%s) must be less than LeaseDuration (%s): otherwise the lease expires before an early takeover could end it (lower RenewDeadline to shorten the break period)", b, c.LeaseDuration)
+	}
+	return nil
+}
+
+func stopAfterText(c Config) string {
+	if c.StopAfterDeadline == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" + %s after the deadline", c.StopAfterDeadline)
+}
+
+// publishContract adds the early-takeover contract to a record about to be
+// written, with heartbeat 0 (the term write), when early takeover is on: a
+// leader that dies before its first renew can then be broken early too.
+func (e *Elector) publishContract(r *Record) {
+	if e.cfg.TakeoverEnabled() {
+		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, e.cfg.BeatGap(), e.cfg.StopWithin()
+	}
+}
+
+// heartbeatRecord is what a leader writes with heartbeat n.
+func (l *leadership) heartbeatRecord(n int64) Record {
+	e := l.e
+	e.mu.Lock()
+	acquired := e.since
+	e.mu.Unlock()
+	return Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(),
+		Heartbeat: n, BeatEvery: e.cfg.BeatGap(), StopWithin: e.cfg.StopWithin()}
+}
+
+// renewAndBeat is one renew cycle: the renew, then (with early takeover on)
+// the heartbeat under the lease, with a request timeout of its own but never
+// past the deadline the renew just earned. A heartbeat that storage refuses
+// for our lease is a definite loss; any other failed heartbeat only means
+// followers may find us stale, and the cycle still counts as renewed.
+func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResult {
+	e := l.e
+	err := e.lock.Renew(ctx, l.leaseID)
+	if err != nil || !e.cfg.TakeoverEnabled() {
+		return renewResult{sent: sent, err: err}
+	}
+	l.beats++
+	end := time.Now().Add(e.cfg.RequestTimeout())
+	if dl := sent.Add(e.cfg.RenewDeadline); dl.Before(end) {
+		end = dl
+	}
+	c, cancel := context.WithDeadline(l.renewCtx, end)
+	defer cancel()
+	berr := e.lock.Update(c, l.leaseID, l.heartbeatRecord(l.beats))
+	switch {
+	case berr == nil:
+		return renewResult{sent: sent, beat: l.beats}
+	case errors.Is(berr, ErrLockLost):
+		return renewResult{sent: sent, err: berr}
+	}
+	return renewResult{sent: sent, beatErr: berr}
+}
+
+// watch is what a follower remembers between its reads for early takeover.
+type watch struct {
+	seen  beatKey
+	since time.Time // answer of the first read that showed seen; zero: nothing to measure from
+	// brokeAt is the answer to our break (zero if none pending), brokeFor
+	// its period: we read again once it has passed.
+	brokeAt  time.Time
+	brokeFor time.Duration
+	refused  beatKey // the holder we said we will not break (logged once)
+	// unsure: our last acquire got no definite answer. It may have taken the
+	// lease (a lost response), so the next poll retries it with the same
+	// lease ID (docs/failover.md#stale-requests-one-lease-id-per-leadership)
+	// instead of reading a lease that may be our own ghost.
+	unsure bool
+}
+
+// beatKey is what must change for a heartbeat to count as fresh.
+type beatKey struct {
+	holder     string
+	term, beat int64
+}
+
+// inspect reads the lock once (step 2). skip says the acquire must not be
+// tried (the lease is held, or breaking); next is when to read again. With
+// early takeover off, or when the read fails, it leaves the poll to the
+// acquire (skip false).
+func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, skip bool) {
+	if !e.cfg.TakeoverEnabled() || w.unsure {
+		return 0, false
+	}
+	br := e.lock.(Breaker) // NewElector checked
+	sent := time.Now()
+	var v LeaseView
+	err := e.call(ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err })
+	answered := time.Now()
+	if err != nil || v.State.free() {
+		// Staleness is measured only across our own consecutive reads: a
+		// failed read (or a free lease) starts the measurement again.
+		w.seen, w.since, w.brokeAt = beatKey{}, time.Time{}, time.Time{}
+		if err != nil {
+			e.log.Debug("could not read the lease", "err", err)
+		}
+		return 0, false
+	}
+	e.touch(true)
+	if v.Record.Holder != "" {
+		e.observeRecord(v.Record)
+	}
+	if v.State == LeaseBreaking {
+		w.seen, w.since = beatKey{}, time.Time{}
+		if w.brokeAt.IsZero() {
+			return e.cfg.JitteredRetryPeriod(), true // someone else's break
+		}
+		left := time.Until(w.brokeAt.Add(w.brokeFor))
+		switch {
+		case left > 0:
+			return left + breakSlack, true
+		case -left < e.cfg.RetryPeriod:
+			return breakRecheck, true
+		}
+		w.brokeAt = time.Time{}
+		return e.cfg.JitteredRetryPeriod(), true
+	}
+	w.brokeAt = time.Time{}
+	k := beatKey{holder: v.Record.Holder, term: v.Record.Term, beat: v.Record.Heartbeat}
+	if w.since.IsZero() || k != w.seen {
+		w.seen, w.since = k, answered
+		return e.cfg.JitteredRetryPeriod(), true
+	}
+	// 3. Unchanged: for how long, by our own clock, at the least?
+	stale := sent.Sub(w.since)
+	need, period, why := e.breakTerms(v.Record)
+	if why != "" {
+		if w.refused != k {
+			w.refused = k
+			e.log.Debug("will not break this holder early", "holder", k.holder, "term", k.term, "why", why)
+		}
+		return e.cfg.JitteredRetryPeriod(), true
+	}
+	if stale < need {
+		return e.cfg.JitteredRetryPeriod(), true
+	}
+	err = e.call(ctx, func(c context.Context) error { return br.Break(c, period) })
+	if err != nil {
+		e.log.Warn("could not break a stale lease", "holder", k.holder, "term", k.term, "err", err)
+		return e.cfg.JitteredRetryPeriod(), true
+	}
+	w.brokeAt, w.brokeFor = time.Now(), period
+	w.seen, w.since = beatKey{}, time.Time{}
+	reason := fmt.Sprintf("heartbeat %d of %s (term %d) unchanged for %s ≥ %s; break period %s", k.beat, k.holder, k.term, stale.Round(time.Millisecond), need, period)
+	e.emit(Event{Kind: EventLeaseBroken, Time: w.brokeAt, Term: k.term, Leader: k.holder, Reason: reason, Heartbeat: k.beat, Stale: stale, BreakPeriod: period})
+	e.log.Info("broke a stale lease", "holder", k.holder, "term", k.term, "heartbeat", k.beat, "stale", stale.Round(time.Millisecond), "break_period", period)
+	return period + breakSlack, true
+}
+
+// breakTerms says how long a holder's heartbeat must stay unchanged before
+// we break its lease, and with which period; why is non-empty when we must
+// not break it at all. Both honour what the holder published, so a follower
+// configured shorter than the holder never breaks it too early.
+func (e *Elector) breakTerms(r Record) (need, period time.Duration, why string) {
+	if r.BeatEvery <= 0 || r.StopWithin <= 0 {
+		return 0, 0, "the holder publishes no heartbeat contract (early takeover off on it)"
+	}
+	need = max(e.cfg.TakeoverAfter, r.BeatEvery)
+	period = max(e.cfg.EffectiveBreakPeriod(), ceilSecond(r.StopWithin+TakeoverMargin))
+	if period > MaxBreakPeriod {
+		return 0, 0, fmt.Sprintf("the holder stops within %s of a renew, more than a break period can cover", r.StopWithin)
+	}
+	return need, period, ""
+}

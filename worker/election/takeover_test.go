@@ -1,0 +1,433 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// fastConfig is the fast profile of README's timing table: D 2 s, renew
+// 0.5 s, P 0.5 s, T 2 s, B 3 s (the shortest the rule allows).
+func fastConfig(id string) Config {
+	c := testConfig(id)
+	c.RenewDeadline, c.RenewInterval, c.RetryPeriod = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
+	c.TakeoverAfter, c.BreakPeriod = 2*time.Second, 3*time.Second
+	return c
+}
+
+func withoutTakeover(c Config) Config {
+	c.TakeoverAfter, c.BreakPeriod = 0, 0
+	return c
+}
+
+// dead makes every storage call of c hang, as if its host were gone: it
+// sends nothing that arrives, releases nothing. (Its elector still steps
+// down at its deadline; it cannot tell anyone.)
+func dead(c *contender) {
+	c.lock.SetFault(hang("renew", "acquire", "release", "get", "update", "inspect", "break"))
+}
+
+func lastBeat(t *testing.T, c *contender) Event {
+	t.Helper()
+	var last Event
+	for _, ev := range c.rec.all(EventRenewed) {
+		if ev.Heartbeat > 0 {
+			last = ev
+		}
+	}
+	if last.Heartbeat == 0 {
+		t.Fatalf("%s wrote no heartbeat while leading", c.e.cfg.Identity)
+	}
+	return last
+}
+
+func startedAfter(cs []*contender, t0 time.Time) (who string, at time.Time) {
+	for _, c := range cs {
+		for _, ev := range c.rec.all(EventStartedLeading) {
+			if ev.Time.After(t0) && (at.IsZero() || ev.Time.Before(at)) {
+				who, at = c.e.cfg.Identity, ev.Time
+			}
+		}
+	}
+	return who, at
+}
+
+// The takeover after a dead host: T + B and a few polls with early
+// takeover, the whole lease without it (the same test, mechanism off, is
+// the control that the measurement can fail).
+func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cfg      func(string) Config
+		atLeast  time.Duration // from the death
+		atMost   time.Duration
+		wantBrks int
+	}{
+		// T 2 s + two polls (0.55 s each) + B 3 s + a poll's slack.
+		{"takeover on", fastConfig, 5 * time.Second, 6500 * time.Millisecond, 1},
+		{"takeover off", func(id string) Config { return withoutTakeover(fastConfig(id)) }, 14 * time.Second, 16 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := NewMemStore()
+				cs := []*contender{start(t, store, tc.cfg("a"), Callbacks{})}
+				synctest.Wait()
+				cs = append(cs, start(t, store, tc.cfg("b"), Callbacks{}), start(t, store, tc.cfg("c"), Callbacks{}))
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				old := oneLeader(t, cs...)
+				died := time.Now()
+				dead(old)
+				var rest []*contender
+				for _, c := range cs {
+					if c != old {
+						rest = append(rest, c)
+					}
+				}
+				time.Sleep(20 * time.Second)
+				synctest.Wait()
+				who, at := startedAfter(rest, died)
+				if at.IsZero() {
+					t.Fatalf("nobody took over within 20 s of %s's death", old.e.cfg.Identity)
+				}
+				took := at.Sub(died)
+				t.Logf("%s took over %v after %s died", who, took, old.e.cfg.Identity)
+				if took < tc.atLeast || took > tc.atMost {
+					t.Fatalf("takeover %v after the death, want within [%v, %v]", took, tc.atLeast, tc.atMost)
+				}
+				var brks []Event
+				for _, c := range rest {
+					brks = append(brks, c.rec.all(EventLeaseBroken)...)
+				}
+				if len(brks) != tc.wantBrks {
+					t.Fatalf("%d lease_broken events, want %d: %+v", len(brks), tc.wantBrks, brks)
+				}
+				if tc.wantBrks > 0 {
+					b := brks[0]
+					if b.Leader != old.e.cfg.Identity || b.Stale < 2*time.Second || b.BreakPeriod != 3*time.Second {
+						t.Fatalf("lease_broken %+v: want leader %s, stale ≥ 2s, break period 3s", b, old.e.cfg.Identity)
+					}
+					// Nobody led before the break passed, and not before the
+					// old leader's deadline.
+					if at.Before(b.Time.Add(b.BreakPeriod)) {
+						t.Fatalf("%s started at %s, before the break (%s) + B", who, at.Format(time.StampMilli), b.Time.Format(time.StampMilli))
+					}
+				}
+				checkIntervals(t, nil, cs...)
+			})
+		})
+	}
+}
+
+// A leader on slow storage (each request just under the request timeout)
+// keeps writing heartbeats; nobody breaks it.
+func TestTakeover_SlowStorageNeverBreaksAHealthyLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		cs := []*contender{start(t, store, fastConfig("a"), Callbacks{})}
+		synctest.Wait()
+		cs = append(cs, start(t, store, fastConfig("b"), Callbacks{}), start(t, store, fastConfig("c"), Callbacks{}))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		old := oneLeader(t, cs...)
+		term := old.e.Status().Term
+		slow := func(ctx context.Context, op string) error {
+			time.Sleep(450 * time.Millisecond) // request timeout 500 ms
+			return nil
+		}
+		for _, c := range cs {
+			c.lock.SetFault(slow)
+		}
+		for range 120 {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			if st := old.e.Status(); st.Role != RoleLeader || st.Term != term {
+				t.Fatalf("under slow storage the healthy leader lost term %d: %+v", term, st)
+			}
+		}
+		for _, c := range cs {
+			if n := len(c.rec.all(EventLeaseBroken)); n != 0 {
+				t.Fatalf("%s broke a healthy leader's lease %d times", c.e.cfg.Identity, n)
+			}
+		}
+		if n := old.lock.Calls("update"); n < 100 {
+			t.Fatalf("only %d heartbeat writes in 2 minutes: the test exercised nothing", n)
+		}
+	})
+}
+
+// A follower frozen after its read happened at storage and before it saw
+// the answer (the answer waits in the socket while it is stopped): on waking
+// it holds an old heartbeat and a clock that moved on. Staleness counts to
+// the read's send, not the answer, so the pause never counts.
+func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		// A leader that beats once a second and a follower that reads five
+		// times a second: most reads see the heartbeat of the read before.
+		leader := fastConfig("a")
+		leader.RenewDeadline, leader.RenewInterval, leader.TakeoverAfter, leader.BreakPeriod = 3*time.Second, time.Second, 3*time.Second, 0
+		a := start(t, store, leader, Callbacks{})
+		synctest.Wait()
+		frozen := &frozenAnswers{plainLock: plainLock{store.NewLock("b")}}
+		rec := &recorder{}
+		follower := fastConfig("b")
+		follower.RetryPeriod = 200 * time.Millisecond
+		e, err := NewElector(follower, frozen, Callbacks{OnEvent: rec.add})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = e.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		for i := range 10 {
+			frozen.freezeNext(time.Duration(3+i) * time.Second)                // longer than T, less than L
+			time.Sleep(20*time.Second + time.Duration(i)*130*time.Millisecond) // at every phase of the heartbeat
+			synctest.Wait()
+		}
+		if n := len(rec.all(EventLeaseBroken)); n != 0 {
+			t.Fatalf("the paused follower broke a healthy leader's lease %d times: %+v", n, rec.all(EventLeaseBroken))
+		}
+		if frozen.frozen() < 10 {
+			t.Fatalf("only %d of 10 pauses happened: the test exercised nothing", frozen.frozen())
+		}
+		if !a.e.IsLeader() || e.IsLeader() {
+			t.Fatal("leadership moved although the leader never stopped")
+		}
+	})
+}
+
+// frozenAnswers delivers the answer of one Inspect late: the read happens,
+// then the caller stays frozen for the given time before it sees it.
+type frozenAnswers struct {
+	plainLock
+	mu     sync.Mutex
+	next   time.Duration
+	paused int
+}
+
+func (f *frozenAnswers) freezeNext(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next = d
+}
+
+func (f *frozenAnswers) frozen() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.paused
+}
+
+func (f *frozenAnswers) Inspect(ctx context.Context) (LeaseView, error) {
+	v, err := f.l.Inspect(ctx)
+	f.mu.Lock()
+	d := f.next
+	f.next = 0
+	if d > 0 {
+		f.paused++
+	}
+	f.mu.Unlock()
+	time.Sleep(d) // a frozen process ignores its deadlines too
+	return v, err
+}
+
+func (f *frozenAnswers) Break(ctx context.Context, period time.Duration) error {
+	return f.l.Break(ctx, period)
+}
+
+// A follower configured with a shorter deadline (and so a shorter break
+// period) than the holder still breaks with the period the holder
+// published: the holder has stepped down before the break ends.
+func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		slowHolder := fastConfig("a")
+		slowHolder.RenewDeadline, slowHolder.RenewInterval = 6*time.Second, time.Second
+		slowHolder.TakeoverAfter, slowHolder.BreakPeriod = 3*time.Second, 0 // B = ceil(6 + 1 + 0.5) = 8 s
+		a := start(t, store, slowHolder, Callbacks{})
+		synctest.Wait()
+		b := start(t, store, fastConfig("b"), Callbacks{})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		oneLeader(t, a, b)
+		dead(a)
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		brks := b.rec.all(EventLeaseBroken)
+		if len(brks) != 1 || brks[0].BreakPeriod != 8*time.Second {
+			t.Fatalf("lease_broken = %+v, want one with the holder's break period 8s", brks)
+		}
+		checkIntervals(t, nil, a, b)
+	})
+}
+
+// A holder that publishes no heartbeat (early takeover off on it) is never
+// broken: its lease is waited out.
+func TestTakeover_HolderWithoutHeartbeatIsNeverBroken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		a := start(t, store, withoutTakeover(fastConfig("a")), Callbacks{})
+		synctest.Wait()
+		b := start(t, store, fastConfig("b"), Callbacks{})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		oneLeader(t, a, b)
+		died := time.Now()
+		dead(a)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n := len(b.rec.all(EventLeaseBroken)); n != 0 {
+			t.Fatalf("b broke a lease whose holder publishes no heartbeat (%d breaks)", n)
+		}
+		if _, at := startedAfter([]*contender{b}, died); at.IsZero() || at.Sub(died) < 14*time.Second {
+			t.Fatalf("b took over at %v after the death, want after the lease (≥ 14 s)", at.Sub(died))
+		}
+	})
+}
+
+// An operator's BreakLease(0) behaves as documented with early takeover on:
+// the holder hears at its next renew or heartbeat, a follower takes over at
+// its next poll, nobody sends a break of its own.
+func TestTakeover_OperatorBreakStillFreesTheLeaseAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		a := start(t, store, fastConfig("a"), Callbacks{})
+		synctest.Wait()
+		b := start(t, store, fastConfig("b"), Callbacks{})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		oneLeader(t, a, b)
+		broke := time.Now()
+		store.Break()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		who, at := startedAfter([]*contender{b}, broke)
+		if at.IsZero() || at.Sub(broke) > 600*time.Millisecond {
+			t.Fatalf("after BreakLease(0) %q took over %v later, want within one poll (0.55 s)", who, at.Sub(broke))
+		}
+		stops := a.rec.all(EventStoppedLeading)
+		if len(stops) == 0 || stops[0].Time.Sub(broke) > time.Second {
+			t.Fatalf("the holder stopped %+v, want within renew interval + request timeout (1 s) of the break", stops)
+		}
+		if n := len(b.rec.all(EventLeaseBroken)); n != 0 {
+			t.Fatalf("the follower sent %d breaks of its own after the operator's", n)
+		}
+		checkIntervals(t, []time.Time{broke}, a, b)
+	})
+}
+
+// Followers read, they do not acquire, while the lease is held: one
+// operation per poll and no 409s.
+func TestTakeover_FollowerPollsWithOneReadAndNoAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		a := start(t, store, fastConfig("a"), Callbacks{})
+		synctest.Wait()
+		b := start(t, store, fastConfig("b"), Callbacks{})
+		time.Sleep(60 * time.Second)
+		synctest.Wait()
+		oneLeader(t, a, b)
+		if n := b.lock.Calls("acquire"); n > 0 {
+			t.Fatalf("the follower sent %d acquires while the lease was held", n)
+		}
+		if n := b.lock.Calls("inspect"); n < 100 || n > 135 {
+			t.Fatalf("the follower read %d times in 60 s with P 0.5 s, want ~120", n)
+		}
+	})
+}
+
+func TestConfig_TakeoverRules(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string // "" valid
+		rule  string
+	}{
+		{"fast profile", func(c *Config) {}, "", ""},
+		{"off", func(c *Config) { *c = withoutTakeover(*c) }, "", ""},
+		{"break period defaults to the minimum", func(c *Config) { c.BreakPeriod = 0 }, "", ""},
+		{"break period without takeover", func(c *Config) { c.TakeoverAfter = 0 }, "BreakPeriod", "must be 0 while TakeoverAfter is 0"},
+		{"T below two renew intervals", func(c *Config) { c.TakeoverAfter = 900 * time.Millisecond }, "TakeoverAfter", "at least 2 × RenewInterval"},
+		{"T below a renew and two slow requests", func(c *Config) {
+			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 3*time.Second, time.Second, 2*time.Second, 0
+		}, "TakeoverAfter", "RenewInterval + 2 × request timeout (3s)"},
+		{"B below D + timeout + margin", func(c *Config) { c.BreakPeriod = 2 * time.Second }, "BreakPeriod", "at least RenewDeadline + request timeout"},
+		{"B not whole seconds", func(c *Config) { c.BreakPeriod = 3500 * time.Millisecond }, "BreakPeriod", "whole number of seconds"},
+		{"B above 60 s", func(c *Config) { c.BreakPeriod = 61 * time.Second }, "BreakPeriod", "at most 1m0s"},
+		{"T + B not below L", func(c *Config) { c.TakeoverAfter = 12 * time.Second }, "TakeoverAfter", "less than LeaseDuration"},
+		{"default deadline cannot take over early", func(c *Config) {
+			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 10*time.Second, 2*time.Second, 6*time.Second, 0
+		}, "TakeoverAfter", "less than LeaseDuration"},
+		{"run mode's kill grace counts", func(c *Config) { c.StopAfterDeadline = 2 * time.Second }, "BreakPeriod", "+ 2s after the deadline"},
+		{"negative T", func(c *Config) { c.TakeoverAfter = -time.Second }, "TakeoverAfter", "must be ≥ 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fastConfig("a")
+			tc.edit(&c)
+			err := c.Validate()
+			var ce *ConfigError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tc.field == "":
+			case !errors.As(err, &ce):
+				t.Fatalf("Validate() = %v, want a *ConfigError on %s", err, tc.field)
+			case ce.Field != tc.field || !strings.Contains(ce.Rule, tc.rule):
+				t.Fatalf("Validate() = %v, want field %s and a rule containing %q", err, tc.field, tc.rule)
+			}
+		})
+	}
+}
+
+func TestNewElector_TakeoverNeedsABreaker(t *testing.T) {
+	_, err := NewElector(fastConfig("a"), plainLock{NewMemStore().NewLock("a")}, Callbacks{})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("NewElector with a lock that cannot break = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// plainLock hides MemLock's Breaker methods.
+type plainLock struct{ l *MemLock }
+
+func (p plainLock) Acquire(ctx context.Context, id string, d time.Duration) error {
+	return p.l.Acquire(ctx, id, d)
+}
+func (p plainLock) Renew(ctx context.Context, id string) error   { return p.l.Renew(ctx, id) }
+func (p plainLock) Release(ctx context.Context, id string) error { return p.l.Release(ctx, id) }
+func (p plainLock) Get(ctx context.Context) (Record, error)      { return p.l.Get(ctx) }
+func (p plainLock) Update(ctx context.Context, id string, r Record) error {
+	return p.l.Update(ctx, id, r)
+}
+func (p plainLock) Describe() string { return "plain " + p.l.Describe() }
+
+// A leader that dies before its first renew (so before its first heartbeat)
+// is still broken early: the term write carries the contract (heartbeat 0).
+func TestTakeover_LeaderDeadBeforeItsFirstHeartbeatIsBrokenEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		a := start(t, store, fastConfig("a"), Callbacks{})
+		synctest.Wait()
+		b := start(t, store, fastConfig("b"), Callbacks{})
+		synctest.Wait()
+		oneLeader(t, a, b)
+		if n := a.lock.Calls("update"); n != 1 {
+			t.Fatalf("a wrote %d records before dying, want only its term write", n)
+		}
+		died := time.Now()
+		dead(a)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		_, at := startedAfter([]*contender{b}, died)
+		if at.IsZero() || at.Sub(died) > 6500*time.Millisecond {
+			t.Fatalf("b took over %v after a died before its first heartbeat, want an early takeover (≤ 6.5 s)", at.Sub(died))
+		}
+		checkIntervals(t, nil, a, b)
+	})
+}
