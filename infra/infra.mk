@@ -21,8 +21,14 @@ ACTIONLINT             := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 ACTIONLINT_RUN         := $(ACTIONLINT) -no-color -shellcheck= -pyflakes= $(wildcard $(ROOT)/.github/workflows/*.yml)
 
 # --- The azurerm provider, built from source into a filesystem mirror ---------------
-# The Go module proxy serves the azurerm 5.2.0 tree only as this pseudo-version
-# (main of 2026-08-24, CHANGELOG top 5.2.0); the build takes ~22 min cold, ~4.6 GB RAM.
+# The release tag v5.2.0 is commit 8d8282ef5bee (2026-08-20). The module proxy
+# reachable here answers 403 "not available" for the tag, its commit and its
+# pseudo-version (v1.44.1-0.20260820150621-8d8282ef5bee) and serves only this
+# later main snapshot (2026-08-24, CHANGELOG top "5.2.0 (August 20, 2026)").
+# For every resource infra/ uses it differs from the tag only in validation
+# helpers refactored with the same rules (docs/deploy.md, "Offline checks").
+# Where a proxy serves it, `make test-infra AZURERM_GOVERSION=<that pseudo-version>`
+# builds the tag itself. ~22 min cold, ~4.6 GB RAM.
 AZURERM_VERSION   := 5.2.0
 AZURERM_MODULE    := github.com/hashicorp/terraform-provider-azurerm
 AZURERM_GOVERSION := v1.44.1-0.20260824201233-fae580791926
@@ -85,6 +91,7 @@ test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(AC
 	  tar -C $(INFRA) --exclude=.terraform --exclude=.terraform.lock.hcl --exclude='*.tfstate*' \
 	    --exclude=image --exclude=scripts -cf - . | tar -C $(TF_CHECK_DIR) -xf -
 	@$(call timed,terraform init -backend=false ($(TF_PROVIDER_SOURCE)),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) init -backend=false >$(TF_CHECK_DIR)/init.log || { cat $(TF_CHECK_DIR)/init.log; exit 1; })
+	@$(call timed,azurerm pinned to $(AZURERM_VERSION) (terraform.tf; init selected it),bash $(INFRA)/scripts/provider-pin_test.sh && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) version -json | grep -q '"registry.terraform.io/hashicorp/azurerm": "$(AZURERM_VERSION)"')
 	@$(call timed,terraform validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) validate -no-color)
 	@$(call timed,terraform test (mock_provider plan),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) test -no-color -test-directory=tests/unit)
 	@$(call timed,examples/default init+validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/examples/default init -backend=false >/dev/null && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/examples/default validate -no-color)
@@ -93,8 +100,19 @@ test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(AC
 	@$(call timed,tflint (ruleset azurerm $(TFLINT_AZURERM_VERSION)),TFLINT_PLUGIN_DIR=$(TFLINT_PLUGIN_DIR) $(TFLINT) --chdir=$(INFRA) --config=$(INFRA)/.tflint.hcl --recursive --no-color)
 	@$(call timed,tfsec,$(TFSEC) $(INFRA) --no-color --concise-output --exclude-downloaded-modules)
 	@$(call timed,actionlint $(ACTIONLINT_VERSION) (.github/workflows),$(ACTIONLINT_RUN))
+	@$(call timed,workflow env: rule (no expression in a run script),bash $(INFRA)/scripts/workflow-env-rule_test.sh)
 	@$(call timed,deploy.sh dry run (stubbed az/terraform/go),bash $(INFRA)/scripts/deploy_test.sh)
 	@$(call timed,provider-mirror.sh (file:// module proxy),bash $(INFRA)/scripts/provider-mirror_test.sh)
+
+# The platforms whose registry hashes the committed lock file records.
+TF_LOCK_PLATFORMS := linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64
+
+.PHONY: tf-lock
+tf-lock: ## Write infra/.terraform.lock.hcl and infra/ci/.terraform.lock.hcl from the Terraform registry (needs it): the pinned azurerm, hashes for linux and darwin (amd64, arm64) and windows_amd64.
+	@for d in $(INFRA) $(INFRA)/ci; do \
+	  echo ">> terraform providers lock ($$d)"; \
+	  $(TERRAFORM) -chdir=$$d providers lock $(addprefix -platform=,$(TF_LOCK_PLATFORMS)); done
+	@bash $(INFRA)/scripts/provider-pin_test.sh
 
 .PHONY: tf-provider
 tf-provider: $(AZURERM_MIRROR) $(TF_OFFLINE_RC) ## Put the azurerm provider (built from source, cached in $CACHE) into the offline filesystem mirror.

@@ -55,7 +55,11 @@ locals {
     # worker SIGTERMs itself): ACI has no documented graceful stop.
     BLOBLEADER_CONTROL_LISTEN = "127.0.0.1:${var.chaos_sidecar.control_port}"
     } : {}, {
-    AZURE_CLIENT_ID             = azurerm_user_assigned_identity.worker.client_id
+    AZURE_CLIENT_ID = azurerm_user_assigned_identity.worker.client_id
+    # The one credential, named: DefaultAzureCredential then skips its 1 s
+    # metadata-endpoint probe, which ACI's slow first answer can fail
+    # (worker/election/bloblock/token.go).
+    AZURE_TOKEN_CREDENTIALS     = "ManagedIdentityCredential"
     BLOBLEADER_ACCOUNT_URL      = azurerm_storage_account.this.primary_blob_endpoint
     BLOBLEADER_CONTAINER        = var.lease_container_name
     BLOBLEADER_BLOB             = var.lease_blob_name
@@ -77,6 +81,7 @@ locals {
   # group adds BLOBLEADER_CHAOS_NAME, the name of its plan.
   chaos_environment = {
     AZURE_CLIENT_ID                = azurerm_user_assigned_identity.worker.client_id
+    AZURE_TOKEN_CREDENTIALS        = "ManagedIdentityCredential"
     BLOBLEADER_CHAOS_ACCOUNT_URL   = azurerm_storage_account.this.primary_blob_endpoint
     BLOBLEADER_CHAOS_CONTAINER     = "chaos"
     BLOBLEADER_CHAOS_LISTEN        = "127.0.0.1:${var.chaos_sidecar.listen_port}"

@@ -5,8 +5,10 @@ terraform {
   required_providers {
     azurerm = {
       source = "hashicorp/azurerm"
-      # Offline checks build the 5.2.0 tree from source (docs/deploy.md, "Offline checks").
-      version = "~> 5.2"
+      # Exactly the version the offline checks build and validate
+      # (AZURERM_VERSION in infra/infra.mk; docs/deploy.md, "Offline checks"):
+      # a bump changes both, and `make tf-lock` records its hashes.
+      version = "5.2.0"
     }
   }
 }

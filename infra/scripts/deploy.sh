@@ -8,7 +8,8 @@
 #   deploy.sh destroy     terraform destroy of everything deploy created
 #
 # Environment: AZURE_LOCATION (region), WORKER_COUNT, TERRAFORM, GO,
-# OPERATOR_OBJECT_ID (who gets read access to the lease; default: whoever az is signed in as),
+# OPERATOR_OBJECT_ID (who gets read access to the lease; default: whoever az is signed in as,
+# from Graph or else the oid of its ARM token; `none`: nobody, and no leader wait),
 # LEADER_TIMEOUT (seconds to wait for a leader, default 600), LEADER_POLL (10 s),
 # PROPAGATION_WAIT (seconds stage 3 keeps retrying while role assignments
 # propagate, default 900: ARM is documented to take up to about 10 minutes),
@@ -63,15 +64,29 @@ preflight() {
 	fi
 }
 
-# Prints the object id of whoever is signed in to az (user or service principal).
+# Prints the object id of whoever is signed in to az (user or service
+# principal). Microsoft Graph first; a service principal often may not read
+# Graph (CI identities), so then the oid claim of its own ARM token, which
+# needs no directory permission at all.
 signed_in_object_id() {
-	local type
+	local type id
 	type=$(az account show --query user.type -o tsv)
 	if [[ $type == user ]]; then
-		az ad signed-in-user show --query id -o tsv
+		id=$(az ad signed-in-user show --query id -o tsv) || id=
 	else
-		az ad sp show --id "$(az account show --query user.name -o tsv)" --query id -o tsv
+		id=$(az ad sp show --id "$(az account show --query user.name -o tsv)" --query id -o tsv) || id=
 	fi
+	[[ -n $id ]] || id=$(token_object_id)
+	[[ -n $id ]] && printf '%s\n' "$id"
+}
+
+# The oid claim of the signed-in principal's ARM access token.
+token_object_id() {
+	local payload
+	payload=$(az account get-access-token --query accessToken -o tsv | cut -d. -f2 | tr '_-' '/+') || return 0
+	while ((${#payload} % 4)); do payload+='='; done
+	printf '%s' "$payload" | { base64 -d 2>/dev/null || base64 -D 2>/dev/null; } |
+		sed -n 's/.*"oid"[[:space:]]*:[[:space:]]*"\([0-9a-fA-F-]*\)".*/\1/p'
 }
 
 common_vars() {
@@ -85,11 +100,14 @@ deploy() {
 		die "az is signed in to subscription $sub but ARM_SUBSCRIPTION_ID is $ARM_SUBSCRIPTION_ID; run: az account set -s $ARM_SUBSCRIPTION_ID"
 	[[ -f $layout/index.json ]] || die "no image layout in $layout; run: make image"
 	operator=${OPERATOR_OBJECT_ID:-$(signed_in_object_id 2>/dev/null || true)}
+	[[ -n $operator ]] ||
+		die "cannot find the signed-in principal's object id (Microsoft Graph unreadable and no oid in its ARM token); set OPERATOR_OBJECT_ID=<object id> for read access to the lease and the leader wait, or OPERATOR_OBJECT_ID=none to deploy without both"
 	mapfile -t vars < <(common_vars)
-	if [[ -n $operator ]]; then
-		vars+=(-var "operator_principal_ids=[\"$operator\"]")
+	if [[ $operator == none ]]; then
+		operator=
+		echo "note: OPERATOR_OBJECT_ID=none: deploying without operator read access to the lease, so no leader wait either"
 	else
-		echo "note: cannot read the signed-in principal's object id (set OPERATOR_OBJECT_ID); deploying without operator read access to the lease"
+		vars+=(-var "operator_principal_ids=[\"$operator\"]")
 	fi
 	read -r -a extra <<<"${TF_VARS:-}" # split on blanks, no globbing
 	vars+=("${extra[@]}")

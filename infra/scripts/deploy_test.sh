@@ -18,7 +18,7 @@ sandbox="$work/sys"
 mkdir -p "$stubs" "$sandbox" "$work/layout" "$work/home"
 # The system tools deploy.sh and the stubs use, linked from wherever this
 # machine has them; nothing else of /usr/bin is visible.
-for tool in bash env cat dirname basename date sed tr grep cut wc tail mkdir rm; do
+for tool in bash env cat dirname basename date sed tr grep cut wc tail mkdir rm base64; do
 	found=$(command -v "$tool") || { echo "deploy_test: this machine has no $tool"; exit 1; }
 	ln -s "$found" "$sandbox/$tool"
 done
@@ -43,7 +43,14 @@ echo "az $*" >>"$CALLS"
 case "$*" in
 "account show --only-show-errors -o none") [[ -z ${AZ_LOGGED_OUT:-} ]] ;;
 "account show --query id -o tsv") echo "$ARM_SUBSCRIPTION_ID" ;;
-"account show --query user.type -o tsv") echo user ;;
+"account show --query user.type -o tsv") echo "${AZ_USER_TYPE:-user}" ;;
+"account show --query user.name -o tsv") echo 44444444-4444-4444-4444-444444444444 ;;
+ad\ sp\ show*)
+	echo "ERROR: Insufficient privileges to complete the operation." >&2; exit 1 ;;
+"account get-access-token --query accessToken -o tsv")
+	[[ -z ${AZ_TOKEN_WITHOUT_OID:-} ]] || { echo "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJhcm0ifQ.c2ln"; exit 0; }
+	# {"aud":"arm","oid":"55555555-5555-5555-5555-555555555555"}, base64url without padding
+	echo "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJhcm0iLCJvaWQiOiI1NTU1NTU1NS01NTU1LTU1NTUtNTU1NS01NTU1NTU1NTU1NTUifQ.c2ln" ;;
 "ad signed-in-user show --query id -o tsv") echo 33333333-3333-3333-3333-333333333333 ;;
 acr\ login*) echo "token-from-acr" ;;
 storage\ blob\ show*)
@@ -124,6 +131,25 @@ expect_absent "$calls" "terraform apply -input=false -auto-approve -var location
 if grep '^terraform' "$calls" | grep -q token-from-acr; then fail "the registry token reached a terraform command line"; else pass; fi
 expect_contains "$work/deploy.out" "leader: ci-blobleader-worker-02 (term 1)" "leader reported"
 expect_contains "$work/deploy.out" "stage 3/3" "progress printed"
+
+# 1b. A service principal that cannot read Microsoft Graph (the usual CI
+#     identity): its object id comes from the oid claim of its ARM token, so
+#     it still gets read access to the lease and the leader wait runs.
+run spnograph ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 AZ_USER_TYPE=servicePrincipal bash "$deploy" deploy
+[[ $(cat "$work/spnograph.rc") == 0 ]] && pass || fail "deploy as a service principal without Graph exited $(cat "$work/spnograph.rc"): $(tail -n 5 "$work/spnograph.out")"
+expect_contains "$calls" 'operator_principal_ids=["55555555-5555-5555-5555-555555555555"]' "service principal without Graph: operator from the token's oid"
+expect_contains "$work/spnograph.out" "leader: ci-blobleader-worker-02 (term 1)" "service principal without Graph: leader wait ran"
+
+# 1c. No object id at all (no Graph, a token without oid): refuse before
+#     anything is created, naming OPERATOR_OBJECT_ID; =none deploys without.
+run nooid ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 AZ_USER_TYPE=servicePrincipal AZ_TOKEN_WITHOUT_OID=1 bash "$deploy" deploy
+[[ $(cat "$work/nooid.rc") == 1 ]] && pass || fail "deploy without any operator object id exited $(cat "$work/nooid.rc"), want 1"
+expect_contains "$work/nooid.out" "OPERATOR_OBJECT_ID" "no object id: names OPERATOR_OBJECT_ID"
+if grep -q '^terraform apply' "$calls"; then fail "no object id: terraform apply ran anyway"; else pass; fi
+run nooidnone ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 AZ_USER_TYPE=servicePrincipal AZ_TOKEN_WITHOUT_OID=1 OPERATOR_OBJECT_ID=none bash "$deploy" deploy
+[[ $(cat "$work/nooidnone.rc") == 0 ]] && pass || fail "deploy with OPERATOR_OBJECT_ID=none exited $(cat "$work/nooidnone.rc")"
+expect_contains "$work/nooidnone.out" "not waiting for a leader" "OPERATOR_OBJECT_ID=none: says the leader wait is skipped"
+expect_absent "$calls" "operator_principal_ids" "OPERATOR_OBJECT_ID=none: no operator"
 
 # 2. Stage 3 is retried while role assignments propagate.
 run retry ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE3_FAILURES=2 TF_VARS='-var zones=[] -var registry_sku=Basic' bash "$deploy" deploy

@@ -11,16 +11,19 @@
 
 AZURE_TEST_TIMEOUT  ?= 180m
 AZURE_RUN           ?= TestAzure_Election
+# Reaches go test through the environment ("$$AZURE_RUN"), never spliced into
+# the recipe's shell line: a workflow input may carry quotes.
+export AZURE_RUN
 
 
 .PHONY: test-azure
 test-azure: ## Chaos scenarios on a fresh Azure deployment (ARM_SUBSCRIPTION_ID + az login, a service principal or OIDC; ~75 min, ~$2-3); report in out/azure-suite/reports; SKIP_deploy|verify|chaos|teardown=1 while iterating.
 	@mkdir -p $(BIN) && $(GO) -C test build -tags azure -o $(BIN)/azure-preflight ./azure/cmd/preflight
 	@$(BIN)/azure-preflight
-	BLOBLEADER_AZURE_REQUIRED=1 $(GO) -C test test -tags azure -count=1 -v -timeout $(AZURE_TEST_TIMEOUT) -run '$(AZURE_RUN)' ./azure
+	BLOBLEADER_AZURE_REQUIRED=1 $(GO) -C test test -tags azure -count=1 -v -timeout $(AZURE_TEST_TIMEOUT) -run "$$AZURE_RUN" ./azure
 
 .PHONY: test-azure-teardown
-test-azure-teardown: ## Destroy what an interrupted make test-azure left (from its saved state in out/azure-suite); nothing to do after a finished run.
+test-azure-teardown: ## Save the logs, then destroy what an interrupted make test-azure left: from its saved state in out/azure-suite, else by its tags (run=<postfix>; BLOBLEADER_AZURE_RUN=<postfix> when the work directory is gone).
 	@mkdir -p $(BIN) && $(GO) -C test build -tags azure -o $(BIN)/azure-preflight ./azure/cmd/preflight
 	@$(BIN)/azure-preflight
 	SKIP_deploy=1 SKIP_verify=1 SKIP_chaos=1 SKIP_shards=1 BLOBLEADER_AZURE_REQUIRED=1 $(GO) -C test test -tags azure -count=1 -v -timeout 60m -run '^TestAzure_Election$$' ./azure

@@ -96,7 +96,9 @@ func TerraformVars(e Env, postfix, operator string, images *Images) (map[string]
 		"history_to_blob":        true,
 		"image_digest":           "",
 		"chaos_sidecar":          map[string]any{"enabled": false},
-		"tags":                   map[string]string{"purpose": "blobleader-azure-suite", "postfix": postfix},
+		// On every taggable resource: teardown finds the run by them when
+		// its state is gone (TeardownByTags).
+		"tags": map[string]string{TagPurpose: SuitePurpose, TagRun: postfix},
 	}
 	if images != nil {
 		i := strings.LastIndex(images.Worker, "@")
@@ -137,7 +139,10 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 		EnvVars:         map[string]string{"CHECKPOINT_DISABLE": "1", "ARM_SUBSCRIPTION_ID": e.SubscriptionID},
 		RetryableTerraformErrors: map[string]string{
 			"(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*": "AcrPull for the workers' identity is still propagating",
-			"(?s).*(AuthorizationFailed|PrincipalNotFound).*":                                         "a new identity or role assignment is still propagating",
+			// PrincipalNotFound: a new identity not yet replicated in Entra ID.
+			// Not AuthorizationFailed: that is the deployer missing a role,
+			// which no amount of waiting grants.
+			"(?s).*PrincipalNotFound.*": "a new identity is still propagating",
 		},
 		// Role assignments can take up to about 10 minutes to propagate
 		// (docs/security.md): 8 retries 90 s apart cover 12.
@@ -146,8 +151,9 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 	}
 }
 
-// CopyInfra copies infra/ (without state, caches or scripts) into dir, so the
-// suite's Terraform state never mixes with a `make deploy` in the checkout.
+// CopyInfra copies infra/'s configuration and lock file (without state,
+// caches or scripts) into dir, so the suite's Terraform state never mixes
+// with a `make deploy` in the checkout.
 func CopyInfra(root, dir string) error {
 	src := filepath.Join(root, "infra")
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
@@ -164,7 +170,9 @@ func CopyInfra(root, dir string) error {
 			}
 			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
 		}
-		if !strings.HasSuffix(path, ".tf") {
+		// The configuration and the committed lock file (the provider's
+		// version and hashes), nothing else.
+		if !strings.HasSuffix(path, ".tf") && d.Name() != ".terraform.lock.hcl" {
 			return nil
 		}
 		b, err := os.ReadFile(path)

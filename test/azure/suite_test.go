@@ -5,6 +5,7 @@ package azure
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerinstance/armcontainerinstance/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/gruntwork-io/terratest/modules/terraform"
@@ -53,22 +55,11 @@ func TestAzure_Election(t *testing.T) {
 	}
 	t.Logf("credentials: %s", env.Credential.Kind)
 
-	// Destroy is registered before anything is applied; it finds the
-	// options the deploy stage saved before its first apply.
-	defer test_structure.RunTestStage(t, "teardown", func() {
-		if _, err := os.Stat(test_structure.FormatTestDataPath(tfDir, "TerraformOptions.json")); err != nil {
-			t.Logf("teardown: nothing was applied from %s", tfDir)
-			return
-		}
-		opts := test_structure.LoadTerraformOptions(t, tfDir)
-		t0 := time.Now()
-		terraform.Destroy(t, opts)
-		t.Logf("teardown: terraform destroy took %v", time.Since(t0).Round(time.Second))
-		// The reports and downloaded histories stay; the state is empty now.
-		if err := errors.Join(os.RemoveAll(tfDir), os.Remove(filepath.Join(work, "deployment.json"))); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-	})
+	// Teardown is registered before anything is applied. It saves the
+	// evidence first (container logs, histories), then destroys from the
+	// saved state, or by the run's tags when the state is gone or the
+	// destroy fails.
+	defer test_structure.RunTestStage(t, "teardown", func() { teardownStage(t, env, work, tfDir, cred) })
 
 	test_structure.RunTestStage(t, "deploy", func() { deployStage(t, env, root, work, tfDir, cred) })
 
@@ -182,13 +173,9 @@ func shardsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCre
 			t.Fatalf("shard scenarios %s and %s want different N (%d, %d): they share one apply", all[0].Name, s.Name, n, s.Shards)
 		}
 	}
-	runnable := 0
-	for _, s := range all {
-		if s.Skip == "" && len(d.Groups) >= s.Workers {
-			runnable++
-		}
-	}
-	if runnable == 0 {
+	// A run filtered to other scenarios (-run TestAzure_Election/X) must
+	// not pay for the shard apply.
+	if len(ShardStageRuns(all, len(d.Groups), runPattern())) == 0 {
 		// Each is reported as skipped below, without paying for the apply.
 		for _, s := range all {
 			t.Run("Shards_"+s.Name, func(t *testing.T) {
@@ -246,6 +233,14 @@ func shardsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCre
 	}
 }
 
+// runPattern is this test binary's -run flag.
+func runPattern() string {
+	if f := flag.Lookup("test.run"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
 func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.TokenCredential) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
@@ -257,11 +252,14 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 			t.Fatal(err)
 		}
 	}
-	if err := os.RemoveAll(work); err != nil {
+	// Never over a live state: it is the only way to destroy that
+	// deployment with Terraform (docs/testing-on-azure.md).
+	moved, err := PrepareWorkDir(work, tfDir, os.Getenv(EnvReplace) == "1", time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(tfDir, 0o755); err != nil {
-		t.Fatal(err)
+	if moved != "" {
+		t.Logf("deploy: %s=1: the earlier live state is kept in %s; its resources remain until `make test-azure-teardown` with %s=<its run>", EnvReplace, moved, EnvRun)
 	}
 	if err := CopyInfra(root, tfDir); err != nil {
 		t.Fatal(err)
@@ -333,6 +331,94 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 	}
 	if err := SaveDeployment(work, d); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// teardownStage saves the run's evidence, then removes what it created:
+// terraform destroy from the saved state, and by the run's tags (every
+// resource group tagged purpose=blobleader-azure-suite, run=<postfix>) when
+// there is no state left or the destroy failed. With no saved options at
+// all, EnvRun names the run to remove.
+func teardownStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCredential) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	if d, err := LoadDeployment(work); err == nil {
+		saveEvidence(t, ctx, env, d, work, cred)
+	}
+	run := os.Getenv(EnvRun)
+	var opts *terraform.Options
+	if _, err := os.Stat(test_structure.FormatTestDataPath(tfDir, "TerraformOptions.json")); err == nil {
+		opts = test_structure.LoadTerraformOptions(t, tfDir)
+		if tags, ok := opts.Vars["tags"].(map[string]any); ok {
+			if r, ok := tags[TagRun].(string); ok && r != "" {
+				run = r
+			}
+		}
+	}
+	destroyed := false
+	if n, err := LiveState(tfDir); opts != nil && err == nil && n > 0 {
+		t0 := time.Now()
+		if _, err := terraform.DestroyE(t, opts); err != nil {
+			t.Errorf("teardown: terraform destroy failed (%v); deleting by the run's tags", err)
+		} else {
+			destroyed = true
+			t.Logf("teardown: terraform destroy took %v", time.Since(t0).Round(time.Second))
+		}
+	}
+	if !destroyed {
+		if run == "" {
+			t.Logf("teardown: no saved state or options in %s and no %s: nothing known to remove", tfDir, EnvRun)
+			return
+		}
+		groups, err := armresources.NewResourceGroupsClient(env.SubscriptionID, cred, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted, err := TeardownByTags(ctx, groups, run, t.Logf)
+		if err != nil {
+			t.Fatalf("teardown: by tags (run %s): %v", run, err)
+		}
+		t.Logf("teardown: deleted %d resource groups tagged %s=%s: %v", len(deleted), TagRun, run, deleted)
+	}
+	// The reports, evidence and downloaded histories stay; nothing is left
+	// for the state to describe.
+	if err := errors.Join(os.RemoveAll(tfDir), os.Remove(filepath.Join(work, "deployment.json"))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("teardown: %v", err)
+	}
+}
+
+// saveEvidence copies every container's log and every worker's history into
+// the reports before the resource group (with its Log Analytics workspace)
+// is deleted, whatever the run's verdict.
+func saveEvidence(t *testing.T, ctx context.Context, env Env, d Deployment, work string, cred azcore.TokenCredential) {
+	t.Helper()
+	out := os.Getenv(scenarios.EnvOut)
+	if out == "" {
+		out = filepath.Join(work, "reports")
+	}
+	dir := filepath.Join(out, "evidence-"+time.Now().UTC().Format("20060102T150405"))
+	aci, err := armcontainerinstance.NewContainersClient(env.SubscriptionID, cred, nil)
+	if err != nil {
+		t.Errorf("evidence: %v", err)
+		return
+	}
+	opts := &container.ClientOptions{}
+	opts.Retry = policy.RetryOptions{MaxRetries: 3, TryTimeout: 15 * time.Second}
+	hist, err := container.NewClient(strings.TrimSuffix(d.BlobEndpoint, "/")+"/history", cred, opts)
+	if err != nil {
+		t.Errorf("evidence: %v", err)
+		return
+	}
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	files, err := CollectEvidence(ectx, aci, hist, d, dir)
+	t.Logf("evidence: %d files in %s", len(files), dir)
+	if err != nil {
+		// Partial evidence is still kept; the run's verdict stands.
+		t.Logf("evidence: not everything could be saved: %v", err)
+	}
+	if len(files) == 0 {
+		t.Errorf("evidence: nothing saved from %s before teardown", d.ResourceGroup)
 	}
 }
 

@@ -38,6 +38,7 @@ type options struct {
 	timing          election.Timing // --lease-duration, --renew-deadline, --renew-interval, --retry-period
 	watchdogTimeout time.Duration
 	shutdownGrace   time.Duration
+	tokenTimeout    time.Duration   // how long the first storage token may take (--account-url only)
 	takeover        takeoverOptions // takeoverflags.go
 	tick            time.Duration
 	listen          string
@@ -54,7 +55,7 @@ func envName(flagName string) string {
 
 func (s *storageOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.connectionString, "connection-string", "", "storage connection string, e.g. Azurite's (also AZURE_STORAGE_CONNECTION_STRING)")
-	fs.StringVar(&s.accountURL, "account-url", "", "blob account URL, e.g. https://acct.blob.core.windows.net; authenticates with DefaultAzureCredential (AZURE_CLIENT_ID selects a user-assigned identity)")
+	fs.StringVar(&s.accountURL, "account-url", "", "blob account URL, e.g. https://acct.blob.core.windows.net; authenticates with DefaultAzureCredential (AZURE_CLIENT_ID selects a user-assigned identity; AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential uses only that)")
 	fs.StringVar(&s.container, "container", "leases", "container that holds the lock blob and the ledger")
 	fs.StringVar(&s.blob, "blob", "leader", "name of the lock blob")
 	fs.StringVar(&s.storageDial, "storage-dial", "", "host:port to dial for every storage connection instead of the storage host (the chaos sidecar's local proxy); TLS still verifies the storage host name; the history sink dials storage directly")
@@ -144,6 +145,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); > 0")
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
+	fs.DurationVar(&o.tokenTimeout, "token-timeout", 3*time.Minute, "with --account-url: how long to wait at start for the first storage token, outside the per-request timeout (a managed-identity endpoint can be slow to answer first); ≥ 1s")
 	o.takeover.register(fs)
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
@@ -236,6 +238,8 @@ func (o *options) validate() error {
 	switch {
 	case o.listen == "":
 		return usagef("invalid --listen: must not be empty (e.g. :8080 or 127.0.0.1:0)")
+	case o.tokenTimeout < time.Second:
+		return usagef("invalid --token-timeout %s: must be at least 1s", o.tokenTimeout)
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
 		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
 	}

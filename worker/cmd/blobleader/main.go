@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/dialer"
@@ -81,9 +82,11 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, nil))
 }
 
-func newContainerClient(s storageOptions, requestTimeout time.Duration, observe bloblock.ObserveFunc) (*container.Client, error) {
+// newContainerClient builds a client for s; cred (nil: the client makes its
+// own) is the account URL's credential, shared so one warm-up serves all.
+func newContainerClient(s storageOptions, cred azcore.TokenCredential, requestTimeout time.Duration, observe bloblock.ObserveFunc) (*container.Client, error) {
 	cfg := bloblock.ClientConfig{
-		ConnectionString: s.connectionString, AccountURL: s.accountURL, Container: s.container,
+		ConnectionString: s.connectionString, AccountURL: s.accountURL, Credential: cred, Container: s.container,
 		RequestTimeout: requestTimeout, Observe: observe,
 	}
 	if s.storageDial != "" {

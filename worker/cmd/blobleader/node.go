@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/boundedlog"
@@ -30,6 +31,7 @@ type node struct {
 	ln      net.Listener
 	metrics *status.Metrics
 	storage *container.Client
+	cred    azcore.TokenCredential // --account-url: shared by every client, warmed up before the election
 	lock    *bloblock.Lock
 	hist    history.Writer // nil: no --history; a *history.Queue or *history.Blob
 	elector *election.Elector
@@ -87,7 +89,12 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
 	n.metrics.CountDrops(logs.Dropped, n.historyDropped)
-	n.storage, err = newContainerClient(o.storageOptions, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
+	if o.accountURL != "" {
+		if n.cred, err = bloblock.NewCredential(); err != nil {
+			return nil, err
+		}
+	}
+	n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +106,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	case "":
 	case "blob":
 		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
-			time.Second, n.metrics.ObserveRequest)
+			n.cred, time.Second, n.metrics.ObserveRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -232,6 +239,16 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 // run runs the election and the companions beside it until ctx ends; all
 // stop gracefully (tasks stopped, leases released).
 func (n *node) run(ctx context.Context, companions []companion) error {
+	// The first token, under its own budget, before the first storage
+	// request: see bloblock.WarmUp. /healthz answers meanwhile.
+	if n.cred != nil {
+		if _, err := bloblock.WarmUp(ctx, n.cred, n.o.tokenTimeout, n.log); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while waiting: a clean stop
+			}
+			return err
+		}
+	}
 	// Any one ending ends all: a pool member without its election (or an
 	// election whose pool member failed) must not run on alone.
 	ctx, cancel := context.WithCancel(ctx)

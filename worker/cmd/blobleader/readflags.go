@@ -30,7 +30,7 @@ func (r *readFlags) open() (*container.Client, context.Context, context.CancelFu
 	if r.timeout <= 0 {
 		return nil, nil, nil, usagef("invalid --timeout %s: must be > 0", r.timeout)
 	}
-	c, err := newContainerClient(r.storage, r.timeout, nil)
+	c, err := newContainerClient(r.storage, nil, r.timeout, nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -43,7 +43,7 @@ func TestWorker_StorageDialReachesStorageThroughTheAddress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	direct, err := newContainerClient(storageOptions{connectionString: conn, container: "dialtest"}, 5*time.Second, nil)
+	direct, err := newContainerClient(storageOptions{connectionString: conn, container: "dialtest"}, nil, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestWorker_StorageDialReachesStorageThroughTheAddress(t *testing.T) {
 
 	var ops []string
 	dialed, err := newContainerClient(storageOptions{connectionString: conn, container: "dialtest", storageDial: fmt.Sprintf("127.0.0.1:%d", az.Port)},
-		5*time.Second, func(op, code string, _ time.Duration) { ops = append(ops, op+"="+code) })
+		nil, 5*time.Second, func(op, code string, _ time.Duration) { ops = append(ops, op+"="+code) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/storage"
@@ -29,8 +28,9 @@ type ClientConfig struct {
 	// ConnectionString, e.g. Azurite's; uses the account key in it.
 	ConnectionString string
 	// AccountURL, e.g. https://acct.blob.core.windows.net; authenticates with
-	// Credential, or azidentity.DefaultAzureCredential (which honours
-	// AZURE_CLIENT_ID for a user-assigned managed identity) when nil.
+	// Credential, or NewCredential's when nil. Share one Credential between
+	// clients and WarmUp it before the first request: a token fetch runs
+	// inside each request's RequestTimeout.
 	AccountURL string
 	Credential azcore.TokenCredential
 	// Container name.
@@ -83,8 +83,8 @@ func NewContainerClient(cfg ClientConfig) (*container.Client, error) {
 	cred := cfg.Credential
 	if cred == nil {
 		var err error
-		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
-			return nil, fmt.Errorf("bloblock: no Azure credential: %w", err)
+		if cred, err = NewCredential(); err != nil {
+			return nil, err
 		}
 	}
 	u := strings.TrimSuffix(cfg.AccountURL, "/") + "/" + cfg.Container
