@@ -72,7 +72,7 @@ GO_TEST_TIMEOUT ?= 15m
 GO_TEST_PARALLEL ?= 4
 
 .PHONY: test
-test: node_modules test-go test-azure-offline test-infra ## Run every offline test: Go unit + Azurite integration + short chaos suite, the Azure suite's offline part, and the Terraform checks.
+test: node_modules test-go test-rules test-kql test-azure-offline test-infra ## Run every offline test: Go unit + Azurite integration + short chaos suite, the Prometheus rule tests, the alert queries' check, the Azure suite's offline part, and the Terraform checks.
 
 .PHONY: test-go
 test-go: node_modules ## Go vet and tests in every module (unit, Azurite integration, short chaos suite, consumer-module check).
@@ -97,3 +97,4 @@ include test/test.mk
 include test/azure/azure.mk
 include test/bench/bench.mk
 include infra/infra.mk
+include infra/monitoring/monitoring.mk

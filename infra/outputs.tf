@@ -72,3 +72,28 @@ output "storage_blob_endpoint" {
   description = "Blob endpoint of the storage account (the workers' BLOBLEADER_ACCOUNT_URL)."
   value       = azurerm_storage_account.this.primary_blob_endpoint
 }
+
+# --- Alerts (infra/alerts.tf) ----------------------------------------------------
+
+output "alert_action_group_id" {
+  description = "ARM id of the action group the alerts notify (null when alerts.enabled is false)."
+  value       = one(azurerm_monitor_action_group.alerts[*].id)
+}
+
+output "alert_rule_ids" {
+  description = "ARM ids of the scheduled log query alert rules by name (no_leader, two_leaders, flapping, storage_forbidden, unhealthy); empty before the worker groups exist or when alerts are off."
+  value       = { for k, r in azurerm_monitor_scheduled_query_rules_alert_v2.this : k => r.id }
+}
+
+output "alert_thresholds" {
+  description = "The thresholds the alert rules use, derived from the election timing: seconds without a leader line, the forced-break overlap allowed, leaders started per 15 minutes, seconds of 403s."
+  value = {
+    no_leader_gap_seconds    = local.alert_leader_gap_seconds
+    failover_bound_seconds   = local.alert_failover_bound_seconds
+    break_overlap_seconds    = local.alert_break_overlap_seconds
+    flapping_handovers       = var.alerts.flapping_handovers
+    forbidden_seconds        = var.alerts.rbac_propagation_minutes * 60
+    forbidden_window_minutes = local.alert_forbidden_window_minutes
+    unhealthy_after_seconds  = var.lease_duration_seconds
+  }
+}

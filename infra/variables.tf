@@ -456,3 +456,57 @@ variable "early_takeover" {
     error_message = "early_takeover.after_seconds + the break period must be less than lease_duration_seconds (${var.lease_duration_seconds}): otherwise the lease expires before an early takeover could end it; lower renew_deadline_seconds (the break period needs D + request timeout + 0.5 s)."
   }
 }
+
+# --- Alerts (infra/alerts.tf) ----------------------------------------------------
+
+variable "alerts" {
+  type = object({
+    enabled                  = optional(bool, true)
+    email_receivers          = optional(list(string), [])
+    flapping_handovers       = optional(number, 4)
+    rbac_propagation_minutes = optional(number, 15)
+    clock_skew_seconds       = optional(number, 1)
+  })
+  default     = {}
+  description = <<-EOT
+    Azure Monitor log alerts on the workers' log lines (infra/alerts.tf;
+    docs/operations.md, "Alerts"). On by default, and then they need someone
+    to tell: an action group e-mails `email_receivers`. The rules exist once
+    the worker groups do (`image_digest` set). Their thresholds follow from
+    the election timing (lease_duration_seconds, renew_deadline_seconds,
+    renew_interval_seconds, retry_period_seconds); these fields set only what
+    the timing cannot:
+    - `enabled`: create the action group and the alert rules.
+    - `email_receivers`: e-mail addresses the action group notifies (at least
+      one while enabled; distinct).
+    - `flapping_handovers`: the flapping alert fires when more leaders than
+      this start within 15 minutes (1-100).
+    - `rbac_propagation_minutes`: how long storage 403s are expected after a
+      deploy while role assignments propagate; 403s that last longer fire
+      (5-55 minutes).
+    - `clock_skew_seconds`: how far the worker hosts' clocks may differ; two
+      claims of leadership that overlap by less are not reported (0-5).
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = !var.alerts.enabled || length(var.alerts.email_receivers) > 0
+    error_message = "alerts.email_receivers must name at least one e-mail address while alerts.enabled is true (no alert without a receiver): set alerts = { email_receivers = [\"oncall@example.com\"] }, or alerts = { enabled = false } to deploy without alerts."
+  }
+  validation {
+    condition     = alltrue([for e in var.alerts.email_receivers : can(regex("^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$", e))]) && length(distinct(var.alerts.email_receivers)) == length(var.alerts.email_receivers)
+    error_message = "alerts.email_receivers must be distinct e-mail addresses (name@domain.tld)."
+  }
+  validation {
+    condition     = var.alerts.flapping_handovers >= 1 && var.alerts.flapping_handovers <= 100 && floor(var.alerts.flapping_handovers) == var.alerts.flapping_handovers
+    error_message = "alerts.flapping_handovers must be a whole number between 1 and 100."
+  }
+  validation {
+    condition     = var.alerts.rbac_propagation_minutes >= 5 && var.alerts.rbac_propagation_minutes <= 55 && floor(var.alerts.rbac_propagation_minutes) == var.alerts.rbac_propagation_minutes
+    error_message = "alerts.rbac_propagation_minutes must be a whole number of minutes between 5 and 55."
+  }
+  validation {
+    condition     = var.alerts.clock_skew_seconds >= 0 && var.alerts.clock_skew_seconds <= 5
+    error_message = "alerts.clock_skew_seconds must be between 0 and 5."
+  }
+}

@@ -100,6 +100,9 @@ func TerraformVars(e Env, postfix, operator string, images *Images) (map[string]
 		// its state is gone (TeardownByTags).
 		"tags": map[string]string{TagPurpose: SuitePurpose, TagRun: postfix},
 	}
+	// The suite's faults (kills, breaks, outages) are what the alerts page
+	// for; their rules are checked offline (infra/tests/unit/alerts.tftest.hcl).
+	vars["alerts"] = map[string]any{"enabled": false}
 	if images != nil {
 		i := strings.LastIndex(images.Worker, "@")
 		if i < 0 || !strings.Contains(images.Sidecar, "@sha256:") {

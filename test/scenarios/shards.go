@@ -201,6 +201,24 @@ func readOnceUnless(retry func(ctx context.Context, what string, read func() err
 	return func(_ context.Context, _ string, read func() error) error { return read() }
 }
 
+// departs injects f (a crash or a graceful stop) on w and expects the pool
+// balanced again within the settle bound with only w's shards moved from
+// before; the checker then judges the balance from the fault on.
+func departs(t *testing.T, c cluster.Cluster, n int, f chaos.Fault, w cluster.Worker, before map[int]string) {
+	t.Helper()
+	inject(t, c, f, w)
+	at := time.Now()
+	after := waitBalanced(t, c, n, settle(c.Params())+slack)
+	expectOnlyMoved(t, before, after, w.Identity())
+	settleAfter(t, c, at)
+}
+
+// gracefulLeave is a SIGTERM with time for the task to stop and the leases
+// to be released.
+func gracefulLeave(p cluster.Params) chaos.Fault {
+	return &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+}
+
 // waitBalanced waits until the running workers own every shard once,
 // ⌊N/M⌋ or ⌈N/M⌉ each, and returns who owns what.
 func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) map[int]string {
@@ -272,12 +290,7 @@ func shardsFollowerKilled(t *testing.T, c cluster.Cluster, n int) {
 			victim = w
 		}
 	}
-	crash := &chaos.Crash{}
-	inject(t, c, crash, victim)
-	at := time.Now()
-	after := waitBalanced(t, c, n, settle(p)+slack)
-	expectOnlyMoved(t, before, after, victim.Identity())
-	settleAfter(t, c, at)
+	departs(t, c, n, &chaos.Crash{}, victim, before)
 }
 
 // shardsLeaderKilled: the election's leader (which also owns shards) is
@@ -341,12 +354,7 @@ func shardsJoinThenLeave(t *testing.T, c cluster.Cluster, n int) {
 	}
 	waitStandbys(t, c, n, settle(p)+slack)
 	before = waitBalanced(t, c, n, slack)
-	stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
-	inject(t, c, stop, leaver)
-	left := time.Now()
-	after = waitBalanced(t, c, n, settle(p)+slack)
-	expectOnlyMoved(t, before, after, leaver.Identity())
-	settleAfter(t, c, left)
+	departs(t, c, n, gracefulLeave(p), leaver, before)
 }
 
 // shardsPartitioned: a follower is cut off from storage for longer than L.
@@ -454,12 +462,7 @@ func shardsLeaveAfterOutage(t *testing.T, c cluster.Cluster, n int) {
 		t.Fatalf("the pool took %v after the heal to be balanced with standbys; the leave would come after the standbys' warm-up (L = %v)", since.Round(time.Millisecond), p.LeaseDuration)
 	}
 	t.Logf("%s leaves %v after the heal (the standbys warm up for L = %v after it)", leaver.Identity(), time.Since(healed).Round(time.Millisecond), p.LeaseDuration)
-	stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
-	inject(t, c, stop, leaver)
-	left := time.Now()
-	after := waitBalanced(t, c, n, settle(p)+slack)
-	expectOnlyMoved(t, before, after, leaver.Identity())
-	settleAfter(t, c, left)
+	departs(t, c, n, gracefulLeave(p), leaver, before)
 }
 
 // shardsRollingRestart: each worker in turn is stopped gracefully and started

@@ -11,3 +11,9 @@ variable "image_digest" {
   description = "Digest of the pushed worker image (`sha256:...`); empty creates everything but the container groups."
   nullable    = false
 }
+
+variable "alert_email_receivers" {
+  type        = list(string)
+  description = "E-mail addresses the deployment's alerts notify (at least one)."
+  nullable    = false
+}

@@ -31,6 +31,8 @@ mock_provider "azurerm" {
 
   mock_resource "azurerm_log_analytics_workspace" {
     defaults = {
+      # The alert rules (alerts.tf) are scoped to it; the provider parses the id at plan.
+      id                 = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.OperationalInsights/workspaces/log-blobleader"
       workspace_id       = "44444444-4444-4444-4444-444444444444"
       primary_shared_key = "mock-workspace-key"
     }
@@ -66,6 +68,8 @@ variables {
   location     = "eastus"
   name_suffix  = "test"
   image_digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+  # Alerts are on by default and need a receiver (alerts.tftest.hcl).
+  alerts = { email_receivers = ["oncall@example.com"] }
 }
 
 run "storage_is_keyless_and_private" {

@@ -7,6 +7,8 @@ mock_provider "azurerm" {}
 variables {
   location     = "eastus"
   image_digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+  # Alerts are on by default and need a receiver (alerts.tftest.hcl).
+  alerts = { email_receivers = ["oncall@example.com"] }
 }
 
 run "single_task_mode_by_default" {

@@ -22,6 +22,7 @@ import (
 	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/status"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
@@ -122,6 +123,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		}
 		leaderTask = shards.lead
 		companions = append(companions, shards)
+		n.metrics.Registry.MustRegister(status.NewShardOwnership(shards.w.Owned))
 	} else {
 		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}
 		leaderTask = o.build.task(task.run, o.tick)

@@ -45,6 +45,9 @@ type companion interface {
 	handler(e *election.Elector, base http.Handler) http.Handler
 	// run works until ctx ends.
 	run(ctx context.Context) error
+	// healthy is the companion's part of /healthz (nil: healthy); it joins
+	// the elector's in /healthz, blobleader_healthy and the status log line.
+	healthy() error
 }
 
 // openNode prepares everything but the elector. It listens first, so a taken
@@ -94,7 +97,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 			return nil, err
 		}
 	}
-	n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.metrics.ObserveRequest)
+	n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.observeRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +109,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	case "":
 	case "blob":
 		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
-			n.cred, time.Second, n.metrics.ObserveRequest)
+			n.cred, time.Second, n.observeRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -178,6 +181,7 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 	cb.OnEvent = func(ev election.Event) {
 		n.metrics.ObserveEvent(ev)
 		n.write(history.NewRecord(n.o.identity, processStart, ev))
+		n.logLeadership(ev)
 		if onEvent != nil {
 			onEvent(ev)
 		}
@@ -219,6 +223,11 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 	defer stop()
 	runErr := make(chan error, 1)
 	go func() { runErr <- n.run(ctx, companions) }()
+	health := n.health(companions)
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(health))
+	statusDone := make(chan struct{})
+	go func() { defer close(statusDone); n.logStatus(ctx, health) }()
+	defer func() { stop(); <-statusDone }()
 
 	select {
 	case err = <-runErr:

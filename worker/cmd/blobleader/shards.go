@@ -84,6 +84,9 @@ func (m *shardMode) lead(ctx context.Context, term int64) error {
 // run works this member's shards beside the election.
 func (m *shardMode) run(ctx context.Context) error { return m.w.Run(ctx) }
 
+// healthy is the pool member's part of /healthz: its shard tasks' health.
+func (m *shardMode) healthy() error { return m.w.Healthy() }
+
 // shardStatus is /status in shard mode: the contract's document plus the
 // shards this worker owns and, on the leader, the assignment in force.
 type shardStatus struct {

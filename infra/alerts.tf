@@ -1,0 +1,138 @@
+# --- Alerts ----------------------------------------------------------------------
+#
+# Azure Monitor log alerts over the workers' JSON log lines in the Log Analytics
+# workspace (ACI's ContainerInsights logs land in ContainerInstanceLog_CL, one
+# row per line, the line in `Message`). The lines and their fields are a
+# contract: docs/architecture.md#log-lines-the-alerts-read. What each alert means
+# and what to check first: docs/operations.md#alerts.
+#
+# Every threshold is derived from this deployment's own timing (L, D, renew
+# interval, P); none is a constant of its own.
+
+locals {
+  alerts_enabled = var.alerts.enabled
+  # Rules watch workers, so they exist only once the worker groups do (stage 2
+  # of `make deploy`); the action group exists as soon as alerts are on.
+  alert_rules_enabled = local.alerts_enabled && local.worker_count > 0
+
+  # Every storage call carries this deadline (docs/architecture.md#the-election).
+  alert_request_timeout_seconds = min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)
+  # L1: after a crash, a new leader starts within L + 1.1·P + ε of the crashed
+  # leader's last successful renew; ε is one request timeout (the acquire and
+  # the term write that make the new leader).
+  alert_failover_bound_seconds = var.lease_duration_seconds + 1.1 * var.retry_period_seconds + local.alert_request_timeout_seconds
+  # A leader says so at least once per status interval (L, checked every P):
+  # the time between two lines that show a leader is at most the leaderless time
+  # plus L + P. The no-leader alert fires on a longer gap, so it never fires on a
+  # failover within the bound.
+  alert_leader_gap_seconds = ceil(local.alert_failover_bound_seconds + var.lease_duration_seconds + var.retry_period_seconds)
+  # After an operator's forced break the old holder learns at its next renew:
+  # two claims may overlap by one renew interval plus one request timeout.
+  alert_break_overlap_seconds = var.renew_interval_seconds + local.alert_request_timeout_seconds
+  # The 403 query must look back further than the propagation time it waits
+  # out: the first allowed window at least 5 minutes longer.
+  alert_forbidden_window_minutes = [for w in [10, 15, 30, 45, 60] : w if w >= var.alerts.rbac_propagation_minutes + 5][0]
+  # As the API spells it (an hour is PT1H, never PT60M).
+  alert_forbidden_window = local.alert_forbidden_window_minutes == 60 ? "PT1H" : "PT${local.alert_forbidden_window_minutes}M"
+
+  # The KQL of the rules lives in alerts/*.kql (checked by the Kusto language
+  # service: `make test-kql`); every rule starts from the worker lines.
+  alert_worker_lines = templatefile("${path.module}/alerts/workers.kql", {
+    groups = jsonencode(sort([for w in local.workers : w.name]))
+  })
+
+  alert_rules = {
+    no_leader = {
+      display_name = "blobleader: no leader for longer than the failover bound"
+      description  = "No worker showed a leader for more than ${local.alert_leader_gap_seconds} s (failover bound L + 1.1·P + request timeout = ${local.alert_failover_bound_seconds} s, plus one status interval L + P). docs/operations.md#alert-no-leader"
+      severity     = 0
+      window       = "PT15M"
+      threshold    = local.alert_leader_gap_seconds
+      query        = templatefile("${path.module}/alerts/no_leader.kql", { workers = local.alert_worker_lines, gap_limit = local.alert_leader_gap_seconds, window_seconds = 900 })
+    }
+    two_leaders = {
+      display_name = "blobleader: two workers claim leadership"
+      description  = "Two workers' claims of leadership overlapped, beyond what an operator's forced break explains (${local.alert_break_overlap_seconds} s: renew interval + request timeout). Must never happen. docs/operations.md#alert-two-leaders"
+      severity     = 0
+      window       = "PT15M"
+      threshold    = local.alert_break_overlap_seconds
+      query        = templatefile("${path.module}/alerts/two_leaders.kql", { workers = local.alert_worker_lines, break_overlap = local.alert_break_overlap_seconds, skew = var.alerts.clock_skew_seconds })
+    }
+    flapping = {
+      display_name = "blobleader: leadership flapping"
+      description  = "More than ${var.alerts.flapping_handovers} leaders started within 15 minutes. docs/operations.md#alert-flapping"
+      severity     = 2
+      window       = "PT15M"
+      threshold    = var.alerts.flapping_handovers
+      query        = templatefile("${path.module}/alerts/flapping.kql", { workers = local.alert_worker_lines, max_handovers = var.alerts.flapping_handovers })
+    }
+    storage_forbidden = {
+      display_name = "blobleader: storage 403s outlast RBAC propagation"
+      description  = "A worker's storage requests have been refused with 403 for more than ${var.alerts.rbac_propagation_minutes} minutes. docs/operations.md#alert-storage-forbidden"
+      severity     = 1
+      window       = local.alert_forbidden_window
+      threshold    = var.alerts.rbac_propagation_minutes * 60
+      query        = templatefile("${path.module}/alerts/storage_forbidden.kql", { workers = local.alert_worker_lines, forbidden_seconds = var.alerts.rbac_propagation_minutes * 60 })
+    }
+    unhealthy = {
+      display_name = "blobleader: a worker's health check fails"
+      description  = "A worker logged a failing health (what /healthz answers with 503: the election loop made no progress for a lease duration, ${var.lease_duration_seconds} s, a cancelled task did not return, or storage refuses the term write). docs/operations.md#alert-unhealthy"
+      severity     = 1
+      window       = "PT5M"
+      threshold    = var.lease_duration_seconds
+      query        = templatefile("${path.module}/alerts/unhealthy.kql", { workers = local.alert_worker_lines })
+    }
+  }
+}
+
+resource "azurerm_monitor_action_group" "alerts" {
+  count = local.alerts_enabled ? 1 : 0
+
+  name                = "ag-${var.name_prefix}"
+  resource_group_name = azurerm_resource_group.this.name
+  short_name          = substr("bl${var.name_prefix}", 0, 12)
+  tags                = local.tags
+
+  dynamic "email_receiver" {
+    for_each = var.alerts.email_receivers
+    content {
+      name                    = "email-${email_receiver.key}"
+      email_address           = email_receiver.value
+      use_common_alert_schema = true
+    }
+  }
+}
+
+resource "azurerm_monitor_scheduled_query_rules_alert_v2" "this" {
+  for_each = local.alert_rules_enabled ? local.alert_rules : {}
+
+  location             = azurerm_resource_group.this.location
+  name                 = "alert-${var.name_prefix}-${replace(each.key, "_", "-")}"
+  resource_group_name  = azurerm_resource_group.this.name
+  scopes               = [azurerm_log_analytics_workspace.this.id]
+  severity             = each.value.severity
+  evaluation_frequency = "PT5M"
+  window_duration      = each.value.window
+  display_name         = each.value.display_name
+  enabled              = true
+  description          = each.value.description
+  # Resolved when the query stops returning rows, so a healed fault clears.
+  auto_mitigation_enabled = true
+  tags                    = local.tags
+
+  criteria {
+    # Each query returns one row per violation; any row fires.
+    query                   = each.value.query
+    time_aggregation_method = "Count"
+    operator                = "GreaterThan"
+    threshold               = 0
+  }
+
+  action {
+    action_groups = [azurerm_monitor_action_group.alerts[0].id]
+    custom_properties = {
+      threshold = tostring(each.value.threshold)
+      runbook   = "docs/operations.md#alert-${replace(each.key, "_", "-")}"
+    }
+  }
+}

@@ -1,0 +1,89 @@
+// kql_check.js: parse and analyse the Azure alert queries (infra/alerts/*.kql)
+// with the Kusto language service (@kusto/language-service-next, pinned in
+// package.json), against the columns ACI writes to ContainerInstanceLog_CL.
+// Terraform fills each template's ${...} placeholders (infra/alerts.tf); this
+// check fills them with values of the same types, then fails on any error the
+// language service reports (syntax, unknown names, wrong types).
+//
+// Usage: node infra/scripts/kql_check.js [DIR]   (DIR defaults to infra/alerts)
+// Exit 0: every query is clean; 1: a diagnostic (printed); 2: bad usage.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+
+require("@kusto/language-service-next/bridge.js");
+require("@kusto/language-service-next/Kusto.Language.Bridge.js");
+const K = global.Kusto.Language;
+
+// The columns of ACI's container log table (log_type "ContainerInsights").
+const table = K.Symbols.TableSymbol.From(
+  "(TimeGenerated:datetime, ContainerGroup_s:string, ContainerName_s:string, ContainerID_s:string, " +
+    "ContainerImage_s:string, Message:string, Location_s:string, OSType_s:string, Source_s:string, " +
+    "ResourceGroup:string, SubscriptionId:string, Type:string, _ResourceId:string)",
+).WithName("ContainerInstanceLog_CL");
+const globals = K.GlobalState.Default.WithDatabase(new K.Symbols.DatabaseSymbol.ctor("workspace", [table]));
+
+// Values of the types Terraform passes (numbers may be fractional).
+const values = {
+  groups: JSON.stringify(["ci-blobleader-worker-01", "ci-blobleader-worker-02"]),
+  gap_limit: "34.1",
+  window_seconds: "900",
+  break_overlap: "5.333333333333333",
+  skew: "1",
+  max_handovers: "4",
+  forbidden_seconds: "900",
+};
+
+function render(text, extra) {
+  return text.replace(/\$\{([a-z_]+)\}/g, (m, name) => {
+    const v = name in extra ? extra[name] : values[name];
+    if (v === undefined) {
+      throw new Error(`placeholder \${${name}} has no example value in kql_check.js`);
+    }
+    return v;
+  });
+}
+
+function diagnostics(query) {
+  const code = K.KustoCode.ParseAndAnalyze(query, globals);
+  const list = code.GetDiagnostics();
+  const out = [];
+  for (let i = 0; i < list.Count; i++) {
+    const d = list.getItem(i);
+    if (String(d.Severity) === "Error") {
+      const line = query.slice(0, d.Start).split("\n").length;
+      out.push(`line ${line}: ${d.Message}`);
+    }
+  }
+  return out;
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  if (args.length > 1) {
+    console.error("usage: node infra/scripts/kql_check.js [DIR]");
+    process.exit(2);
+  }
+  const dir = args[0] || path.join(__dirname, "..", "alerts");
+  const workers = render(fs.readFileSync(path.join(dir, "workers.kql"), "utf8"), {});
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith(".kql") && f !== "workers.kql").sort();
+  if (files.length === 0) {
+    console.error(`kql_check: no queries in ${dir}`);
+    process.exit(1);
+  }
+  let failed = 0;
+  for (const f of files) {
+    const query = render(fs.readFileSync(path.join(dir, f), "utf8"), { workers });
+    const errs = diagnostics(query);
+    if (errs.length > 0) {
+      failed++;
+      console.log(`FAIL ${f}\n  ${errs.join("\n  ")}`);
+    } else {
+      console.log(`ok   ${f}`);
+    }
+  }
+  console.log(`${files.length - failed} passed, ${failed} failed`);
+  process.exit(failed > 0 ? 1 : 0);
+}
+
+main();

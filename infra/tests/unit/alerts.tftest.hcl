@@ -1,0 +1,202 @@
+# Plan-only checks of the Azure Monitor alerts (infra/alerts.tf) against a
+# mocked azurerm provider: they exist, they page the action group, and each
+# threshold is the one the election timing implies
+# (docs/operations.md, "Alerts").
+
+mock_provider "azurerm" {
+  override_during = plan
+
+  mock_data "azurerm_client_config" {
+    defaults = {
+      subscription_id = "00000000-0000-0000-0000-000000000001"
+      tenant_id       = "00000000-0000-0000-0000-000000000002"
+      object_id       = "00000000-0000-0000-0000-000000000003"
+    }
+  }
+
+  mock_resource "azurerm_log_analytics_workspace" {
+    defaults = {
+      id                 = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.OperationalInsights/workspaces/log-blobleader"
+      workspace_id       = "44444444-4444-4444-4444-444444444444"
+      primary_shared_key = "mock-workspace-key"
+    }
+  }
+
+  mock_resource "azurerm_monitor_action_group" {
+    defaults = {
+      id = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.Insights/actionGroups/ag-blobleader"
+    }
+  }
+}
+
+variables {
+  location     = "eastus"
+  name_suffix  = "test"
+  image_digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+  alerts = {
+    email_receivers = ["oncall@example.com", "lead@example.com"]
+  }
+}
+
+run "alerts_are_on_by_default_and_need_a_receiver" {
+  command = plan
+
+  variables {
+    alerts = {}
+  }
+
+  expect_failures = [var.alerts]
+}
+
+run "receivers_must_be_email_addresses" {
+  command = plan
+
+  variables {
+    alerts = { email_receivers = ["oncall"] }
+  }
+
+  expect_failures = [var.alerts]
+}
+
+run "every_alert_exists_and_pages_the_action_group" {
+  command = plan
+
+  assert {
+    condition     = length(azurerm_monitor_action_group.alerts) == 1 && tolist([for r in azurerm_monitor_action_group.alerts[0].email_receiver : r.email_address]) == tolist(["oncall@example.com", "lead@example.com"])
+    error_message = "The action group must e-mail exactly the receivers given, in order."
+  }
+  assert {
+    condition     = toset(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy"])
+    error_message = "Expected the five alert rules: no_leader, two_leaders, flapping, storage_forbidden, unhealthy."
+  }
+  assert {
+    condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
+    r.action[0].action_groups == tolist([azurerm_monitor_action_group.alerts[0].id]) && r.enabled && r.scopes == tolist([azurerm_log_analytics_workspace.this.id])])
+    error_message = "Every rule must be enabled, query the deployment's workspace and notify the action group."
+  }
+  assert {
+    condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
+      r.criteria[0].time_aggregation_method == "Count" && r.criteria[0].operator == "GreaterThan" && r.criteria[0].threshold == 0 &&
+    strcontains(r.criteria[0].query, "ContainerInstanceLog_CL") && strcontains(r.criteria[0].query, "\"ci-blobleader-worker-01\"")])
+    error_message = "Every rule must fire on any row of a query over the worker groups' lines in ContainerInstanceLog_CL."
+  }
+}
+
+run "default_timing_gives_the_default_thresholds" {
+  command = plan
+
+  # L = 15 s, D = 10 s, renew interval 2 s, P = 1 s: request timeout
+  # min(2, 10/3) = 2 s; failover bound 15 + 1.1 + 2 = 18.1 s; leader-line gap
+  # ceil(18.1 + 15 + 1) = 35 s; forced-break overlap 2 + 2 = 4 s.
+  assert {
+    condition     = output.alert_thresholds.failover_bound_seconds == 18.1 && output.alert_thresholds.no_leader_gap_seconds == 35
+    error_message = "Default timing: failover bound 18.1 s and a no-leader gap of 35 s expected, got ${output.alert_thresholds.failover_bound_seconds} and ${output.alert_thresholds.no_leader_gap_seconds}."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["no_leader"].criteria[0].query, "let gap_limit = todouble(35);")
+    error_message = "The no-leader query must fire on a gap longer than 35 s."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["two_leaders"].criteria[0].query, "let break_overlap = todouble(4);")
+    error_message = "The two-leaders query must allow a forced break's 4 s overlap and no more."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["flapping"].criteria[0].query, "leaders_started > 4")
+    error_message = "The flapping query must fire on more than 4 leaders started in its window."
+  }
+  assert {
+    condition = (strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_forbidden"].criteria[0].query, ">= 900") &&
+    azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_forbidden"].window_duration == "PT30M")
+    error_message = "The 403 query must fire on 403s spanning 15 minutes, looking back 30 minutes."
+  }
+  assert {
+    condition     = azurerm_monitor_scheduled_query_rules_alert_v2.this["no_leader"].action[0].custom_properties["threshold"] == "35"
+    error_message = "The notification must carry the no-leader threshold (35)."
+  }
+}
+
+run "thresholds_follow_the_timing_variables" {
+  command = plan
+
+  variables {
+    lease_duration_seconds = 30
+    renew_deadline_seconds = 20
+    renew_interval_seconds = 5
+    retry_period_seconds   = 2
+    alerts = {
+      email_receivers          = ["oncall@example.com"]
+      flapping_handovers       = 7
+      rbac_propagation_minutes = 40
+    }
+  }
+
+  # Request timeout min(5, 20/3) = 5 s; failover bound 30 + 2.2 + 5 = 37.2 s;
+  # gap ceil(37.2 + 30 + 2) = 70 s; forced-break overlap 5 + 5 = 10 s.
+  assert {
+    condition     = output.alert_thresholds.failover_bound_seconds == 37.2 && output.alert_thresholds.no_leader_gap_seconds == 70 && output.alert_thresholds.break_overlap_seconds == 10
+    error_message = "Thresholds must follow L, D, renew interval and P: want 37.2, 70 and 10."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["no_leader"].criteria[0].query, "let gap_limit = todouble(70);")
+    error_message = "The no-leader query must use the 70 s gap the timing implies."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["two_leaders"].criteria[0].query, "let break_overlap = todouble(10);")
+    error_message = "The two-leaders query must use the 10 s overlap the timing implies."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["flapping"].criteria[0].query, "leaders_started > 7")
+    error_message = "The flapping query must use alerts.flapping_handovers."
+  }
+  assert {
+    condition = (strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_forbidden"].criteria[0].query, ">= 2400") &&
+    azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_forbidden"].window_duration == "PT45M")
+    error_message = "A 40-minute propagation allowance must look back 45 minutes for 403s spanning 2400 s."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["unhealthy"].description, "30 s")
+    error_message = "The health alert must state the lease duration the worker's health rule uses (30 s)."
+  }
+}
+
+run "the_longest_propagation_allowance_looks_back_an_hour" {
+  command = plan
+
+  variables {
+    alerts = {
+      email_receivers          = ["oncall@example.com"]
+      rbac_propagation_minutes = 55
+    }
+  }
+
+  assert {
+    condition     = azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_forbidden"].window_duration == "PT1H"
+    error_message = "55 minutes of propagation allowance need the one-hour window, spelt PT1H."
+  }
+}
+
+run "no_rules_before_the_workers_exist" {
+  command = plan
+
+  variables {
+    image_digest = ""
+  }
+
+  assert {
+    condition     = length(azurerm_monitor_action_group.alerts) == 1 && length(azurerm_monitor_scheduled_query_rules_alert_v2.this) == 0
+    error_message = "Stage 1 (no image yet, no worker groups): the action group but no rule (there is nothing to watch)."
+  }
+}
+
+run "alerts_off_creates_nothing_and_needs_no_receiver" {
+  command = plan
+
+  variables {
+    alerts = { enabled = false }
+  }
+
+  assert {
+    condition     = length(azurerm_monitor_action_group.alerts) == 0 && length(azurerm_monitor_scheduled_query_rules_alert_v2.this) == 0 && output.alert_action_group_id == null
+    error_message = "alerts.enabled = false must create no action group and no rule."
+  }
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+)
+
+// The log lines the shipped Azure Monitor alerts (infra/alerts.tf) parse,
+// and the health the Prometheus rules (infra/monitoring/) read
+// (docs/architecture.md#log-lines-the-alerts-read). Their `event` values and
+// fields are a contract.
+//
+// Every line reports a step already taken (act first, report after): the
+// leadership lines are written from the elector's OnEvent, after the step
+// they report, like the history record beside them; the status heartbeat
+// runs in its own goroutine, beside the election and never on its path.
+
+// Values of the `event` field of the alert log lines.
+const (
+	logEventStartedLeading = "started_leading"
+	logEventStoppedLeading = "stopped_leading"
+	logEventStatus         = "status"
+	logEventStorageRefusal = "storage_forbidden"
+)
+
+// logLeadership writes one line per leadership change, carrying the identity
+// (from the node's logger), the term and how long the leadership is known to
+// last, so that two concurrent claims are visible in the logs alone.
+func (n *node) logLeadership(ev election.Event) {
+	switch ev.Kind {
+	case election.EventStartedLeading:
+		n.log.Info("leadership", "event", logEventStartedLeading, "term", ev.Term, "valid_until", rfc3339(ev.ValidUntil))
+	case election.EventStoppedLeading:
+		n.log.Info("leadership", "event", logEventStoppedLeading, "term", ev.Term, "reason", ev.Reason, "valid_until", rfc3339(ev.ValidUntil))
+	}
+}
+
+// observeRequest records a storage request in the metrics and logs every
+// 403: a refusal that outlasts RBAC propagation is an alert.
+func (n *node) observeRequest(op, code string, took time.Duration) {
+	n.metrics.ObserveRequest(op, code, took)
+	if code == "403" {
+		n.log.Warn("storage request forbidden", "event", logEventStorageRefusal, "op", op, "code", 403)
+	}
+}
+
+// health is what /healthz answers (nil: 200): the elector's health joined
+// with each companion's.
+func (n *node) health(companions []companion) func() error {
+	return func() error {
+		errs := []error{n.elector.Healthy()}
+		for _, c := range companions {
+			errs = append(errs, c.healthy())
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// statusSnapshot is what one status line says.
+type statusSnapshot struct {
+	role       election.Role
+	term       int64
+	leader     string
+	validUntil time.Time
+	health     string // empty: healthy
+}
+
+func (n *node) snapshot(health func() error) statusSnapshot {
+	s := n.elector.Status()
+	snap := statusSnapshot{role: s.Role, term: s.Term, leader: s.Leader, validUntil: s.ValidUntil}
+	if err := health(); err != nil {
+		snap.health = err.Error()
+	}
+	return snap
+}
+
+// changed reports whether a new line is due for reasons other than time:
+// a different role, term or leader, or health turning.
+func (s statusSnapshot) changed(prev statusSnapshot) bool {
+	return s.role != prev.role || s.term != prev.term || s.leader != prev.leader || (s.health == "") != (prev.health == "")
+}
+
+// logStatus writes a status line once per lease duration, and at once
+// (within one retry period) when role, term, leader or health change, until
+// ctx ends. The heartbeat is what lets a query tell "no leader" from "no
+// news": every worker keeps saying who it is and what it sees.
+func (n *node) logStatus(ctx context.Context, health func() error) {
+	every, check := n.cfg.LeaseDuration, n.cfg.RetryPeriod
+	t := time.NewTicker(check)
+	defer t.Stop()
+	var last statusSnapshot
+	var lastAt time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s := n.snapshot(health)
+			if !lastAt.IsZero() && now.Sub(lastAt) < every && !s.changed(last) {
+				continue
+			}
+			last, lastAt = s, now
+			n.writeStatus(s)
+		}
+	}
+}
+
+func (n *node) writeStatus(s statusSnapshot) {
+	args := []any{"event", logEventStatus, "role", string(s.role), "term", s.term, "leader", s.leader,
+		"valid_until", rfc3339(s.validUntil), "healthy", s.health == ""}
+	if s.health != "" {
+		args = append(args, "health", s.health)
+		n.log.Warn("status", args...)
+		return
+	}
+	n.log.Info("status", args...)
+}
+
+// rfc3339 formats t in UTC, or "" for the zero time (no bound known).
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

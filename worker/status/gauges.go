@@ -1,0 +1,49 @@
+package status
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// NewHealthGauge exports blobleader_healthy: 1 while healthy() (what
+// /healthz answers) returns nil, read at scrape time, so a scrape sees a
+// failing health without probing (docs/architecture.md#log-lines-the-alerts-read).
+func NewHealthGauge(healthy func() error) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "blobleader_healthy",
+		Help: "1 if /healthz would answer 200 at the moment of the scrape, else 0.",
+	}, func() float64 {
+		if healthy() != nil {
+			return 0
+		}
+		return 1
+	})
+}
+
+// NewShardOwnership exports the shards a worker holds the leases of, read
+// at scrape time from owned: blobleader_shard_owned{shard="3"} 1 per owned
+// shard, and blobleader_shards_owned, their count.
+func NewShardOwnership(owned func() []int) prometheus.Collector {
+	return &shardOwnership{
+		owned: owned,
+		one:   prometheus.NewDesc("blobleader_shard_owned", "1 for each shard whose lease this worker holds at the moment of the scrape.", []string{"shard"}, nil),
+		count: prometheus.NewDesc("blobleader_shards_owned", "How many shards this worker holds the leases of at the moment of the scrape.", nil, nil),
+	}
+}
+
+type shardOwnership struct {
+	owned func() []int
+	one   *prometheus.Desc
+	count *prometheus.Desc
+}
+
+func (s *shardOwnership) Describe(ch chan<- *prometheus.Desc) { ch <- s.one; ch <- s.count }
+
+func (s *shardOwnership) Collect(ch chan<- prometheus.Metric) {
+	owned := s.owned()
+	for _, n := range owned {
+		ch <- prometheus.MustNewConstMetric(s.one, prometheus.GaugeValue, 1, strconv.Itoa(n))
+	}
+	ch <- prometheus.MustNewConstMetric(s.count, prometheus.GaugeValue, float64(len(owned)))
+}
