@@ -36,6 +36,13 @@
 // Operator fault:
 //
 //   - BreakLease — BreakLease(0) on the lock blob from a client of its own.
+//   - OperatorMetadata — break the lease and write the lock's metadata by
+//     hand (a typo'd term, a term that cannot grow, no holder).
+//   - Rollback — storage goes back in time: the lock's metadata and the
+//     ledger restored to an earlier Snapshot.
+//
+// Request fault by blob: SlowReads — one worker's reads of some blobs (a
+// --shards leader's member reports) held below the request timeout.
 //
 // What this package does not do: decide when to inject (the scenarios do),
 // record the timeline (the cluster does), or judge the outcome (the checker).

@@ -25,7 +25,12 @@ const (
 	KindDeleteBlob      Kind = "delete_blob"      // an operator deletes the lock blob
 	KindDeleteContainer Kind = "delete_container" // an operator deletes the lock's container
 
-	KindBlockedOutput    Kind = "blocked_output"    // a process's stdout/stderr a full pipe nobody reads
+	KindBlockedOutput Kind = "blocked_output" // a process's stdout/stderr a full pipe nobody reads
+
+	KindOperatorMetadata Kind = "operator_metadata" // an operator writes the lock's metadata (bad term, huge term, no holder)
+	KindRollback         Kind = "metadata_rollback" // storage goes back in time: lock metadata and ledger restored to an earlier copy
+	KindSlowReads        Kind = "slow_member_reads" // one worker's reads of some blobs (members' reports) slowed, below the request timeout
+
 	KindSupervisorFreeze Kind = "supervisor_freeze" // a `blobleader run` supervisor SIGSTOPped alone, its command running on
 	KindJobStop          Kind = "job_stop"          // a job-control signal (SIGTSTP, SIGTTIN, SIGTTOU) to a supervisor alone
 	KindEscape           Kind = "escape"            // a supervised command starts jobs in a new session and a new process group

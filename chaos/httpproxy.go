@@ -50,6 +50,12 @@ type hook interface {
 	drop(op Op, status int) bool
 }
 
+// pathHook is a hook that also selects requests by the blob path they name
+// (SlowReads: one kind of blob, not one operation).
+type pathHook interface {
+	holdPath(op Op, path string) (delay time.Duration, done func(Delivery), ok bool)
+}
+
 // Delivery is what became of one held request.
 type Delivery struct {
 	Op     Op        `json:"op"`
@@ -137,7 +143,11 @@ func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := ClassifyRequest(r)
 	hooks := p.snapshot()
 	for _, h := range hooks {
-		if delay, done, ok := h.hold(op); ok {
+		delay, done, ok := h.hold(op)
+		if ph, isPath := h.(pathHook); isPath && !ok {
+			delay, done, ok = ph.holdPath(op, r.URL.Path)
+		}
+		if ok {
 			p.serveHeld(w, r, body, op, delay, done)
 			return
 		}

@@ -260,6 +260,10 @@ variable "renew_interval_seconds" {
     condition     = var.renew_interval_seconds > 0 && var.renew_interval_seconds <= var.renew_deadline_seconds / 3
     error_message = "renew_interval_seconds must be > 0 and <= renew_deadline_seconds / 3 (got ${var.renew_interval_seconds} with D=${var.renew_deadline_seconds}): use at most ${floor(var.renew_deadline_seconds * 1000 / 3) / 1000}."
   }
+  validation {
+    condition     = min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) >= 0.5
+    error_message = "renew_interval_seconds and renew_deadline_seconds give a request timeout min(renew_interval_seconds, renew_deadline_seconds / 3) = ${min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)} s; it must be at least 0.5 s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and Azure Storage takes up to 2 s (its SLA). Raise both."
+  }
 }
 
 variable "resource_group_name" {
@@ -306,7 +310,13 @@ variable "shards" {
 variable "storage_replication_type" {
   type        = string
   default     = "ZRS"
-  description = "Replication of the storage account. ZRS keeps the lease available when one zone fails; use LRS in a region without zones."
+  description = <<-EOT
+    Replication of the storage account. ZRS keeps the lease available when one zone fails; use LRS in a region without zones.
+    Geo-replicated types (GRS, GZRS, RAGRS, RAGZRS) replicate asynchronously: after an account failover the lock's term and
+    the ledger are as they were up to the replication lag earlier. Terms stay unique across that only because every new term
+    is above the wall-clock millisecond (worker/election/doc.go, Non-guarantees): keep the workers' clocks NTP-synced, and after
+    a failover let no worker whose clock ran ahead of the others stamp first. The ledger's newest entries are lost with it.
+  EOT
   nullable    = false
 
   validation {
@@ -343,6 +353,14 @@ variable "watchdog_timeout_seconds" {
   validation {
     condition     = var.watchdog_timeout_seconds == 0 || var.watchdog_timeout_seconds >= var.renew_interval_seconds
     error_message = "watchdog_timeout_seconds must be 0 (off) or at least renew_interval_seconds (${var.renew_interval_seconds}), got ${var.watchdog_timeout_seconds}."
+  }
+  validation {
+    condition     = var.watchdog_timeout_seconds == 0 || max(var.tick_seconds, 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)) < var.watchdog_timeout_seconds
+    error_message = "watchdog_timeout_seconds (${var.watchdog_timeout_seconds}) must be 0 (off) or greater than max(tick_seconds, 2 x request timeout) = ${max(var.tick_seconds, 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3))}: the leader task heartbeats once per tick and per ledger append (up to 2 x the request timeout min(renew_interval_seconds, renew_deadline_seconds / 3)), or its own watchdog steps every leader down. Lower tick_seconds or raise watchdog_timeout_seconds."
+  }
+  validation {
+    condition     = var.shards == 0 || var.watchdog_timeout_seconds == 0 || 1.1 * var.retry_period_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) <= var.watchdog_timeout_seconds
+    error_message = "With shards > 0, watchdog_timeout_seconds (${var.watchdog_timeout_seconds}) must be 0 (off) or at least 1.1 x retry_period_seconds + 2 x request timeout = ${1.1 * var.retry_period_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)}: the shard coordinator heartbeats once per pass, one pass per poll period. Lower retry_period_seconds or raise watchdog_timeout_seconds."
   }
 }
 

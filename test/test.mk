@@ -19,7 +19,8 @@ CHAOS_RUN  ?= .
 CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$$(( $${d%h} * 60 ));; (*m) m=$${d%m};; (*s) m=$$(( $${d%s} / 60 + 1 ));; (*) m=120;; esac; echo $$(( 2 * m + 5 * $(REPEAT) + 15 ))m)
 
 .PHONY: chaos
-chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and a seeded soak (DURATION=10m SEED=…); reports in out/chaos.
+chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and three seeded soaks (DURATION=10m SEED=…); reports in out/chaos. Takes roughly 30–40 min + 2 × DURATION on 2 cores (over 15 min at DURATION=2m); bounded by CHAOS_TIMEOUT.
+	@case '$(DURATION)' in ([0-9]*[smh]) d='$(DURATION)'; case $${d%?} in (*[!0-9]*) echo "invalid DURATION=$(DURATION): must be a whole number of seconds, minutes or hours, e.g. 10m"; exit 2;; esac;; (*) echo "invalid DURATION=$(DURATION): must be a whole number of seconds, minutes or hours, e.g. 10m"; exit 2;; esac
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/blobleader ./worker/cmd/blobleader
 	rm -rf $(CHAOS_OUT) && mkdir -p $(CHAOS_OUT)

@@ -120,13 +120,18 @@ func (c *Controller) write(ctx context.Context, faults []PlanFault, stop *StopRe
 	return st, nil
 }
 
+// pollTicker ticks every Poll (default 1 s): how often a wait reads the
+// sidecar's state.
+func (c *Controller) pollTicker() *time.Ticker {
+	if c.Poll <= 0 {
+		return time.NewTicker(time.Second)
+	}
+	return time.NewTicker(c.Poll)
+}
+
 // wait polls the state until the sidecar reports version v.
 func (c *Controller) wait(ctx context.Context, v int64) (State, error) {
-	every := c.Poll
-	if every <= 0 {
-		every = time.Second
-	}
-	tick := time.NewTicker(every)
+	tick := c.pollTicker()
 	defer tick.Stop()
 	last := "no state yet"
 	for {

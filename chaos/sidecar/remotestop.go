@@ -63,11 +63,7 @@ func (r *RemoteStop) Remove(ctx context.Context) error {
 }
 
 func (r *RemoteStop) waitBack(ctx context.Context) error {
-	every := r.Controller.Poll
-	if every <= 0 {
-		every = time.Second
-	}
-	tick := time.NewTicker(every)
+	tick := r.Controller.pollTicker()
 	defer tick.Stop()
 	last := "no state yet"
 	for {

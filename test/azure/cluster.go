@@ -306,6 +306,12 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 	case *chaos.DeleteBlob:
 		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
 		return f, nil
+	case *chaos.OperatorMetadata:
+		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
+		return f, nil
+	case *chaos.Rollback:
+		f.Container, f.LockBlob = c.cfg.Leases, c.cfg.LockBlob
+		return f, nil
 	case *chaos.AzureCrash:
 		if f.Group == nil {
 			if err := needGroups(); err != nil {

@@ -6,10 +6,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,12 +170,7 @@ func (r RunReport) Markdown() string {
 	}
 	if len(r.Stages) > 0 {
 		b.WriteString("\n## Deployment stages\n\n| stage | duration |\n|---|---|\n")
-		names := make([]string, 0, len(r.Stages))
-		for n := range r.Stages {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(r.Stages)) {
 			fmt.Fprintf(&b, "| %s | %v |\n", n, r.Stages[n].Round(time.Second))
 		}
 	}

@@ -1,14 +1,14 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/blobleader/blobleader/test/cluster"
 )
 
 // Buckets is blobleader_storage_request_duration_seconds summed over ops:
@@ -19,36 +19,27 @@ type Buckets map[float64]float64
 // ParseBuckets reads Prometheus text (GET /metrics) and sums the request
 // duration histogram's buckets over ops.
 func ParseBuckets(r io.Reader) (Buckets, error) {
-	const name = "blobleader_storage_request_duration_seconds_bucket{"
 	out := Buckets{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
+	err := cluster.EachSample(r, "blobleader_storage_request_duration_seconds_bucket", func(labels, value string) error {
+		le := cluster.Label(labels, "le")
+		if le == "" {
+			return nil
 		}
-		i := strings.Index(line, `le="`)
-		end := strings.LastIndexByte(line, '}')
-		if i < 0 || end < i {
-			continue
-		}
-		le, _, _ := strings.Cut(line[i+4:], `"`)
 		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
 		if err != nil {
-			return nil, fmt.Errorf("bucket le %q: %w", le, err)
+			return fmt.Errorf("bucket le %q: %w", le, err)
 		}
-		fields := strings.Fields(line[end+1:])
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
+		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return nil, fmt.Errorf("bucket value %q: %w", fields[0], err)
+			return fmt.Errorf("bucket value %q: %w", value, err)
 		}
 		out[bound] += v
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // Add adds o's counts to b.

@@ -69,18 +69,14 @@ func (r Results) Inconclusive(flavor, kind string) int {
 }
 
 // FromFault and FromBasis extract one measure from trials.
-func FromFault(ts []Trial) []float64 {
-	out := make([]float64, len(ts))
-	for i, t := range ts {
-		out[i] = t.FromFault
-	}
-	return out
-}
+func FromFault(ts []Trial) []float64 { return column(ts, func(t Trial) float64 { return t.FromFault }) }
+func FromBasis(ts []Trial) []float64 { return column(ts, func(t Trial) float64 { return t.FromBasis }) }
 
-func FromBasis(ts []Trial) []float64 {
+// column is one measure of every trial, in the trials' order.
+func column[T any](ts []T, measure func(T) float64) []float64 {
 	out := make([]float64, len(ts))
 	for i, t := range ts {
-		out[i] = t.FromBasis
+		out[i] = measure(t)
 	}
 	return out
 }

@@ -278,7 +278,7 @@ type ShardRecovery struct {
 // identity.
 func Recovery(intervals map[int][]checker.Interval, victim string, at time.Time) ShardRecovery {
 	var r ShardRecovery
-	for _, s := range sortedInts(intervals) {
+	for _, s := range sortedKeys(intervals) {
 		ivs := intervals[s]
 		for i, iv := range ivs {
 			if iv.Identity != victim || iv.Start.After(at) || iv.End.Before(at) {
@@ -306,15 +306,6 @@ func Recovery(intervals map[int][]checker.Interval, victim string, at time.Time)
 	return r
 }
 
-func sortedInts[V any](m map[int]V) []int {
-	ks := make([]int, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
 // shardTrial turns one fault into a trial: Recovery for the time until
 // every shard is owned again, the checker's per-shard failovers for the
 // bound.
@@ -334,7 +325,7 @@ func shardTrial(sres checker.ShardResult, f checker.Fault) (ShardTrial, []time.D
 	default:
 		tr.FromFault = rec.Again.Sub(f.Start).Seconds()
 	}
-	for _, s := range sortedInts(sres.PerShard) {
+	for _, s := range sortedKeys(sres.PerShard) {
 		for _, fo := range sres.PerShard[s].Failovers {
 			if fo.Kind != f.Kind || fo.Target != f.Target || !fo.Injected.Equal(f.Start) {
 				continue

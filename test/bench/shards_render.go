@@ -25,19 +25,11 @@ func (s ShardsResult) trials(kind string) (ok []ShardTrial, inconclusive int) {
 }
 
 func shardFromFault(ts []ShardTrial) []float64 {
-	out := make([]float64, len(ts))
-	for i, t := range ts {
-		out[i] = t.FromFault
-	}
-	return out
+	return column(ts, func(t ShardTrial) float64 { return t.FromFault })
 }
 
 func shardFromBasis(ts []ShardTrial) []float64 {
-	out := make([]float64, len(ts))
-	for i, t := range ts {
-		out[i] = t.MaxFromBasis
-	}
-	return out
+	return column(ts, func(t ShardTrial) float64 { return t.MaxFromBasis })
 }
 
 // overBound counts trials whose slowest shard took longer than its bound.

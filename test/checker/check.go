@@ -130,12 +130,13 @@ func Check(run Run, p Params) (Result, error) {
 	c.checkTakeovers()
 	c.checkLedger()
 	c.checkFailovers()
+	c.checkKept()
 	c.checkContending()
 	c.checkHistories()
 	c.checkRequirements()
 	c.checkDropped()
 	res := Result{Intervals: c.ivs, Failovers: c.failovers, Inconclusive: c.inconclusive, Duplicates: dups}
-	for _, inv := range []string{InvS1, InvBreak, InvTakeover, InvS2, InvL1, InvL2, InvEvidence} {
+	for _, inv := range []string{InvS1, InvBreak, InvTakeover, InvS2, InvL1, InvL2, InvKeep, InvEvidence} {
 		for _, v := range c.violations {
 			if v.Invariant == inv {
 				res.Violations = append(res.Violations, v)

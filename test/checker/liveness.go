@@ -68,6 +68,12 @@ func (c *checker) checkFailovers() {
 		)
 		// 1. Only a fault that hit the then-leader demands a failover.
 		switch {
+		case f.Kind == FaultOperatorMetadata:
+			// A record no contender can stamp a term on leaves the fleet
+			// leaderless until the operator repairs it: the bound counts from
+			// the repair (End).
+			hit, ok = c.holderAt(f, f.Start)
+			ok = ok && !f.End.IsZero()
 		case f.Kind == FaultCrash || f.Kind == FaultGraceful || paused(f.Kind) || forcedLoss(f.Kind):
 			hit, ok = c.holderAt(f, f.Start)
 		case windowFault(f.Kind):
@@ -118,7 +124,7 @@ func (c *checker) checkFailovers() {
 				continue // resumed before its deadline: it never stopped leading
 			}
 			lastRenew()
-		case FaultBreak:
+		case FaultBreak, FaultRollback:
 			fo.From, fo.Basis, fo.Bound = f.Start, BasisBreak, short
 		case FaultDeleteBlob, FaultDeleteContainer:
 			fo.From, fo.Basis, fo.Bound = f.Start, BasisDeleted, short

@@ -31,6 +31,18 @@ const (
 	FaultDeleteBlob      = "delete_blob"      // operator deletes the lock blob, at Start
 	FaultDeleteContainer = "delete_container" // operator deletes the lock's container, at Start
 
+	// FaultOperatorMetadata: an operator breaks the lease and writes the
+	// lock's metadata by hand (a bad term, a term that cannot grow, no
+	// holder) at Start, and repairs it at End.
+	FaultOperatorMetadata = "operator_metadata"
+	// FaultRollback: storage goes back in time at Start — the lock's record
+	// and the ledger restored to an earlier copy (the lease broken by the
+	// write). No term may be handed out twice across it (S2).
+	FaultRollback = "metadata_rollback"
+	// FaultSlowReads: Target's reads of some blobs (a --shards leader's
+	// member reports) slowed below the request timeout, Start..End.
+	FaultSlowReads = "slow_member_reads"
+
 	// Run mode's host-side faults (chaos.Kind values).
 	FaultSupervisorFreeze = "supervisor_freeze" // a supervisor SIGSTOPped alone (its command runs on), Start..End
 	FaultJobStop          = "job_stop"          // a job-control stop signal to a supervisor alone, at Start (SIGCONT at End)

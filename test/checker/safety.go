@@ -16,7 +16,7 @@ const maxLedgerViolations = 20
 // a definite loss). All three are judged by the forced-break rule.
 func forcedLoss(kind string) bool {
 	switch kind {
-	case FaultBreak, FaultDeleteBlob, FaultDeleteContainer:
+	case FaultBreak, FaultDeleteBlob, FaultDeleteContainer, FaultOperatorMetadata, FaultRollback:
 		return true
 	}
 	return false

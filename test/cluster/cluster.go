@@ -62,6 +62,12 @@ type Worker interface {
 	Running() bool
 }
 
+// Prober is a Worker whose other HTTP endpoints (/healthz, /readyz,
+// /metrics) a scenario can read: the HTTP status and the body.
+type Prober interface {
+	Probe(ctx context.Context, path string) (code int, body string, err error)
+}
+
 // Status is the worker's GET /status answer
 // (docs/architecture.md#worker-contracts).
 type Status struct {
@@ -71,7 +77,8 @@ type Status struct {
 	Leader        string    `json:"leader"`
 	LeaseDuration string    `json:"leaseDuration"`
 	Since         time.Time `json:"since"`
-	Shards        []int     `json:"shards,omitempty"` // --shards workers: the shards it owns (additive)
+	Shards        []int     `json:"shards,omitempty"`   // --shards workers: the shards it owns (additive)
+	Unusable      string    `json:"unusable,omitempty"` // why it cannot lead whatever it wins (additive)
 	// Assignment is, on a --shards leader, the assignment in force (additive).
 	Assignment *struct {
 		Owners   []string `json:"owners"`

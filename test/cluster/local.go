@@ -276,11 +276,23 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		}
 		f.Proxy = w.http
 		return nil
+	case *chaos.SlowReads:
+		if err := need(); err != nil {
+			return err
+		}
+		f.Proxy = w.http
+		return nil
 	case *chaos.BreakLease:
 		f.Blob = c.storage.NewBlobClient(c.blobName)
 		return nil
 	case *chaos.DeleteBlob:
 		f.Blob = c.storage.NewBlobClient(c.blobName)
+		return nil
+	case *chaos.OperatorMetadata:
+		f.Blob = c.storage.NewBlobClient(c.blobName)
+		return nil
+	case *chaos.Rollback:
+		f.Container, f.LockBlob = c.storage, c.blobName
 		return nil
 	case *chaos.DeleteContainer:
 		f.Container = c.storage

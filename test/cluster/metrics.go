@@ -11,13 +11,26 @@ import (
 // blobleader_storage_requests_total{op,code} by op (over codes). The bench
 // and the liveness sampling both read it.
 func RequestsByOp(r io.Reader) (map[string]float64, error) {
-	const name = "blobleader_storage_requests_total{"
 	out := map[string]float64{}
+	err := EachSample(r, "blobleader_storage_requests_total", func(labels, value string) error {
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[Label(labels, "op")] += v
+		}
+		return nil
+	})
+	return out, err
+}
+
+// EachSample calls f with the labels (`{a="x",b="y"`, without the closing
+// brace) and the value text of every labelled sample of metric in the
+// Prometheus text r, and stops at f's first error.
+func EachSample(r io.Reader, metric string, f func(labels, value string) error) error {
+	prefix := metric + "{"
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		end := strings.LastIndexByte(line, '}')
@@ -28,13 +41,11 @@ func RequestsByOp(r io.Reader) (map[string]float64, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			continue
+		if err := f(line[len(metric):end], fields[0]); err != nil {
+			return err
 		}
-		out[label(line[:end], "op")] += v
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // contendOps sums the lease operations a contending worker keeps making: ops
@@ -62,8 +73,9 @@ func contendOps(r io.Reader) (total float64, ok bool) {
 	return all, true
 }
 
-// label extracts a label's value from `name{a="x",b="y"`.
-func label(s, name string) string {
+// Label extracts a label's value from labels such as `{a="x",b="y"`; "" when
+// it is absent.
+func Label(s, name string) string {
 	i := strings.Index(s, "{"+name+`="`)
 	if i < 0 {
 		i = strings.Index(s, ","+name+`="`)

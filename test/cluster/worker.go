@@ -237,8 +237,8 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		}
 		cmd.Stdout, cmd.Stderr = inc.output.Writer(), inc.output.Writer()
 	}
-	// Its own process group: a terminal's ^C reaches the test, not the workers.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, and it dies with the test (procattr_linux.go).
+	cmd.SysProcAttr = workerProcAttr()
 	if err := cmd.Start(); err != nil {
 		if inc.output != nil {
 			_ = inc.output.Close(context.Background())
@@ -310,6 +310,28 @@ func (w *localWorker) status(ctx context.Context, inc *incarnation, timeout time
 		return st, fmt.Errorf("cluster: %s /status: %w: %q", inc.identity, err, body)
 	}
 	return st, nil
+}
+
+// Probe GETs path on the current incarnation and returns the HTTP status and
+// body, whatever the status.
+func (w *localWorker) Probe(ctx context.Context, path string) (int, string, error) {
+	inc, err := w.current()
+	if err != nil {
+		return 0, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+inc.listen+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := w.httpc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(body), err
 }
 
 func (w *localWorker) get(ctx context.Context, inc *incarnation, path string, timeout time.Duration) ([]byte, error) {

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/blobleader/blobleader/test/checker"
@@ -46,24 +47,14 @@ func WriteHTML(w io.Writer, run checker.Run, res checker.Result) error {
 		b.WriteString("</table>\n")
 	}
 	b.WriteString("<h2>Failovers by fault kind</h2>\n<table class=\"stats\"><tr><th>kind</th><th>count</th><th>p50 s</th><th>p99 s</th><th>max s</th><th>bound s</th><th>exceeded</th><th>inconclusive</th></tr>\n")
-	kinds := make([]string, 0, len(s.FailoversByKind))
-	for k := range s.FailoversByKind {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(s.FailoversByKind)) {
 		st := s.FailoversByKind[k]
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%.3f</td><td>%.3f</td><td>%.3f</td><td>%.3f</td><td>%d</td><td>%d</td></tr>\n",
 			esc(k), st.Count, st.P50, st.P99, st.Max, st.MaxBound, st.Exceeded, st.Inconclusive)
 	}
 	b.WriteString("</table>\n")
 	b.WriteString("<h2>Faults</h2>\n<table class=\"faults\"><tr><th>kind</th><th>count</th></tr>\n")
-	fk := make([]string, 0, len(s.FaultsByKind))
-	for k := range s.FaultsByKind {
-		fk = append(fk, k)
-	}
-	sort.Strings(fk)
-	for _, k := range fk {
+	for _, k := range slices.Sorted(maps.Keys(s.FaultsByKind)) {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td></tr>\n", esc(k), s.FaultsByKind[k])
 	}
 	b.WriteString("</table>\n</body>\n</html>\n")

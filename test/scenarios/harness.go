@@ -53,20 +53,7 @@ func LocalWith(p cluster.Params) Backend {
 func local(t *testing.T, p cluster.Params, n int, opts ...cluster.Option) cluster.Cluster {
 	t.Helper()
 	c := cluster.NewLocal(t, cluster.LocalConfig{Params: p})
-	if os.Getenv(EnvOut) != "" {
-		// Judge keeps the files of a run it judged; keep them also when the
-		// test fails before that (cleanups run before the temp dir goes).
-		t.Cleanup(func() {
-			if !t.Failed() {
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if h, err := c.History(ctx, 0); err == nil {
-				keep(t, filepath.Join(OutDir(t), reportName(t)), h)
-			}
-		})
-	}
+	keepOnFailure(t, c)
 	if n > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -327,4 +314,36 @@ func keep(t *testing.T, dir string, h cluster.History) {
 			}
 		}
 	}
+}
+
+// keepOnFailure registers a cleanup that keeps c's histories and logs (and
+// the extra files) in $BLOBLEADER_CHAOS_OUT when t failed. Judge keeps the
+// files of a run it judged; a test that fails before that — a wait that ran
+// out, a t.Fatal in the scenario — must leave its evidence too (cleanups run
+// before the temp dir goes).
+func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
+	t.Helper()
+	if os.Getenv(EnvOut) == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		h, err := c.History(ctx, 0)
+		if err != nil {
+			t.Logf("keep the failed run's evidence: %v", err)
+			return
+		}
+		dir := filepath.Join(OutDir(t), reportName(t))
+		keep(t, dir, h)
+		for _, f := range extra {
+			if b, err := os.ReadFile(f); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+			}
+		}
+		t.Logf("failed run: histories and logs kept in %s", dir)
+	})
 }

@@ -24,3 +24,13 @@ func TestElection_LostAnswersOnAcquireAndTermWrite(t *testing.T) {
 	t.Parallel()
 	RunScenario(t, Local, LostAnswersOnAcquireAndTermWrite)
 }
+
+func TestElection_OperatorWritesBadMetadata(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, OperatorWritesBadMetadata)
+}
+
+func TestElection_StorageRolledBack(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, StorageRolledBack)
+}

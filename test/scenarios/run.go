@@ -64,7 +64,9 @@ type RunCluster struct {
 func NewRunCluster(t *testing.T) *RunCluster {
 	t.Helper()
 	c := cluster.NewLocal(t, cluster.LocalConfig{})
-	return &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: filepath.Join(c.Dir(), "activity.jsonl")}
+	rc := &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: filepath.Join(c.Dir(), "activity.jsonl")}
+	keepOnFailure(t, c, rc.activity)
+	return rc
 }
 
 // Supervise starts n supervisors whose command is ledgercmd with flags.

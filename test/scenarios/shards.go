@@ -27,6 +27,8 @@ type ShardScenario struct {
 	Shards  int // N
 	// Run injects the faults and waits on their effects; n is N.
 	Run func(t *testing.T, c cluster.Cluster, n int)
+	// Args are worker flags beyond --shards (nil: none).
+	Args []string
 }
 
 var (
@@ -37,6 +39,11 @@ var (
 	ShardsStorageOutage    = ShardScenario{Name: "ShardsStorageOutage", Workers: 3, Shards: 8, Run: shardsOutage}
 	ShardsRollingRestart   = ShardScenario{Name: "ShardsRollingRestart", Workers: 3, Shards: 8, Run: shardsRollingRestart}
 	ShardsLeaveAfterOutage = ShardScenario{Name: "ShardsLeaveAfterOutage", Workers: 3, Shards: 8, Run: shardsLeaveAfterOutage}
+	// A 6 s watchdog (the least the combination rules allow at these
+	// timings) makes four members enough to show a pass that reads them one
+	// by one: 4 × 1.8 s.
+	ShardsSlowMemberReads = ShardScenario{Name: "ShardsSlowMemberReads", Workers: 4, Shards: 8, Run: shardsSlowMemberReads,
+		Args: []string{"--watchdog-timeout", "6s"}}
 )
 
 // RunShardScenario runs s on backend Repeat(t) times and fails t on any
@@ -44,7 +51,7 @@ var (
 func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
 	t.Helper()
 	repeatRuns(t, func(t *testing.T) {
-		c := backend(t, s.Workers, cluster.Args("--shards", fmt.Sprint(s.Shards)))
+		c := backend(t, s.Workers, cluster.Args(append([]string{"--shards", fmt.Sprint(s.Shards)}, s.Args...)...))
 		s.Run(t, c, s.Shards)
 		_, res, sres := JudgeShards(t, c, ShardJudging{Shards: s.Shards, Name: reportName(t)})
 		if err := res.Err(); err != nil {
@@ -194,6 +201,24 @@ func readOnceUnless(retry func(ctx context.Context, what string, read func() err
 	return func(_ context.Context, _ string, read func() error) error { return read() }
 }
 
+// departs injects f (a crash or a graceful stop) on w and expects the pool
+// balanced again within the settle bound with only w's shards moved from
+// before; the checker then judges the balance from the fault on.
+func departs(t *testing.T, c cluster.Cluster, n int, f chaos.Fault, w cluster.Worker, before map[int]string) {
+	t.Helper()
+	inject(t, c, f, w)
+	at := time.Now()
+	after := waitBalanced(t, c, n, settle(c.Params())+slack)
+	expectOnlyMoved(t, before, after, w.Identity())
+	settleAfter(t, c, at)
+}
+
+// gracefulLeave is a SIGTERM with time for the task to stop and the leases
+// to be released.
+func gracefulLeave(p cluster.Params) chaos.Fault {
+	return &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+}
+
 // waitBalanced waits until the running workers own every shard once,
 // ⌊N/M⌋ or ⌈N/M⌉ each, and returns who owns what.
 func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) map[int]string {
@@ -265,12 +290,7 @@ func shardsFollowerKilled(t *testing.T, c cluster.Cluster, n int) {
 			victim = w
 		}
 	}
-	crash := &chaos.Crash{}
-	inject(t, c, crash, victim)
-	at := time.Now()
-	after := waitBalanced(t, c, n, settle(p)+slack)
-	expectOnlyMoved(t, before, after, victim.Identity())
-	settleAfter(t, c, at)
+	departs(t, c, n, &chaos.Crash{}, victim, before)
 }
 
 // shardsLeaderKilled: the election's leader (which also owns shards) is
@@ -334,12 +354,7 @@ func shardsJoinThenLeave(t *testing.T, c cluster.Cluster, n int) {
 	}
 	waitStandbys(t, c, n, settle(p)+slack)
 	before = waitBalanced(t, c, n, slack)
-	stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
-	inject(t, c, stop, leaver)
-	left := time.Now()
-	after = waitBalanced(t, c, n, settle(p)+slack)
-	expectOnlyMoved(t, before, after, leaver.Identity())
-	settleAfter(t, c, left)
+	departs(t, c, n, gracefulLeave(p), leaver, before)
 }
 
 // shardsPartitioned: a follower is cut off from storage for longer than L.
@@ -447,12 +462,7 @@ func shardsLeaveAfterOutage(t *testing.T, c cluster.Cluster, n int) {
 		t.Fatalf("the pool took %v after the heal to be balanced with standbys; the leave would come after the standbys' warm-up (L = %v)", since.Round(time.Millisecond), p.LeaseDuration)
 	}
 	t.Logf("%s leaves %v after the heal (the standbys warm up for L = %v after it)", leaver.Identity(), time.Since(healed).Round(time.Millisecond), p.LeaseDuration)
-	stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
-	inject(t, c, stop, leaver)
-	left := time.Now()
-	after := waitBalanced(t, c, n, settle(p)+slack)
-	expectOnlyMoved(t, before, after, leaver.Identity())
-	settleAfter(t, c, left)
+	departs(t, c, n, gracefulLeave(p), leaver, before)
 }
 
 // shardsRollingRestart: each worker in turn is stopped gracefully and started
@@ -498,4 +508,40 @@ func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 		hold(t, 200*time.Millisecond)
 	}
 	hold(t, 2*(p.RetryPeriod*11/10+p.RequestTimeout()))
+}
+
+// shardsSlowMemberReads: the coordinator's reads of the members' reports are
+// slow (each 0.9 × the request timeout, so none fails) and nothing else is.
+// The coordinator must keep its term (the checker's keep rule) and publish
+// its summaries: a pass that reads member after member spends members ×
+// latency, and its own watchdog used to depose it.
+func shardsSlowMemberReads(t *testing.T, c cluster.Cluster, n int) {
+	p := c.Params()
+	started := time.Now() // the workers joined just before: the pool's last membership change
+	leader := c.WaitLeader(t, takeover(p))
+	waitBalanced(t, c, n, settle(p)+slack)
+	// The shard checker's balance rule needs a quiet settle window after a
+	// membership change: give it the one after the start, before the fault.
+	settleAfter(t, c, started)
+	was, err := leader.Status(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &chaos.SlowReads{Prefix: c.LockBlob() + "-shards/reports/", Delay: (p.RequestTimeout() * 9 / 10).Milliseconds()}
+	inject(t, c, slow, leader)
+	// Three summaries (every 5·P), each reading every member's report.
+	end := time.Now().Add(3*5*p.RetryPeriod + 5*time.Second)
+	for time.Now().Before(end) {
+		st, err := leader.Status(ctxFor(t, 5*time.Second))
+		if err == nil && (st.Role != "leader" || st.Term != was.Term) {
+			t.Errorf("%s left term %d (now %s of term %d) while only its member reads were slow", leader.Identity(), was.Term, st.Role, st.Term)
+			break
+		}
+		hold(t, 250*time.Millisecond)
+	}
+	if err := slow.AwaitSlowed(ctxFor(t, slack), len(c.Workers())); err != nil {
+		t.Errorf("the fault slowed %d report reads, want at least %d (one summary): it missed (%v)", slow.Slowed(), len(c.Workers()), err)
+	}
+	t.Logf("%d report reads slowed by %d ms each", slow.Slowed(), slow.Delay)
+	remove(t, c, slow)
 }

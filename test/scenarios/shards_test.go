@@ -42,6 +42,11 @@ func TestShards_LeaveAfterOutage(t *testing.T) {
 	RunShardScenario(t, Local, ShardsLeaveAfterOutage)
 }
 
+func TestShards_SlowMemberReadsKeepTheCoordinator(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsSlowMemberReads)
+}
+
 func TestShards_RollingRestart(t *testing.T) {
 	t.Parallel()
 	RunShardScenario(t, Local, ShardsRollingRestart)

@@ -111,6 +111,7 @@ func ShardSoak(t *testing.T, c cluster.Cluster, sc SoakConfig, cfg ShardSoakConf
 	waitBalanced(t, c, cfg.Shards, settle(p)+slack)
 	moves := map[string]int{}
 	steps := soakSteps(t, c, sc, shardSoakActions(p, cfg, moves), func(s *soak) { awaitStandbys(s, cfg.Shards) })
+	quietTail(t, c, cfg, moves)
 	srun, res, sres := JudgeShards(t, c, ShardJudging{Shards: cfg.Shards, Name: name})
 	if files, err := report.Write(OutDir(t), name, srun.Run, res); err != nil {
 		t.Errorf("report: %v", err)
@@ -177,4 +178,42 @@ func ShardSoakText(srun checker.ShardRun, res checker.Result, sres checker.Shard
 			bc.Change.Format("15:04:05.000"), bc.Members, bc.Counts, bc.Moves, bc.Minimum)
 	}
 	return b.String()
+}
+
+// quietTail ends every shard soak with the evidence its balance rule needs,
+// whatever DURATION drew: a membership change (a join, or a graceful leave
+// at MaxLive) followed by the balance bound plus a second with no other
+// change or fault. A short schedule could otherwise end without one
+// (DURATION=2m failed "no membership change was followed by 48.6s without
+// another change or a fault": no evidence of balance).
+func quietTail(t *testing.T, c cluster.Cluster, cfg ShardSoakConfig, moves map[string]int) {
+	t.Helper()
+	p := c.Params()
+	if l, err := c.FindLeader(takeover(p)); err != nil {
+		t.Logf("soak tail: no leader before the tail (%v); the checker judges", err)
+	} else {
+		t.Logf("soak tail: %s leads", l.Identity())
+	}
+	var live []cluster.Worker
+	for _, w := range c.Workers() {
+		if w.Running() {
+			live = append(live, w)
+		}
+	}
+	if len(live) < cfg.MaxLive {
+		ws, err := c.Start(ctxFor(t, time.Minute), 1, cluster.Args("--shards", fmt.Sprint(cfg.Shards)))
+		if err != nil {
+			t.Fatalf("soak tail: join: %v", err)
+		}
+		moves["join"]++
+		t.Logf("soak tail: %s joins, then %v quiet", ws[0].Identity(), settle(p)+time.Second)
+	} else {
+		w := live[len(live)-1]
+		stop := &chaos.Stop{Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
+		inject(t, c, stop, w)
+		remove(t, c, stop)
+		moves["leave"]++
+		t.Logf("soak tail: %s leaves, then %v quiet", w.Identity(), settle(p)+time.Second)
+	}
+	hold(t, settle(p)+time.Second)
 }

@@ -18,6 +18,15 @@ const (
 	// SafetyMargin is how much shorter than the lease the renew deadline must be:
 	// room for clock-rate drift between us and storage and for request transit.
 	SafetyMargin = 2 * time.Second
+	// MinRequestTimeout is the least request timeout (Config.RequestTimeout)
+	// real storage can be asked to meet. Every storage call carries it —
+	// acquire, the term write, renew, the first token fetch of a keyless
+	// identity on a fresh TLS connection — and Azure's SLA gives a blob
+	// operation up to 2s; an in-region call takes tens of milliseconds, a
+	// token fetch plus a TLS handshake hundreds. Far below that (50ms) the
+	// first acquire times out every time against real Azure: a fleet that
+	// never leads. 500ms is the fast profile's (docs/architecture.md#the-election).
+	MinRequestTimeout = 500 * time.Millisecond
 )
 
 // MaxIdentityLength bounds Config.Identity, in bytes. The identity is stored
@@ -191,6 +200,12 @@ func (c Config) Validate() error {
 		return bad("RenewInterval", c.RenewInterval, "must be > 0")
 	case c.RenewInterval > c.RenewDeadline/3:
 		return bad("RenewInterval", c.RenewInterval, "must be at most RenewDeadline/3 (%s) so three renew attempts fit in a deadline", c.RenewDeadline/3)
+	case c.RequestTimeout() < MinRequestTimeout:
+		field, v := "RenewInterval", any(c.RenewInterval)
+		if c.RenewDeadline/3 < c.RenewInterval {
+			field, v = "RenewDeadline", c.RenewDeadline
+		}
+		return bad(field, v, "the request timeout min(RenewInterval, RenewDeadline/3) = %s must be at least %s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and real storage takes up to 2s (Azure's SLA) — raise RenewInterval and RenewDeadline", c.RequestTimeout(), MinRequestTimeout)
 	case c.RetryPeriod <= 0:
 		return bad("RetryPeriod", c.RetryPeriod, "must be > 0")
 	case c.WatchdogTimeout < 0:

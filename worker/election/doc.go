@@ -88,13 +88,26 @@
 //     RenewInterval + the request timeout). A process pause (SIGSTOP, GC) is
 //     covered: the clock keeps running. Fencing keeps side effects safe in
 //     both cases.
-//   - Terms stay monotonic across an operator deleting the lock blob or its
-//     container only as far as the term floor reaches: bloblock reads a
-//     missing term as the wall-clock millisecond, and every elector stays
-//     above the highest term it has seen, so a worker whose clock is set back
-//     by more than the time since the last deletion, with no memory of the
-//     old terms, could hand out a term a side-effect store has already seen
-//     (the store's fence then refuses it; see docs/operations.md).
+//   - Terms stay monotonic across storage that forgets — an operator deleting
+//     the lock blob or its container, or storage going back in time (an
+//     account failover to a geo-replica behind by its replication lag, a
+//     point-in-time restore) — only as far as the term floor reaches. Every
+//     new term is above the record's, above the highest this process has seen
+//     or led, and above the lock's term floor (Lock.TermFloor; bloblock: the
+//     wall-clock millisecond at the stamp). The assumption: every term handed
+//     out before is below the stamping process's wall clock in milliseconds.
+//     That holds while (a) terms do not run ahead of the clock — fewer than
+//     one leadership a millisecond, and no operator has set a term above the
+//     clock by hand — and (b) no clock that stamped a term was ahead of the
+//     clock stamping now by more than the time between the two stamps (skew
+//     below the failover or restore time: minutes, against NTP's
+//     milliseconds). A node whose clock is set back past that, with no memory
+//     of the newer terms, could hand out a term a side-effect store has
+//     already seen; the store's fence then refuses it (docs/operations.md).
+//   - A record whose term cannot give the next one (not a non-negative
+//     integer, or math.MaxInt64) is never rewritten by an elector and never
+//     wrapped: no contender leads until an operator repairs it, and each says
+//     so in Healthy, Ready and Status (ErrUnusableRecord).
 //   - Early takeover judges liveness by heartbeats, not by the task's work:
 //     a leader whose heartbeat writes fail for TakeoverAfter while its renews
 //     succeed is broken (safely), and a leader that heartbeats with a wedged

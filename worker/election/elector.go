@@ -56,6 +56,8 @@ type Elector struct {
 	beat      time.Time // last task heartbeat
 	wedged    string    // non-empty while a cancelled task has not returned
 	rejected  string    // non-empty while storage refuses our term write (ErrRejected)
+	unusable  string    // non-empty while the lock's record cannot give a next term (ErrUnusableRecord)
+	toldAt    time.Time // when unusable was last logged and emitted (once per LeaseDuration)
 }
 
 // NewElector validates cfg and returns an elector on lock.

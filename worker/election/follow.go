@@ -3,6 +3,8 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -45,7 +47,12 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 		tw.unsure = err != nil && !errors.Is(err, ErrLockHeld)
 		switch {
 		case ctx.Err() != nil:
-			if err == nil { // won just as we stop: do not make others wait L
+			// Stopping. Unless storage definitely said no, the lease may be
+			// ours — won just as we stop, or granted with the answer cut off
+			// by the cancel — so release it as this attempt's lease ID (a
+			// no-op at storage if it was never granted): a granted lease left
+			// behind would make everyone wait L.
+			if !errors.Is(err, ErrLockHeld) {
 				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
 			}
 			return won{}, false
@@ -56,8 +63,10 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			if err == nil {
 				return won{term: term, leaseID: leaseID, validUntil: sent.Add(e.cfg.RenewDeadline)}, true
 			}
-			e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
-			e.log.Warn("acquired the lease but could not write the term; releasing", "err", err)
+			if e.tellUnusable(err) {
+				e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
+				e.log.Warn("acquired the lease but could not write the term; releasing", "err", err)
+			}
 			if !errors.Is(err, ErrLockLost) {
 				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
 			}
@@ -83,18 +92,32 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 }
 
 // stampTerm writes the new term under the lease just won. The term is above
-// the stored one and above every term this process has seen or led, so a
-// record recreated after an operator deleted it (whose Get returns the
-// lock's term floor) can never hand out a term at or below one already used.
+// the stored one, above every term this process has seen or led, and above
+// the lock's term floor (Lock.TermFloor), so neither a record recreated after an
+// operator deleted it nor one restored to an older copy can hand out a term
+// at or below one already used (under the assumption in the package doc).
 func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time) (int64, error) {
 	var rec Record
 	if err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err }); err != nil {
+		e.noteRecord(err)
 		return 0, err
 	}
+	// The record may be older than the newest leadership (storage rolled
+	// back): stay above the lock's term floor too.
+	floor := e.lock.TermFloor()
 	e.mu.Lock()
-	next := Record{Holder: e.cfg.Identity, Term: max(rec.Term, e.highest) + 1, Acquired: time.Now().UTC()}
-	e.publishContract(&next) // heartbeat 0: early takeover covers us from the term write (takeover.go)
+	base := max(rec.Term, e.highest, floor)
 	e.mu.Unlock()
+	if base == math.MaxInt64 {
+		// The next term would wrap to the most negative int64: terms would
+		// go backwards. Leave the record as it is and say so.
+		err := fmt.Errorf("%w: term %d cannot grow (the next would overflow int64)", ErrUnusableRecord, base)
+		e.noteRecord(err)
+		return 0, err
+	}
+	e.noteRecord(nil)
+	next := Record{Holder: e.cfg.Identity, Term: base + 1, Acquired: time.Now().UTC()}
+	e.publishContract(&next) // heartbeat 0: early takeover covers us from the term write (takeover.go)
 	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
 	e.mu.Lock()
 	switch {
@@ -127,6 +150,7 @@ func (e *Elector) knownLeader() string {
 func (e *Elector) observe(ctx context.Context) {
 	var rec Record
 	err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err })
+	e.noteRecord(err)
 	if err != nil {
 		e.log.Debug("could not read the leader record", "err", err)
 		return
@@ -158,4 +182,37 @@ func (e *Elector) observeRecord(rec Record) {
 			e.cb.OnNewLeader(rec.Holder, rec.Term)
 		}
 	}
+}
+
+// noteRecord sets or clears the unusable-record state from the outcome of a
+// read of the lock's record: an ErrUnusableRecord sets it; a good read
+// clears it; a transient failure says nothing either way.
+func (e *Elector) noteRecord(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrUnusableRecord):
+		e.unusable = "cannot lead: " + err.Error() + " — an operator must set the lock's term (docs/operations.md#recovering-the-term)"
+	case err == nil:
+		if e.unusable != "" {
+			e.toldAt = time.Time{}
+		}
+		e.unusable = ""
+	}
+}
+
+// tellUnusable reports whether a failed term stamp should be logged and
+// emitted now: always for other errors, but for an unusable record once per
+// LeaseDuration, not once per poll.
+func (e *Elector) tellUnusable(err error) bool {
+	if !errors.Is(err, ErrUnusableRecord) {
+		return true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now := time.Now(); e.toldAt.IsZero() || now.Sub(e.toldAt) >= e.cfg.LeaseDuration {
+		e.toldAt = now
+		return true
+	}
+	return false
 }

@@ -22,6 +22,12 @@ var (
 	// fix by itself (a 4xx that is not a lease answer, e.g. metadata it cannot
 	// carry). The elector keeps contending but reports it in Healthy and Ready.
 	ErrRejected = errors.New("election: storage rejected the request")
+	// ErrUnusableRecord: the lock's record cannot give the next term — its
+	// term is not a non-negative integer (an operator's typo), or it is at
+	// the top of the int64 range and cannot grow. Retrying will not fix it;
+	// an operator must. The elector leaves the record untouched, keeps
+	// contending, and reports it in Healthy, Ready and Status.
+	ErrUnusableRecord = errors.New("election: lock record unusable")
 )
 
 // Record is what the lock stores beside the lease: who holds it and the
@@ -73,4 +79,10 @@ type Lock interface {
 	Update(ctx context.Context, leaseID string, r Record) error
 	// Describe names the lock for logs, e.g. "blob leases/leader".
 	Describe() string
+	// TermFloor is a term every new leadership's term must be above,
+	// whatever the record says: the record itself can go back in time
+	// (storage restored, or failed over to an older copy). bloblock returns
+	// the wall-clock millisecond (see the package doc, "Non-guarantees");
+	// 0 means no floor beyond the record.
+	TermFloor() int64
 }

@@ -50,6 +50,17 @@ func (s *MemStore) Delete() {
 	s.leaseID, s.broken, s.breakEnds, s.rec = "", false, time.Time{}, Record{}
 }
 
+// SetRecord overwrites the record, as an operator writing the lock's
+// metadata by hand does (after breaking the lease the write needs).
+func (s *MemStore) SetRecord(r Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leaseID != "" {
+		s.broken = true
+	}
+	s.rec = r
+}
+
 // Record returns the stored record.
 func (s *MemStore) Record() Record {
 	s.mu.Lock()
@@ -188,3 +199,7 @@ func (l *MemLock) Update(ctx context.Context, leaseID string, r Record) error {
 }
 
 func (l *MemLock) Describe() string { return "memory " + l.name }
+
+// TermFloor is 0: an in-memory store never goes back in time, so terms count
+// leaderships (which unit tests assert exactly).
+func (l *MemLock) TermFloor() int64 { return 0 }

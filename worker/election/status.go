@@ -25,6 +25,10 @@ type Status struct {
 	Leader     string    // the known leader's identity; empty if unknown; never us unless we lead
 	Since      time.Time // when the current role began
 	ValidUntil time.Time // while leading: when leadership lapses without a renew
+	// Unusable says why this contender cannot lead whatever it wins (the
+	// lock's record cannot give a next term; see ErrUnusableRecord); empty
+	// otherwise.
+	Unusable string
 }
 
 // IsLeader reports whether we lead right now: leadership is checked against
@@ -45,7 +49,7 @@ func (e *Elector) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
-	s := Status{Identity: e.cfg.Identity, Role: RoleFollower, Term: e.seenTerm, Leader: e.seenBy, Since: e.since}
+	s := Status{Identity: e.cfg.Identity, Role: RoleFollower, Term: e.seenTerm, Leader: e.seenBy, Since: e.since, Unusable: e.unusable}
 	switch {
 	case e.stopping:
 		s.Role = RoleStopping
@@ -112,6 +116,9 @@ func (e *Elector) Healthy() error {
 	if e.rejected != "" {
 		return errors.New(e.rejected)
 	}
+	if e.unusable != "" {
+		return errors.New(e.unusable)
+	}
 	// The loop touches lastLoop at least every max(P, renew interval) plus one
 	// request timeout; a full lease duration without progress means it is stuck.
 	if e.running && time.Since(e.lastLoop) > e.cfg.LeaseDuration {
@@ -130,6 +137,8 @@ func (e *Elector) Ready() error {
 		return errors.New("election loop not running")
 	case e.rejected != "":
 		return errors.New(e.rejected)
+	case e.unusable != "":
+		return errors.New(e.unusable)
 	case e.lastReply.IsZero():
 		return errors.New("no answer from storage yet")
 	case time.Since(e.lastReply) > e.cfg.LeaseDuration:

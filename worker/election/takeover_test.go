@@ -406,6 +406,7 @@ func (p plainLock) Update(ctx context.Context, id string, r Record) error {
 	return p.l.Update(ctx, id, r)
 }
 func (p plainLock) Describe() string { return "plain " + p.l.Describe() }
+func (p plainLock) TermFloor() int64 { return p.l.TermFloor() }
 
 // A leader that dies before its first renew (so before its first heartbeat)
 // is still broken early: the term write carries the contract (heartbeat 0).

@@ -49,7 +49,7 @@ type Record struct {
 	// Heartbeat: on renewed, the heartbeat written with the renew (early
 	// takeover); on lease_broken, the heartbeat the breaker read unchanged
 	// for StaleMS milliseconds of its own clock before it broke the lease
-	// with a break period of BreakPeriodMS. (Additive to DESIGN §3.)
+	// with a break period of BreakPeriodMS. (An addition to the contract.)
 	Heartbeat     int64 `json:"heartbeat,omitempty"`
 	StaleMS       int64 `json:"stale_ms,omitempty"`
 	BreakPeriodMS int64 `json:"break_period_ms,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -68,9 +69,65 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 	}
 }
 
-// call runs one storage operation with the election's request timeout.
+// call runs one storage step with the request timeout, then reports
+// progress to the stall watchdog: a step that returned (answered, failed or
+// timed out) is the coordinator making progress. A pass is many steps (the
+// listing, the assignment, departed members' blobs, the summary), so a
+// heartbeat once per pass would make leadership depend on the pool's size
+// times storage latency (docs/architecture.md#shards).
 func (co *coordinator) call(ctx context.Context, f func(context.Context) error) error {
-	return co.w.cfg.Election.WithinRequestTimeout(ctx, f)
+	err := co.w.cfg.Election.WithinRequestTimeout(ctx, f)
+	election.Heartbeat(ctx)
+	return err
+}
+
+// maxReportReads bounds the report reads one summary keeps in flight.
+const maxReportReads = 128
+
+// readReports reads the reports of members, up to maxReportReads at once,
+// each under its own request timeout and each reporting progress when it
+// returns (call): a summary costs about ⌈members / maxReportReads⌉ round
+// trips instead of one per member, and the watchdog sees progress all along
+// at any pool size. It returns the reports it could read, in members' order;
+// a report that is missing, unreadable or late is left out (the summary
+// says whose it read).
+func (co *coordinator) readReports(ctx context.Context, members []string) []memberReport {
+	w := co.w
+	reports := make([]Report, len(members))
+	found := make([]bool, len(members))
+	slots := make(chan struct{}, maxReportReads)
+	var wg sync.WaitGroup
+	for i, m := range members {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			_ = co.call(ctx, func(c context.Context) error {
+				ok, err := readJSON(c, w.cfg.Container, w.layout.Report(m), "report_read", &reports[i])
+				found[i] = ok && err == nil
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	var out []memberReport
+	for i, m := range members {
+		if found[i] {
+			out = append(out, memberReport{member: m, report: reports[i]})
+		}
+	}
+	return out
+}
+
+// memberReport is one member's report as the summary read it.
+type memberReport struct {
+	member string
+	report Report
 }
 
 // pass is one round of coordination.
@@ -274,21 +331,15 @@ func (co *coordinator) publishSummary(ctx context.Context, st poolState) error {
 			sum.Shards[s].Owner = sl.Holder
 		}
 	}
+	var members []string
 	for _, m := range a.Members {
-		if !st.Reports[m] {
-			continue
+		if st.Reports[m] {
+			members = append(members, m)
 		}
-		var r Report
-		var found bool
-		err := co.call(ctx, func(c context.Context) (err error) {
-			found, err = readJSON(c, w.cfg.Container, w.layout.Report(m), "report_read", &r)
-			return err
-		})
-		if err != nil || !found {
-			continue
-		}
-		sum.ReportedBy = append(sum.ReportedBy, m)
-		for _, p := range r.Shards {
+	}
+	for _, mr := range co.readReports(ctx, members) {
+		sum.ReportedBy = append(sum.ReportedBy, mr.member)
+		for _, p := range mr.report.Shards {
 			if p.Shard >= 0 && p.Shard < len(sum.Shards) && p.Seq > sum.Shards[p.Shard].Progress {
 				sum.Shards[p.Shard].Progress = p.Seq
 			}

@@ -56,7 +56,16 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 		}
 		return 0
 	})
-	m.Registry.MustRegister(isLeader, term, m.transitions, m.requests, m.durations)
+	unusable := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "blobleader_lock_record_unusable",
+		Help: "1 while the lock's record cannot give a next term (an unparsable term, or one that cannot grow): no contender can lead until an operator repairs it; /status says why.",
+	}, func() float64 {
+		if e := get(); e != nil && e.Status().Unusable != "" {
+			return 1
+		}
+		return 0
+	})
+	m.Registry.MustRegister(isLeader, term, unusable, m.transitions, m.requests, m.durations)
 	return m
 }
 

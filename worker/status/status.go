@@ -21,6 +21,10 @@ type Document struct {
 	Leader        string `json:"leader"`
 	LeaseDuration string `json:"leaseDuration"`
 	Since         string `json:"since"`
+	// Unusable (additive, omitted when empty) says why this contender
+	// cannot lead whatever it wins: the lock's record cannot give a next
+	// term (election.ErrUnusableRecord).
+	Unusable string `json:"unusable,omitempty"`
 }
 
 // NewDocument snapshots e. The role is computed against the renew deadline
@@ -34,6 +38,7 @@ func NewDocument(e *election.Elector) Document {
 		Leader:        s.Leader,
 		LeaseDuration: e.Config().LeaseDuration.String(),
 		Since:         s.Since.UTC().Format(time.RFC3339Nano),
+		Unusable:      s.Unusable,
 	}
 }
 

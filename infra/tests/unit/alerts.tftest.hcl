@@ -123,6 +123,9 @@ run "thresholds_follow_the_timing_variables" {
     renew_deadline_seconds = 20
     renew_interval_seconds = 5
     retry_period_seconds   = 2
+    # Above 2 x the 5 s request timeout (a ledger append's bound), or the
+    # worker's own watchdog would step every leader down (variables.tf).
+    watchdog_timeout_seconds = 15
     alerts = {
       email_receivers          = ["oncall@example.com"]
       flapping_handovers       = 7

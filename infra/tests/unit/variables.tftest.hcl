@@ -23,7 +23,7 @@ run "timings_at_the_edges_are_valid" {
     renew_deadline_seconds   = 57
     renew_interval_seconds   = 19
     retry_period_seconds     = 0.5
-    watchdog_timeout_seconds = 19
+    watchdog_timeout_seconds = 39
   }
 
   assert {
@@ -269,4 +269,47 @@ run "worker_memory_too_small" {
     worker_memory_gb = 0.05
   }
   expect_failures = [var.worker_memory_gb]
+}
+
+# Combinations each in range but unworkable together (the worker's own rules).
+run "request_timeout_below_what_storage_answers_in" {
+  command = plan
+  variables {
+    renew_deadline_seconds = 1.2
+    renew_interval_seconds = 0.4
+  }
+  expect_failures = [var.renew_interval_seconds]
+}
+
+run "tick_above_the_watchdog" {
+  command = plan
+  variables {
+    tick_seconds = 30
+  }
+  expect_failures = [var.watchdog_timeout_seconds]
+}
+
+run "append_timeout_above_the_watchdog" {
+  command = plan
+  variables {
+    watchdog_timeout_seconds = 3
+  }
+  expect_failures = [var.watchdog_timeout_seconds]
+}
+
+run "tick_above_the_watchdog_is_fine_with_the_watchdog_off" {
+  command = plan
+  variables {
+    tick_seconds             = 30
+    watchdog_timeout_seconds = 0
+  }
+}
+
+run "shard_coordinator_poll_above_the_watchdog" {
+  command = plan
+  variables {
+    shards               = 4
+    retry_period_seconds = 20
+  }
+  expect_failures = [var.watchdog_timeout_seconds]
 }

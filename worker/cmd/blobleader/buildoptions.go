@@ -16,11 +16,6 @@ import (
 // operator who set the flag or its env twin expected a different binary, so
 // it refuses to start (exit 2) and says which build has it.
 
-const unsafeFlag = "unsafe-no-step-down"
-
-// hiddenFlags are accepted but not listed by --help.
-var hiddenFlags = map[string]bool{unsafeFlag: true}
-
 // buildOptions records whether the refused flag was given.
 type buildOptions struct {
 	asked bool

@@ -117,6 +117,8 @@ Usage:
   blobleader ledger [flags]     print and verify the ledger (blobleader ledger --help)
   blobleader status [--url U]   print a running worker's /status (for images without a shell)
   blobleader shards [flags]     print the leader's summary of a --shards pool (blobleader shards --help)
+  blobleader recover-term --floor N [flags]
+                                set the lock's term above N with the workers up (blobleader recover-term --help)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	o.register(fs)
@@ -130,6 +132,12 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 	}
 	if o.tick < 10*time.Millisecond || o.tick > time.Hour {
 		return nil, usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
+	}
+	if err := o.validateTick(); err != nil {
+		return nil, err
+	}
+	if err := o.validateShardTimings(); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

@@ -18,11 +18,6 @@ import (
 // told to keep claiming leadership after losing it. Every other build
 // compiles buildoptions.go in its place.
 
-const unsafeFlag = "unsafe-no-step-down"
-
-// hiddenFlags are accepted but not listed by --help.
-var hiddenFlags = map[string]bool{unsafeFlag: true}
-
 // buildOptions are the options only this build has.
 type buildOptions struct {
 	unsafe bool // --unsafe-no-step-down

@@ -166,6 +166,13 @@ func (l *Lock) Get(ctx context.Context) (election.Record, error) {
 // they have seen; docs/failover.md has the argument).
 func (l *Lock) termFloor() int64 { return l.now().UnixMilli() }
 
+// TermFloor is the election's term floor (election.Lock): every new term is above the wall-clock
+// millisecond, not only on a record without a term. Storage can go back in
+// time — an account failover to a geo-replica or a restore hands back the
+// record as it was up to the replication lag earlier — and then the record's
+// term is below terms already handed out; the clock is not.
+func (l *Lock) TermFloor() int64 { return l.termFloor() }
+
 // RecordFromMetadata reads a record from a lock blob's metadata (holder,
 // term, acquired), as Get does and as a listing of lock blobs with their
 // metadata returns it. Every field it can read is set; the error says that
@@ -185,7 +192,7 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 		case MetaTerm:
 			t, perr := strconv.ParseInt(*v, 10, 64)
 			if perr != nil || t < 0 {
-				err = fmt.Errorf("bloblock: metadata term %q is not a non-negative integer", *v)
+				err = fmt.Errorf("%w: metadata term %q is not a non-negative integer", election.ErrUnusableRecord, *v)
 				continue
 			}
 			r.Term = t

@@ -1,0 +1,149 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+)
+
+// OperatorMetadata is an operator writing the lock blob's metadata by hand —
+// the documented recovery step with a typo in it (a term like
+// "1795400000000x"), a term at the top of the int64 range
+// ("9223372036854775807", which no leadership can grow), or a record without
+// its holder. Storage refuses a metadata write on a leased blob without the
+// lease ID, so the operator breaks the lease first, as the tools make one
+// do; a contender that re-takes the lease in between is broken again. The
+// holder learns at its next renew (the forced-break rule). Remove puts back
+// the metadata the blob had before Inject, as an operator repairing the typo
+// would.
+type OperatorMetadata struct {
+	// Term is written verbatim as the "term" value; empty leaves the term as it is.
+	Term string `json:"term,omitempty"`
+	// DropHolder removes the "holder" value.
+	DropHolder bool `json:"dropHolder,omitempty"`
+
+	Blob *blob.Client `json:"-"` // the lock blob, reached directly (not through a worker's proxy)
+
+	mu     sync.Mutex
+	active bool
+	before map[string]*string // the metadata Inject replaced
+	wrote  map[string]*string // the metadata Inject wrote
+}
+
+var _ Fault = (*OperatorMetadata)(nil)
+
+func (f *OperatorMetadata) Kind() Kind { return KindOperatorMetadata }
+
+// Target is TargetAll: the write hits whoever holds or next takes the lease.
+func (f *OperatorMetadata) Target() string { return TargetAll }
+
+// BlobName is the lock blob as container/blob, for the timeline.
+func (f *OperatorMetadata) BlobName() string { return blobName(f.Blob) }
+
+// Inject breaks any lease and writes the metadata, retrying the pair (every
+// 50 ms, within ctx) while a contender keeps re-taking the lease in between.
+func (f *OperatorMetadata) Inject(ctx context.Context) error {
+	if f.Blob == nil {
+		return fmt.Errorf("%w: operator_metadata needs the lock blob", ErrNoTarget)
+	}
+	if f.Term == "" && !f.DropHolder {
+		return fmt.Errorf("%w: operator_metadata writes nothing (set term or dropHolder)", ErrInvalid)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active {
+		return ErrInjected
+	}
+	props, err := f.Blob.GetProperties(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("chaos: operator metadata: read the record: %w", err)
+	}
+	f.before = props.Metadata
+	md := map[string]*string{}
+	for k, v := range props.Metadata {
+		switch key := strings.ToLower(k); {
+		case key == "holder" && f.DropHolder:
+		case key == "term" && f.Term != "":
+		default:
+			md[key] = v
+		}
+	}
+	if f.Term != "" {
+		md["term"] = to(f.Term)
+	}
+	if err := breakAndSetMetadata(ctx, f.Blob, md); err != nil {
+		return fmt.Errorf("chaos: operator metadata: %w", err)
+	}
+	f.active, f.wrote = true, md
+	return nil
+}
+
+// Remove puts the metadata back as it was before Inject (breaking the lease
+// of whoever holds it, as the write needs) — but only while the record is
+// still the one Inject wrote: once a contender has stamped a term over it,
+// putting the older term back would itself roll the terms back.
+func (f *OperatorMetadata) Remove(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.active {
+		return nil
+	}
+	props, err := f.Blob.GetProperties(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("chaos: operator metadata: read the record: %w", err)
+	}
+	if value(props.Metadata, "term") != value(f.wrote, "term") || value(props.Metadata, "holder") != value(f.wrote, "holder") {
+		f.active = false // a contender stamped a new record: nothing to repair
+		return nil
+	}
+	if err := breakAndSetMetadata(ctx, f.Blob, f.before); err != nil {
+		return fmt.Errorf("chaos: operator metadata: restore: %w", err)
+	}
+	f.active = false
+	return nil
+}
+
+// breakAndSetMetadata breaks any lease on b and sets its metadata to md,
+// retrying every 50 ms within ctx while a contender re-takes the lease in
+// between.
+func breakAndSetMetadata(ctx context.Context, b *blob.Client, md map[string]*string) error {
+	lc, err := lease.NewBlobClient(b, nil)
+	if err != nil {
+		return err
+	}
+	zero := int32(0)
+	for {
+		_, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &zero})
+		if err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
+			return fmt.Errorf("break the lease: %w", err)
+		}
+		_, err = b.SetMetadata(ctx, md, nil)
+		switch {
+		case err == nil:
+			return nil
+		case !bloberror.HasCode(err, bloberror.LeaseIDMissing, bloberror.LeaseIDMismatchWithBlobOperation):
+			return fmt.Errorf("set metadata: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the lease kept being re-taken: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// value is metadata key k of md (names are case-insensitive), or "".
+func value(md map[string]*string, k string) string {
+	for name, v := range md {
+		if strings.EqualFold(name, k) && v != nil {
+			return *v
+		}
+	}
+	return ""
+}

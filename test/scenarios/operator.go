@@ -1,0 +1,136 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// OperatorWritesBadMetadata: an operator writes the lock's metadata by hand
+// with the workers running — a typo in the term, a term at the top of the
+// int64 range, a record without its holder. A record no contender can stamp
+// a next term on must make the fleet say so (every worker's /readyz and
+// /healthz red with the reason, /status and a metric too) and leave the
+// record untouched, never livelock quietly nor wrap the term to a negative
+// one; after the repair a leader follows. A record without a holder is no
+// obstacle: a leader follows with a higher term.
+var OperatorWritesBadMetadata = Scenario{Name: "OperatorWritesBadMetadata", Workers: 3, Run: operatorWritesBadMetadata,
+	Requires: hitAndFailover(checker.FaultOperatorMetadata)}
+
+func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	for _, term := range []string{"1795400000000x", "9223372036854775807"} {
+		old := leading(t, c)
+		was, err := old.Status(ctxFor(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &chaos.OperatorMetadata{Term: term}
+		inject(t, c, f, nil)
+		leftTerm(t, old, was.Term, p.RenewInterval+p.RequestTimeout()+slack)
+		// Every contender finds out at its next acquire (one poll, or the
+		// 2·P hand-off pause for the old leader).
+		loud(t, c, 2*p.RetryPeriod*11/10+2*p.RequestTimeout()+slack)
+		// For a few polls more: nobody leads, nobody rewrites the record.
+		until := time.Now().Add(3 * p.RetryPeriod)
+		for time.Now().Before(until) {
+			for _, w := range c.Workers() {
+				if st, err := w.Status(ctxFor(t, 5*time.Second)); err == nil && st.Role == "leader" {
+					t.Errorf("%s leads term %d on the record with term %q", w.Identity(), st.Term, term)
+				}
+			}
+			hold(t, 200*time.Millisecond)
+		}
+		if got := lockTerm(t, c); got != term {
+			t.Errorf("the contenders rewrote the operator's term %q to %q: the record must be left for the operator", term, got)
+		}
+		remove(t, c, f) // the operator repairs the typo: the record as it was
+		next := c.WaitLeader(t, takeover(p))
+		if st, err := next.Status(ctxFor(t, 5*time.Second)); err == nil && st.Term <= was.Term {
+			t.Errorf("after the repair %s leads term %d, not above %d: terms went back", next.Identity(), st.Term, was.Term)
+		}
+	}
+	// No holder: nothing stops the next leader.
+	old := leading(t, c)
+	was, err := old.Status(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &chaos.OperatorMetadata{DropHolder: true}
+	inject(t, c, f, nil)
+	leftTerm(t, old, was.Term, p.RenewInterval+p.RequestTimeout()+slack)
+	next := c.WaitLeader(t, p.RenewInterval+p.RequestTimeout()+2*p.RetryPeriod*11/10+slack)
+	if st, err := next.Status(ctxFor(t, 5*time.Second)); err == nil && st.Term <= was.Term {
+		t.Errorf("after the holder was dropped %s leads term %d, not above %d", next.Identity(), st.Term, was.Term)
+	}
+	remove(t, c, f)
+}
+
+// loud waits until every running worker reports the unusable record: /readyz
+// and /healthz 503 naming the term, /status's unusable set, and the metric
+// at 1. It fails t with what each still said at the timeout.
+func loud(t *testing.T, c cluster.Cluster, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var quiet []string
+		for _, w := range c.Workers() {
+			if !w.Running() {
+				continue
+			}
+			if why := notLoud(t, w); why != "" {
+				quiet = append(quiet, w.Identity()+": "+why)
+			}
+		}
+		if len(quiet) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after the operator's write, not every worker says it cannot lead:\n  %s", timeout, strings.Join(quiet, "\n  "))
+		}
+		hold(t, 200*time.Millisecond) // polling HTTP: no event to await across processes
+	}
+}
+
+// notLoud says what w does not yet report about the unusable record.
+func notLoud(t *testing.T, w cluster.Worker) string {
+	pr, ok := w.(cluster.Prober)
+	if !ok {
+		t.Fatalf("the backend's worker %T cannot be probed", w)
+	}
+	for _, path := range []string{"/readyz", "/healthz"} {
+		code, body, err := pr.Probe(ctxFor(t, 5*time.Second), path)
+		if err != nil || code != 503 || !strings.Contains(body, "term") {
+			return fmt.Sprintf("%s = %d %q (%v), want 503 naming the term", path, code, strings.TrimSpace(body), err)
+		}
+	}
+	st, err := w.Status(ctxFor(t, 5*time.Second))
+	if err != nil || st.Unusable == "" {
+		return fmt.Sprintf("/status has no unusable reason (%v)", err)
+	}
+	_, m, err := pr.Probe(ctxFor(t, 5*time.Second), "/metrics")
+	if err != nil || !strings.Contains(m, "\nblobleader_lock_record_unusable 1") {
+		return fmt.Sprintf("metric blobleader_lock_record_unusable is not 1 (%v)", err)
+	}
+	return ""
+}
+
+// lockTerm reads the lock blob's term metadata verbatim.
+func lockTerm(t *testing.T, c cluster.Cluster) string {
+	t.Helper()
+	props, err := c.Storage().NewBlobClient(c.LockBlob()).GetProperties(ctxFor(t, 5*time.Second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range props.Metadata {
+		if strings.EqualFold(k, "term") && v != nil {
+			return *v
+		}
+	}
+	return ""
+}

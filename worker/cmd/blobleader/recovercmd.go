@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/google/uuid"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+)
+
+// recoverHolder is the holder recover-term writes in the lock's record.
+const recoverHolder = "operator:recover-term"
+
+// runRecoverTerm is the operator's recovery of the lock's term with the
+// workers up (docs/operations.md#recovering-the-term): take the lease
+// (breaking a holder's: it learns at its next renew), set the term to
+// floor+1 under it, release. A term at or above floor+1 is never lowered.
+func runRecoverTerm(args []string, stdout, _ io.Writer) error {
+	var r readFlags
+	var floor string
+	fs := newFlagSet("blobleader recover-term", stdout, `blobleader recover-term — set the lock's term above a floor, with the workers running.
+
+Usage:
+  blobleader recover-term --floor N [storage flags]
+
+For a lock whose term an operator mistyped (no worker can lead; /readyz says
+why), or that is below terms a fenced store has seen (storage restored, a
+clock set back): N is the highest term any leader may have used — e.g. the
+last ledger entry's (blobleader ledger --json | tail -1). It takes the lock's
+lease (breaking the leader's if one holds it: that leader steps down at its
+next renew, as after any forced break), writes term N+1, and releases; the
+next leader stamps above N+1. It refuses (exit 2, the record untouched) when
+the term is already N+1 or more: a term is never lowered.
+
+Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
+1 anything else (storage unreachable, the lease kept being re-taken).`)
+	r.register(fs)
+	fs.StringVar(&floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer below 9223372036854775807")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	n, err := strconv.ParseInt(floor, 10, 64)
+	switch {
+	case floor == "":
+		return usagef("missing --floor: the highest term any leader may have used (e.g. the last ledger entry's)")
+	case err != nil || n < 0:
+		return usagef("invalid --floor %q: must be a non-negative integer", floor)
+	case n >= math.MaxInt64-1:
+		return usagef("invalid --floor %d: must be below %d, so that the term set (floor+1) can still grow", n, int64(math.MaxInt64-1))
+	}
+	c, ctx, cancel, err := r.open()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	lock, err := bloblock.New(c, r.storage.blob)
+	if err != nil {
+		return err
+	}
+	// 1. Take the lease. Workers poll every P and a leader holds it: break
+	// and acquire at once, again until we hold it or --timeout.
+	leaseID := uuid.NewString()
+	for attempt := 1; ; attempt++ {
+		err := lock.Acquire(ctx, leaseID, election.MinLeaseDuration)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, election.ErrLockHeld) {
+			return fmt.Errorf("take the lease: %w", err)
+		}
+		fmt.Fprintf(stdout, "lease held: breaking it (attempt %d)\n", attempt)
+		if err := bloblock.Break(ctx, c, r.storage.blob); err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
+			return fmt.Errorf("break the lease: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the lease kept being re-taken for %s: %w", r.timeout, ctx.Err())
+		default:
+		}
+	}
+	release := func() { _ = lock.Release(ctx, leaseID) }
+	// 2. Read the term as stored (not through Get, which reads a missing
+	// term as the clock floor and refuses an unparsable one).
+	props, err := c.NewBlobClient(r.storage.blob).GetProperties(ctx, nil)
+	if err != nil {
+		release()
+		return fmt.Errorf("read the record: %w", err)
+	}
+	stored := ""
+	for k, v := range props.Metadata {
+		if strings.EqualFold(k, bloblock.MetaTerm) && v != nil {
+			stored = *v
+		}
+	}
+	if cur, err := strconv.ParseInt(stored, 10, 64); err == nil && cur > n {
+		release()
+		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", n, cur)
+	}
+	// 3. Write floor+1 under our lease, then release.
+	rec := election.Record{Holder: recoverHolder, Term: n + 1, Acquired: time.Now().UTC()}
+	if err := lock.Update(ctx, leaseID, rec); err != nil {
+		release()
+		return fmt.Errorf("write the term: %w", err)
+	}
+	if err := lock.Release(ctx, leaseID); err != nil {
+		return fmt.Errorf("term %d written, but the release failed (the lease expires within %s): %w", rec.Term, election.MinLeaseDuration, err)
+	}
+	was := stored
+	if was == "" {
+		was = "(none)"
+	}
+	fmt.Fprintf(stdout, "term set to %d (was %s); the next leader stamps a term above it\n", rec.Term, strconv.Quote(was))
+	return nil
+}

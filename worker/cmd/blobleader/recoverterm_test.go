@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
+	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+)
+
+func TestRecoverTerm_BadInputExitsTwo(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	if code, out := runWorkerCmd(t, nil, "recover-term", "--help"); code != 0 || !strings.Contains(out, "--floor") {
+		t.Fatalf("recover-term --help: exit %d\n%s", code, out)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no floor", []string{conn}},
+		{"negative floor", []string{conn, "--floor=-5"}},
+		{"not a number", []string{conn, "--floor=12x"}},
+		{"floor that cannot grow", []string{conn, "--floor=9223372036854775807"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING="}, append([]string{"recover-term"}, tc.args...)...)
+			if code != 2 || !strings.Contains(out, "--floor") {
+				t.Fatalf("exit %d, want 2 naming --floor:\n%s", code, out)
+			}
+		})
+	}
+}
+
+// The operator's recovery with the workers up: a leader holds the lease, the
+// record's term is an operator's typo. recover-term takes the lease (breaking
+// the holder's, which learns at its next renew), sets the term above the
+// floor, releases — and refuses, leaving the record alone, a floor that would
+// lower the term.
+func TestRecoverTerm_SetsTheTermAboveTheFloorAndNeverLowersIt(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "leases"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := c.NewBlockBlobClient("leader")
+	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	typo := "1795400000000x"
+	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &typo, "term": &typo}, nil); err != nil {
+		t.Fatal(err)
+	}
+	holder, _ := lease.NewBlobClient(b.BlobClient(), nil)
+	if _, err := holder.AcquireLease(ctx, 60, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn := "--connection-string=" + az.ConnectionString()
+	code, out := runWorkerCmd(t, nil, "recover-term", conn, "--floor=1795400000000")
+	if code != 0 {
+		t.Fatalf("recover-term: exit %d\n%s", code, out)
+	}
+	term := func() string {
+		props, err := b.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range props.Metadata {
+			if strings.EqualFold(k, "term") {
+				return *v
+			}
+		}
+		return ""
+	}
+	if got := term(); got != "1795400000001" {
+		t.Fatalf("term after recover-term --floor 1795400000000 = %q, want 1795400000001\n%s", got, out)
+	}
+	if _, err := holder.RenewLease(ctx, nil); err == nil {
+		t.Fatal("the old holder still renews: recover-term did not take the lease")
+	}
+	// The lease is free again: a follower takes it within a poll.
+	if _, err := holder.AcquireLease(ctx, 15, nil); err != nil {
+		t.Fatalf("the lease was not released: %v", err)
+	}
+	if _, err := holder.ReleaseLease(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runWorkerCmd(t, nil, "recover-term", conn, "--floor=5")
+	if code != 2 || !strings.Contains(out, "--floor") || !strings.Contains(out, "1795400000001") {
+		t.Fatalf("recover-term --floor 5 over term 1795400000001: exit %d, want 2 naming --floor and the term\n%s", code, out)
+	}
+	if got := term(); got != "1795400000001" {
+		t.Fatalf("a refused recover-term changed the term to %q", got)
+	}
+}
