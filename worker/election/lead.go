@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -271,12 +272,34 @@ func (l *leadership) awaitTask(reason string) {
 
 // release gives the lease up on a fresh, bounded context (Run's may be
 // cancelled), as this leadership's lease ID.
+//
+// A transient failure (a timeout, a 5xx) is retried, up to releaseAttempts
+// calls in all: the same lease ID can only ever free this leadership's lease,
+// so a retry is safe, and without it one failed request leaves the lease to
+// expire — a whole LeaseDuration without a leader. A definite answer (the
+// lease is gone or another's) ends the attempts.
 func (l *leadership) release(reason string) {
 	e := l.e
-	err := e.call(context.WithoutCancel(l.ctx), func(c context.Context) error { return e.lock.Release(c, l.leaseID) })
+	var err error
+	for attempt := 1; attempt <= releaseAttempts; attempt++ {
+		err = e.call(context.WithoutCancel(l.ctx), func(c context.Context) error { return e.lock.Release(c, l.leaseID) })
+		if err == nil || errors.Is(err, ErrLockLost) || errors.Is(err, ErrLockHeld) || errors.Is(err, ErrRejected) {
+			break
+		}
+		if attempt < releaseAttempts {
+			time.Sleep(releaseRetryPause)
+		}
+	}
 	if err != nil {
 		e.log.Warn("release failed; the lease will expire on its own", "term", l.term, "err", err)
 		return
 	}
 	e.emit(Event{Kind: EventReleased, Term: l.term, Reason: reason})
 }
+
+// releaseAttempts and releaseRetryPause bound a release: at most three
+// request timeouts plus 0.2s.
+const (
+	releaseAttempts   = 3
+	releaseRetryPause = 100 * time.Millisecond
+)
