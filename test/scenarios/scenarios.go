@@ -127,28 +127,63 @@ func hold(_ *testing.T, d time.Duration) {
 	<-timer.C
 }
 
+// holdUntil lets time pass until at (at once if at has passed): the length
+// of a fault measured from when it was put in place.
+func holdUntil(t *testing.T, at time.Time) {
+	if d := time.Until(at); d > 0 {
+		hold(t, d)
+	}
+}
+
+// hitLeader waits for a working leader (see leading), puts f on it and
+// returns that leader with the moment the fault was in place.
+func hitLeader(t *testing.T, c cluster.Cluster, f chaos.Fault) (cluster.Worker, time.Time) {
+	t.Helper()
+	old := leading(t, c)
+	inject(t, c, f, old)
+	return old, time.Now()
+}
+
+// crashLeader SIGKILLs a working leader, waits up to bound for another
+// worker to lead and returns how long that took after the kill. The killed
+// slot comes back as a new incarnation, a follower, under exactly one leader.
+func crashLeader(t *testing.T, c cluster.Cluster, bound time.Duration) time.Duration {
+	t.Helper()
+	crash := &chaos.Crash{Restart: true}
+	old, killed := hitLeader(t, c, crash)
+	c.WaitLeader(t, bound, old.Identity())
+	took := time.Since(killed)
+	remove(t, c, crash)
+	c.Leader(t)
+	return took
+}
+
+// resumedNotLeader removes the freeze f from old, whose deadline passed
+// while it was frozen, and checks that at once there is exactly one leader
+// and it is not old, and that old stops claiming within a second. after
+// names the freeze in the failure.
+func resumedNotLeader(t *testing.T, c cluster.Cluster, f chaos.Fault, old cluster.Worker, after string) {
+	t.Helper()
+	remove(t, c, f)
+	if got := c.Leader(t); got.Identity() == old.Identity() {
+		t.Fatalf("the resumed worker %s claims leadership after %s", old.Identity(), after)
+	}
+	waitNotLeader(t, old, time.Second)
+}
+
 // 1. Leader crash: SIGKILL, no release; a follower takes over once the lease
 // expires, within L + P·1.1 + ε of the last renew.
 func leaderKilled(t *testing.T, c cluster.Cluster) {
-	p := c.Params()
-	old := leading(t, c)
-	oldID := old.Identity()
-	crash := &chaos.Crash{Restart: true}
-	inject(t, c, crash, old)
-	c.WaitLeader(t, takeover(p), oldID)
-	remove(t, c, crash) // the slot comes back as a new incarnation, a follower
-	c.Leader(t)
+	crashLeader(t, c, takeover(c.Params()))
 }
 
 // 2. Graceful stop: SIGTERM; the leader releases the lease and a follower
 // takes over within P·1.1 + ε of the release.
 func leaderStopped(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	old := leading(t, c)
-	oldID := old.Identity()
 	stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
-	inject(t, c, stop, old)
-	c.WaitLeader(t, p.RetryPeriod*11/10+time.Second+slack, oldID)
+	old, _ := hitLeader(t, c, stop)
+	c.WaitLeader(t, p.RetryPeriod*11/10+time.Second+slack, old.Identity())
 	remove(t, c, stop)
 	c.Leader(t)
 }
@@ -158,21 +193,11 @@ func leaderStopped(t *testing.T, c cluster.Cluster) {
 // role is computed against its deadline, which has passed).
 func pausedLeader(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	old := leading(t, c)
-	oldID := old.Identity()
 	pause := &chaos.Pause{}
-	inject(t, c, pause, old)
-	paused := time.Now()
-	c.WaitLeader(t, takeover(p), oldID)
-	if d := p.LeaseDuration + time.Second - time.Since(paused); d > 0 {
-		hold(t, d) // paused longer than L, as the scenario demands
-	}
-	remove(t, c, pause)
-	// At once after resuming, exactly one leader and it is not the old one.
-	if got := c.Leader(t); got.Identity() == oldID {
-		t.Fatalf("the resumed worker %s claims leadership after a pause longer than L", oldID)
-	}
-	waitNotLeader(t, old, time.Second)
+	old, paused := hitLeader(t, c, pause)
+	c.WaitLeader(t, takeover(p), old.Identity())
+	holdUntil(t, paused.Add(p.LeaseDuration+time.Second)) // paused longer than L, as the scenario demands
+	resumedNotLeader(t, c, pause, old, "a pause longer than L")
 }
 
 // 4. Partition the leader from storage: it steps down by its renew deadline
@@ -180,14 +205,12 @@ func pausedLeader(t *testing.T, c cluster.Cluster) {
 // lease expires; after healing there is still exactly one leader.
 func partitionedLeader(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	old := leading(t, c)
-	oldID := old.Identity()
 	part := &chaos.Partition{}
-	inject(t, c, part, old)
+	old, _ := hitLeader(t, c, part)
 	// Its last renew was sent at most RenewInterval before the cut (plus the
 	// request timeout of one in flight), so it must step down by D after.
 	waitNotLeader(t, old, p.RenewDeadline+time.Second)
-	c.WaitLeader(t, takeover(p), oldID)
+	c.WaitLeader(t, takeover(p), old.Identity())
 	remove(t, c, part)
 	c.WaitLeader(t, slack)
 }

@@ -270,9 +270,7 @@ func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 // settleAfter holds until the checker can judge the balance after the
 // change at `at`: Settle has passed, plus a second.
 func settleAfter(t *testing.T, c cluster.Cluster, at time.Time) {
-	if d := time.Until(at.Add(settle(c.Params()) + time.Second)); d > 0 {
-		hold(t, d)
-	}
+	holdUntil(t, at.Add(settle(c.Params())+time.Second))
 }
 
 // shardsFollowerKilled: a follower is killed (SIGKILL, no restart). Its

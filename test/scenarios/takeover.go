@@ -81,15 +81,8 @@ func leaseBreaks(t *testing.T, c cluster.Cluster) []checker.Event {
 // within half the lease.
 func hostLossFast(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	old := leading(t, c)
-	oldID := old.Identity()
-	crash := &chaos.Crash{Restart: true}
-	inject(t, c, crash, old)
-	killed := time.Now()
-	c.WaitLeader(t, fastTakeover(p), oldID)
-	t.Logf("a new leader %v after the SIGKILL (lease %v)", time.Since(killed).Round(time.Millisecond), p.LeaseDuration)
-	remove(t, c, crash)
-	c.Leader(t)
+	took := crashLeader(t, c, fastTakeover(p))
+	t.Logf("a new leader %v after the SIGKILL (lease %v)", took.Round(time.Millisecond), p.LeaseDuration)
 }
 
 // 2. The leader frozen past T but within L (SIGSTOP, then SIGCONT): a
@@ -100,23 +93,14 @@ func hostLossFast(t *testing.T, c cluster.Cluster) {
 // the break had passed.
 func frozenLeaderPastT(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	old := leading(t, c)
-	oldID := old.Identity()
 	pause := &chaos.Pause{}
-	inject(t, c, pause, old)
-	frozen := time.Now()
-	c.WaitLeader(t, fastTakeover(p), oldID)
-	if d := time.Until(frozen.Add(p.TakeoverAfter + p.BreakPeriod + 2*time.Second)); d > 0 {
-		hold(t, d)
-	}
+	old, frozen := hitLeader(t, c, pause)
+	c.WaitLeader(t, fastTakeover(p), old.Identity())
+	holdUntil(t, frozen.Add(p.TakeoverAfter+p.BreakPeriod+2*time.Second))
 	if held := time.Since(frozen); held >= p.LeaseDuration {
 		t.Fatalf("the freeze lasted %v, not within L (%v): the scenario did not test what it says", held, p.LeaseDuration)
 	}
-	remove(t, c, pause)
-	if got := c.Leader(t); got.Identity() == oldID {
-		t.Fatalf("the resumed worker %s claims leadership after a freeze past its deadline", oldID)
-	}
-	waitNotLeader(t, old, time.Second)
+	resumedNotLeader(t, c, pause, old, "a freeze past its deadline")
 }
 
 // 3. Slow storage just below the request timeout on every worker's link for
