@@ -41,6 +41,9 @@ func Scenarios() []Scenario {
 		{Scenario: scenarios.LockBlobDeleted},
 		{Scenario: scenarios.LockContainerDeleted, Skip: SkipContainerRecreate},
 		{Scenario: scenarios.LostAnswersOnAcquireAndTermWrite, Skip: SkipRequestProxy},
+		{Scenario: scenarios.OperatorWritesBadMetadata},
+		{Scenario: scenarios.StorageRolledBack},
+		{Scenario: scenarios.BlockedOutputLeaderStepsDown, Skip: SkipOutputPipe},
 	}
 }
 
@@ -48,6 +51,7 @@ func Scenarios() []Scenario {
 // (docs/testing-on-azure.md lists them).
 const (
 	SkipRequestProxy      = "needs the HTTP-aware request proxy (late delivery, lost response) between the worker and storage; the Azure sidecar proxies bytes only"
+	SkipOutputPipe        = "needs the worker's stdout/stderr as a pipe the harness holds and can stop draining; on ACI the container runtime owns the output"
 	SkipContainerRecreate = "Azure refuses to recreate a deleted container's name for a while (ContainerBeingDeleted), so no worker can lead within the one-poll bound the scenario checks"
 )
 
