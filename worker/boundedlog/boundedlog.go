@@ -26,9 +26,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/internal/dropqueue"
 )
 
 // DefaultCapacity is the queue's capacity in records when Options leaves it 0.
@@ -47,21 +47,15 @@ type Options struct {
 // item is one queued record with the handler (the real one, with the attrs
 // and groups of the logger that made it) it is for.
 type item struct {
-	h             slog.Handler
-	r             slog.Record
-	droppedBefore uint64 // Dropped when it was queued: the hole, if any, is before it
+	h slog.Handler
+	r slog.Record
 }
 
 // Sink owns the queue and the goroutine that drains it into the real handler.
 // Its Handler is what loggers use.
 type Sink struct {
-	out     slog.Handler
-	q       chan item
-	dropped atomic.Uint64
-	done    chan struct{} // closed when the drainer has returned
-
-	mu     sync.RWMutex // held for reading while enqueuing, for writing by Close
-	closed bool
+	out slog.Handler
+	q   *dropqueue.Queue[item]
 }
 
 // New starts a sink draining into out. Close it to flush and stop.
@@ -70,8 +64,8 @@ func New(out slog.Handler, opts Options) *Sink {
 	if c <= 0 {
 		c = DefaultCapacity
 	}
-	s := &Sink{out: out, q: make(chan item, c), done: make(chan struct{})}
-	go s.drain()
+	s := &Sink{out: out}
+	s.q = dropqueue.New(c, s.write, s.notice)
 	return s
 }
 
@@ -80,65 +74,32 @@ func (s *Sink) Handler() slog.Handler { return &handler{s: s, h: s.out} }
 
 // Dropped is how many records were dropped because the queue was full (or the
 // sink closed) since the sink started.
-func (s *Sink) Dropped() uint64 { return s.dropped.Load() }
+func (s *Sink) Dropped() uint64 { return s.q.Dropped() }
 
-// enqueue never blocks: a full queue or a closed sink drops the record.
-func (s *Sink) enqueue(it item) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		s.dropped.Add(1)
-		return
-	}
-	it.droppedBefore = s.dropped.Load()
-	select {
-	case s.q <- it:
-	default:
-		s.dropped.Add(1)
-	}
+// write is the drainer's write of one record, in order.
+func (s *Sink) write(it item) {
+	_ = it.h.Handle(context.Background(), it.r) // nowhere to report a failed log write
 }
 
-// drain writes the queued records in order. Where records were dropped it
-// writes one warning saying how many, in the place of the hole: before the
-// first record queued after the drops, or when the queue runs empty.
-func (s *Sink) drain() {
-	defer close(s.done)
-	var reported uint64
-	notice := func(upTo uint64) {
-		if upTo <= reported {
-			return
-		}
-		r := slog.NewRecord(time.Now(), slog.LevelWarn, "log records dropped: the log output was blocked or too slow", 0)
-		r.AddAttrs(slog.Uint64("dropped", upTo-reported), slog.Uint64("dropped_total", upTo))
-		_ = s.out.Handle(context.Background(), r)
-		reported = upTo
-	}
-	for it := range s.q {
-		notice(it.droppedBefore)
-		_ = it.h.Handle(context.Background(), it.r) // nowhere to report a failed log write
-		if len(s.q) == 0 {
-			notice(s.dropped.Load())
-		}
-	}
+// notice is the one warning the drainer writes in the place of n dropped
+// records.
+func (s *Sink) notice(n, total uint64) {
+	r := slog.NewRecord(time.Now(), slog.LevelWarn, "log records dropped: the log output was blocked or too slow", 0)
+	r.AddAttrs(slog.Uint64("dropped", n), slog.Uint64("dropped_total", total))
+	_ = s.out.Handle(context.Background(), r)
 }
 
 // Close stops accepting records (later ones are dropped and counted) and
 // waits until the queued ones are written or ctx ends, whichever is first.
 func (s *Sink) Close(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	n, err := s.q.Close(ctx)
+	switch {
+	case errors.Is(err, dropqueue.ErrClosed):
 		return ErrClosed
+	case err != nil:
+		return fmt.Errorf("boundedlog: %d records not written at close (output blocked): %w", n, err)
 	}
-	s.closed = true
-	close(s.q)
-	s.mu.Unlock()
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("boundedlog: %d records not written at close (output blocked): %w", len(s.q), ctx.Err())
-	}
+	return nil
 }
 
 // handler is a Sink's slog.Handler; WithAttrs and WithGroup derive the real
@@ -152,7 +113,7 @@ func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.E
 
 // Handle queues a copy of r (the caller may reuse r's attribute storage).
 func (h *handler) Handle(_ context.Context, r slog.Record) error {
-	h.s.enqueue(item{h: h.h, r: r.Clone()})
+	_ = h.s.q.Put(item{h: h.h, r: r.Clone()}) // never blocks: queued, or dropped and counted
 	return nil
 }
 

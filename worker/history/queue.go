@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/internal/dropqueue"
 )
 
 // Writer is a history sink: File, Blob, or a Queue in front of one.
@@ -30,22 +30,12 @@ const DefaultQueueCapacity = 4096
 // is written where the hole is, so a reader knows the history has one. A
 // record still queued when the process is SIGKILLed is lost.
 type Queue struct {
-	out     Writer
-	q       chan queued
-	dropped atomic.Uint64
-	done    chan struct{}
-	failed  func(error) // told a failed write of the sink; may be nil
+	out    Writer
+	q      *dropqueue.Queue[Record]
+	failed func(error) // told a failed write of the sink; may be nil
 
 	identity string
 	start    time.Time
-
-	mu     sync.RWMutex
-	closed bool
-}
-
-type queued struct {
-	r             Record
-	droppedBefore uint64
 }
 
 // QueueOptions tune a Queue; zero values take defaults.
@@ -65,27 +55,21 @@ func NewQueue(out Writer, opts QueueOptions) *Queue {
 	if c <= 0 {
 		c = DefaultQueueCapacity
 	}
-	q := &Queue{out: out, q: make(chan queued, c), done: make(chan struct{}), failed: opts.OnError, identity: opts.Identity, start: opts.Start}
-	go q.drain()
+	q := &Queue{out: out, failed: opts.OnError, identity: opts.Identity, start: opts.Start}
+	q.q = dropqueue.New(c, q.write, q.hole)
 	return q
 }
 
 // Write queues r; it never blocks. A full queue (or a closed one) drops r and
 // counts it.
 func (q *Queue) Write(r Record) error {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
-		q.dropped.Add(1)
+	switch err := q.q.Put(r); {
+	case errors.Is(err, dropqueue.ErrClosed):
 		return errQueueClosed
-	}
-	select {
-	case q.q <- queued{r: r, droppedBefore: q.dropped.Load()}:
-		return nil
-	default:
-		q.dropped.Add(1)
+	case err != nil:
 		return errQueueFull
 	}
+	return nil
 }
 
 var (
@@ -94,27 +78,14 @@ var (
 )
 
 // Dropped counts the records lost to a full or closed queue.
-func (q *Queue) Dropped() uint64 { return q.dropped.Load() }
+func (q *Queue) Dropped() uint64 { return q.q.Dropped() }
 
-func (q *Queue) drain() {
-	defer close(q.done)
-	var reported uint64
-	hole := func(upTo uint64) {
-		if upTo <= reported {
-			return
-		}
-		now := time.Now()
-		q.write(Record{T: now.UTC().Format(time.RFC3339Nano), MonoNS: int64(now.Sub(q.start)), Identity: q.identity,
-			Event: EventDropped, Dropped: int64(upTo - reported), Reason: "history queue full: the history sink was blocked or too slow"})
-		reported = upTo
-	}
-	for it := range q.q {
-		hole(it.droppedBefore)
-		q.write(it.r)
-		if len(q.q) == 0 {
-			hole(q.dropped.Load())
-		}
-	}
+// hole is the history_dropped record written in the place of n dropped
+// records, so a reader knows the history has a hole there.
+func (q *Queue) hole(n, _ uint64) {
+	now := time.Now()
+	q.write(Record{T: now.UTC().Format(time.RFC3339Nano), MonoNS: int64(now.Sub(q.start)), Identity: q.identity,
+		Event: EventDropped, Dropped: int64(n), Reason: "history queue full: the history sink was blocked or too slow"})
 }
 
 func (q *Queue) write(r Record) {
@@ -126,18 +97,12 @@ func (q *Queue) write(r Record) {
 // Close stops accepting records and waits until the queued ones are written
 // or ctx ends. It does not close the sink.
 func (q *Queue) Close(ctx context.Context) error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	n, err := q.q.Close(ctx)
+	switch {
+	case errors.Is(err, dropqueue.ErrClosed):
 		return nil
+	case err != nil:
+		return fmt.Errorf("history: %d records not written at close (sink blocked): %w", n, err)
 	}
-	q.closed = true
-	close(q.q)
-	q.mu.Unlock()
-	select {
-	case <-q.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("history: %d records not written at close (sink blocked): %w", len(q.q), ctx.Err())
-	}
+	return nil
 }
