@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 )
@@ -34,16 +33,7 @@ func (f *BreakLease) Kind() Kind { return KindBreak }
 func (f *BreakLease) Target() string { return TargetAll }
 
 // BlobName is the lock blob as container/blob, for the timeline.
-func (f *BreakLease) BlobName() string {
-	if f.Blob == nil {
-		return ""
-	}
-	u, err := azblob.ParseURL(f.Blob.URL())
-	if err != nil {
-		return f.Blob.URL()
-	}
-	return u.ContainerName + "/" + u.BlobName
-}
+func (f *BreakLease) BlobName() string { return blobName(f.Blob) }
 
 // Inject breaks the lease. Breaking a lease that is not held fails with the
 // storage error (LeaseNotPresentWithLeaseOperation).

@@ -4,12 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 )
 
 // DeleteBlob is an operator deleting the lock blob, with its metadata (the
@@ -48,30 +44,15 @@ func (f *DeleteBlob) Inject(ctx context.Context) error {
 	if f.active {
 		return ErrInjected
 	}
-	lc, err := lease.NewBlobClient(f.Blob, nil)
-	if err != nil {
+	err := breakThen(ctx, f.Blob, func(ctx context.Context) error {
+		_, err := f.Blob.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to(blob.DeleteSnapshotsOptionTypeInclude)})
 		return err
+	})
+	if err != nil {
+		return fmt.Errorf("chaos: delete blob: %w", err)
 	}
-	zero := int32(0)
-	for {
-		_, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &zero})
-		if err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
-			return fmt.Errorf("chaos: delete blob: break its lease: %w", err)
-		}
-		_, err = f.Blob.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to(blob.DeleteSnapshotsOptionTypeInclude)})
-		switch {
-		case err == nil:
-			f.active = true
-			return nil
-		case !bloberror.HasCode(err, bloberror.LeaseIDMissing, bloberror.LeaseIDMismatchWithBlobOperation):
-			return fmt.Errorf("chaos: delete blob: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("chaos: delete blob: the lease kept being re-taken: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	f.active = true
+	return nil
 }
 
 // Remove forgets the deletion; the workers recreate the blob.
@@ -80,16 +61,4 @@ func (f *DeleteBlob) Remove(context.Context) error {
 	defer f.mu.Unlock()
 	f.active = false
 	return nil
-}
-
-// blobName is container/blob of c, for the timeline.
-func blobName(c *blob.Client) string {
-	if c == nil {
-		return ""
-	}
-	u, err := azblob.ParseURL(c.URL())
-	if err != nil {
-		return c.URL()
-	}
-	return u.ContainerName + "/" + u.BlobName
 }

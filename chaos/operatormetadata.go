@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 )
 
 // OperatorMetadata is an operator writing the lock blob's metadata by hand —
@@ -109,33 +106,15 @@ func (f *OperatorMetadata) Remove(ctx context.Context) error {
 	return nil
 }
 
-// breakAndSetMetadata breaks any lease on b and sets its metadata to md,
-// retrying every 50 ms within ctx while a contender re-takes the lease in
-// between.
+// breakAndSetMetadata breaks any lease on b and sets its metadata to md
+// (see breakThen).
 func breakAndSetMetadata(ctx context.Context, b *blob.Client, md map[string]*string) error {
-	lc, err := lease.NewBlobClient(b, nil)
-	if err != nil {
-		return err
-	}
-	zero := int32(0)
-	for {
-		_, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &zero})
-		if err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
-			return fmt.Errorf("break the lease: %w", err)
-		}
-		_, err = b.SetMetadata(ctx, md, nil)
-		switch {
-		case err == nil:
-			return nil
-		case !bloberror.HasCode(err, bloberror.LeaseIDMissing, bloberror.LeaseIDMismatchWithBlobOperation):
+	return breakThen(ctx, b, func(ctx context.Context) error {
+		if _, err := b.SetMetadata(ctx, md, nil); err != nil {
 			return fmt.Errorf("set metadata: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the lease kept being re-taken: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // value is metadata key k of md (names are case-insensitive), or "".
