@@ -108,33 +108,19 @@ func CostRun(t testing.TB, env Env, fl Flavor, window time.Duration) CostResult 
 	}
 	// Settle: every follower has made its first polls and metadata reads.
 	env.sleep(t, fl.Params.RetryPeriod+3*time.Second)
-	type probe struct {
-		id     string
-		proc   WorkerProc
-		before RequestCounts
-		cpu    float64
-		role   string
-	}
-	var ps []*probe
-	for _, w := range c.Workers() {
-		p, err := FindWorker(c.Dir(), w.Identity())
+	ps := costProbes(t, c)
+	for _, p := range ps {
+		st, err := findStatus(ctx, c.Workers(), p.id)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
-		st, err := w.Status(ctx)
-		if err != nil {
-			t.Fatalf("status %s: %v", w.Identity(), err)
-		}
-		ps = append(ps, &probe{id: w.Identity(), proc: p, role: st.Role})
+		p.role = st.Role
 	}
 	az := c.Azurite().Pid()
 	azBefore, _ := CPUSeconds(az)
 	t0 := time.Now()
 	for _, p := range ps {
-		var err error
-		if p.before, err = scrape(ctx, p.proc.Listen); err != nil {
-			t.Fatalf("%s: %v", p.id, err)
-		}
+		p.start(t, ctx)
 		p.cpu, _ = CPUSeconds(p.proc.Pid)
 	}
 	env.Progress(fmt.Sprintf("cost-%s: counting storage requests of 3 workers for %v", fl.Name, window))
@@ -142,26 +128,18 @@ func CostRun(t testing.TB, env Env, fl Flavor, window time.Duration) CostResult 
 	out := CostResult{Flavor: fl.Name}
 	var el float64
 	for _, p := range ps {
-		after, err := scrape(ctx, p.proc.Listen)
-		if err != nil {
-			t.Fatalf("%s: %v", p.id, err)
-		}
-		el = time.Since(t0).Seconds()
+		var rc RoleCost
+		rc, el = p.windowCost(t, ctx, t0)
 		cpu, _ := CPUSeconds(p.proc.Pid)
-		rss, _ := RSSBytes(p.proc.Pid)
+		rc.CPUPercent = 100 * (cpu - p.cpu) / el
 		st, err := findStatus(ctx, c.Workers(), p.id)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
-		if st != p.role {
+		if st.Role != p.role {
 			out.LeaderChanged = true
 		}
-		d := after.Sub(p.before)
-		rc := RoleCost{Identity: p.id, Role: st, ByOp: map[string]float64{}, RSSBytes: rss, CPUPercent: 100 * (cpu - p.cpu) / el}
-		for op, v := range d {
-			rc.ByOp[op] = v * 3600 / el
-		}
-		rc.Election, rc.Task = RequestCounts(rc.ByOp).Split()
+		rc.Role = st.Role
 		out.Workers = append(out.Workers, rc)
 	}
 	out.WindowS = el
@@ -171,15 +149,69 @@ func CostRun(t testing.TB, env Env, fl Flavor, window time.Duration) CostResult 
 	return out
 }
 
-func findStatus(ctx context.Context, ws []cluster.Worker, id string) (string, error) {
+// costProbe is one worker whose storage requests are counted over a window:
+// its process, its counters at the start, and what the caller keeps beside
+// them (its CPU seconds and role at the start).
+type costProbe struct {
+	id     string
+	proc   WorkerProc
+	before RequestCounts
+	cpu    float64
+	role   string
+}
+
+// costProbes finds the process of each of c's workers.
+func costProbes(t testing.TB, c *cluster.Local) []*costProbe {
+	t.Helper()
+	var ps []*costProbe
+	for _, w := range c.Workers() {
+		p, err := FindWorker(c.Dir(), w.Identity())
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		ps = append(ps, &costProbe{id: w.Identity(), proc: p})
+	}
+	return ps
+}
+
+// start reads p's request counters at the start of the window.
+func (p *costProbe) start(t testing.TB, ctx context.Context) {
+	t.Helper()
+	var err error
+	if p.before, err = scrape(ctx, p.proc.Listen); err != nil {
+		t.Fatalf("%s: %v", p.id, err)
+	}
+}
+
+// windowCost ends p's window begun at t0: its storage requests per hour by
+// op since start, split into election and task, and its RSS now. It returns
+// the window's length in seconds; role and CPU are the caller's.
+func (p *costProbe) windowCost(t testing.TB, ctx context.Context, t0 time.Time) (RoleCost, float64) {
+	t.Helper()
+	after, err := scrape(ctx, p.proc.Listen)
+	if err != nil {
+		t.Fatalf("%s: %v", p.id, err)
+	}
+	el := time.Since(t0).Seconds()
+	rss, _ := RSSBytes(p.proc.Pid)
+	rc := RoleCost{Identity: p.id, ByOp: map[string]float64{}, RSSBytes: rss}
+	for op, v := range after.Sub(p.before) {
+		rc.ByOp[op] = v * 3600 / el
+	}
+	rc.Election, rc.Task = RequestCounts(rc.ByOp).Split()
+	return rc, el
+}
+
+// findStatus is the status of the worker with identity id among ws.
+func findStatus(ctx context.Context, ws []cluster.Worker, id string) (cluster.Status, error) {
 	for _, w := range ws {
 		if w.Identity() == id {
 			st, err := w.Status(ctx)
 			if err != nil {
-				return "", fmt.Errorf("status %s: %w", id, err)
+				return cluster.Status{}, fmt.Errorf("status %s: %w", id, err)
 			}
-			return st.Role, nil
+			return st, nil
 		}
 	}
-	return "", fmt.Errorf("no worker %s", id)
+	return cluster.Status{}, fmt.Errorf("no worker %s", id)
 }

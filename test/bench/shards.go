@@ -412,54 +412,26 @@ func ShardCostRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration,
 	awaitShardBalance(t, env, c, n, settle+shardSlack)
 	// Every standby has read the assignment and polls its shards.
 	env.sleep(t, 2*(fl.Params.RetryPeriod*11/10+fl.Params.RequestTimeout())+fl.Params.RenewInterval)
-	type probe struct {
-		id     string
-		proc   WorkerProc
-		before RequestCounts
-	}
-	var ps []*probe
-	for _, w := range c.Workers() {
-		p, err := FindWorker(c.Dir(), w.Identity())
-		if err != nil {
-			t.Fatalf("%v", err)
-		}
-		ps = append(ps, &probe{id: w.Identity(), proc: p})
-	}
+	ps := costProbes(t, c)
 	ctx := context.Background()
 	t0 := time.Now()
 	for _, p := range ps {
-		var err error
-		if p.before, err = scrape(ctx, p.proc.Listen); err != nil {
-			t.Fatalf("%s: %v", p.id, err)
-		}
+		p.start(t, ctx)
 	}
 	env.Progress(fmt.Sprintf("%s: counting storage requests of %d workers with --shards %d for %v", job, m, n, window))
 	env.sleep(t, window)
 	out := ShardCostResult{Job: job, Shards: n}
 	var el float64
 	for _, p := range ps {
-		after, err := scrape(ctx, p.proc.Listen)
+		var rc RoleCost
+		rc, el = p.windowCost(t, ctx, t0)
+		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		st, err := findStatus(sctx, c.Workers(), p.id)
+		cancel()
 		if err != nil {
-			t.Fatalf("%s: %v", p.id, err)
+			t.Fatalf("%v", err)
 		}
-		el = time.Since(t0).Seconds()
-		rss, _ := RSSBytes(p.proc.Pid)
-		var st cluster.Status
-		for _, w := range c.Workers() {
-			if w.Identity() == p.id {
-				sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				st, err = w.Status(sctx)
-				cancel()
-				if err != nil {
-					t.Fatalf("status %s: %v", p.id, err)
-				}
-			}
-		}
-		rc := RoleCost{Identity: p.id, Role: st.Role, ByOp: map[string]float64{}, RSSBytes: rss}
-		for op, v := range after.Sub(p.before) {
-			rc.ByOp[op] = v * 3600 / el
-		}
-		rc.Election, rc.Task = RequestCounts(rc.ByOp).Split()
+		rc.Role = st.Role
 		out.Workers = append(out.Workers, rc)
 		out.Owned = append(out.Owned, len(st.Shards))
 	}
