@@ -21,15 +21,7 @@ Usage:
 	r.register(fs)
 	fs.BoolVar(&verify, "verify", false, "check the ledger: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not")
 	fs.BoolVar(&asJSON, "json", false, "print entries as JSON lines instead of a table")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	c, ctx, cancel, err := r.open()
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	entries, err := ledger.ReadAll(ctx, c, r.storage.blob)
+	entries, err := readStorage(&r, fs, args, ledger.ReadAll)
 	if err != nil {
 		return err
 	}

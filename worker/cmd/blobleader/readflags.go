@@ -37,3 +37,19 @@ func (r *readFlags) open() (*container.Client, context.Context, context.CancelFu
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	return c, ctx, cancel, nil
 }
+
+// readStorage is the whole storage side of a read-only subcommand: parse
+// args into fs (which r is registered on), open storage and read the --blob
+// with read, all within --timeout.
+func readStorage[T any](r *readFlags, fs *flag.FlagSet, args []string, read func(context.Context, *container.Client, string) (T, error)) (T, error) {
+	var zero T
+	if err := parse(fs, args); err != nil {
+		return zero, err
+	}
+	c, ctx, cancel, err := r.open()
+	if err != nil {
+		return zero, err
+	}
+	defer cancel()
+	return read(ctx, c, r.storage.blob)
+}

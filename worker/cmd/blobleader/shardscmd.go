@@ -30,15 +30,7 @@ Usage:
 Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`)
 	r.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print the summary document as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	c, ctx, cancel, err := r.open()
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	sum, err := shard.ReadSummary(ctx, c, r.storage.blob)
+	sum, err := readStorage(&r, fs, args, shard.ReadSummary)
 	if err != nil {
 		return err
 	}
