@@ -16,32 +16,25 @@ const (
 	TargetOpsPerHour  = 4500 // storage ops per worker-hour (election)
 )
 
-func f1(v float64) string {
+// fixed is v with prec decimals, or "n/a" where there is no number (NaN,
+// ±Inf): f1, f2 and f3 are the precisions the tables use.
+func fixed(v float64, prec int) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.1f", v)
+	return fmt.Sprintf("%.*f", prec, v)
 }
 
-func f2(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.2f", v)
-}
+func f1(v float64) string { return fixed(v, 1) }
+func f2(v float64) string { return fixed(v, 2) }
+func f3(v float64) string { return fixed(v, 3) }
 
-func f3(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.3f", v)
-}
-
+// f0 is v with no decimals and thousands separators, or "n/a".
 func f0(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "n/a"
+	s := fixed(v, 0)
+	if s == "n/a" {
+		return s
 	}
-	s := fmt.Sprintf("%.0f", v)
 	// thousands separators
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
