@@ -43,21 +43,26 @@ func (s *poison) reroll(ctx context.Context, p *Proxy) error {
 	if !s.active {
 		return nil
 	}
-	if err := p.removeToxics(ctx, s.names); err != nil {
+	if err := s.takeOff(ctx, p); err != nil {
 		return err
 	}
 	names, err := s.again(ctx)
 	if err != nil {
-		s.names, s.active = nil, false
-		return err
+		return err // off, and stays off
 	}
-	s.names = names
+	s.names, s.active = names, true
 	return nil
 }
 
 func (s *poison) remove(ctx context.Context, p *Proxy) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.takeOff(ctx, p)
+}
+
+// takeOff removes the toxics, if on; a failed removal leaves them on.
+// Called with s.mu held.
+func (s *poison) takeOff(ctx context.Context, p *Proxy) error {
 	if !s.active {
 		return nil
 	}
