@@ -153,13 +153,7 @@ func workerNamed(t testing.TB, c *cluster.Local, identity string) cluster.Worker
 func awaitEvent(t testing.TB, c *cluster.Local, timeout time.Duration, what string, pred func(checker.Event) bool) checker.Event {
 	deadline := time.Now().Add(timeout)
 	for {
-		var files []string
-		for _, f := range c.HistoryFiles() {
-			if _, err := os.Stat(f); err == nil {
-				files = append(files, f)
-			}
-		}
-		evs, err := checker.ReadHistory(files...)
+		evs, err := checker.ReadWrittenHistory(c.HistoryFiles()...)
 		if err != nil {
 			t.Fatalf("read histories: %v", err)
 		}

@@ -78,6 +78,19 @@ func (e Event) String() string {
 	return e.Source + ": " + raw
 }
 
+// ReadWrittenHistory is ReadHistory over those of paths that exist: a worker
+// that has not written yet has no history file, which is no error here (the
+// checker itself fails a started worker that left none).
+func ReadWrittenHistory(paths ...string) ([]Event, error) {
+	var written []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			written = append(written, p)
+		}
+	}
+	return ReadHistory(written...)
+}
+
 // ReadHistory reads the JSONL history files of a run and merges them into one
 // slice sorted by wall time (ties keep file order, then line order).
 //

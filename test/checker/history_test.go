@@ -107,6 +107,24 @@ func TestReadHistory_MissingFile(t *testing.T) {
 	}
 }
 
+// A worker that has not written yet has no file: it is passed over, while
+// the files that exist are read as ReadHistory reads them.
+func TestReadWrittenHistory_PassesOverFilesNotYetWritten(t *testing.T) {
+	dir := t.TempDir()
+	written := filepath.Join(dir, "w1.jsonl")
+	line := `{"t":"2026-11-21T07:00:00Z","identity":"w1","event":"started_leading","term":3}` + "\n"
+	if err := os.WriteFile(written, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ReadWrittenHistory(written, filepath.Join(dir, "w2.jsonl"))
+	if err != nil {
+		t.Fatalf("a history file not yet written must not be an error: %v", err)
+	}
+	if len(evs) != 1 || evs[0].Identity != "w1" {
+		t.Fatalf("want the one event of w1, got %+v", evs)
+	}
+}
+
 func TestParseLedger(t *testing.T) {
 	want := []LedgerEntry{
 		{Seq: 1, Term: 3, Holder: "w1", At: time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)},

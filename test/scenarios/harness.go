@@ -213,13 +213,7 @@ func inconclusive(fo checker.Failover) string {
 // that does not exist is not read, but its worker stays in Run.Workers: the
 // checker fails a started worker that left no history.
 func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker.Run, error) {
-	var files []string
-	for _, f := range h.Files {
-		if _, err := os.Stat(f); err == nil {
-			files = append(files, f)
-		}
-	}
-	events, err := checker.ReadHistory(files...)
+	events, err := checker.ReadWrittenHistory(h.Files...)
 	if err != nil {
 		return checker.Run{}, err
 	}
