@@ -170,6 +170,20 @@ func run() error {
 			}})
 		}
 	}
+	scheduleJob := func(fl bench.Flavor) {
+		name := fl.Name + "-schedule"
+		jobs = append(jobs, job{name: name, cost: time.Duration(len(bench.Schedule())) * bench.SlotLength, run: func(t testing.TB, env bench.Env) {
+			addRun(bench.ScheduleRun(t, env, fl, name))
+		}})
+	}
+	costJob := func(fl bench.Flavor) {
+		jobs = append(jobs, job{name: fl.Name + "-cost", cost: *costWin + 30*time.Second, run: func(t testing.TB, env bench.Env) {
+			c := bench.CostRun(t, env, fl, *costWin)
+			mu.Lock()
+			res.Cost = append(res.Cost, c)
+			mu.Unlock()
+		}})
+	}
 	fast := bench.Fast(*workerBin)
 	if phases["takeover"] {
 		// Early takeover (docs/failover.md#early-takeover): host loss with
@@ -179,21 +193,10 @@ func run() error {
 		if !phases["failover"] {
 			failoverJobs(ours, checker.FaultCrash, 10, 18*time.Second)
 		}
-		jobs = append(jobs, job{name: "fast-schedule", cost: time.Duration(len(bench.Schedule())) * bench.SlotLength, run: func(t testing.TB, env bench.Env) {
-			addRun(bench.ScheduleRun(t, env, fast, "fast-schedule"))
-		}})
-		costs := []bench.Flavor{fast}
+		scheduleJob(fast)
+		costJob(fast)
 		if !phases["cost"] {
-			costs = append(costs, ours)
-		}
-		for _, fl := range costs {
-			name := fl.Name + "-cost"
-			jobs = append(jobs, job{name: name, cost: *costWin + 30*time.Second, run: func(t testing.TB, env bench.Env) {
-				c := bench.CostRun(t, env, fl, *costWin)
-				mu.Lock()
-				res.Cost = append(res.Cost, c)
-				mu.Unlock()
-			}})
+			costJob(ours)
 		}
 	}
 	if phases["failover"] {
@@ -205,23 +208,12 @@ func run() error {
 		failoverJobs(sample, checker.FaultGraceful, 10, 14*time.Second)
 	}
 	if phases["schedule"] {
-		for _, fl := range []bench.Flavor{ours, sample} {
-			name := fl.Name + "-schedule"
-			jobs = append(jobs, job{name: name, cost: time.Duration(len(bench.Schedule())) * bench.SlotLength, run: func(t testing.TB, env bench.Env) {
-				addRun(bench.ScheduleRun(t, env, fl, name))
-			}})
-		}
+		scheduleJob(ours)
+		scheduleJob(sample)
 	}
 	if phases["cost"] {
-		for _, fl := range []bench.Flavor{ours, sample} {
-			name := fl.Name + "-cost"
-			jobs = append(jobs, job{name: name, cost: *costWin + 30*time.Second, run: func(t testing.TB, env bench.Env) {
-				c := bench.CostRun(t, env, fl, *costWin)
-				mu.Lock()
-				res.Cost = append(res.Cost, c)
-				mu.Unlock()
-			}})
-		}
+		costJob(ours)
+		costJob(sample)
 	}
 	if phases["run"] {
 		jobs = append(jobs, job{name: "ours-run-command-crash", cost: 20*time.Second + time.Duration(*runs)*3*time.Second, run: func(t testing.TB, env bench.Env) {
