@@ -403,13 +403,17 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 	return os.WriteFile(mdPath, []byte(b.String()), 0o644)
 }
 
-func violationText(v map[string]int) string {
-	if len(v) == 0 {
-		return "no violations"
+func violationText(v map[string]int) string { return countsText(v, " × ", "no violations") }
+
+// countsText lists m as "key<sep>count" in key order, comma-separated, or
+// none when m is empty.
+func countsText(m map[string]int, sep, none string) string {
+	if len(m) == 0 {
+		return none
 	}
 	var parts []string
-	for _, k := range sortedKeys(v) {
-		parts = append(parts, fmt.Sprintf("%s × %d", k, v[k]))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s%s%d", k, sep, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

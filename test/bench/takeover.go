@@ -91,16 +91,7 @@ func TakeoverSection(r Results) string {
 	return b.String()
 }
 
-func causeText(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
+func causeText(m map[string]int) string { return countsText(m, " ", "none") }
 
 func opsText(m map[string]float64) string {
 	var parts []string
