@@ -156,20 +156,6 @@ func (d *demo) balanced(sw sweep) bool {
 	return true
 }
 
-// standbyFor returns the shards the assignment gives id as standby.
-func standbyFor(a *shard.Assignment, id string) []int {
-	var out []int
-	if a == nil {
-		return out
-	}
-	for n, s := range a.Standbys {
-		if s == id {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 func shardList(shards []int) string {
 	if len(shards) == 0 {
 		return "-"
@@ -199,7 +185,7 @@ func (d *demo) shardTable(sw sweep, tty bool) string {
 				role = "\033[1;32m" + role + "\033[0m"
 			}
 			fmt.Fprintf(&b, "  %-10s %-7d %s %-14d %-24s %s\r\n", w.id, w.cmd.Process.Pid, role, s.Term,
-				fmt.Sprintf("%s (%d)", shardList(s.Shards), len(s.Shards)), shardList(standbyFor(sw.assignment, w.id)))
+				fmt.Sprintf("%s (%d)", shardList(s.Shards), len(s.Shards)), shardList(sw.assignment.StandingBy(w.id)))
 		case w.alive() && !d.paused[w].IsZero():
 			fmt.Fprintf(&b, "  %-10s %-7d %s\r\n", w.id, w.cmd.Process.Pid, fmt.Sprintf("paused (SIGSTOP), wakes in %.0fs", time.Until(d.paused[w]).Seconds()))
 		case w.alive():

@@ -43,12 +43,26 @@ func (a *Assignment) samePlan(b *Assignment) bool {
 
 // Owned returns the shards the assignment gives to identity, ascending.
 func (a *Assignment) Owned(identity string) []int {
-	var out []int
 	if a == nil {
-		return out
+		return nil
 	}
-	for s, o := range a.Owners {
-		if o == identity {
+	return shardsOf(a.Owners, identity)
+}
+
+// StandingBy returns the shards the assignment names identity the standby
+// of, ascending.
+func (a *Assignment) StandingBy(identity string) []int {
+	if a == nil {
+		return nil
+	}
+	return shardsOf(a.Standbys, identity)
+}
+
+// shardsOf returns the shards (indexes of byShard) that name identity.
+func shardsOf(byShard []string, identity string) []int {
+	var out []int
+	for s, id := range byShard {
+		if id == identity {
 			out = append(out, s)
 		}
 	}

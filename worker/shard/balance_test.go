@@ -285,3 +285,25 @@ func TestPlan_StandbysStayWhileTheOwnersLeasesLapse(t *testing.T) {
 		})
 	}
 }
+
+func TestAssignment_OwnedAndStandingBy(t *testing.T) {
+	a := &Assignment{Shards: 4, Members: []string{"w1", "w2"},
+		Owners: []string{"w1", "w2", "w1", "w2"}, Standbys: []string{"w2", "w1", "", "w1"}}
+	for _, tc := range []struct {
+		name      string
+		got, want []int
+	}{
+		{"w1 owns", a.Owned("w1"), []int{0, 2}},
+		{"w2 owns", a.Owned("w2"), []int{1, 3}},
+		{"w1 stands by", a.StandingBy("w1"), []int{1, 3}},
+		{"w2 stands by", a.StandingBy("w2"), []int{0}},
+		{"a stranger", a.StandingBy("w3"), nil},
+		{"no assignment", (*Assignment)(nil).StandingBy("w1"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !slices.Equal(tc.got, tc.want) {
+				t.Errorf("got %v, want %v", tc.got, tc.want)
+			}
+		})
+	}
+}
