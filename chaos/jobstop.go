@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,9 +18,7 @@ type JobStop struct {
 	Signal  string  `json:"signal"` // "SIGTSTP" (default), "SIGTTIN" or "SIGTTOU"
 	Process Process `json:"-"`      // the supervisor
 
-	mu     sync.Mutex
-	target string
-	active bool
+	stop stopSignal
 }
 
 var _ Fault = (*JobStop)(nil)
@@ -29,14 +26,7 @@ var _ Fault = (*JobStop)(nil)
 func (f *JobStop) Kind() Kind { return KindJobStop }
 
 // Target is the name of the signalled supervisor.
-func (f *JobStop) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target != "" || f.Process == nil {
-		return f.target
-	}
-	return f.Process.Name()
-}
+func (f *JobStop) Target() string { return f.stop.targetName(f.Process) }
 
 func (f *JobStop) signal() (syscall.Signal, error) {
 	switch name := f.Signal; name {
@@ -57,39 +47,11 @@ func (f *JobStop) Inject(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := running(f.Process); err != nil {
-		return err
-	}
-	f.target = f.Process.Name()
-	if err := f.Process.Signal(sig); err != nil {
-		return err
-	}
-	f.active = true
-	return nil
+	return f.stop.send(ctx, f.Process, sig, false)
 }
 
 // Remove sends SIGCONT; a supervisor that exited meanwhile counts as
-// removed.
+// removed. It counts as removed even when SIGCONT fails.
 func (f *JobStop) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	f.active = false
-	if running(f.Process) != nil {
-		return nil
-	}
-	if err := f.Process.Signal(syscall.SIGCONT); err != nil {
-		return err
-	}
-	return waitState(ctx, f.Process, false)
+	return f.stop.cont(ctx, f.Process, true)
 }

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"sync"
 	"syscall"
 )
 
@@ -12,9 +11,7 @@ import (
 type Pause struct {
 	Process Process `json:"-"`
 
-	mu     sync.Mutex
-	target string
-	active bool
+	stop stopSignal
 }
 
 var _ Fault = (*Pause)(nil)
@@ -22,58 +19,16 @@ var _ Fault = (*Pause)(nil)
 func (f *Pause) Kind() Kind { return KindPause }
 
 // Target is the name of the paused process.
-func (f *Pause) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target != "" {
-		return f.target
-	}
-	if f.Process == nil {
-		return ""
-	}
-	return f.Process.Name()
-}
+func (f *Pause) Target() string { return f.stop.targetName(f.Process) }
 
 // Inject sends SIGSTOP and, where the state can be read, returns once the
 // process is stopped.
 func (f *Pause) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := running(f.Process); err != nil {
-		return err
-	}
-	f.target = f.Process.Name()
-	if err := f.Process.Signal(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	f.active = true
-	return waitState(ctx, f.Process, true)
+	return f.stop.send(ctx, f.Process, syscall.SIGSTOP, true)
 }
 
 // Remove sends SIGCONT and returns once the process runs again. A process
 // that exited meanwhile counts as removed.
 func (f *Pause) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	if running(f.Process) != nil {
-		f.active = false
-		return nil
-	}
-	if err := f.Process.Signal(syscall.SIGCONT); err != nil {
-		return err
-	}
-	if err := waitState(ctx, f.Process, false); err != nil {
-		return err
-	}
-	f.active = false
-	return nil
+	return f.stop.cont(ctx, f.Process, false)
 }
