@@ -86,13 +86,7 @@ func RunModeFreezeRun(t testing.TB, env Env, fl Flavor, n int, job string) ([]Fr
 
 // lastRenewed is the time of identity's last started_leading or renewed.
 func lastRenewed(t testing.TB, c *cluster.Local, identity string) time.Time {
-	var files []string
-	for _, f := range c.HistoryFiles() {
-		if _, err := os.Stat(f); err == nil {
-			files = append(files, f)
-		}
-	}
-	evs, err := checker.ReadHistory(files...)
+	evs, err := checker.ReadWrittenHistory(c.HistoryFiles()...)
 	if err != nil {
 		t.Fatalf("read histories: %v", err)
 	}

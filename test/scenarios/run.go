@@ -93,13 +93,7 @@ type ChildEvent struct {
 // events reads every history so far (in time order).
 func (rc *RunCluster) events() []checker.Event {
 	rc.t.Helper()
-	var files []string
-	for _, f := range rc.HistoryFiles() {
-		if _, err := os.Stat(f); err == nil {
-			files = append(files, f)
-		}
-	}
-	evs, err := checker.ReadHistory(files...)
+	evs, err := checker.ReadWrittenHistory(rc.HistoryFiles()...)
 	if err != nil {
 		rc.t.Fatalf("read histories: %v", err)
 	}
