@@ -16,7 +16,12 @@ type Crash struct {
 	exitState
 }
 
-var _ Fault = (*Crash)(nil)
+var (
+	_ Fault         = (*Crash)(nil)
+	_ ProcessTarget = (*Crash)(nil)
+)
+
+func (f *Crash) SetProcess(p Process) { f.Process = p }
 
 func (f *Crash) Kind() Kind { return KindCrash }
 

@@ -21,7 +21,12 @@ type JobStop struct {
 	stop stopSignal
 }
 
-var _ Fault = (*JobStop)(nil)
+var (
+	_ Fault         = (*JobStop)(nil)
+	_ ProcessTarget = (*JobStop)(nil)
+)
+
+func (f *JobStop) SetProcess(p Process) { f.Process = p }
 
 func (f *JobStop) Kind() Kind { return KindJobStop }
 

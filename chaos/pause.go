@@ -14,7 +14,12 @@ type Pause struct {
 	stop stopSignal
 }
 
-var _ Fault = (*Pause)(nil)
+var (
+	_ Fault         = (*Pause)(nil)
+	_ ProcessTarget = (*Pause)(nil)
+)
+
+func (f *Pause) SetProcess(p Process) { f.Process = p }
 
 func (f *Pause) Kind() Kind { return KindPause }
 

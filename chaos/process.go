@@ -24,6 +24,14 @@ type Process interface {
 	Restart(ctx context.Context) error
 }
 
+// ProcessTarget is implemented by the faults that act on one Process
+// (Crash, Stop, Pause, SupervisorFreeze, JobStop), so a cluster can hand
+// its own process handle to any of them in one place.
+type ProcessTarget interface {
+	// SetProcess sets the process the fault acts on.
+	SetProcess(p Process)
+}
+
 // StateReader is implemented by processes whose run state can be read, so
 // Pause can confirm that SIGSTOP and SIGCONT took effect.
 type StateReader interface {

@@ -18,7 +18,12 @@ type Stop struct {
 	exitState
 }
 
-var _ Fault = (*Stop)(nil)
+var (
+	_ Fault         = (*Stop)(nil)
+	_ ProcessTarget = (*Stop)(nil)
+)
+
+func (f *Stop) SetProcess(p Process) { f.Process = p }
 
 func (f *Stop) Kind() Kind { return KindGraceful }
 

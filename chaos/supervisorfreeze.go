@@ -17,7 +17,12 @@ type SupervisorFreeze struct {
 	stop stopSignal
 }
 
-var _ Fault = (*SupervisorFreeze)(nil)
+var (
+	_ Fault         = (*SupervisorFreeze)(nil)
+	_ ProcessTarget = (*SupervisorFreeze)(nil)
+)
+
+func (f *SupervisorFreeze) SetProcess(p Process) { f.Process = p }
 
 func (f *SupervisorFreeze) Kind() Kind { return KindSupervisorFreeze }
 

@@ -224,20 +224,8 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		return nil
 	}
 	switch f := f.(type) {
-	case *chaos.Crash:
-		f.Process = w
-		return need()
-	case *chaos.Stop:
-		f.Process = w
-		return need()
-	case *chaos.Pause:
-		f.Process = w
-		return need()
-	case *chaos.SupervisorFreeze:
-		f.Process = w
-		return need()
-	case *chaos.JobStop:
-		f.Process = w
+	case chaos.ProcessTarget: // Crash, Stop, Pause, SupervisorFreeze, JobStop
+		f.SetProcess(w)
 		return need()
 	case *chaos.Escape:
 		return nil // aimed at a command's pid, not at a worker
