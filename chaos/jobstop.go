@@ -18,7 +18,7 @@ type JobStop struct {
 	Signal  string  `json:"signal"` // "SIGTSTP" (default), "SIGTTIN" or "SIGTTOU"
 	Process Process `json:"-"`      // the supervisor
 
-	stop stopSignal
+	stop signalled
 }
 
 var (
@@ -31,7 +31,7 @@ func (f *JobStop) SetProcess(p Process) { f.Process = p }
 func (f *JobStop) Kind() Kind { return KindJobStop }
 
 // Target is the name of the signalled supervisor.
-func (f *JobStop) Target() string { return f.stop.targetName(f.Process) }
+func (f *JobStop) Target() string { return f.stop.name(f.Process) }
 
 func (f *JobStop) signal() (syscall.Signal, error) {
 	switch name := f.Signal; name {
@@ -52,7 +52,7 @@ func (f *JobStop) Inject(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return f.stop.send(ctx, f.Process, sig, false)
+	return f.stop.send(ctx, f.Process, sig, nil)
 }
 
 // Remove sends SIGCONT; a supervisor that exited meanwhile counts as

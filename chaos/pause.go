@@ -11,7 +11,7 @@ import (
 type Pause struct {
 	Process Process `json:"-"`
 
-	stop stopSignal
+	stop signalled
 }
 
 var (
@@ -24,12 +24,12 @@ func (f *Pause) SetProcess(p Process) { f.Process = p }
 func (f *Pause) Kind() Kind { return KindPause }
 
 // Target is the name of the paused process.
-func (f *Pause) Target() string { return f.stop.targetName(f.Process) }
+func (f *Pause) Target() string { return f.stop.name(f.Process) }
 
 // Inject sends SIGSTOP and, where the state can be read, returns once the
 // process is stopped.
 func (f *Pause) Inject(ctx context.Context) error {
-	return f.stop.send(ctx, f.Process, syscall.SIGSTOP, true)
+	return f.stop.send(ctx, f.Process, syscall.SIGSTOP, stopped(f.Process))
 }
 
 // Remove sends SIGCONT and returns once the process runs again. A process

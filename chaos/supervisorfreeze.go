@@ -14,7 +14,7 @@ import (
 type SupervisorFreeze struct {
 	Process Process `json:"-"` // the supervisor
 
-	stop stopSignal
+	stop signalled
 }
 
 var (
@@ -27,12 +27,12 @@ func (f *SupervisorFreeze) SetProcess(p Process) { f.Process = p }
 func (f *SupervisorFreeze) Kind() Kind { return KindSupervisorFreeze }
 
 // Target is the name of the frozen supervisor.
-func (f *SupervisorFreeze) Target() string { return f.stop.targetName(f.Process) }
+func (f *SupervisorFreeze) Target() string { return f.stop.name(f.Process) }
 
 // Inject sends SIGSTOP to the supervisor's pid and, where the state can be
 // read, returns once it is stopped.
 func (f *SupervisorFreeze) Inject(ctx context.Context) error {
-	return f.stop.send(ctx, f.Process, syscall.SIGSTOP, true)
+	return f.stop.send(ctx, f.Process, syscall.SIGSTOP, stopped(f.Process))
 }
 
 // Remove sends SIGCONT and returns once the supervisor runs again; one that

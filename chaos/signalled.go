@@ -6,18 +6,19 @@ import (
 	"syscall"
 )
 
-// stopSignal is the state and the plumbing of the faults that stop one
-// Process by signal and continue it with SIGCONT (Pause, SupervisorFreeze,
-// JobStop). They differ in which process they are given and which signal
-// they send; each fault type keeps its own file and doc.
-type stopSignal struct {
+// signalled is the state and the plumbing of the faults that signal one
+// Process: Crash and Stop (through exitState) and Pause, SupervisorFreeze
+// and JobStop (which stop it and continue it with SIGCONT). They differ in
+// which process they are given, which signal they send and what they await
+// after it; each fault type keeps its own file and doc.
+type signalled struct {
 	mu     sync.Mutex
 	target string // the process's name at Inject, for the timeline
 	active bool
 }
 
-// targetName is the name recorded at Inject, else p's name ("" without p).
-func (s *stopSignal) targetName(p Process) string {
+// name is the name recorded at Inject, else p's name ("" without p).
+func (s *signalled) name(p Process) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.target != "" || p == nil {
@@ -26,9 +27,9 @@ func (s *stopSignal) targetName(p Process) string {
 	return p.Name()
 }
 
-// send delivers sig to p once (ErrInjected while it is in place). With
-// awaitStop it returns, where the state can be read, once p is stopped.
-func (s *stopSignal) send(ctx context.Context, p Process, sig syscall.Signal, awaitStop bool) error {
+// send delivers sig to p once (ErrInjected while it is in place), then,
+// still holding the fault, returns what await (if any) returns.
+func (s *signalled) send(ctx context.Context, p Process, sig syscall.Signal, await func(context.Context) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active {
@@ -45,17 +46,22 @@ func (s *stopSignal) send(ctx context.Context, p Process, sig syscall.Signal, aw
 		return err
 	}
 	s.active = true
-	if !awaitStop {
+	if await == nil {
 		return nil
 	}
-	return waitState(ctx, p, true)
+	return await(ctx)
+}
+
+// stopped awaits, where the state can be read, that p is stopped.
+func stopped(p Process) func(context.Context) error {
+	return func(ctx context.Context) error { return waitState(ctx, p, true) }
 }
 
 // cont sends SIGCONT to p and returns once it runs again; a process that
 // exited meanwhile counts as continued. With forgetFirst the fault counts
 // as removed even when SIGCONT or the wait fails; otherwise it stays in
 // place so that Remove can be tried again.
-func (s *stopSignal) cont(ctx context.Context, p Process, forgetFirst bool) error {
+func (s *signalled) cont(ctx context.Context, p Process, forgetFirst bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.active {
