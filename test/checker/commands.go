@@ -21,6 +21,9 @@ import (
 //   - the SIGKILL of its supervisor (a crash fault on that identity): the
 //     kernel sends the command the parent-death SIGKILL as the supervisor
 //     dies, and the harness stamps a crash once the supervisor is known dead;
+//     the rest of the group dies by the guard's hand a moment later, so the
+//     group's own reports within GuardKillWindow of the crash end the
+//     lifetime, and a later one is a violation;
 //   - the start of a freeze of that identity (FaultFreeze: the supervisor and
 //     its command's group SIGSTOPped together, a frozen VM): a stopped
 //     process runs nothing. What runs after the freeze is judged by the
@@ -332,6 +335,9 @@ func (k *commandChecker) lifetimes() {
 		if end.Before(lt.Start) {
 			end = lt.Start
 		}
+		if by == EndCrash {
+			end = k.killLanded(*lt, end)
+		}
 		lt.End, lt.EndedBy = end, by
 		// Activity after the end: something of this command still ran.
 		// One violation per lifetime, naming the first and the last report;
@@ -363,6 +369,34 @@ func (k *commandChecker) lifetimes() {
 		}
 	}
 	sort.SliceStable(k.lts, func(a, b int) bool { return k.lts[a].Start.Before(k.lts[b].Start) })
+}
+
+// GuardKillWindow is how long after its supervisor's SIGKILL a command's
+// group may still report: the kernel's parent-death signal reaches the
+// command itself as the supervisor dies, but the rest of its group dies by
+// the guard's hand once the guard reads EOF on its pipe, a scheduling
+// moment later, and the harness stamps the crash once the supervisor is
+// reaped, which can come first (CI saw a grandchild report 1 ms after the
+// stamp). A report later than this is a command that outlived its
+// supervisor: a violation.
+const GuardKillWindow = time.Second
+
+// killLanded is the end of a lifetime whose supervisor was SIGKILLed at
+// crash: the group's last own report (activity or ledger entry) within
+// GuardKillWindow of the crash, or the crash.
+func (k *commandChecker) killLanded(lt Lifetime, crash time.Time) time.Time {
+	end, limit := crash, crash.Add(GuardKillWindow)
+	for _, a := range k.act {
+		if a.Holder == lt.Identity && a.Term == lt.Term && a.At.After(end) && !a.At.After(limit) {
+			end = a.At
+		}
+	}
+	for _, e := range k.run.Ledger {
+		if e.Holder == lt.Identity && e.Term == lt.Term && e.At.After(end) && !e.At.After(limit) {
+			end = e.At
+		}
+	}
+	return end
 }
 
 // stoppedAlone returns the first fault that stopped the lifetime's

@@ -94,6 +94,24 @@ func TestCheckCommands(t *testing.T) {
 			want:     []string{"S1-commands:[crash], but its process group reported 1 time(s) after", "S1-commands:two commands"},
 		},
 		{
+			// CI saw this: the harness stamps the crash once the supervisor is
+			// reaped, and the guard's kill of the group lands a moment later.
+			name:   "a grandchild's report 1 ms after its supervisor's SIGKILL is the guard's kill in progress",
+			events: hist(one(started(1, "a", 10, 100)), one(started(20, "b", 11, 200))),
+			faults: []Fault{{Kind: FaultCrash, Target: "a", Start: at(5)}},
+			activity: []Activity{{Holder: "a", Term: 10, PID: 101, At: at(4.95), What: "alive"},
+				{Holder: "a", Term: 10, PID: 101, At: at(5.001), What: "alive"}},
+			end: 25,
+		},
+		{
+			name:     "a report after the guard's kill window: the command outlived its supervisor",
+			events:   hist(one(started(1, "a", 10, 100)), one(started(20, "b", 11, 200))),
+			faults:   []Fault{{Kind: FaultCrash, Target: "a", Start: at(5)}},
+			activity: []Activity{{Holder: "a", Term: 10, PID: 101, At: at(5.001), What: "alive"}, {Holder: "a", Term: 10, PID: 101, At: at(7), What: "alive"}},
+			end:      25,
+			want:     []string{`S1-commands:[crash], but its process group reported 1 time(s) after: first "alive" by pid 101 at +7.000s`},
+		},
+		{
 			name:     "activity after the run end of a lifetime still open is no violation",
 			events:   hist(one(started(1, "a", 10, 100))),
 			activity: []Activity{{Holder: "a", Term: 10, PID: 100, At: at(12), What: "append ok seq 9"}},
