@@ -42,17 +42,30 @@ type StateReader interface {
 // ProcStopped reads /proc/<pid>/stat and reports whether the process is in
 // the stopped state (T). It is how a local StateReader answers.
 func ProcStopped(pid int) (bool, error) {
+	st, err := procState(pid)
+	return st == 'T', err
+}
+
+// ProcAlive reports whether pid runs: it exists and is neither a zombie (Z)
+// nor dead (X). A stat that cannot be read or parsed counts as not running.
+func ProcAlive(pid int) bool {
+	st, err := procState(pid)
+	return err == nil && st != 'Z' && st != 'X'
+}
+
+// procState is the state letter of /proc/<pid>/stat.
+func procState(pid int) (byte, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	// The state follows the command name, which is in parentheses and may
 	// itself contain spaces or parentheses: take the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return false, fmt.Errorf("chaos: cannot parse /proc/%d/stat", pid)
+		return 0, fmt.Errorf("chaos: cannot parse /proc/%d/stat", pid)
 	}
-	return b[i+2] == 'T', nil
+	return b[i+2], nil
 }
 
 // waitExit waits until p has exited or ctx ends.

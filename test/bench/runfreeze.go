@@ -3,13 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 )
@@ -59,7 +57,7 @@ func RunModeFreezeRun(t testing.TB, env Env, fl Flavor, n int, job string) ([]Fr
 		}
 		var dead time.Time
 		for deadline := frozen.Add(wait); dead.IsZero() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if !procAlive(cur.PID) {
+			if !chaos.ProcAlive(cur.PID) {
 				dead = time.Now()
 			}
 		}
@@ -97,17 +95,6 @@ func lastRenewed(t testing.TB, c *cluster.Local, identity string) time.Time {
 		}
 	}
 	return last
-}
-
-// procAlive reports whether pid exists and is not a zombie.
-func procAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
 // renderRunFreeze writes the frozen-supervisor rows of the run-mode section.

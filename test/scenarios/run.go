@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -273,17 +272,6 @@ func (rc *RunCluster) nextStart(s ChildEvent, timeout time.Duration) ChildEvent 
 	})
 }
 
-// alive reports whether pid runs (exists and is not a zombie).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
-}
-
 // grandchildOf waits for the grandchild of the command (identity, term) to
 // report, and returns its pid.
 func (rc *RunCluster) grandchildOf(s ChildEvent) int {
@@ -319,7 +307,7 @@ func commandKilled(t *testing.T, rc *RunCluster) []checker.Exception {
 	if exited.Signal != "SIGKILL" || exited.Cause != "exited" {
 		t.Fatalf("child_exited %s: want signal SIGKILL, cause exited", exited.Raw)
 	}
-	if alive(gc) {
+	if chaos.ProcAlive(gc) {
 		t.Errorf("the command's grandchild %d still runs after child_exited", gc) // and let the checker judge too
 	}
 	next := rc.nextStart(started, 10*time.Second)
@@ -355,7 +343,7 @@ func commandIgnoresTerm(t *testing.T, rc *RunCluster) []checker.Exception {
 	if exited.Signal != "SIGKILL" || exited.Cause != "shutdown" {
 		t.Fatalf("child_exited %s: want signal SIGKILL (it ignores SIGTERM), cause shutdown", exited.Raw)
 	}
-	if alive(gc) || alive(started.PID) {
+	if chaos.ProcAlive(gc) || chaos.ProcAlive(started.PID) {
 		t.Fatalf("command %d or its grandchild %d still runs after its supervisor stopped", started.PID, gc)
 	}
 	if last := rc.lastActivity(gc); !last.Before(next.T) {
@@ -373,7 +361,7 @@ func supervisorKilled(t *testing.T, rc *RunCluster) []checker.Exception {
 	inject(t, rc, &chaos.Crash{}, leader)
 	killed := time.Now()
 	for _, pid := range []int{started.PID, gc} {
-		for deadline := killed.Add(time.Second); alive(pid); hold(t, 5*time.Millisecond) {
+		for deadline := killed.Add(time.Second); chaos.ProcAlive(pid); hold(t, 5*time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("pid %d of the command's group (command %d, grandchild %d) still runs 1 s after its supervisor was SIGKILLed", pid, started.PID, gc)
 			}
@@ -402,7 +390,7 @@ func supervisorPartitioned(t *testing.T, rc *RunCluster) []checker.Exception {
 	if exited.Cause != "leadership_ended" || exited.Signal != "SIGKILL" {
 		t.Fatalf("child_exited %s: want cause leadership_ended, signal SIGKILL", exited.Raw)
 	}
-	if alive(gc) {
+	if chaos.ProcAlive(gc) {
 		t.Fatalf("grandchild %d still runs after child_exited", gc)
 	}
 	next := rc.nextStart(started, takeover(rc.Params()))

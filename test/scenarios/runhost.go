@@ -27,7 +27,7 @@ func deathOf(t *testing.T, timeout time.Duration, pids ...int) time.Time {
 	for deadline := time.Now().Add(timeout); ; hold(t, 5*time.Millisecond) {
 		any := false
 		for _, p := range pids {
-			any = any || alive(p)
+			any = any || chaos.ProcAlive(p)
 		}
 		if !any {
 			return time.Now()
@@ -153,7 +153,7 @@ func escapingDescendants(t *testing.T, rc *RunCluster) []checker.Exception {
 	exited := rc.exitOf(started, 20*time.Second)
 	next := rc.nextStart(started, 20*time.Second)
 	for _, j := range jobs {
-		if alive(j) {
+		if chaos.ProcAlive(j) {
 			t.Errorf("escaped job %d still runs after its supervisor reported its command reaped and the next command started", j)
 		}
 		if last := rc.lastActivity(j); !last.Before(next.T) {
@@ -219,7 +219,7 @@ func (rc *RunCluster) runningCommand(identity string) int {
 		}
 	}
 	for pid := range open {
-		if alive(pid) {
+		if chaos.ProcAlive(pid) {
 			return pid
 		}
 	}

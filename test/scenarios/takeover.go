@@ -188,7 +188,7 @@ func supervisorHostLossFast(t *testing.T, rc *RunCluster) []checker.Exception {
 	inject(t, rc, &chaos.Crash{}, leader)
 	killed := time.Now()
 	for _, pid := range []int{started.PID, gc} {
-		for deadline := killed.Add(time.Second); alive(pid); hold(t, 5*time.Millisecond) {
+		for deadline := killed.Add(time.Second); chaos.ProcAlive(pid); hold(t, 5*time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("pid %d of the command's group still runs 1 s after its supervisor was SIGKILLed", pid)
 			}
