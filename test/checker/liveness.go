@@ -11,11 +11,14 @@ const (
 	// BasisLastHeartbeat: the same moment for a leader that heartbeats,
 	// with early takeover's bound (takeover.go).
 	BasisLastHeartbeat = "last renew and heartbeat sent"
-	BasisInjected      = "fault injected" // the hit leader logged no valid_until
-	BasisReleased      = "released"       // the graceful stop's `released` event
-	BasisBreak         = "lease broken"   // the break itself
-	BasisDeleted       = "lock deleted"   // the deletion of the lock blob or its container
-	BasisFaultEnd      = "fault healed"   // end of a network or storage fault
+	// BasisInFlight: a frozen leader's renew may have been sent, granted
+	// and never logged (maybeInFlight).
+	BasisInFlight = "freeze, a renew maybe in flight"
+	BasisInjected = "fault injected" // the hit leader logged no valid_until
+	BasisReleased = "released"       // the graceful stop's `released` event
+	BasisBreak    = "lease broken"   // the break itself
+	BasisDeleted  = "lock deleted"   // the deletion of the lock blob or its container
+	BasisFaultEnd = "fault healed"   // end of a network or storage fault
 )
 
 // windowFault reports kinds that last from Start to End and can keep every
@@ -97,6 +100,11 @@ func (c *checker) checkFailovers() {
 			fo.Bound = long
 			if vu, ev, ok := hit.validAt(cutoff); ok {
 				fo.From, fo.Basis = vu.Add(-c.p.RenewDeadline), BasisLastRenew
+				if paused(f.Kind) {
+					if from := c.maybeInFlight(hit, fo.From, f.Start); from.After(fo.From) {
+						fo.From, fo.Basis = from, BasisInFlight
+					}
+				}
 				evidence = append(evidence, ev)
 				if fast := c.p.takeoverBound(); fast > 0 && fast < long && ev.Heartbeat > 0 {
 					// A heartbeating leader is broken early (takeover.go).
@@ -167,6 +175,39 @@ func (c *checker) checkFailovers() {
 		}
 		c.failovers = append(c.failovers, fo)
 	}
+}
+
+// maybeInFlight returns the latest moment a renew the frozen leader never
+// logged can have been sent, for a freeze (pause, supervisor freeze) at
+// frozen of the leadership hit whose last logged renew was sent at sent.
+//
+// Why: the leader renews on its own goroutine once per RenewInterval and
+// logs `renewed` only after the answer; SIGSTOP can land between the send
+// and the log. Storage then holds the lease until that renew's send + L,
+// which the history never shows (docs/chaos.md#checker-rules).
+//
+// The rule: with no attempt logged after sent, the next renew is due at
+// its tick, sent + RenewInterval, or — if the one before was still in
+// flight at the tick — when that one answers, at most one request timeout
+// later; a freeze stops any later send. So the unlogged renew left at or
+// before min(frozen, anchor + RenewInterval + request timeout), where the
+// anchor is the last attempt logged before the freeze (a `renew_failed`
+// means the loop went on to the next tick). Only one renew is in flight at a
+// time, so nothing later can be hidden. A killed process gets no such
+// allowance (the crash rule is unchanged); nor do network faults.
+func (c *checker) maybeInFlight(hit Interval, sent, frozen time.Time) time.Time {
+	anchor := sent
+	for _, e := range c.run.Events {
+		if e.Identity == hit.Identity && e.Term == hit.Term && e.Event == EventRenewFailed &&
+			e.T.After(anchor) && !e.T.After(frozen) {
+			anchor = e.T
+		}
+	}
+	latest := anchor.Add(c.p.RenewInterval + c.p.RequestTimeout())
+	if frozen.Before(latest) {
+		latest = frozen
+	}
+	return latest
 }
 
 // stretch moves fo.Deadline past every other fault that could keep a new

@@ -125,17 +125,58 @@ func TestCheck_L1(t *testing.T) {
 			faults: []Fault{window(FaultPause, "w1", 5, 8)},
 		},
 		{
+			// Frozen the instant it sent its last logged renew: nothing can be
+			// in flight, so the bound counts from that renew.
 			name:      "pause longer than L: takeover counted from the last renew",
 			events:    hist(w1, stop(25, "w1", 1, 14), leads("w2", 2, 20, 30, -1)),
-			faults:    []Fault{window(FaultPause, "w1", 5, 25)},
+			faults:    []Fault{window(FaultPause, "w1", 4, 25)},
 			failovers: []string{"pause w1->w2 16s/17.1s"},
 		},
 		{
 			name:      "pause longer than L: takeover too late",
 			events:    hist(w1, stop(25, "w1", 1, 14), leads("w2", 2, 22, 30, -1)),
-			faults:    []Fault{window(FaultPause, "w1", 5, 25)},
+			faults:    []Fault{window(FaultPause, "w1", 4, 25)},
 			want:      []string{"L1"},
 			failovers: []string{"pause w1->w2 18s/17.1s"},
+		},
+		{
+			// w1 logged its last renew at 4 and froze at 5.999, just before the
+			// renew due at 6 — or just after sending it: that renew may have
+			// been granted at storage and never logged, so the lease may run to
+			// 5.999 + L. A takeover at 5.999 + L + P·1.1 is correct behaviour.
+			name:      "pause with a renew maybe in flight: takeover counted from the freeze",
+			events:    hist(w1, stop(25, "w1", 1, 14), leads("w2", 2, 23.099, 30, -1)),
+			faults:    []Fault{window(FaultPause, "w1", 5.999, 25)},
+			failovers: []string{"pause w1->w2 17.1s/17.1s"},
+		},
+		{
+			name:      "supervisor freeze with a renew maybe in flight: counted from the freeze",
+			events:    hist(w1, stop(25, "w1", 1, 14), leads("w2", 2, 23.099, 30, -1)),
+			faults:    []Fault{window(FaultSupervisorFreeze, "w1", 5.999, 25)},
+			failovers: []string{"supervisor_freeze w1->w2 17.1s/17.1s"},
+		},
+		{
+			// The renew due at 6 was sent by 6 + RT = 8 at the latest; a freeze
+			// later than that with no renew logged since 4 moves the basis no
+			// further than 8.
+			name:      "pause long after the last logged renew: basis capped at renew interval + request timeout",
+			events:    hist(w1, stop(25, "w1", 1, 14), leads("w2", 2, 25.2, 30, -1)),
+			faults:    []Fault{window(FaultPause, "w1", 9.5, 25)},
+			want:      []string{"L1:17.2s after freeze, a renew maybe in flight at +8.000s"},
+			failovers: []string{"pause w1->w2 17.2s/17.1s"},
+		},
+		{
+			name:      "crash with a renew maybe in flight keeps the crash rule",
+			events:    hist(w1, leads("w2", 2, 23.099, 30, -1)),
+			faults:    []Fault{crash("w1", 5.999)},
+			want:      []string{"L1"},
+			failovers: []string{"crash w1->w2 19.099s/17.1s"},
+		},
+		{
+			name: "pause: a leader that resumed and renewed the maybe-in-flight lease kept leading",
+			events: hist(leads("w1", 1, 0, 4, -1), one(ev(15.5, "w1", EventRenewed, 1, 15.999)),
+				one(ev(15.6, "w1", EventRenewed, 1, 25.6)), leads("w2", 2, 40, 50, -1)),
+			faults: []Fault{window(FaultPause, "w1", 5.999, 15.5)},
 		},
 		{
 			name:      "partitioned leader replaced during the partition: a leader exists at the heal",
