@@ -38,6 +38,8 @@ type HTTPProxy struct {
 
 	mu    sync.Mutex
 	hooks []hook
+
+	requests *RequestLog // every request's arrival, forwarding and answer
 }
 
 // hook is what an HTTP fault puts on the proxy.
@@ -83,6 +85,8 @@ func NewHTTPProxy(name, upstream string) (*HTTPProxy, error) {
 		name: name, upstream: upstream, ln: ln, ctx: ctx, cancel: cancel,
 		pooled: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true},
 		fresh:  &http.Transport{DisableKeepAlives: true, DisableCompression: true},
+
+		requests: NewRequestLog(DefaultRequestLogSize),
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -105,6 +109,10 @@ func (p *HTTPProxy) Close() {
 	_ = p.srv.Close()
 	p.pooled.CloseIdleConnections()
 }
+
+// Requests is the proxy's record of the latest requests it served
+// (DefaultRequestLogSize of them), for a failed run's evidence.
+func (p *HTTPProxy) Requests() *RequestLog { return p.requests }
 
 func (p *HTTPProxy) install(h hook) error {
 	if p.ctx.Err() != nil {
@@ -136,11 +144,21 @@ func (p *HTTPProxy) snapshot() []hook {
 // ServeHTTP forwards one request, letting the faults on the proxy hold it or
 // drop its answer.
 func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := RequestRecord{Proxy: p.name, Op: ClassifyRequest(r), Arrived: time.Now()}
+	held := false
+	// Recorded however the request ends (an abort panics through here);
+	// a held request is recorded when its delivery ends.
+	defer func() {
+		if !held {
+			p.requests.Add(rec)
+		}
+	}()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
+		rec.Err = "read request: " + err.Error()
 		panic(http.ErrAbortHandler) // the client broke off (or sent too much): nothing to forward
 	}
-	op := ClassifyRequest(r)
+	op := rec.Op
 	hooks := p.snapshot()
 	for _, h := range hooks {
 		delay, done, ok := h.hold(op)
@@ -148,18 +166,29 @@ func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delay, done, ok = ph.holdPath(op, r.URL.Path)
 		}
 		if ok {
-			p.serveHeld(w, r, body, op, delay, done)
+			held = true
+			arrived := rec.Arrived
+			p.serveHeld(w, r, body, op, delay, func(d Delivery) {
+				p.requests.Add(RequestRecord{Proxy: p.name, Op: op, Arrived: arrived, Forwarded: d.Sent,
+					Answered: time.Now(), Status: d.Status, Err: d.Err, Held: true})
+				done(d)
+			})
 			return
 		}
 	}
+	rec.Forwarded = time.Now()
 	resp, respBody, err := p.roundTrip(r.Context(), p.pooled, r, body)
+	rec.Answered = time.Now()
 	if err != nil {
 		// Storage unreachable or the client gone: cut the connection rather
 		// than invent an HTTP answer storage never gave.
+		rec.Err = err.Error()
 		panic(http.ErrAbortHandler)
 	}
+	rec.Status = resp.StatusCode
 	for _, h := range hooks {
 		if h.drop(op, resp.StatusCode) {
+			rec.Dropped = true
 			reset(w)
 			return
 		}

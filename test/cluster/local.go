@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -157,6 +159,25 @@ func (c *Local) Start(ctx context.Context, n int, opts ...Option) ([]Worker, err
 		out[i] = w
 	}
 	return out, errors.Join(errs...)
+}
+
+// WriteRequestLogs writes each worker's HTTP proxy record of its latest
+// requests (chaos.RequestLog) to dir/<slot>-requests.jsonl: a failed run's
+// evidence of which hop stalled.
+func (c *Local) WriteRequestLogs(dir string) error {
+	c.mu.Lock()
+	workers := append([]*localWorker(nil), c.workers...)
+	c.mu.Unlock()
+	var errs []error
+	for _, w := range workers {
+		f, err := os.Create(filepath.Join(dir, w.slot+"-requests.jsonl"))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, w.http.Requests().WriteJSONL(f), f.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (c *Local) Workers() []Worker {

@@ -333,6 +333,11 @@ func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
 		}
 		dir := filepath.Join(OutDir(t), reportName(t))
 		keep(t, dir, h)
+		if rl, ok := c.(interface{ WriteRequestLogs(dir string) error }); ok {
+			if err := rl.WriteRequestLogs(dir); err != nil {
+				t.Logf("keep the proxies' request logs: %v", err)
+			}
+		}
 		for _, f := range extra {
 			if b, err := os.ReadFile(f); err == nil {
 				_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
