@@ -50,6 +50,15 @@ func shardSoakActions(p cluster.Params, cfg ShardSoakConfig, moves map[string]in
 		}
 		out = append(out, a)
 	}
+	// Slow member reads: the coordinator's reads of the members' reports
+	// held below the request timeout; it must keep its term (the checker's
+	// keep rule: no watchdog step-down during the fault without a renew
+	// failing).
+	rt := p.RequestTimeout()
+	out = append(out, action{"slow_member_reads", 2, 3 * time.Second, p.LeaseDuration + 5*time.Second, false, func(s *soak) []chaos.Fault {
+		prefix := s.c.LockBlob() + "-shards/reports/"
+		return []chaos.Fault{s.bind(&chaos.SlowReads{Prefix: prefix, Delay: s.fraction(0.5, 0.9, rt)}, s.leaderOrAny())}
+	}})
 	grace := (p.ShutdownGrace + 10*time.Second).Milliseconds()
 	settled := settle(p) + time.Second
 	return append(out, action{"member", 3, settled, settled, false, func(s *soak) []chaos.Fault {

@@ -214,6 +214,24 @@ func holeActions(p cluster.Params) []action {
 	}
 }
 
+// operatorActions are the operator's hand-written metadata in the election
+// soak's mix: a typo'd term no contender can stamp a next term on, repaired
+// (the record put back) when the step heals it. The fleet must say so and
+// leave the record alone; the checker counts L1 from the repair.
+//
+// metadata_rollback is not in the mix: it rewinds the ledger too, while the
+// running workers keep appending, so the ledger the checker judges every
+// other step by (S2, entries from seq 1 on) would lose its earlier entries
+// for the rest of the soak; TestElection_StorageRolledBack covers it.
+func operatorActions() []action {
+	return []action{
+		{"operator_metadata", 1, 2 * time.Second, 10 * time.Second, false, func(s *soak) []chaos.Fault {
+			typo := []string{"1795400000000x", "17954OOOOOOOO", "1795400000000 1"}[s.rng.IntN(3)]
+			return []chaos.Fault{s.bind(&chaos.OperatorMetadata{Term: typo}, nil)}
+		}},
+	}
+}
+
 // bound is a fault with the worker it is for, until the soak injects it.
 type boundFault struct {
 	chaos.Fault
