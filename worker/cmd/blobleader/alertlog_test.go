@@ -4,16 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -172,24 +167,7 @@ func TestWorker_LeadershipChangesAndStatusAreLoggedForAlerts(t *testing.T) {
 func TestWorker_ForbiddenStorageAndFailingHealthAreLoggedForAlerts(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
-	target, err := url.Parse(blobEndpoint(t, az.ConnectionString()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var refused atomic.Int64
-	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.URL.Query().Get("comp") == "metadata" {
-			refused.Add(1)
-			w.Header().Set("x-ms-error-code", "AuthorizationPermissionMismatch")
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationPermissionMismatch</Code><Message>injected</Message></Error>`)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
+	proxy, refused := metadataRefusingProxy(t, az.ConnectionString(), "AuthorizationPermissionMismatch")
 
 	base, _, logPath := startLoggingWorker(t, az.ConnectionString(), "forbidden", "refused",
 		"--storage-dial", strings.TrimPrefix(proxy.URL, "http://"))

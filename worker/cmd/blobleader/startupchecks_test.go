@@ -170,24 +170,7 @@ func TestWorker_IdentityAtTheEdgeOfTheRuleRoundTrips(t *testing.T) {
 func TestWorker_RejectedTermWriteSurfacesInHealthAndReady(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
-	target, err := url.Parse(blobEndpoint(t, az.ConnectionString()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var refused atomic.Int64
-	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.URL.Query().Get("comp") == "metadata" {
-			refused.Add(1)
-			w.Header().Set("x-ms-error-code", "AuthorizationFailure")
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			io.WriteString(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationFailure</Code><Message>injected</Message></Error>`)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
+	proxy, refused := metadataRefusingProxy(t, az.ConnectionString(), "AuthorizationFailure")
 
 	port, err := azuritetest.FreePort()
 	if err != nil {
@@ -250,4 +233,31 @@ func blobEndpoint(t *testing.T, conn string) string {
 	}
 	t.Fatalf("no BlobEndpoint in %q", conn)
 	return ""
+}
+
+// metadataRefusingProxy is a proxy in front of the Azurite of connString that
+// answers every metadata write (the term write) with 403 and the given
+// error code, as storage does without the role assignment, and forwards
+// everything else. refused counts the writes it refused.
+func metadataRefusingProxy(t *testing.T, connString, code string) (proxy *httptest.Server, refused *atomic.Int64) {
+	t.Helper()
+	target, err := url.Parse(blobEndpoint(t, connString))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused = new(atomic.Int64)
+	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.URL.Query().Get("comp") == "metadata" {
+			refused.Add(1)
+			w.Header().Set("x-ms-error-code", code)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>`+code+`</Code><Message>injected</Message></Error>`)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy, refused
 }
