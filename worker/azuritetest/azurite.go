@@ -98,6 +98,11 @@ func startOnFreePort(ctx context.Context, pick func() (int, error)) (*Server, er
 // StartOnPort launches Azurite on the given loopback port (10000 is the
 // well-known one that "UseDevelopmentStorage=true" names).
 func StartOnPort(ctx context.Context, port int) (*Server, error) {
+	return startOnPort(ctx, port)
+}
+
+// startOnPort is StartOnPort with extra Azurite flags (tests: --debug).
+func startOnPort(ctx context.Context, port int, extra ...string) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -105,10 +110,16 @@ func StartOnPort(ctx context.Context, port int) (*Server, error) {
 	s := &Server{Host: "127.0.0.1", Port: port, out: &syncBuffer{}, done: make(chan struct{})}
 	// The flags of the local mode: in-memory, loopback only, and lenient about the
 	// API version because the SDK sends a newer one than Azurite knows.
-	s.cmd = exec.Command(bin,
+	s.cmd = exec.Command(bin, append([]string{
 		"--blobHost", s.Host, "--blobPort", strconv.Itoa(port),
-		"--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--disableTelemetry")
+		"--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--disableTelemetry"}, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	env, preload, err := withGCInterval(os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(preload) // read by node at start only
+	s.cmd.Env = env
 	// Own process group, so Stop takes node and anything it forked with it.
 	s.cmd.SysProcAttr = procAttr()
 	if err := s.cmd.Start(); err != nil {

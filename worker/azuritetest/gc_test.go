@@ -1,0 +1,76 @@
+package azuritetest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Azurite's blob garbage collector runs every 10 minutes on Node's only
+// thread, and its sweep costs about the square of the blobs ever written: in
+// a 10-minute shard soak it answered nothing for 9 s (every worker's request
+// timed out at once), which the checker rightly reported as a failover too
+// slow. A test server must not stop answering on its own, so the GC's next
+// run is pushed past any test's life; this reads the interval the GC itself
+// logs after its first (empty) sweep at start.
+func TestStart_AzuriteGarbageCollectorNeverRunsDuringATest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	debug := filepath.Join(t.TempDir(), "debug.log")
+	s, err := startOnPort(ctx, port, "--debug", debug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+
+	sleep := regexp.MustCompile(`BlobGCManager:markSweepLoop\(\) Sleep for (\d+)ms`)
+	var m []string
+	for deadline := time.Now().Add(30 * time.Second); m == nil; time.Sleep(50 * time.Millisecond) {
+		b, _ := os.ReadFile(debug)
+		m = sleep.FindStringSubmatch(string(b))
+		if m == nil && time.Now().After(deadline) {
+			t.Fatalf("Azurite's GC did not log its interval within 30 s of start (debug log %s):\n%s", debug, tail(b))
+		}
+	}
+	ms, _ := strconv.ParseInt(m[1], 10, 64)
+	if got := time.Duration(ms) * time.Millisecond; got < gcInterval {
+		t.Fatalf("Azurite's GC runs again after %v: a test server living longer stops answering for the sweep; want ≥ %v", got, gcInterval)
+	}
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// An azurite-blob whose layout the preload does not know ($AZURITE_BLOB set
+// to another build) is refused with the reason, not started with the 10-minute
+// stall.
+func TestStart_RefusesAnAzuriteWhoseGCIntervalCannotBeSet(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "azurite-blob")
+	if err := os.WriteFile(bin, []byte("#!/usr/bin/env node\nsetInterval(() => {}, 1000);\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURITE_BLOB", bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Start(ctx)
+	if err == nil {
+		s.Stop()
+		t.Fatal("Start succeeded with an Azurite whose GC interval could not be set")
+	}
+	if !regexp.MustCompile(`cannot set Azurite's GC interval`).MatchString(err.Error()) {
+		t.Fatalf("Start failed without naming the GC interval: %v", err)
+	}
+}
