@@ -13,8 +13,10 @@ import (
 // sweeps in a server started here: longer than any test, demo or bench run.
 //
 // Why: Azurite sweeps every 10 minutes by default, on Node's only thread,
-// and the sweep deletes each unreferenced extent with a scan of all of them
-// — it grows with the square of the blobs ever written. In a 10-minute
+// and the sweep removes every unreferenced extent (every overwritten blob's
+// old data) one by one from the collection of all extents, never giving the
+// thread back to requests in between: it grows with the blobs ever written,
+// faster than linearly. In a 10-minute
 // shard soak (`make chaos`) the server answered no request from anyone for
 // 9 s at exactly 10 minutes of age; the workers' requests all timed out and
 // the checker reported a shard failover 24 s late (issue 23's seed

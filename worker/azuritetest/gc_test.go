@@ -11,7 +11,7 @@ import (
 )
 
 // Azurite's blob garbage collector runs every 10 minutes on Node's only
-// thread, and its sweep costs about the square of the blobs ever written: in
+// thread, and its sweep grows with the blobs ever written: in
 // a 10-minute shard soak it answered nothing for 9 s (every worker's request
 // timed out at once), which the checker rightly reported as a failover too
 // slow. A test server must not stop answering on its own, so the GC's next
