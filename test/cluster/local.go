@@ -31,6 +31,7 @@ type Local struct {
 	containerName string
 	blobName      string
 	az            *azuritetest.Server
+	probe         *StorageProbe // Azurite asked directly, for the run's evidence
 	storage       *container.Client
 	httpc         *http.Client
 	start         time.Time
@@ -96,11 +97,29 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 		t.Fatalf("cluster: start Azurite: %v", err)
 	}
 	c.az = az
+	c.probe = StartStorageProbe(az.BlobEndpoint(), DefaultStorageProbe)
 	c.storage, err = containerClient(az.BlobEndpoint(), c.containerName)
 	if err != nil {
 		t.Fatalf("cluster: storage client: %v", err)
 	}
 	return c
+}
+
+// StorageProbe is the harness's own probe of Azurite (StorageProbe).
+func (c *Local) StorageProbe() *StorageProbe { return c.probe }
+
+// WriteStorageProbe writes the storage probe's records to
+// dir/azurite-probe.jsonl (StorageProbe.WriteJSONL): a failed run's evidence
+// of whether storage itself answered.
+func (c *Local) WriteStorageProbe(dir string) error {
+	if c.probe == nil {
+		return errors.New("cluster: no storage probe (Azurite did not start)")
+	}
+	f, err := os.Create(filepath.Join(dir, "azurite-probe.jsonl"))
+	if err != nil {
+		return err
+	}
+	return errors.Join(c.probe.WriteJSONL(f), f.Close())
 }
 
 // Dir is the directory holding the histories and logs.
@@ -479,6 +498,9 @@ func (c *Local) Stop() {
 		errs = append(errs, w.kill())
 		w.proxy.Close()
 		w.http.Close()
+	}
+	if c.probe != nil {
+		c.probe.Stop() // before Azurite goes, so its end is no failed probe
 	}
 	if c.az != nil {
 		c.az.Stop()
