@@ -32,7 +32,7 @@ chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and thr
 	BLOBLEADER_CHAOS_REPEAT=$(REPEAT) \
 	BLOBLEADER_CHAOS_OUT=$(CHAOS_OUT) \
 	$(GO) -C test test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '$(CHAOS_RUN)' ./scenarios 2>&1 | tee $(CHAOS_OUT)/go-test.log \
-	  | grep --line-buffered -E '^\s*(--- |PASS|FAIL|ok )|violation|inconclusive|soak (step|summary|steps)|failover after|^\s+(duration|kind|[a-z_]+ +[0-9])' || rc=$$?; \
+	  | grep --line-buffered -E '^\s*(--- |PASS|FAIL|ok )|violation|inconclusive|soak (step|summary|steps)|storage probe|failover after|^\s+(duration|kind|[a-z_]+ +[0-9])' || rc=$$?; \
 	echo ">> soak summary ($(CHAOS_OUT)/TestElection_SeededSoak.txt):"; \
 	cat $(CHAOS_OUT)/TestElection_SeededSoak.txt 2>/dev/null || echo "(no soak in this run)"; \
 	echo ">> run-mode soak summary ($(CHAOS_OUT)/TestRun_SeededSoak.txt):"; \

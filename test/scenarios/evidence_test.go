@@ -1,12 +1,16 @@
 package scenarios
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
 )
 
 // A worker whose history file is gone is not skipped: the run fails with an
@@ -39,4 +43,36 @@ func TestChecker_FailsAStartedWorkerWithoutHistory(t *testing.T) {
 		t.Fatalf("the history of %s was removed, yet verdict %s, violations %v", lost.Identity, res.Verdict(), res.Violations)
 	}
 	t.Logf("caught as expected: %v", res.Err())
+}
+
+// A failed run keeps azurite-probe.jsonl next to the histories, and its log
+// says whether storage answered the harness's own probe (here it did: no
+// stall to report, and the line says so rather than saying nothing).
+func TestHarness_FailedRunKeepsTheStorageProbe(t *testing.T) {
+	t.Parallel()
+	c := cluster.NewLocal(t, cluster.LocalConfig{Binary: "no-worker-is-started"})
+	if _, err := c.StorageProbe().Await(ctxFor(t, 20*time.Second), func(s cluster.ProbeSummary) bool { return s.Probes >= 2 }); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "kept")
+	keepFailedRun(t, c, dir)
+	b, err := os.ReadFile(filepath.Join(dir, "azurite-probe.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i, l := range lines {
+		var r cluster.ProbeRecord
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Start.IsZero() || r.Status == 0 {
+			t.Errorf("azurite-probe.jsonl line %d %q: want an answered probe (%v)", i+1, l, err)
+		}
+	}
+	if len(lines) < 2 {
+		t.Errorf("azurite-probe.jsonl: %d lines after ≥ 2 probes", len(lines))
+	}
+	var logged []string
+	explainStorage(func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }, c)
+	if len(logged) != 2 || !strings.HasPrefix(logged[0], "storage probe: ") || !strings.Contains(logged[1], "answered every probe within 1s") {
+		t.Errorf("failed run's storage lines: %q", logged)
+	}
 }

@@ -314,35 +314,87 @@ func keep(t *testing.T, dir string, h cluster.History) {
 // the extra files) in $BLOBLEADER_CHAOS_OUT when t failed. Judge keeps the
 // files of a run it judged; a test that fails before that — a wait that ran
 // out, a t.Fatal in the scenario — must leave its evidence too (cleanups run
-// before the temp dir goes).
+// before the temp dir goes). A failed run's log also says whether storage
+// itself stalled during it (explainStorage), with or without an output
+// directory.
 func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
 	t.Helper()
-	if os.Getenv(EnvOut) == "" {
-		return
-	}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		h, err := c.History(ctx, 0)
-		if err != nil {
-			t.Logf("keep the failed run's evidence: %v", err)
+		explainStorage(t.Logf, c)
+		if os.Getenv(EnvOut) == "" {
 			return
 		}
-		dir := filepath.Join(OutDir(t), reportName(t))
-		keep(t, dir, h)
-		if rl, ok := c.(interface{ WriteRequestLogs(dir string) error }); ok {
-			if err := rl.WriteRequestLogs(dir); err != nil {
-				t.Logf("keep the proxies' request logs: %v", err)
-			}
-		}
-		for _, f := range extra {
-			if b, err := os.ReadFile(f); err == nil {
-				_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
-			}
-		}
-		t.Logf("failed run: histories and logs kept in %s", dir)
+		keepFailedRun(t, c, filepath.Join(OutDir(t), reportName(t)), extra...)
 	})
+}
+
+// keepFailedRun keeps c's histories and logs, the proxies' request logs, the
+// storage probe's records and the extra files in dir.
+func keepFailedRun(t *testing.T, c cluster.Cluster, dir string, extra ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := c.History(ctx, 0)
+	if err != nil {
+		t.Logf("keep the failed run's evidence: %v", err)
+		return
+	}
+	keep(t, dir, h)
+	if rl, ok := c.(interface{ WriteRequestLogs(dir string) error }); ok {
+		if err := rl.WriteRequestLogs(dir); err != nil {
+			t.Logf("keep the proxies' request logs: %v", err)
+		}
+	}
+	if sp, ok := c.(interface{ WriteStorageProbe(dir string) error }); ok {
+		if err := sp.WriteStorageProbe(dir); err != nil {
+			t.Logf("keep the storage probe's records: %v", err)
+		}
+	}
+	for _, f := range extra {
+		if b, err := os.ReadFile(f); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+		}
+	}
+	t.Logf("failed run: histories and logs kept in %s", dir)
+}
+
+// storageProbe is the harness's own probe of c's storage, when c's backend
+// runs one (the local backend: cluster.StorageProbe).
+func storageProbe(c cluster.Cluster) (cluster.ProbeSummary, bool) {
+	sp, ok := c.(interface{ StorageProbe() *cluster.StorageProbe })
+	if !ok || sp.StorageProbe() == nil {
+		return cluster.ProbeSummary{}, false
+	}
+	return sp.StorageProbe().Summary(), true
+}
+
+// storageProbeLine is the probe's one-line summary ("storage probe: …"),
+// or "" for a backend without one.
+func storageProbeLine(c cluster.Cluster) string {
+	if s, ok := storageProbe(c); ok {
+		return s.String()
+	}
+	return ""
+}
+
+// explainStorage logs, for a failed run, whether storage answered the
+// harness's own probe throughout: each stall of a second or more with its
+// times, so a failure in that window is read knowing the environment
+// stalled too. It changes no verdict.
+func explainStorage(logf func(format string, args ...any), c cluster.Cluster) {
+	s, ok := storageProbe(c)
+	if !ok {
+		return
+	}
+	logf("%s", s)
+	ex := s.Explanations()
+	for _, line := range ex {
+		logf("%s", line)
+	}
+	if len(ex) == 0 && s.Failed == 0 {
+		logf("storage probe: storage (Azurite) answered every probe within %v: the environment's storage did not stall", s.Threshold)
+	}
 }

@@ -127,7 +127,7 @@ func ShardSoak(t *testing.T, c cluster.Cluster, sc SoakConfig, cfg ShardSoakConf
 	} else {
 		t.Logf("report: %s (%s)", files.HTML, files.JSON)
 	}
-	text := ShardSoakText(srun, res, sres, moves)
+	text := ShardSoakText(srun, res, sres, moves) + withStorageProbe(c)
 	t.Logf("soak steps: %v", steps)
 	t.Log("soak summary:\n" + text)
 	writeSoakSummary(t, name, sc, steps, text)

@@ -251,10 +251,21 @@ func Soak(t *testing.T, c cluster.Cluster, cfg SoakConfig, name string, extra ..
 	// nothing, has shown nothing.
 	run, res := JudgeRequiring(t, c, name, checker.Requirements{LeadershipsBeforeFault: 1})
 	sum := report.Summarize(run, res)
+	text := SummaryText(sum) + withStorageProbe(c)
 	t.Logf("soak steps: %v", steps)
-	t.Log("soak summary:\n" + SummaryText(sum))
-	writeSoakSummary(t, name, cfg, steps, SummaryText(sum))
+	t.Log("soak summary:\n" + text)
+	writeSoakSummary(t, name, cfg, steps, text)
 	return sum, res
+}
+
+// withStorageProbe is the storage probe's summary line for a soak's
+// summary (with its newline), "" for a backend without a probe: whether
+// storage itself stalled during the soak, in the lines `make chaos` prints.
+func withStorageProbe(c cluster.Cluster) string {
+	if line := storageProbeLine(c); line != "" {
+		return line + "\n"
+	}
+	return ""
 }
 
 // writeSoakSummary writes <name>.txt to $BLOBLEADER_CHAOS_OUT, which `make
