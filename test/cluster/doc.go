@@ -9,7 +9,9 @@
 // each behind its own in-process toxiproxy (chaos.Proxy) and with its own
 // --listen port, --identity and --history file in the test's temp dir. It
 // cleans up every process (continuing stopped ones before killing them),
-// proxy and file with t.Cleanup, also when the test fails.
+// proxy and file with t.Cleanup, also when the test fails. Each local
+// cluster also probes its Azurite directly (StorageProbe), so a stall of
+// storage itself is in the run's evidence.
 //
 // Incarnations: a restarted worker (after a crash or a graceful stop) is a new
 // process with a new identity, "w1" then "w1.2", "w1.3" — as in production,
