@@ -71,6 +71,7 @@ type StorageProbe struct {
 	next      int
 	total     uint64
 	failed    uint64
+	firstFail ProbeRecord // zero: none failed
 	max       ProbeRecord
 	stalls    []ProbeRecord
 	moreStall int
@@ -176,6 +177,9 @@ func (p *StorageProbe) add(r ProbeRecord) {
 	p.next = (p.next + 1) % len(p.ring)
 	p.total++
 	if r.Err != "" {
+		if p.failed == 0 {
+			p.firstFail = r
+		}
 		p.failed++
 	}
 	if r.MS > p.max.MS {
@@ -196,6 +200,7 @@ func (p *StorageProbe) add(r ProbeRecord) {
 type ProbeSummary struct {
 	Probes     uint64        // answered or failed
 	Failed     uint64        // no HTTP answer (refused, timed out)
+	FirstFail  *ProbeRecord  // the first of them; nil when none failed
 	Max        ProbeRecord   // the slowest
 	Threshold  time.Duration // a stall is a probe this slow or slower
 	Stalls     []ProbeRecord // the first KeepStalls stalls, oldest first
@@ -216,6 +221,10 @@ func (p *StorageProbe) summaryLocked(now time.Time) ProbeSummary {
 	s := ProbeSummary{
 		Probes: p.total, Failed: p.failed, Max: p.max, Threshold: p.cfg.StallThreshold,
 		Stalls: append([]ProbeRecord(nil), p.stalls...), MoreStalls: p.moreStall,
+	}
+	if p.failed > 0 {
+		first := p.firstFail
+		s.FirstFail = &first
 	}
 	if !p.inFlight.IsZero() && now.Sub(p.inFlight) >= p.cfg.StallThreshold {
 		s.InFlight = &ProbeRecord{
@@ -281,8 +290,9 @@ func (s ProbeSummary) String() string {
 	return b.String()
 }
 
-// Explanations are the lines a failed run's log carries, one per stall:
-// storage did not answer the harness from T1 to T2. They excuse nothing:
+// Explanations are the lines a failed run's log carries, one per stall
+// (storage did not answer the harness from T1 to T2), and one for probes
+// that got no answer at all. They excuse nothing:
 // the verdict stands, the reader knows the environment stalled too.
 func (s ProbeSummary) Explanations() []string {
 	var out []string
@@ -292,6 +302,10 @@ func (s ProbeSummary) Explanations() []string {
 	}
 	if s.MoreStalls > 0 {
 		out = append(out, fmt.Sprintf("storage probe: %d more stalls not kept", s.MoreStalls))
+	}
+	if r := s.FirstFail; r != nil {
+		out = append(out, fmt.Sprintf("storage probe: %d probes got no HTTP answer from storage (Azurite), the first sent at %s: %s",
+			s.Failed, r.Start.Format("15:04:05.000"), r.Err))
 	}
 	if r := s.InFlight; r != nil {
 		out = append(out, fmt.Sprintf("storage probe: storage (Azurite) has not answered the harness's probe since %s (%.1f s so far): a failure in that window may be the environment, not the system",

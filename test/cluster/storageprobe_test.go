@@ -163,3 +163,30 @@ func TestLocal_StorageProbeRecordsAStallWhenAzuriteIsFrozen(t *testing.T) {
 		t.Errorf("explanations %q", ex)
 	}
 }
+
+// Azurite gone (killed): the probes get no HTTP answer, and the failed
+// run's lines say when the first was sent and why it failed.
+func TestLocal_StorageProbeCountsProbesAzuriteNeverAnswered(t *testing.T) {
+	t.Parallel()
+	c := noWorkers(t)
+	probe := c.StorageProbe()
+	if _, err := probe.Await(ctxT(t, 20*time.Second), func(s ProbeSummary) bool { return s.Probes >= 1 }); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	c.Azurite().Stop()
+	s, err := probe.Await(ctxT(t, 20*time.Second), func(s ProbeSummary) bool { return s.Failed >= 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.FirstFail == nil || s.FirstFail.Err == "" || s.FirstFail.Status != 0 || s.FirstFail.End.Before(killed) {
+		t.Fatalf("first failure %+v (Azurite killed at %v)", s.FirstFail, killed)
+	}
+	ex := s.Explanations()
+	if len(ex) == 0 || !strings.Contains(ex[len(ex)-1], "got no HTTP answer from storage (Azurite), the first sent at "+s.FirstFail.Start.Format("15:04:05.000")) {
+		t.Errorf("explanations %q", ex)
+	}
+	if !strings.Contains(s.String(), " failed)") || strings.Contains(s.String(), "(0 failed)") {
+		t.Errorf("summary line %q does not count the failures", s.String())
+	}
+}

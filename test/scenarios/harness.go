@@ -394,7 +394,7 @@ func explainStorage(logf func(format string, args ...any), c cluster.Cluster) {
 	for _, line := range ex {
 		logf("%s", line)
 	}
-	if len(ex) == 0 && s.Failed == 0 {
+	if len(ex) == 0 {
 		logf("storage probe: storage (Azurite) answered every probe within %v: the environment's storage did not stall", s.Threshold)
 	}
 }
