@@ -24,6 +24,11 @@ type RequestRecord struct {
 	Err       string    `json:"err,omitzero"`
 	Held      bool      `json:"held,omitempty"`    // taken over by a fault's hold
 	Dropped   bool      `json:"dropped,omitempty"` // answer dropped by a fault
+	// The connection to storage it went out on: Reused from the proxy's
+	// pool after IdleFor without traffic (a server closes idle connections;
+	// one reused just as it does is reset).
+	Reused  bool          `json:"reused,omitempty"`
+	IdleFor time.Duration `json:"idle_for,omitzero"`
 }
 
 // DefaultRequestLogSize is how many requests each proxy keeps: the last
