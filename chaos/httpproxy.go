@@ -41,6 +41,7 @@ type HTTPProxy struct {
 	hooks []hook
 
 	requests *RequestLog // every request's arrival, forwarding and answer
+	granted  *RequestLog // the renews storage answered 2xx, kept far longer
 }
 
 // hook is what an HTTP fault puts on the proxy.
@@ -95,6 +96,7 @@ func NewHTTPProxy(name, upstream string) (*HTTPProxy, error) {
 		fresh:  &http.Transport{DisableKeepAlives: true, DisableCompression: true},
 
 		requests: NewRequestLog(DefaultRequestLogSize),
+		granted:  NewRequestLog(GrantedRenewsKept),
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -121,6 +123,27 @@ func (p *HTTPProxy) Close() {
 // Requests is the proxy's record of the latest requests it served
 // (DefaultRequestLogSize of them), for a failed run's evidence.
 func (p *HTTPProxy) Requests() *RequestLog { return p.requests }
+
+// GrantedRenewsKept is how many granted renews each proxy keeps: over nine
+// hours of a leader renewing every 2 s, so a checker judging a whole soak
+// at its end still finds the renew a killed leader never logged.
+const GrantedRenewsKept = 16384
+
+// GrantedRenews is the record of every renew storage answered with a 2xx
+// (the latest GrantedRenewsKept): when a leader's lease could last until,
+// whatever it managed to log before it died.
+func (p *HTTPProxy) GrantedRenews() *RequestLog { return p.granted }
+
+// record keeps r in the request log, and a granted renew also in the
+// renews' record — also one whose answer a fault dropped or that a fault
+// delivered after the client gave up: storage extended the lease all the
+// same.
+func (p *HTTPProxy) record(r RequestRecord) {
+	p.requests.Add(r)
+	if r.Op == OpRenew && r.Status >= 200 && r.Status < 300 {
+		p.granted.Add(r)
+	}
+}
 
 func (p *HTTPProxy) install(h hook) error {
 	if p.ctx.Err() != nil {
@@ -158,7 +181,7 @@ func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// a held request is recorded when its delivery ends.
 	defer func() {
 		if !held {
-			p.requests.Add(rec)
+			p.record(rec)
 		}
 	}()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -177,7 +200,7 @@ func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			held = true
 			arrived := rec.Arrived
 			p.serveHeld(w, r, body, op, delay, func(d Delivery) {
-				p.requests.Add(RequestRecord{Proxy: p.name, Op: op, Arrived: arrived, Forwarded: d.Sent,
+				p.record(RequestRecord{Proxy: p.name, Op: op, Arrived: arrived, Forwarded: d.Sent,
 					Answered: time.Now(), Status: d.Status, Err: d.Err, Held: true})
 				done(d)
 			})

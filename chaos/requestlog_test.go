@@ -90,3 +90,28 @@ func TestHTTPProxy_RecordsEveryRequest(t *testing.T) {
 		t.Fatalf("dump has %d lines, ring %d records", n, len(recs))
 	}
 }
+
+// The proxy keeps every renew storage granted, apart from the ring, so the
+// checker can find a killed leader's last granted renew however much other
+// traffic followed; a refused renew is not one.
+func TestHTTPProxy_KeepsTheRenewsStorageGranted(t *testing.T) {
+	direct, hp := fixtureHTTP(t)
+	if err := put(direct, "leader", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	holder := leaseVia(t, hp.Addr(), direct, "leader")
+	if _, err := holder.AcquireLease(ctxT(t, 5*time.Second), 15, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.RenewLease(ctxT(t, 5*time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	other := leaseVia(t, hp.Addr(), direct, "leader")
+	if _, err := other.RenewLease(ctxT(t, 5*time.Second), nil); err == nil {
+		t.Fatal("a renew with another lease ID was granted")
+	}
+	recs, _ := hp.GrantedRenews().Records()
+	if len(recs) != 1 || recs[0].Op != OpRenew || recs[0].Status != http.StatusOK || recs[0].Answered.Before(recs[0].Arrived) {
+		t.Fatalf("granted renews %+v: want the one renew storage answered 200, arrived ≤ answered", recs)
+	}
+}

@@ -14,6 +14,9 @@ const (
 	// BasisInFlight: a frozen leader's renew may have been sent, granted
 	// and never logged (maybeInFlight).
 	BasisInFlight = "freeze, a renew maybe in flight"
+	// BasisGranted: a killed leader's last renew that storage granted (its
+	// proxy saw the 2xx), later than any it logged (grantedBefore).
+	BasisGranted  = "last renew storage granted"
 	BasisInjected = "fault injected" // the hit leader logged no valid_until
 	BasisReleased = "released"       // the graceful stop's `released` event
 	BasisBreak    = "lease broken"   // the break itself
@@ -105,6 +108,11 @@ func (c *checker) checkFailovers() {
 						fo.From, fo.Basis = from, BasisInFlight
 					}
 				}
+				if f.Kind == FaultCrash {
+					if from, ok := c.grantedBefore(hit, f); ok && from.After(fo.From) {
+						fo.From, fo.Basis = from, BasisGranted
+					}
+				}
 				evidence = append(evidence, ev)
 				if fast := c.p.takeoverBound(); fast > 0 && fast < long && ev.Heartbeat > 0 {
 					// A heartbeating leader is broken early (takeover.go).
@@ -194,7 +202,8 @@ func (c *checker) checkFailovers() {
 // anchor is the last attempt logged before the freeze (a `renew_failed`
 // means the loop went on to the next tick). Only one renew is in flight at a
 // time, so nothing later can be hidden. A killed process gets no such
-// allowance (the crash rule is unchanged); nor do network faults.
+// allowance: its unlogged renew is judged by storage's answer instead
+// (grantedBefore); network faults get none.
 func (c *checker) maybeInFlight(hit Interval, sent, frozen time.Time) time.Time {
 	anchor := sent
 	for _, e := range c.run.Events {
@@ -208,6 +217,36 @@ func (c *checker) maybeInFlight(hit Interval, sent, frozen time.Time) time.Time 
 		latest = frozen
 	}
 	return latest
+}
+
+// grantedBefore returns when storage last answered a renew of the killed
+// leader hit with a 2xx, by its proxy's record (Run.GrantedRenews).
+//
+// Why: the leader logs `renewed` after the answer, so a kill can land
+// between storage granting a renew and the log line; the lease then lasts
+// until that grant + L, which the history never shows. DESIGN's L1 counts
+// from the last *successful* renew, and storage's answer is the evidence of
+// it. Storage granted it before it answered, so the answer is the latest the
+// lease can have been extended from. A request that reached the slot's
+// proxy after the leadership began and before the worker was restarted
+// (the fault's End; its Start when it has none) was sent by the killed
+// process: nothing else runs in that slot meanwhile.
+func (c *checker) grantedBefore(hit Interval, f Fault) (time.Time, bool) {
+	slot := hit.Identity
+	if s, ok := c.run.Slots[hit.Identity]; ok {
+		slot = s
+	}
+	until := f.End
+	if until.IsZero() {
+		until = f.Start
+	}
+	var last time.Time
+	for _, g := range c.run.GrantedRenews {
+		if g.Slot == slot && !g.Arrived.Before(hit.Started.T) && !g.Arrived.After(until) && g.Answered.After(last) {
+			last = g.Answered
+		}
+	}
+	return last, !last.IsZero()
 }
 
 // stretch moves fo.Deadline past every other fault that could keep a new

@@ -40,7 +40,35 @@ func TestCheck_L1(t *testing.T) {
 		end       float64
 		want      []string
 		failovers []string
+		granted   []GrantedRenew
 	}{
+		{
+			// make chaos, run soak: the kill came 9 ms after the renew tick;
+			// that renew was granted (the proxy saw the 200) and never
+			// logged, and the takeover came 0.35 s after the lease it
+			// earned expired — 17.35 s after the last *logged* renew.
+			name:      "crash: a renew storage granted but the killed leader never logged counts",
+			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
+			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},
+			granted:   []GrantedRenew{{Slot: "w1", Arrived: at(2), Answered: at(2.003)}, {Slot: "w1", Arrived: at(5.99), Answered: at(6)}},
+			failovers: []string{"crash w1->w2 17.05s/17.1s"},
+		},
+		{
+			name:      "crash: another worker's granted renew does not move the basis",
+			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
+			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},
+			granted:   []GrantedRenew{{Slot: "w2", Arrived: at(5.99), Answered: at(6)}},
+			want:      []string{"L1:19.05s after last renew sent at +4.000s"},
+			failovers: []string{"crash w1->w2 19.05s/17.1s"},
+		},
+		{
+			name:      "crash: a renew arriving after the restart is the next incarnation's",
+			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
+			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},
+			granted:   []GrantedRenew{{Slot: "w1", Arrived: at(10.5), Answered: at(10.51)}},
+			want:      []string{"L1:19.05s after last renew sent at +4.000s"},
+			failovers: []string{"crash w1->w2 19.05s/17.1s"},
+		},
 		{
 			name:      "crash: new leader exactly at the bound",
 			events:    hist(w1, leads("w2", 2, 21.1, 30, -1)),
@@ -246,7 +274,7 @@ func TestCheck_L1(t *testing.T) {
 			if end == 0 {
 				end = 80
 			}
-			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(end)}, testParams())
+			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(end), GrantedRenews: tc.granted}, testParams())
 			wantViolations(t, res, tc.want...)
 			var got []string
 			for _, f := range res.Failovers {

@@ -108,6 +108,22 @@ type Run struct {
 	// Requires is the minimum evidence the scenario needs; a run that lacks
 	// it fails with an `evidence` violation instead of passing on nothing.
 	Requires Requirements
+	// GrantedRenews is storage's side of the renews: every renew a worker's
+	// proxy saw storage answer 2xx (local backend; nil elsewhere). A killed
+	// leader's last renew may be granted and never logged; these say when
+	// its lease could last until (the crash rule in checkFailovers).
+	GrantedRenews []GrantedRenew
+	// Slots maps an identity to its worker's slot: the place in the cluster
+	// its restarts keep (w1 for w1, w1.2, …) and its proxy is named by. An
+	// identity missing here is its own slot.
+	Slots map[string]string
+}
+
+// GrantedRenew is one renew storage granted, as its worker's proxy saw it.
+type GrantedRenew struct {
+	Slot     string    `json:"slot"`     // the proxy's worker slot (Run.Slots)
+	Arrived  time.Time `json:"arrived"`  // at the proxy, from the worker
+	Answered time.Time `json:"answered"` // storage's 2xx came back: the lease runs at most L past this
 }
 
 // Bounds returns Start and End, each defaulted from the events when zero.

@@ -113,6 +113,17 @@ type History struct {
 	Files   []string      `json:"files"` // JSONL histories, one per incarnation
 	Faults  []FaultRecord `json:"faults"`
 	Workers []WorkerState `json:"workers"`
+	// Renews are the renews storage granted, as each worker's storage proxy
+	// saw them (local backend only): a killed leader's last renew may be
+	// granted and never logged.
+	Renews []GrantedRenew `json:"renews,omitempty"`
+}
+
+// GrantedRenew is one renew storage answered 2xx, seen by a slot's proxy.
+type GrantedRenew struct {
+	Slot     string    `json:"slot"`
+	Arrived  time.Time `json:"arrived"`
+	Answered time.Time `json:"answered"`
 }
 
 // Params are the settings passed to every worker: the election's timings

@@ -457,6 +457,12 @@ func (c *Local) History(ctx context.Context, window time.Duration) (History, err
 	}
 	after := scrape()
 	h.End = time.Now()
+	for _, w := range workers {
+		recs, _ := w.http.GrantedRenews().Records()
+		for _, r := range recs {
+			h.Renews = append(h.Renews, GrantedRenew{Slot: w.slot, Arrived: r.Arrived, Answered: r.Answered})
+		}
+	}
 	for i, s := range samples {
 		alive := s.w.incAlive(s.inc)
 		h.Files = append(h.Files, s.inc.history)

@@ -265,3 +265,32 @@ func TestContendOps(t *testing.T) {
 		})
 	}
 }
+
+// The renews storage granted reach the history under the worker's slot:
+// the checker's crash rule reads them (a killed leader's last renew may be
+// granted and never logged).
+func TestLocal_HistoryCarriesTheRenewsStorageGranted(t *testing.T) {
+	c, ws := fakeCluster(t, 1)
+	c.WaitLeader(t, 20*time.Second)
+	inc, _ := ws[0].(*localWorker).current()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, _ := os.ReadFile(inc.history); strings.Contains(string(b), `"renewed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader logged no renew within 20 s")
+		}
+	}
+	h, err := c.History(ctxT(t, 30*time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Renews) == 0 {
+		t.Fatal("no granted renew in the history: the proxies' record of them is not collected")
+	}
+	for _, r := range h.Renews {
+		if r.Slot != h.Workers[0].Slot || r.Answered.Before(r.Arrived) {
+			t.Fatalf("granted renew %+v: want slot %q and arrived ≤ answered", r, h.Workers[0].Slot)
+		}
+	}
+}

@@ -227,6 +227,15 @@ func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker
 	}
 	for _, w := range h.Workers {
 		run.Workers = append(run.Workers, checker.Worker{Identity: w.Identity, Alive: w.Alive, Contending: w.Contending})
+		if w.Slot != "" {
+			if run.Slots == nil {
+				run.Slots = map[string]string{}
+			}
+			run.Slots[w.Identity] = w.Slot
+		}
+	}
+	for _, r := range h.Renews {
+		run.GrantedRenews = append(run.GrantedRenews, checker.GrantedRenew{Slot: r.Slot, Arrived: r.Arrived, Answered: r.Answered})
 	}
 	return run, nil
 }
