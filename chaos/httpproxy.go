@@ -175,7 +175,7 @@ func (p *HTTPProxy) snapshot() []hook {
 // ServeHTTP forwards one request, letting the faults on the proxy hold it or
 // drop its answer.
 func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := RequestRecord{Proxy: p.name, Op: ClassifyRequest(r), Arrived: time.Now()}
+	rec := RequestRecord{Proxy: p.name, Op: ClassifyRequest(r), Path: r.URL.Path, Arrived: time.Now()}
 	held := false
 	// Recorded however the request ends (an abort panics through here);
 	// a held request is recorded when its delivery ends.
@@ -200,7 +200,7 @@ func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			held = true
 			arrived := rec.Arrived
 			p.serveHeld(w, r, body, op, delay, func(d Delivery) {
-				p.record(RequestRecord{Proxy: p.name, Op: op, Arrived: arrived, Forwarded: d.Sent,
+				p.record(RequestRecord{Proxy: p.name, Op: op, Path: r.URL.Path, Arrived: arrived, Forwarded: d.Sent,
 					Answered: time.Now(), Status: d.Status, Err: d.Err, Held: true})
 				done(d)
 			})

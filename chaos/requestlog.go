@@ -17,6 +17,7 @@ import (
 type RequestRecord struct {
 	Proxy     string    `json:"proxy"`
 	Op        Op        `json:"op"`
+	Path      string    `json:"path,omitempty"` // the URL path: /account/container/blob
 	Arrived   time.Time `json:"arrived"`
 	Forwarded time.Time `json:"forwarded,omitzero"` // zero: never sent to storage
 	Answered  time.Time `json:"answered,omitzero"`  // storage's answer or the error

@@ -230,7 +230,9 @@ func (c *checker) maybeInFlight(hit Interval, sent, frozen time.Time) time.Time 
 // lease can have been extended from. A request that reached the slot's
 // proxy after the leadership began and before the worker was restarted
 // (the fault's End; its Start when it has none) was sent by the killed
-// process: nothing else runs in that slot meanwhile.
+// process: nothing else runs in that slot meanwhile. Only renews of the
+// lock blob count: in shard mode the same process renews its shard leases
+// through the same proxy.
 func (c *checker) grantedBefore(hit Interval, f Fault) (time.Time, bool) {
 	slot := hit.Identity
 	if s, ok := c.run.Slots[hit.Identity]; ok {
@@ -242,7 +244,8 @@ func (c *checker) grantedBefore(hit Interval, f Fault) (time.Time, bool) {
 	}
 	var last time.Time
 	for _, g := range c.run.GrantedRenews {
-		if g.Slot == slot && !g.Arrived.Before(hit.Started.T) && !g.Arrived.After(until) && g.Answered.After(last) {
+		if g.Slot == slot && c.run.LockPath != "" && g.Path == c.run.LockPath &&
+			!g.Arrived.Before(hit.Started.T) && !g.Arrived.After(until) && g.Answered.After(last) {
 			last = g.Answered
 		}
 	}

@@ -15,6 +15,9 @@ func failoverLine(f Failover) string {
 	return s
 }
 
+// lockPath is the lock blob's URL path in the L1 table's runs.
+const lockPath = "/devstoreaccount1/leases/leader"
+
 func TestCheck_L1(t *testing.T) {
 	stop := func(sec float64, id string, term int64, vu float64) []Event {
 		e := ev(sec, id, EventStoppedLeading, term, vu)
@@ -50,14 +53,24 @@ func TestCheck_L1(t *testing.T) {
 			name:      "crash: a renew storage granted but the killed leader never logged counts",
 			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
 			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},
-			granted:   []GrantedRenew{{Slot: "w1", Arrived: at(2), Answered: at(2.003)}, {Slot: "w1", Arrived: at(5.99), Answered: at(6)}},
+			granted:   []GrantedRenew{{Slot: "w1", Path: lockPath, Arrived: at(2), Answered: at(2.003)}, {Slot: "w1", Path: lockPath, Arrived: at(5.99), Answered: at(6)}},
 			failovers: []string{"crash w1->w2 17.05s/17.1s"},
 		},
 		{
 			name:      "crash: another worker's granted renew does not move the basis",
 			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
 			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},
-			granted:   []GrantedRenew{{Slot: "w2", Arrived: at(5.99), Answered: at(6)}},
+			granted:   []GrantedRenew{{Slot: "w2", Path: lockPath, Arrived: at(5.99), Answered: at(6)}},
+			want:      []string{"L1:19.05s after last renew sent at +4.000s"},
+			failovers: []string{"crash w1->w2 19.05s/17.1s"},
+		},
+		{
+			// Shard mode: the same worker renews its shard leases through
+			// the same proxy; those say nothing of the election's lease.
+			name:      "crash: a granted renew of another blob (a shard's lease) does not move the basis",
+			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
+			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},
+			granted:   []GrantedRenew{{Slot: "w1", Path: "/devstoreaccount1/leases/leader-shards/3", Arrived: at(5.99), Answered: at(6)}},
 			want:      []string{"L1:19.05s after last renew sent at +4.000s"},
 			failovers: []string{"crash w1->w2 19.05s/17.1s"},
 		},
@@ -65,7 +78,7 @@ func TestCheck_L1(t *testing.T) {
 			name:      "crash: a renew arriving after the restart is the next incarnation's",
 			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
 			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},
-			granted:   []GrantedRenew{{Slot: "w1", Arrived: at(10.5), Answered: at(10.51)}},
+			granted:   []GrantedRenew{{Slot: "w1", Path: lockPath, Arrived: at(10.5), Answered: at(10.51)}},
 			want:      []string{"L1:19.05s after last renew sent at +4.000s"},
 			failovers: []string{"crash w1->w2 19.05s/17.1s"},
 		},
@@ -274,7 +287,7 @@ func TestCheck_L1(t *testing.T) {
 			if end == 0 {
 				end = 80
 			}
-			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(end), GrantedRenews: tc.granted}, testParams())
+			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(end), GrantedRenews: tc.granted, LockPath: lockPath}, testParams())
 			wantViolations(t, res, tc.want...)
 			var got []string
 			for _, f := range res.Failovers {

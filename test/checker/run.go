@@ -117,11 +117,16 @@ type Run struct {
 	// its restarts keep (w1 for w1, w1.2, …) and its proxy is named by. An
 	// identity missing here is its own slot.
 	Slots map[string]string
+	// LockPath is the URL path of the lock blob the election renews
+	// (/account/container/blob); only GrantedRenews of it count for the
+	// election's L1. Empty: none count.
+	LockPath string
 }
 
 // GrantedRenew is one renew storage granted, as its worker's proxy saw it.
 type GrantedRenew struct {
 	Slot     string    `json:"slot"`     // the proxy's worker slot (Run.Slots)
+	Path     string    `json:"path"`     // the renewed blob's URL path: the lock's, or (shard mode) a shard's
 	Arrived  time.Time `json:"arrived"`  // at the proxy, from the worker
 	Answered time.Time `json:"answered"` // storage's 2xx came back: the lease runs at most L past this
 }

@@ -122,6 +122,7 @@ type History struct {
 // GrantedRenew is one renew storage answered 2xx, seen by a slot's proxy.
 type GrantedRenew struct {
 	Slot     string    `json:"slot"`
+	Path     string    `json:"path"` // the renewed blob's URL path
 	Arrived  time.Time `json:"arrived"`
 	Answered time.Time `json:"answered"`
 }

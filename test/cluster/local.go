@@ -460,7 +460,7 @@ func (c *Local) History(ctx context.Context, window time.Duration) (History, err
 	for _, w := range workers {
 		recs, _ := w.http.GrantedRenews().Records()
 		for _, r := range recs {
-			h.Renews = append(h.Renews, GrantedRenew{Slot: w.slot, Arrived: r.Arrived, Answered: r.Answered})
+			h.Renews = append(h.Renews, GrantedRenew{Slot: w.slot, Path: r.Path, Arrived: r.Arrived, Answered: r.Answered})
 		}
 	}
 	for i, s := range samples {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
+	"path"
 	"runtime"
 	"strings"
 	"sync"
@@ -288,9 +290,14 @@ func TestLocal_HistoryCarriesTheRenewsStorageGranted(t *testing.T) {
 	if len(h.Renews) == 0 {
 		t.Fatal("no granted renew in the history: the proxies' record of them is not collected")
 	}
+	u, err := url.Parse(c.Storage().URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := path.Join(u.Path, c.LockBlob()) // what the checker matches (scenarios.Collect)
 	for _, r := range h.Renews {
-		if r.Slot != h.Workers[0].Slot || r.Answered.Before(r.Arrived) {
-			t.Fatalf("granted renew %+v: want slot %q and arrived ≤ answered", r, h.Workers[0].Slot)
+		if r.Slot != h.Workers[0].Slot || r.Path != lock || r.Answered.Before(r.Arrived) {
+			t.Fatalf("granted renew %+v: want slot %q, path %q and arrived ≤ answered", r, h.Workers[0].Slot, lock)
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -235,7 +237,10 @@ func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker
 		}
 	}
 	for _, r := range h.Renews {
-		run.GrantedRenews = append(run.GrantedRenews, checker.GrantedRenew{Slot: r.Slot, Arrived: r.Arrived, Answered: r.Answered})
+		run.GrantedRenews = append(run.GrantedRenews, checker.GrantedRenew{Slot: r.Slot, Path: r.Path, Arrived: r.Arrived, Answered: r.Answered})
+	}
+	if u, err := url.Parse(c.Storage().URL()); err == nil {
+		run.LockPath = path.Join(u.Path, c.LockBlob())
 	}
 	return run, nil
 }
