@@ -34,6 +34,9 @@ type ShardRun struct {
 	Run
 	Shards  int                   // N
 	Ledgers map[int][]LedgerEntry // shard → its ledger read back; a nil map skips the ledger part of shard S2
+	// ShardPaths is each shard lease blob's URL path, for the crash rule's
+	// granted renews (Run.GrantedRenews, Run.LockPath); nil: none count.
+	ShardPaths map[int]string
 }
 
 // ShardParams are the election's parameters plus the pool's settle bound.
@@ -177,7 +180,8 @@ func (sc *shardChecker) checkShard(s int) {
 			faults = append(faults, f)
 		}
 	}
-	sub := Run{Events: asElection(sc.run.Events, s), Faults: faults, Start: sc.start, End: sc.end}
+	sub := Run{Events: asElection(sc.run.Events, s), Faults: faults, Start: sc.start, End: sc.end,
+		GrantedRenews: sc.run.GrantedRenews, Slots: sc.run.Slots, LockPath: sc.run.ShardPaths[s]}
 	if sc.run.Ledgers != nil {
 		sub.Ledger = sc.run.Ledgers[s]
 	}

@@ -231,3 +231,37 @@ func TestCheckShards_GracefulLeaveIsJudgedForStickiness(t *testing.T) {
 		t.Fatalf("expected the leave judged for stickiness (1 move, minimum 1), got %+v", b)
 	}
 }
+
+// A killed owner's last shard renew may be granted by storage and never
+// logged, as the election's (TestCheck_L1): its proxy's record of the grant
+// moves the shard's L1 basis; a grant of another shard's lease does not.
+func TestCheckShards_KilledOwnersGrantedRenewCounts(t *testing.T) {
+	crash := []Fault{{Kind: FaultCrash, Target: "w3", Start: at(30)}}
+	steady := [][]Event{owns("w1", 0, 1000, 1, 69, 70), owns("w1", 1, 1010, 1, 69, 70), owns("w2", 2, 1020, 1, 69, 70)}
+	// Last logged renew of shard 3 at 29 (bound 29 + 17.1 = 46.1); storage
+	// granted one more at 29.999, 1 ms before the kill: bound 47.099.
+	events := shardBase(append(steady, owns("w3", 3, 1030, 1, 29, none), owns("w2", 3, 1031, 46.9, 69, 70))...)
+	paths := map[int]string{0: "/a/c/s0", 1: "/a/c/s1", 2: "/a/c/s2", 3: "/a/c/s3"}
+	for _, tc := range []struct {
+		name    string
+		granted []GrantedRenew
+		want    []string
+	}{
+		{"the grant of shard 3's renew counts", []GrantedRenew{{Slot: "w3", Path: "/a/c/s3", Arrived: at(29.995), Answered: at(29.999)}}, nil},
+		{"a grant of another shard's lease does not", []GrantedRenew{{Slot: "w3", Path: "/a/c/s2", Arrived: at(29.995), Answered: at(29.999)}}, []string{"shard L1:shard 3"}},
+		{"no grant recorded: the logged renew is the basis", nil, []string{"shard L1:shard 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := checkShards(t, ShardRun{Run: Run{Events: events, Faults: crash, Start: at(0), End: at(70), GrantedRenews: tc.granted}, Shards: 4, ShardPaths: paths})
+			var got []string
+			for _, v := range res.Violations {
+				if v.Invariant == InvShardL1 {
+					got = append(got, v.Message)
+				}
+			}
+			if len(got) != len(tc.want) || (len(got) == 1 && !strings.Contains(got[0], "shard 3")) {
+				t.Fatalf("shard L1 violations %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -239,10 +239,18 @@ func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker
 	for _, r := range h.Renews {
 		run.GrantedRenews = append(run.GrantedRenews, checker.GrantedRenew{Slot: r.Slot, Path: r.Path, Arrived: r.Arrived, Answered: r.Answered})
 	}
-	if u, err := url.Parse(c.Storage().URL()); err == nil {
-		run.LockPath = path.Join(u.Path, c.LockBlob())
-	}
+	run.LockPath, _ = blobPath(c, c.LockBlob())
 	return run, nil
+}
+
+// blobPath is the URL path of blob name in the cluster's container, as the
+// workers' proxies record it (/account/container/name).
+func blobPath(c cluster.Cluster, name string) (string, bool) {
+	u, err := url.Parse(c.Storage().URL())
+	if err != nil {
+		return "", false
+	}
+	return path.Join(u.Path, name), true
 }
 
 // ReadLedger reads the reference task's ledger straight from storage: the

@@ -174,8 +174,13 @@ func CheckShardRun(ctx context.Context, c cluster.Cluster, run checker.Run, n in
 	if err != nil {
 		return checker.ShardRun{}, res, checker.ShardResult{}, fmt.Errorf("checker: %w", err)
 	}
-	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}}
+	srun := checker.ShardRun{Run: run, Shards: n, Ledgers: map[int][]checker.LedgerEntry{}, ShardPaths: map[int]string{}}
 	layout := shard.Layout{Blob: c.LockBlob()}
+	for s := range n {
+		if p, ok := blobPath(c, layout.Shard(s)); ok {
+			srun.ShardPaths[s] = p
+		}
+	}
 	for s := range n {
 		var es []checker.LedgerEntry
 		if err := retry(ctx, "read shard ledger", func() (err error) {
