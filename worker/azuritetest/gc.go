@@ -16,7 +16,9 @@ import (
 // and the sweep removes every unreferenced extent (every overwritten blob's
 // old data) one by one from the collection of all extents, never giving the
 // thread back to requests in between: it grows with the blobs ever written,
-// faster than linearly. In a 10-minute
+// about as their square. Measured here, one sweep after N overwrites of
+// ten 200-byte blobs blocked every request for 2.2 s (N = 2000), 9.7 s
+// (4000) and 45.8 s (8000). In a 10-minute
 // shard soak (`make chaos`) the server answered no request from anyone for
 // 9 s at exactly 10 minutes of age; the workers' requests all timed out and
 // the checker reported a shard failover 24 s late (issue 23's seed
