@@ -39,6 +39,20 @@ func leaseVia(t *testing.T, hostport string, direct *container.Client, name stri
 	return lc
 }
 
+// heldVia puts the blob "leader" and takes a 15 s lease on it through hp,
+// returning the holder's lease client.
+func heldVia(t *testing.T, hp *HTTPProxy, direct *container.Client) *lease.BlobClient {
+	t.Helper()
+	if err := put(direct, "leader", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	holder := leaseVia(t, hp.Addr(), direct, "leader")
+	if _, err := holder.AcquireLease(ctxT(t, 5*time.Second), 15, nil); err != nil {
+		t.Fatal(err)
+	}
+	return holder
+}
+
 func TestClassifyRequest(t *testing.T) {
 	req := func(method, query string, action string) *http.Request {
 		r := &http.Request{Method: method, URL: &url.URL{Path: "/acct/c/b", RawQuery: query}, Header: http.Header{}}

@@ -14,13 +14,7 @@ import (
 // the lease, whatever happened in between.
 func TestLateDelivery_ReleaseArrivesAfterTheClientGaveUp(t *testing.T) {
 	direct, hp := fixtureHTTP(t)
-	if err := put(direct, "leader", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	holder := leaseVia(t, hp.Addr(), direct, "leader")
-	if _, err := holder.AcquireLease(ctxT(t, 5*time.Second), 15, nil); err != nil {
-		t.Fatal(err)
-	}
+	holder := heldVia(t, hp, direct)
 	f := &LateDelivery{Op: OpRelease, Delay: 1500, Count: 1, Proxy: hp}
 	if f.Kind() != KindLateDelivery || f.Target() != hp.Name() {
 		t.Fatalf("kind %q target %q", f.Kind(), f.Target())

@@ -39,13 +39,7 @@ func TestRequestLog_KeepsTheLatestAndDumpsJSONL(t *testing.T) {
 // and answer, including one a fault held and delivered later.
 func TestHTTPProxy_RecordsEveryRequest(t *testing.T) {
 	direct, hp := fixtureHTTP(t)
-	if err := put(direct, "leader", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	holder := leaseVia(t, hp.Addr(), direct, "leader")
-	if _, err := holder.AcquireLease(ctxT(t, 5*time.Second), 15, nil); err != nil {
-		t.Fatal(err)
-	}
+	holder := heldVia(t, hp, direct)
 	f := &LateDelivery{Op: OpRelease, Delay: 200, Count: 1, Proxy: hp}
 	if err := f.Inject(ctxT(t, time.Second)); err != nil {
 		t.Fatal(err)
@@ -96,13 +90,7 @@ func TestHTTPProxy_RecordsEveryRequest(t *testing.T) {
 // traffic followed; a refused renew is not one.
 func TestHTTPProxy_KeepsTheRenewsStorageGranted(t *testing.T) {
 	direct, hp := fixtureHTTP(t)
-	if err := put(direct, "leader", 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	holder := leaseVia(t, hp.Addr(), direct, "leader")
-	if _, err := holder.AcquireLease(ctxT(t, 5*time.Second), 15, nil); err != nil {
-		t.Fatal(err)
-	}
+	holder := heldVia(t, hp, direct)
 	if _, err := holder.RenewLease(ctxT(t, 5*time.Second), nil); err != nil {
 		t.Fatal(err)
 	}
