@@ -23,7 +23,7 @@ CHAOS_RUN  ?= .
 CHAOS_TIMEOUT ?= $(shell d='$(DURATION)'; case $$d in (*[hm]?*) m=120;; (*h) m=$$(( $${d%h} * 60 ));; (*m) m=$${d%m};; (*s) m=$$(( $${d%s} / 60 + 1 ));; (*) m=120;; esac; echo $$(( 2 * m + 10 * $(REPEAT) + 20 ))m)
 
 .PHONY: chaos
-chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and three seeded soaks (DURATION=10m SEED=…); reports in out/chaos. Takes roughly 30–40 min + 2 × DURATION on 2 cores (over 15 min at DURATION=2m); bounded by CHAOS_TIMEOUT.
+chaos: node_modules ## Long chaos suite: every scenario REPEAT times (3) and three seeded soaks (DURATION=10m SEED=…); reports in out/chaos. Takes about 10 min per REPEAT + 2 × DURATION on 2 cores (the defaults took 50 min); bounded by CHAOS_TIMEOUT (70 min at the defaults).
 	@case '$(DURATION)' in ([0-9]*[smh]) d='$(DURATION)'; case $${d%?} in (*[!0-9]*) echo "invalid DURATION=$(DURATION): must be a whole number of seconds, minutes or hours, e.g. 10m"; exit 2;; esac;; (*) echo "invalid DURATION=$(DURATION): must be a whole number of seconds, minutes or hours, e.g. 10m"; exit 2;; esac
 	@case '$(REPEAT)' in ([1-9]|[1-9]*[0-9]) case '$(REPEAT)' in (*[!0-9]*) echo "invalid REPEAT=$(REPEAT): must be a whole number ≥ 1, e.g. 3"; exit 2;; esac;; (*) echo "invalid REPEAT=$(REPEAT): must be a whole number ≥ 1, e.g. 3"; exit 2;; esac
 	@mkdir -p $(BIN)
