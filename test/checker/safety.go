@@ -24,8 +24,8 @@ func forcedLoss(kind string) bool {
 
 // checkBreaks applies the forced-break rule: the holder at a break (or a
 // deletion of the lock) must stop believing within RenewInterval +
-// RequestTimeout + Epsilon, and its overlap with the next leader is exempt
-// from S1.
+// RequestTimeout + Epsilon — or, frozen within that window, by its own
+// deadline — and its overlap with the next leader is exempt from S1.
 func (c *checker) checkBreaks() {
 	c.exempt = map[pair]bool{}
 	allowed := c.p.RenewInterval + c.p.RequestTimeout() + c.p.Epsilon
@@ -38,8 +38,14 @@ func (c *checker) checkBreaks() {
 			if !f.hits(old.Identity) || !old.contains(b) || old.End.Equal(b) {
 				continue
 			}
-			// 1. The old holder learns at its next renew at the latest.
-			if limit := b.Add(allowed + c.p.ClockSkew); old.End.After(limit) {
+			// 1. The old holder learns at its next renew at the latest —
+			// unless it was frozen before that renew could tell it: then it
+			// learns nothing until it resumes, and its belief ends at its own
+			// deadline (S1's rule for a paused leader), which is all a frozen
+			// process can be held to.
+			limit := b.Add(allowed + c.p.ClockSkew)
+			frozen := old.EndedBy == EndValidUntil && c.frozenIn(old.Identity, b, limit)
+			if old.End.After(limit) && !frozen {
 				c.report(InvBreak, placed(limit, old.Identity), append([]Event{old.Started}, endEvidence(old)...),
 					"after %s the holder kept believing until %s, %v after the %s; allowed RenewInterval+RequestTimeout+Epsilon = %v: %s",
 					f, c.rel(old.End), old.End.Sub(b), f.Kind, allowed, c.describe(old))
@@ -55,6 +61,17 @@ func (c *checker) checkBreaks() {
 			}
 		}
 	}
+}
+
+// frozenIn reports whether a freeze (pause, supervisor freeze) of id was in
+// place at some moment of [from, to].
+func (c *checker) frozenIn(id string, from, to time.Time) bool {
+	for _, f := range c.run.Faults {
+		if paused(f.Kind) && f.hits(id) && !f.Start.After(to) && (f.End.IsZero() || !f.End.Before(from)) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkS1 reports every pair of different-term belief intervals that overlap

@@ -188,6 +188,27 @@ func TestCheck_ForcedBreak(t *testing.T) {
 			want:   []string{"S1"},
 		},
 		{
+			// make chaos, run soak: the container deleted, then the holder's
+			// supervisor paused 0.66 s later, before its next renew. Frozen, it
+			// cannot learn; its belief ends at its own deadline (S1's rule
+			// for a paused leader), 9.5 s after the break.
+			name:   "a holder frozen before its next renew believes until its deadline",
+			events: hist(leads("w1", 1, 1.5, 9.5, -1), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultPause, Target: "w1", Start: at(10.66), End: at(33)}}, brk...),
+		},
+		{
+			name:   "the same holder not frozen must have learned at its next renew",
+			events: hist(leads("w1", 1, 1.5, 9.5, -1), leads("w2", 2, 11, 30, -1)),
+			faults: brk,
+			want:   []string{"break:9.5s after the break"},
+		},
+		{
+			name:   "a holder frozen only after its next renew was due and answered has no excuse",
+			events: hist(leads("w1", 1, 1.5, 9.5, -1), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultPause, Target: "w1", Start: at(15.2), End: at(33)}}, brk...),
+			want:   []string{"break:9.5s after the break"},
+		},
+		{
 			name:   "break of a lease nobody holds demands nothing",
 			events: hist(leads("w1", 1, 0, 4, 5), leads("w2", 2, 11, 30, -1)),
 			faults: brk,
