@@ -461,7 +461,7 @@ func (k *commandChecker) checkS1() {
 				continue
 			}
 			if f, ok := k.brokeIn(a, b); ok && k.excepted(ExceptOperatorBreak) {
-				k.expect(placed(lo, a.Identity, b.Identity), ev, "%s (expected: %s, %s; ended within %v of it)", msg, ExceptOperatorBreak, f, k.breakAllowance())
+				k.expect(placed(lo, a.Identity, b.Identity), ev, "%s (expected: %s, %s; ended within %v of it)", msg, ExceptOperatorBreak, f, k.breakAllowanceFor(a, f))
 				continue
 			}
 			k.report(InvCmdS1, placed(lo, a.Identity, b.Identity), ev, "%s", msg)
@@ -487,11 +487,28 @@ func (k *commandChecker) breakAllowance() time.Duration {
 func (k *commandChecker) brokeIn(a, b Lifetime) (Fault, bool) {
 	for _, f := range k.run.Faults {
 		if forcedLoss(f.Kind) && !f.Start.Before(a.Start) && f.Start.Before(a.End) && !b.Start.Before(f.Start) &&
-			!a.End.After(f.Start.Add(k.breakAllowance()+k.p.ClockSkew)) {
+			!a.End.After(f.Start.Add(k.breakAllowanceFor(a, f)+k.p.ClockSkew)) {
 			return f, true
 		}
 	}
 	return Fault{}, false
+}
+
+// breakAllowanceFor is how long after the forced loss f a's command may
+// run: breakAllowance, or — when a's supervisor was frozen (pause,
+// supervisor freeze) before its next renew could tell it of the loss — until
+// its guard kills the command at the leadership's deadline (at most the renew
+// deadline after the loss) + kill-grace: frozen, the supervisor hears of the
+// loss only when it resumes (the checker's forced-break rule holds such a
+// holder to its deadline too).
+func (k *commandChecker) breakAllowanceFor(a Lifetime, f Fault) time.Duration {
+	window := k.p.RenewInterval + k.p.RequestTimeout() + k.p.Epsilon
+	for _, g := range k.run.Faults {
+		if paused(g.Kind) && g.hits(a.Identity) && !g.Start.After(f.Start.Add(window)) && (g.End.IsZero() || !g.End.Before(f.Start)) {
+			return max(k.breakAllowance(), k.p.RenewDeadline+k.cp.KillGrace+k.cp.KillAllowance+k.p.Epsilon)
+		}
+	}
+	return k.breakAllowance()
 }
 
 // alonePaused finds the pause of a's supervisor that explains a's overlap

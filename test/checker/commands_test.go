@@ -216,6 +216,26 @@ func TestCheckCommands(t *testing.T) {
 			want:       []string{"S1-commands:two commands ran at once for 7s"},
 		},
 		{
+			// make chaos, run soak (seed 20261124): the lock's container
+			// deleted, the holder's supervisor paused 0.66 s later, before its
+			// next renew. Frozen, it cannot hear of the loss; its guard stops
+			// the command at the leadership's deadline + kill-grace.
+			name:       "the holder's supervisor frozen after a forced loss: its guard's deadline is the allowance",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 1000, 200)), one(exited(16, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultDeleteContainer, Start: at(5)}, {Kind: FaultPause, Target: "a", Start: at(5.66), End: at(30)}},
+			end:        31,
+			exceptions: []Exception{ExceptOperatorBreak},
+			expected:   1,
+		},
+		{
+			name:       "the holder's supervisor frozen after a forced loss: a command outliving the guard's deadline is a violation",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 1000, 200)), one(exited(19, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultDeleteContainer, Start: at(5)}, {Kind: FaultPause, Target: "a", Start: at(5.66), End: at(30)}},
+			end:        31,
+			exceptions: []Exception{ExceptOperatorBreak},
+			want:       []string{"S1-commands:two commands ran at once for 13.5s"}, // allowance 10+1+1+1 = 13 s after the loss
+		},
+		{
 			name:       "operator break not named: a violation",
 			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 11, 200)), one(exited(10, "a", 10, 100, "leadership_ended"))),
 			faults:     []Fault{{Kind: FaultBreak, Start: at(5)}},
