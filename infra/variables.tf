@@ -424,8 +424,9 @@ variable "early_takeover" {
     lease with a break period of break_period_seconds (B) and leads once B has passed, instead
     of waiting out the lease after a host loss. after_seconds = 0 (the default) is off.
     T >= 2 x renew interval and renew interval + 2 x request timeout; B whole seconds <= 60 and >= D + min(renew interval, D/3)
-    + 0.5 s (0: that minimum); T + B < lease_duration_seconds. Only short renew deadlines
-    gain from it: README's fast profile is D 2 s, renew 0.5 s, retry 0.5 s, T 2 s, B 3 s.
+    + 1.5 s (0.5 s of clock margin, 1 s because storage counts break periods in whole seconds; 0: that minimum);
+    T + B < lease_duration_seconds. Only short renew deadlines gain from it: README's fast profile is D 2 s,
+    renew 0.5 s, retry 0.5 s, T 2 s, B 4 s.
   EOT
   nullable    = false
 
@@ -445,15 +446,15 @@ variable "early_takeover" {
     condition = var.early_takeover.break_period_seconds == 0 || (
       floor(var.early_takeover.break_period_seconds) == var.early_takeover.break_period_seconds &&
       var.early_takeover.break_period_seconds <= 60 &&
-      var.early_takeover.break_period_seconds >= var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 0.5
+      var.early_takeover.break_period_seconds >= var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 1.5
     )
-    error_message = "early_takeover.break_period_seconds must be whole seconds, at most 60, and at least renew_deadline_seconds + request timeout + 0.5 (${var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 0.5}), got ${var.early_takeover.break_period_seconds}: the holder must have stopped before anyone can acquire."
+    error_message = "early_takeover.break_period_seconds must be whole seconds, at most 60, and at least renew_deadline_seconds + request timeout + 1.5 (${var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 1.5}: 0.5 s of clock margin and 1 s because storage counts break periods in whole seconds), got ${var.early_takeover.break_period_seconds}: the holder must have stopped before anyone can acquire."
   }
   validation {
     condition = var.early_takeover.after_seconds == 0 || (
-      var.early_takeover.after_seconds + max(var.early_takeover.break_period_seconds, ceil(var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 0.5)) < var.lease_duration_seconds
+      var.early_takeover.after_seconds + max(var.early_takeover.break_period_seconds, ceil(var.renew_deadline_seconds + min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) + 1.5)) < var.lease_duration_seconds
     )
-    error_message = "early_takeover.after_seconds + the break period must be less than lease_duration_seconds (${var.lease_duration_seconds}): otherwise the lease expires before an early takeover could end it; lower renew_deadline_seconds (the break period needs D + request timeout + 0.5 s)."
+    error_message = "early_takeover.after_seconds + the break period must be less than lease_duration_seconds (${var.lease_duration_seconds}): otherwise the lease expires before an early takeover could end it; lower renew_deadline_seconds (the break period needs D + request timeout + 1.5 s)."
   }
 }
 

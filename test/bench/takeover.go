@@ -11,11 +11,11 @@ import (
 
 // Fast is the worker on README's fast profile with early takeover
 // (docs/failover.md#early-takeover): L 15 s, D 2 s, renew 0.5 s, P 0.5 s,
-// T 2 s, B 3 s; tick and shutdown grace as Ours.
+// T 2 s, B 4 s; tick and shutdown grace as Ours.
 func Fast(bin string) Flavor {
 	p := cluster.FastParams()
 	p.Tick, p.ShutdownGrace = time.Second, 5*time.Second
-	return Flavor{Name: "fast", Label: "blobleader fast profile (L 15 s, D 2 s, renew 0.5 s, P 0.5 s, early takeover T 2 s, B 3 s)", Binary: bin, Params: p}
+	return Flavor{Name: "fast", Label: "blobleader fast profile (L 15 s, D 2 s, renew 0.5 s, P 0.5 s, early takeover T 2 s, B 4 s)", Binary: bin, Params: p}
 }
 
 // breaksByCause sorts a run's lease_broken events by the fault that made
@@ -57,8 +57,8 @@ func TakeoverSection(r Results) string {
 	row := func(label, from string, s Stats) {
 		w("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f |\n", label, from, s.N, s.P50, s.P99, s.Max, s.Mean)
 	}
-	row("fast (T 2 s, B 3 s)", "SIGKILL", fk)
-	row("fast (T 2 s, B 3 s)", "last renew sent", fr)
+	row("fast (T 2 s, B 4 s)", "SIGKILL", fk)
+	row("fast (T 2 s, B 4 s)", "last renew sent", fr)
 	row("default (no early takeover)", "SIGKILL", ok)
 	row("default (no early takeover)", "last renew sent", or)
 	if fk.P99 > 0 {

@@ -139,11 +139,11 @@ type Params struct {
 }
 
 // FastParams is README's fast profile: D 2 s, renew 0.5 s, P 0.5 s, early
-// takeover after T 2 s with a break period of B 3 s.
+// takeover after T 2 s with a break period of B 4 s.
 func FastParams() Params {
 	p := DefaultParams()
 	p.RenewDeadline, p.RenewInterval, p.RetryPeriod = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
-	p.TakeoverAfter, p.BreakPeriod = 2*time.Second, 3*time.Second
+	p.TakeoverAfter, p.BreakPeriod = 2*time.Second, 4*time.Second
 	return p
 }
 

@@ -298,6 +298,12 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		}
 		f.Proxy = w.http
 		return nil
+	case *chaos.LateBreak:
+		if err := need(); err != nil {
+			return err
+		}
+		f.Proxy = w.http
+		return nil
 	case *chaos.LostResponse:
 		if err := need(); err != nil {
 			return err

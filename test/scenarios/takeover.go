@@ -11,7 +11,7 @@ import (
 )
 
 // Early takeover's scenarios (docs/failover.md#early-takeover), on the fast
-// profile (cluster.FastParams: D 2 s, renew 0.5 s, P 0.5 s, T 2 s, B 3 s).
+// profile (cluster.FastParams: D 2 s, renew 0.5 s, P 0.5 s, T 2 s, B 4 s).
 var (
 	HostLossFast = Scenario{Name: "HostLossFast", Workers: 3, Run: hostLossFast,
 		Requires: withBreaks(hitAndFailover(checker.FaultCrash))}
@@ -21,6 +21,8 @@ var (
 		Requires: hit(checker.FaultLatency)}
 	OperatorBreakFast = Scenario{Name: "OperatorBreakFast", Workers: 3, Run: operatorBreakFast,
 		Requires: hitAndFailover(checker.FaultBreak)}
+	LateBreakFast = Scenario{Name: "LateBreakFast", Workers: 3, Run: lateBreakFast,
+		Requires: withBreaks(hitAndFailover(checker.FaultCrash))}
 )
 
 // EnvTakeoverOff starts the fast-profile workers with early takeover
@@ -161,12 +163,70 @@ func operatorBreakFast(t *testing.T, c cluster.Cluster) {
 	}
 }
 
+// 5. A late break: the leader is SIGKILLed and every follower's first break
+// of its lease is held in flight and delivered B + 3 s later, after the
+// follower gave up on it and after a second break of its own has ended the
+// lease and the next leader took over. Storage must refuse the late break
+// (it was decided on the dead leader's record, not the next one's), and the
+// next leader keeps its term past the delivery. Judged from the next
+// leader's own /status and the checker over every history.
+func lateBreakFast(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	old := leading(t, c)
+	delay := p.BreakPeriod + 3*time.Second
+	var held []*chaos.LateBreak
+	for _, w := range c.Workers() {
+		if w.Identity() != old.Identity() && w.Running() {
+			f := &chaos.LateBreak{Delay: delay.Milliseconds(), Count: 1}
+			inject(t, c, f, w)
+			held = append(held, f)
+		}
+	}
+	crash := &chaos.Crash{Restart: true}
+	inject(t, c, crash, old)
+	next := c.WaitLeader(t, fastTakeover(p)+delay, old.Identity())
+	st, err := next.Status(ctxFor(t, 5*time.Second))
+	if err != nil || st.Role != "leader" {
+		t.Fatalf("the next leader %s: status %+v, %v", next.Identity(), st, err)
+	}
+	var last time.Time
+	for _, f := range held {
+		if f.Held() == 0 {
+			continue // it read the lease breaking before it found it stale
+		}
+		ds, err := f.AwaitDelivered(ctxFor(t, delay+slack), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := ds[0]
+		t.Logf("held break on %s: sent %v after it was held, answered %d %s", f.Target(), d.Sent.Sub(d.Held).Round(time.Millisecond), d.Status, d.Code)
+		if d.Sent.After(last) {
+			last = d.Sent
+		}
+	}
+	if last.IsZero() || !last.After(st.Since) {
+		t.Fatalf("no held break reached storage after %s began leading at %s (last delivery %s): the scenario did not test what it says", next.Identity(), st.Since.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano))
+	}
+	// The leader hears of a break at its next renew: a renew interval and a
+	// request timeout after the delivery, it still leads the same term.
+	holdUntil(t, last.Add(p.RenewInterval+p.RequestTimeout()+time.Second))
+	now, err := next.Status(ctxFor(t, 5*time.Second))
+	if err != nil || now.Role != "leader" || now.Term != st.Term {
+		t.Fatalf("a late break decided on the dead leader's record ended the next leadership: %s led term %d from %s; after the delivery: %+v, %v", next.Identity(), st.Term, st.Since.Format(time.RFC3339Nano), now, err)
+	}
+	for _, f := range held {
+		remove(t, c, f)
+	}
+	remove(t, c, crash)
+}
+
 // FastRunParams is the fast profile for `blobleader run` with the default
 // --kill-grace (1 s): the break period also covers the command's end, kill
-// grace + 1 s for SIGKILL and the reap, so B = ceil(2 + 0.5 + 0.5 + 2) = 5 s.
+// grace + 1 s for SIGKILL and the reap, so B = ceil(2 + 0.5 + 2 + 0.5 + 1)
+// = 6 s.
 func FastRunParams() cluster.Params {
 	p := cluster.FastParams()
-	p.BreakPeriod = 5 * time.Second
+	p.BreakPeriod = 6 * time.Second
 	return p
 }
 

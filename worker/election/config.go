@@ -125,7 +125,9 @@ type Config struct {
 	// BreakPeriod B is the break period of an early takeover's Break Lease:
 	// nobody can acquire until it has passed. Whole seconds, at most 60 s
 	// (Azure's range), and at least RenewDeadline + the request timeout +
-	// TakeoverMargin + StopAfterDeadline; 0 when TakeoverAfter is 0.
+	// TakeoverMargin + BreakRounding + StopAfterDeadline; 0 (the default)
+	// is that minimum, and TakeoverAfter 0 requires 0. A breaker uses the
+	// broken holder's published horizon, or BreakPeriod when it is longer.
 	BreakPeriod time.Duration
 
 	// StopAfterDeadline is how long after its renew deadline what a leader

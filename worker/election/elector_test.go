@@ -67,7 +67,14 @@ func testConfig(id string) Config {
 // start runs an elector on store until the test ends. Call inside a bubble.
 func start(t *testing.T, store *MemStore, cfg Config, cb Callbacks) *contender {
 	t.Helper()
-	c := &contender{lock: store.NewLock(cfg.Identity), rec: &recorder{}, exited: make(chan struct{})}
+	l := store.NewLock(cfg.Identity)
+	return startOn(t, cfg, l, l, cb)
+}
+
+// startOn is start with the elector on lock, a wrapper of mem.
+func startOn(t *testing.T, cfg Config, lock Lock, mem *MemLock, cb Callbacks) *contender {
+	t.Helper()
+	c := &contender{lock: mem, rec: &recorder{}, exited: make(chan struct{})}
 	user := cb.OnEvent
 	cb.OnEvent = func(ev Event) {
 		c.rec.add(ev)
@@ -75,7 +82,7 @@ func start(t *testing.T, store *MemStore, cfg Config, cb Callbacks) *contender {
 			user(ev)
 		}
 	}
-	e, err := NewElector(cfg, c.lock, cb)
+	e, err := NewElector(cfg, lock, cb)
 	if err != nil {
 		t.Fatalf("NewElector(%s): %v", cfg.Identity, err)
 	}

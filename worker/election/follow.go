@@ -65,7 +65,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			}
 			if e.tellUnusable(err) {
 				e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
-				e.log.Warn("acquired the lease but could not write the term; releasing", "err", err)
+				e.log.Warn("acquired the lease but could not start leading; releasing", "err", err)
 			}
 			if !errors.Is(err, ErrLockLost) {
 				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
@@ -128,6 +128,9 @@ func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time)
 	}
 	e.mu.Unlock()
 	if err != nil {
+		return 0, err
+	}
+	if err := e.stillLeased(ctx); err != nil {
 		return 0, err
 	}
 	// Slow storage can eat the whole deadline before we start; then we have

@@ -24,6 +24,10 @@ type MemStore struct {
 	// none); see BreakFor in memlock_break.go.
 	breakEnds time.Time
 	rec       Record
+	// version counts the writes of rec (LeaseView.Version): every record
+	// write changes it, as a write changes a blob's ETag; lease operations
+	// do not.
+	version int64
 }
 
 // NewMemStore returns an empty store: no lease, term 0.
@@ -48,6 +52,7 @@ func (s *MemStore) Delete() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leaseID, s.broken, s.breakEnds, s.rec = "", false, time.Time{}, Record{}
+	s.version++
 }
 
 // SetRecord overwrites the record, as an operator writing the lock's
@@ -59,6 +64,7 @@ func (s *MemStore) SetRecord(r Record) {
 		s.broken = true
 	}
 	s.rec = r
+	s.version++
 }
 
 // Record returns the stored record.
@@ -195,6 +201,7 @@ func (l *MemLock) Update(ctx context.Context, leaseID string, r Record) error {
 		return fmt.Errorf("memlock %s: write without a live lease: %w", l.name, ErrLockLost)
 	}
 	s.rec = r
+	s.version++
 	return nil
 }
 

@@ -2,6 +2,8 @@ package election
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -22,6 +24,11 @@ func (s *MemStore) breakOver(now time.Time) bool {
 func (s *MemStore) BreakFor(period time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.breakLocked(period)
+}
+
+// breakLocked is BreakFor with s.mu held.
+func (s *MemStore) breakLocked(period time.Duration) {
 	now := time.Now()
 	if !s.held(now) {
 		return
@@ -59,14 +66,22 @@ func (l *MemLock) Inspect(ctx context.Context) (LeaseView, error) {
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return LeaseView{State: s.state(time.Now()), Record: s.rec}, nil
+	return LeaseView{State: s.state(time.Now()), Record: s.rec, Version: strconv.FormatInt(s.version, 10)}, nil
 }
 
-// Break breaks the lease with period ("break").
-func (l *MemLock) Break(ctx context.Context, period time.Duration) error {
+// Break breaks the lease with period ("break") while the record is still
+// at version, as a Break Lease with If-Match does; "" breaks whatever lease
+// there is.
+func (l *MemLock) Break(ctx context.Context, version string, period time.Duration) error {
 	if err := l.begin(ctx, "break", ""); err != nil {
 		return err
 	}
-	l.s.BreakFor(period)
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := strconv.FormatInt(s.version, 10); version != "" && version != now {
+		return fmt.Errorf("memlock %s: break refused: the record is at version %s, not %s (412)", l.name, now, version)
+	}
+	s.breakLocked(period)
 	return nil
 }

@@ -19,8 +19,17 @@ import (
 //  3. A follower that reads the same holder, term and heartbeat for T, with
 //     T measured on its own monotonic clock from the answer of the first read
 //     that showed them to the send of the current read, breaks the lease
-//     with a break period B ≥ StopWithin + TakeoverMargin (never shorter than
-//     what the holder published), and reads again once B has passed.
+//     with a break period B ≥ StopWithin + TakeoverMargin + BreakRounding
+//     (StopWithin as the holder published it), conditioned on the read that
+//     judged it (LeaseView.Version): storage refuses the break once the
+//     record changed — a heartbeat landed, or a later leadership wrote its
+//     term — so a break delivered late never ends a leadership nobody judged.
+//     It reads again once B has passed.
+//  4. A new leader with early takeover on reads the lease once more after
+//     its term write: a break aimed at the previous leadership that landed
+//     between its acquire and its term write (the record was still the
+//     previous one's) leaves it breaking, and the new leader gives the lease
+//     up before it starts anything.
 //
 // Why this is safe: every renew that succeeded reached storage before the
 // break did (a breaking lease cannot be renewed), so it was sent before the
@@ -40,6 +49,14 @@ const (
 	// (safety needs the holder's clock to run no slower than by a factor
 	// StopWithin/(StopWithin + margin)).
 	TakeoverMargin = 500 * time.Millisecond
+	// BreakRounding is what BreakPeriod keeps above StopWithin +
+	// TakeoverMargin because storage counts break periods in whole seconds:
+	// it takes the period and reports the time left in whole seconds, and
+	// its documentation promises only that no lease is granted before the
+	// period "has expired", not to the millisecond. A break ending up to a
+	// second early must still end after the holder stopped
+	// (docs/failover.md#early-takeover).
+	BreakRounding = time.Second
 	// MaxBreakPeriod is the longest break period storage accepts.
 	MaxBreakPeriod = 60 * time.Second
 	// breakSlack is added after our break's period before reading again, so
@@ -70,16 +87,25 @@ func (s LeaseState) free() bool {
 type LeaseView struct {
 	State  LeaseState
 	Record Record
+	// Version names the record as read (bloblock: the blob's ETag). Every
+	// write of the record changes it; lease operations do not.
+	Version string
 }
 
 // Breaker is what a Lock needs for early takeover (Config.TakeoverAfter).
 type Breaker interface {
 	// Inspect reads the lease state and the record in one request. No
-	// object yet reads as available, with the term floor as the term.
+	// object yet reads as available, with the term floor as the term. A
+	// record whose term cannot give the next one is returned with an error
+	// wrapping ErrUnusableRecord, State and Version set.
 	Inspect(ctx context.Context) (LeaseView, error)
-	// Break ends the current lease after period (whole seconds, ≤ 60 s):
-	// nobody can acquire before it has passed at storage.
-	Break(ctx context.Context, period time.Duration) error
+	// Break ends the lease after period (whole seconds, ≤ 60 s), but only
+	// while the lock is still at version (LeaseView.Version of the read
+	// that judged the leadership): once the record changed, storage refuses
+	// it and the lease stays. Nobody can acquire before the period has
+	// passed at storage. The empty version breaks whatever lease there is:
+	// an operator's forced break, never the elector's.
+	Break(ctx context.Context, version string, period time.Duration) error
 }
 
 // TakeoverEnabled reports whether early takeover is on.
@@ -97,9 +123,14 @@ func (c Config) StopWithin() time.Duration {
 }
 
 // MinBreakPeriod is the shortest break period the rule allows for this
-// config: StopWithin + TakeoverMargin, rounded up to whole seconds.
-func (c Config) MinBreakPeriod() time.Duration {
-	return ceilSecond(c.StopWithin() + TakeoverMargin)
+// config: breakPeriodFor(StopWithin).
+func (c Config) MinBreakPeriod() time.Duration { return breakPeriodFor(c.StopWithin()) }
+
+// breakPeriodFor is the shortest break period that covers a holder which
+// stops within stop of a renew's send: stop + TakeoverMargin +
+// BreakRounding, rounded up to whole seconds.
+func breakPeriodFor(stop time.Duration) time.Duration {
+	return ceilSecond(stop + TakeoverMargin + BreakRounding)
 }
 
 // EffectiveBreakPeriod is BreakPeriod, or MinBreakPeriod when it is 0.
@@ -135,9 +166,9 @@ func (c Config) validateTakeover() error {
 	case c.BreakPeriod%time.Second != 0:
 		return bad("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
 	case b > MaxBreakPeriod:
-		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", MaxBreakPeriod, TakeoverMargin, c.MinBreakPeriod())
+		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", MaxBreakPeriod, TakeoverMargin+BreakRounding, c.MinBreakPeriod())
 	case b < c.MinBreakPeriod():
-		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds), so the holder has stopped before anyone can acquire", TakeoverMargin, stopAfterText(c), c.MinBreakPeriod())
+		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds: %s of clock margin and %s because storage counts break periods in whole seconds), so the holder has stopped before anyone can acquire", TakeoverMargin+BreakRounding, stopAfterText(c), c.MinBreakPeriod(), TakeoverMargin, BreakRounding)
 	case c.TakeoverAfter+b >= c.LeaseDuration:
 		return bad("TakeoverAfter", c.TakeoverAfter, "plus BreakPeriod (%s) must be less than LeaseDuration (%s): otherwise the lease expires before an early takeover could end it (lower RenewDeadline to shorten the break period)", b, c.LeaseDuration)
 	}
@@ -158,6 +189,32 @@ func (e *Elector) publishContract(r *Record) {
 	if e.cfg.TakeoverEnabled() {
 		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, e.cfg.BeatGap(), e.cfg.StopWithin()
 	}
+}
+
+// errBreakingAtStart: the lease we just won is breaking. A follower's break
+// aimed at the previous leadership landed between our acquire and our term
+// write, while the record was still the previous leadership's.
+var errBreakingAtStart = errors.New("election: the lease was broken before our term write landed (a break aimed at the previous leadership)")
+
+// stillLeased is step 4: with early takeover on, a new leader reads the
+// lease once after its term write. Every break conditioned on the previous
+// record reached storage before that write (the write changed the record),
+// so a lease that reads leased now can only be broken by a follower that
+// judged this leadership; one that reads breaking or broken is given up
+// before anything starts under it.
+func (e *Elector) stillLeased(ctx context.Context) error {
+	if !e.cfg.TakeoverEnabled() {
+		return nil
+	}
+	br := e.lock.(Breaker) // NewElector checked
+	var v LeaseView
+	if err := e.call(ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err }); err != nil {
+		return fmt.Errorf("read the lease after the term write: %w", err)
+	}
+	if v.State != LeaseLeased {
+		return fmt.Errorf("%w: it reads %s", errBreakingAtStart, v.State)
+	}
+	return nil
 }
 
 // heartbeatRecord is what a leader writes with heartbeat n.
@@ -280,7 +337,12 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 	if stale < need {
 		return e.cfg.JitteredRetryPeriod(), true
 	}
-	err = e.call(ctx, func(c context.Context) error { return br.Break(c, period) })
+	if v.Version == "" {
+		return e.cfg.JitteredRetryPeriod(), true // nothing to condition a break on: never break blindly
+	}
+	// Break only the leadership this read judged: once its record changed
+	// (a heartbeat, a later leadership's term), storage refuses the break.
+	err = e.call(ctx, func(c context.Context) error { return br.Break(c, v.Version, period) })
 	if err != nil {
 		e.log.Warn("could not break a stale lease", "holder", k.holder, "term", k.term, "err", err)
 		return e.cfg.JitteredRetryPeriod(), true
@@ -295,14 +357,17 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 
 // breakTerms says how long a holder's heartbeat must stay unchanged before
 // we break its lease, and with which period; why is non-empty when we must
-// not break it at all. Both honour what the holder published, so a follower
-// configured shorter than the holder never breaks it too early.
+// not break it at all. Both come from what the holder published — its
+// heartbeat gap and its stop horizon — so a follower configured shorter than
+// the holder (a rolling change of --renew-deadline, --kill-grace or
+// --break-period) never breaks it too early; our own settings can only make
+// them longer.
 func (e *Elector) breakTerms(r Record) (need, period time.Duration, why string) {
 	if r.BeatEvery <= 0 || r.StopWithin <= 0 {
 		return 0, 0, "the holder publishes no heartbeat contract (early takeover off on it)"
 	}
 	need = max(e.cfg.TakeoverAfter, r.BeatEvery)
-	period = max(e.cfg.EffectiveBreakPeriod(), ceilSecond(r.StopWithin+TakeoverMargin))
+	period = max(breakPeriodFor(r.StopWithin), e.cfg.BreakPeriod)
 	if period > MaxBreakPeriod {
 		return 0, 0, fmt.Sprintf("the holder stops within %s of a renew, more than a break period can cover", r.StopWithin)
 	}

@@ -11,11 +11,11 @@ import (
 )
 
 // fastConfig is the fast profile of README's timing table: D 2 s, renew
-// 0.5 s, P 0.5 s, T 2 s, B 3 s (the shortest the rule allows).
+// 0.5 s, P 0.5 s, T 2 s, B 4 s (the shortest the rule allows).
 func fastConfig(id string) Config {
 	c := testConfig(id)
 	c.RenewDeadline, c.RenewInterval, c.RetryPeriod = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
-	c.TakeoverAfter, c.BreakPeriod = 2*time.Second, 3*time.Second
+	c.TakeoverAfter, c.BreakPeriod = 2*time.Second, 4*time.Second
 	return c
 }
 
@@ -67,8 +67,8 @@ func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
 		atMost   time.Duration
 		wantBrks int
 	}{
-		// T 2 s + two polls (0.55 s each) + B 3 s + a poll's slack.
-		{"takeover on", fastConfig, 5 * time.Second, 6500 * time.Millisecond, 1},
+		// T 2 s + two polls (0.55 s each) + B 4 s + a poll's slack.
+		{"takeover on", fastConfig, 6 * time.Second, 7500 * time.Millisecond, 1},
 		{"takeover off", func(id string) Config { return withoutTakeover(fastConfig(id)) }, 14 * time.Second, 16 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,8 +108,8 @@ func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
 				}
 				if tc.wantBrks > 0 {
 					b := brks[0]
-					if b.Leader != old.e.cfg.Identity || b.Stale < 2*time.Second || b.BreakPeriod != 3*time.Second {
-						t.Fatalf("lease_broken %+v: want leader %s, stale ≥ 2s, break period 3s", b, old.e.cfg.Identity)
+					if b.Leader != old.e.cfg.Identity || b.Stale < 2*time.Second || b.BreakPeriod != 4*time.Second {
+						t.Fatalf("lease_broken %+v: want leader %s, stale ≥ 2s, break period 4s", b, old.e.cfg.Identity)
 					}
 					// Nobody led before the break passed, and not before the
 					// old leader's deadline.
@@ -238,8 +238,8 @@ func (f *frozenAnswers) Inspect(ctx context.Context) (LeaseView, error) {
 	return v, err
 }
 
-func (f *frozenAnswers) Break(ctx context.Context, period time.Duration) error {
-	return f.l.Break(ctx, period)
+func (f *frozenAnswers) Break(ctx context.Context, version string, period time.Duration) error {
+	return f.l.Break(ctx, version, period)
 }
 
 // A follower configured with a shorter deadline (and so a shorter break
@@ -250,7 +250,7 @@ func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
 		store := NewMemStore()
 		slowHolder := fastConfig("a")
 		slowHolder.RenewDeadline, slowHolder.RenewInterval = 6*time.Second, time.Second
-		slowHolder.TakeoverAfter, slowHolder.BreakPeriod = 3*time.Second, 0 // B = ceil(6 + 1 + 0.5) = 8 s
+		slowHolder.TakeoverAfter, slowHolder.BreakPeriod = 3*time.Second, 0 // B = ceil(6 + 1 + 0.5 + 1) = 9 s
 		a := start(t, store, slowHolder, Callbacks{})
 		synctest.Wait()
 		b := start(t, store, fastConfig("b"), Callbacks{})
@@ -261,8 +261,8 @@ func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
 		time.Sleep(25 * time.Second)
 		synctest.Wait()
 		brks := b.rec.all(EventLeaseBroken)
-		if len(brks) != 1 || brks[0].BreakPeriod != 8*time.Second {
-			t.Fatalf("lease_broken = %+v, want one with the holder's break period 8s", brks)
+		if len(brks) != 1 || brks[0].BreakPeriod != 9*time.Second {
+			t.Fatalf("lease_broken = %+v, want one with the holder's break period 9s", brks)
 		}
 		checkIntervals(t, nil, a, b)
 	})
@@ -359,7 +359,8 @@ func TestConfig_TakeoverRules(t *testing.T) {
 			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 3*time.Second, time.Second, 2*time.Second, 0
 		}, "TakeoverAfter", "RenewInterval + 2 × request timeout (3s)"},
 		{"B below D + timeout + margin", func(c *Config) { c.BreakPeriod = 2 * time.Second }, "BreakPeriod", "at least RenewDeadline + request timeout"},
-		{"B not whole seconds", func(c *Config) { c.BreakPeriod = 3500 * time.Millisecond }, "BreakPeriod", "whole number of seconds"},
+		{"B exactly D + timeout + margin: no room for storage's whole seconds", func(c *Config) { c.BreakPeriod = 3 * time.Second }, "BreakPeriod", "storage counts break periods in whole seconds"},
+		{"B not whole seconds", func(c *Config) { c.BreakPeriod = 4500 * time.Millisecond }, "BreakPeriod", "whole number of seconds"},
 		{"B above 60 s", func(c *Config) { c.BreakPeriod = 61 * time.Second }, "BreakPeriod", "at most 1m0s"},
 		{"T + B not below L", func(c *Config) { c.TakeoverAfter = 12 * time.Second }, "TakeoverAfter", "less than LeaseDuration"},
 		{"default deadline cannot take over early", func(c *Config) {
@@ -431,4 +432,163 @@ func TestTakeover_LeaderDeadBeforeItsFirstHeartbeatIsBrokenEarly(t *testing.T) {
 		}
 		checkIntervals(t, nil, a, b)
 	})
+}
+
+// A break decided on one leadership's record and delivered late — held in
+// the network past the breaker's timeout, received once a later leadership
+// holds the lease — must not end that later leadership: storage must refuse
+// a break whose read no longer describes the lease. Each follower's first
+// break is held for B + 3 s; its second one (a poll later) ends the dead
+// leader's lease, and the held ones arrive while the next leader leads.
+func TestTakeover_LateBreakLeavesTheNextLeadershipAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		a := start(t, store, fastConfig("a"), Callbacks{})
+		synctest.Wait()
+		delay := fastConfig("b").EffectiveBreakPeriod() + 3*time.Second
+		var followers []*contender
+		var late []*lateBreaker
+		for _, id := range []string{"b", "c"} {
+			lb := &lateBreaker{plainLock: plainLock{store.NewLock(id)}, delay: delay}
+			c := startOn(t, fastConfig(id), lb, lb.l, Callbacks{})
+			followers, late = append(followers, c), append(late, lb)
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		oneLeader(t, append([]*contender{a}, followers...)...)
+		died := time.Now()
+		dead(a)
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		who, at := startedAfter(followers, died)
+		if at.IsZero() {
+			t.Fatalf("nobody took over within 25 s of the leader's death")
+		}
+		var lastDelivery time.Time
+		for _, lb := range late {
+			for _, d := range lb.deliveries() {
+				if d.After(lastDelivery) {
+					lastDelivery = d
+				}
+			}
+		}
+		if !lastDelivery.After(at) {
+			t.Fatalf("no held break reached the store after %s began leading (%s; last delivery %s): the test exercised nothing", who, at.Format(time.StampMilli), lastDelivery.Format(time.StampMilli))
+		}
+		for _, c := range followers {
+			if c.e.cfg.Identity != who {
+				continue
+			}
+			for _, ev := range c.rec.all(EventStoppedLeading) {
+				if ev.Time.After(at) {
+					t.Fatalf("%s, leading since %s, stopped at %s (%s): a late break decided on the dead leader's record ended it (held breaks delivered up to %s)",
+						who, at.Format(time.StampMilli), ev.Time.Format(time.StampMilli), ev.Reason, lastDelivery.Format(time.StampMilli))
+				}
+			}
+			if !c.e.IsLeader() {
+				t.Fatalf("%s no longer leads", who)
+			}
+		}
+		checkIntervals(t, nil, append([]*contender{a}, followers...)...)
+	})
+}
+
+// lateBreaker holds the first Break of its lock in flight: the caller's
+// request times out, and the break reaches the store delay after it was
+// sent, whoever holds the lease by then.
+type lateBreaker struct {
+	plainLock
+	delay time.Duration
+
+	mu        sync.Mutex
+	held      bool
+	delivered []time.Time
+}
+
+func (l *lateBreaker) Inspect(ctx context.Context) (LeaseView, error) { return l.l.Inspect(ctx) }
+
+func (l *lateBreaker) Break(ctx context.Context, version string, period time.Duration) error {
+	l.mu.Lock()
+	first := !l.held
+	l.held = true
+	l.mu.Unlock()
+	if !first {
+		return l.l.Break(ctx, version, period)
+	}
+	go func() {
+		time.Sleep(l.delay)
+		_ = l.l.Break(context.Background(), version, period)
+		l.mu.Lock()
+		l.delivered = append(l.delivered, time.Now())
+		l.mu.Unlock()
+	}()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (l *lateBreaker) deliveries() []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Time(nil), l.delivered...)
+}
+
+// A break aimed at the previous leadership can still land in the one round
+// trip between the next leader's acquire and its term write: the record is
+// the previous one's until that write. The new leader finds its lease
+// breaking when it reads it back after the term write, gives it up before
+// anything starts, and leads on its next acquire.
+func TestTakeover_BreakLandingBeforeTheTermWriteIsNotLedOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemStore()
+		store.SetRecord(Record{Holder: "a", Term: 5, Heartbeat: 9, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond})
+		bl := &breakBeforeFirstWrite{plainLock: plainLock{store.NewLock("b")}, other: store.NewLock("late")}
+		b := startOn(t, fastConfig("b"), bl, bl.l, Callbacks{})
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if !bl.landed {
+			t.Fatal("the late break never landed before a term write: the test exercised nothing")
+		}
+		if lost := b.rec.all(EventStoppedLeading); len(lost) != 0 {
+			t.Fatalf("b led on a lease that was already breaking and lost it: %+v", lost)
+		}
+		started := b.rec.all(EventStartedLeading)
+		if len(started) != 1 || !b.e.IsLeader() {
+			t.Fatalf("b started leading %d times and leads now: %v; want once, on a lease nobody broke", len(started), b.e.IsLeader())
+		}
+		failed := b.rec.all(EventAcquireFailed)
+		if len(failed) == 0 || !strings.Contains(failed[0].Reason, "broken before our term write") {
+			t.Fatalf("acquire_failed events %+v; want one saying the lease was broken before the term write", failed)
+		}
+	})
+}
+
+// breakBeforeFirstWrite delivers, just before its first record write, a
+// break conditioned on the record as it was: what a follower's break held in
+// the network since its read of the previous leadership does.
+type breakBeforeFirstWrite struct {
+	plainLock
+	other  *MemLock
+	landed bool
+}
+
+func (l *breakBeforeFirstWrite) Inspect(ctx context.Context) (LeaseView, error) {
+	return l.l.Inspect(ctx)
+}
+
+func (l *breakBeforeFirstWrite) Break(ctx context.Context, version string, period time.Duration) error {
+	return l.l.Break(ctx, version, period)
+}
+
+func (l *breakBeforeFirstWrite) Update(ctx context.Context, id string, r Record) error {
+	if !l.landed {
+		v, err := l.other.Inspect(ctx)
+		if err != nil {
+			return err
+		}
+		if err := l.other.Break(ctx, v.Version, 4*time.Second); err != nil {
+			return err
+		}
+		l.landed = true
+	}
+	return l.l.Update(ctx, id, r)
 }

@@ -272,7 +272,11 @@ func TestPool_LeaderChangeMovesNothing(t *testing.T) {
 	mark := tr.mark()
 	// Break the election lease: the leader loses leadership at its next
 	// renew; another member (or it) leads a new term.
-	if err := bloblock.Break(context.Background(), c, "leader"); err != nil {
+	lock, err := bloblock.New(c, "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Break(context.Background(), "", 0); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -27,15 +27,15 @@ run "fast_profile" {
     renew_deadline_seconds = 2
     renew_interval_seconds = 0.5
     retry_period_seconds   = 0.5
-    early_takeover         = { after_seconds = 2, break_period_seconds = 3 }
+    early_takeover         = { after_seconds = 2, break_period_seconds = 4 }
   }
 
   assert {
     condition = (
       azurerm_container_group.worker["01"].container[0].environment_variables["BLOBLEADER_TAKEOVER_AFTER"] == "2s" &&
-      azurerm_container_group.worker["01"].container[0].environment_variables["BLOBLEADER_BREAK_PERIOD"] == "3s"
+      azurerm_container_group.worker["01"].container[0].environment_variables["BLOBLEADER_BREAK_PERIOD"] == "4s"
     )
-    error_message = "The fast profile's T and B must reach the worker as --takeover-after 2s and --break-period 3s."
+    error_message = "The fast profile's T and B must reach the worker as --takeover-after 2s and --break-period 4s."
   }
 }
 
@@ -55,6 +55,18 @@ run "break_period_below_deadline_plus_timeout" {
     renew_deadline_seconds = 2
     renew_interval_seconds = 0.5
     early_takeover         = { after_seconds = 2, break_period_seconds = 2 }
+  }
+  expect_failures = [var.early_takeover]
+}
+
+# D + request timeout + 0.5 s exactly: no room for a break that storage ends
+# up to a second early (it counts break periods in whole seconds).
+run "break_period_without_rounding_room" {
+  command = plan
+  variables {
+    renew_deadline_seconds = 2
+    renew_interval_seconds = 0.5
+    early_takeover         = { after_seconds = 2, break_period_seconds = 3 }
   }
   expect_failures = [var.early_takeover]
 }

@@ -77,7 +77,7 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 			return fmt.Errorf("take the lease: %w", err)
 		}
 		fmt.Fprintf(stdout, "lease held: breaking it (attempt %d)\n", attempt)
-		if err := bloblock.Break(ctx, c, r.storage.blob); err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
+		if err := lock.Break(ctx, "", 0); err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
 			return fmt.Errorf("break the lease: %w", err)
 		}
 		select {

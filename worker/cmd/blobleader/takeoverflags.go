@@ -17,7 +17,7 @@ type takeoverOptions struct {
 
 func (t *takeoverOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&t.takeoverAfter, "takeover-after", 0, "early takeover: break the lease of a leader whose heartbeat a follower reads unchanged for this long (0: off, wait out the lease); ≥ 2 × renew-interval, and with --break-period below lease-duration")
-	fs.DurationVar(&t.breakPeriod, "break-period", 0, "early takeover's break period, whole seconds ≤ 60s; ≥ renew-deadline + request timeout + 500ms (+ kill-grace + 1s under run); 0: the shortest that rule allows")
+	fs.DurationVar(&t.breakPeriod, "break-period", 0, "early takeover's break period, whole seconds ≤ 60s; ≥ renew-deadline + request timeout + 1.5s (a 500ms clock margin, and 1s because storage counts break periods in whole seconds; + kill-grace + 1s under run); 0: the shortest that rule allows")
 }
 
 func (t takeoverOptions) apply(c *election.Config) {

@@ -105,7 +105,7 @@ func TestLock_ClassifiesStorageAnswers(t *testing.T) {
 	}
 
 	// An operator breaks the lease: the holder's renew is a definite loss.
-	if err := bloblock.Break(ctx, c, "leader"); err != nil {
+	if err := forceBreak(ctx, c); err != nil {
 		t.Fatalf("Break: %v", err)
 	}
 	err := a.Renew(ctx, idA)
@@ -251,7 +251,7 @@ func TestLock_DeletedContainerOrBlobIsALossAndTermsStayAbove(t *testing.T) {
 					t.Fatal(err)
 				}
 			case "blob":
-				if err := bloblock.Break(ctx, c, "leader"); err != nil {
+				if err := forceBreak(ctx, c); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := c.NewBlobClient("leader").Delete(ctx, nil); err != nil {
@@ -304,4 +304,14 @@ func TestLock_MetadataStorageCannotCarryIsRejected(t *testing.T) {
 	if !errors.Is(err, election.ErrRejected) || errors.Is(err, election.ErrLockLost) {
 		t.Fatalf("Update with non-ASCII metadata = %v, want ErrRejected", err)
 	}
+}
+
+// forceBreak is an operator's BreakLease(0) on the blob "leader": whatever
+// lease holds it ends at once.
+func forceBreak(ctx context.Context, c *container.Client) error {
+	l, err := bloblock.New(c, "leader")
+	if err != nil {
+		return err
+	}
+	return l.Break(ctx, "", 0)
 }

@@ -283,7 +283,7 @@ func TestElection_BrokenLeaseLeaderStepsDownAndSomeoneLeads(t *testing.T) {
 	}
 	time.Sleep(1 * time.Second)
 	drain(nodes...)
-	if err := bloblock.Break(ctxT(t, 5*time.Second), c, "leader"); err != nil {
+	if err := forceBreak(ctxT(t, 5*time.Second), c); err != nil {
 		t.Fatalf("Break: %v", err)
 	}
 	broke := time.Now()
@@ -330,7 +330,7 @@ func TestElection_RecordRolledBackNeverRepeatsATerm(t *testing.T) {
 	b.cancel()
 	<-b.exited
 	// Storage goes back: the record as it was under a's term.
-	if err := bloblock.Break(ctxT(t, 5*time.Second), c, "leader"); err != nil && !strings.Contains(err.Error(), "LeaseNotPresent") {
+	if err := forceBreak(ctxT(t, 5*time.Second), c); err != nil && !strings.Contains(err.Error(), "LeaseNotPresent") {
 		t.Fatal(err)
 	}
 	if _, err := c.NewBlobClient("leader").SetMetadata(ctxT(t, 5*time.Second), older, nil); err != nil {

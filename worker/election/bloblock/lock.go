@@ -217,16 +217,3 @@ func (l *Lock) Update(ctx context.Context, leaseID string, r election.Record) er
 	})
 	return classify("update", err, guardedWrite)
 }
-
-// Break frees the lease on blob name at once, as an operator would
-// (BreakLease with a zero break period). The holder learns of it at its next
-// renew. For operators and the chaos harness; the elector never breaks.
-func Break(ctx context.Context, c *container.Client, name string) error {
-	lc, err := lease.NewBlobClient(c.NewBlockBlobClient(name), nil)
-	if err != nil {
-		return err
-	}
-	zero := int32(0)
-	_, err = lc.BreakLease(storage.WithOp(ctx, "break"), &lease.BlobBreakOptions{BreakPeriod: &zero})
-	return classify("break", err, plainCall)
-}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
@@ -25,8 +27,10 @@ const (
 var _ election.Breaker = (*Lock)(nil)
 
 // Inspect reads the lease state and the record with one Get Blob
-// Properties ("poll"). No blob (or no container) reads as available, with
-// the term floor.
+// Properties ("poll"), with the blob's ETag as the view's Version. No blob
+// (or no container) reads as available, with the term floor. A record whose
+// term is unusable comes back with State and Version and an error wrapping
+// election.ErrUnusableRecord.
 func (l *Lock) Inspect(ctx context.Context) (election.LeaseView, error) {
 	props, err := l.blob.GetProperties(storage.WithOp(ctx, "poll"), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
@@ -35,24 +39,32 @@ func (l *Lock) Inspect(ctx context.Context) (election.LeaseView, error) {
 	if err != nil {
 		return election.LeaseView{}, classify("poll", err, plainCall)
 	}
-	r, err := RecordFromMetadata(props.Metadata)
-	if err != nil {
-		return election.LeaseView{}, err
-	}
-	if r.Term == 0 {
-		r.Term = l.termFloor()
-	}
-	state := election.LeaseAvailable
+	v := election.LeaseView{State: election.LeaseAvailable}
 	if props.LeaseState != nil {
-		state = election.LeaseState(*props.LeaseState)
+		v.State = election.LeaseState(*props.LeaseState)
 	}
-	return election.LeaseView{State: state, Record: r}, nil
+	if props.ETag != nil {
+		v.Version = string(*props.ETag)
+	}
+	v.Record, err = RecordFromMetadata(props.Metadata)
+	if err == nil && v.Record.Term == 0 {
+		v.Record.Term = l.termFloor()
+	}
+	return v, err
 }
 
-// Break breaks the blob's lease with a break period (whole seconds, 0–60):
-// nobody can acquire until it has passed. Storage uses the lease's remaining
-// time instead when that is shorter.
-func (l *Lock) Break(ctx context.Context, period time.Duration) error {
+// Break is the one way to break the blob's lease. It ends the lease after
+// period (whole seconds, 0–60; storage uses the lease's remaining time
+// instead when that is shorter), and nobody can acquire before that.
+//
+// version conditions it (If-Match): the ETag of the read that judged the
+// leadership (election.LeaseView.Version). Every write of the record —
+// a heartbeat, a later leadership's term — changes the ETag, so a break
+// decided on an older read and delivered late is refused (412
+// ConditionNotMet) and the lease stays. The empty version breaks whatever
+// lease holds the blob: an operator's forced break (recover-term, tests),
+// never the elector's.
+func (l *Lock) Break(ctx context.Context, version string, period time.Duration) error {
 	if period < 0 || period > election.MaxBreakPeriod || period%time.Second != 0 {
 		return fmt.Errorf("bloblock: break period %s: must be whole seconds between 0 and %s", period, election.MaxBreakPeriod)
 	}
@@ -61,7 +73,12 @@ func (l *Lock) Break(ctx context.Context, period time.Duration) error {
 		return err
 	}
 	secs := int32(period / time.Second)
-	_, err = lc.BreakLease(storage.WithOp(ctx, "break"), &lease.BlobBreakOptions{BreakPeriod: &secs})
+	opts := &lease.BlobBreakOptions{BreakPeriod: &secs}
+	if version != "" {
+		tag := azcore.ETag(version)
+		opts.ModifiedAccessConditions = &blob.ModifiedAccessConditions{IfMatch: &tag}
+	}
+	_, err = lc.BreakLease(storage.WithOp(ctx, "break"), opts)
 	return classify("break", err, plainCall)
 }
 

@@ -3,12 +3,14 @@ package bloblock_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
 )
 
 // acquireWhenFree tries to acquire every 100 ms until it succeeds or d
@@ -55,7 +57,7 @@ func TestLock_BreakWithPeriod(t *testing.T) {
 		t.Fatalf("record read back %+v, want the heartbeat contract written %+v", got, rec)
 	}
 	broke := time.Now()
-	if err := l.Break(ctx, 3*time.Second); err != nil {
+	if err := l.Break(ctx, v.Version, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := l.Inspect(ctx); err != nil || v.State != election.LeaseBreaking {
@@ -89,11 +91,11 @@ func TestLock_SecondShorterBreakOnABreakingLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := time.Now()
-	if err := l.Break(ctx, 8*time.Second); err != nil {
+	if err := l.Break(ctx, "", 8*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the second break comes a second into the first
-	if err := l.Break(ctx, 2*time.Second); err != nil {
+	if err := l.Break(ctx, "", 2*time.Second); err != nil {
 		t.Fatalf("second break: %v", err)
 	}
 	at := acquireWhenFree(t, ctx, l, uuid.NewString(), 15*time.Second)
@@ -109,5 +111,56 @@ func TestLock_SecondShorterBreakOnABreakingLease(t *testing.T) {
 		// docs/failover.md says Azurite lets the shorter break win; if this
 		// changes, the documentation must change with it.
 		t.Fatalf("free %v after the first break: Azurite kept the longer period, unlike what docs/failover.md records", took)
+	}
+}
+
+// A break decided on an older read of the record is refused once the record
+// changed — a heartbeat of the holder, or a later leadership's term write —
+// and the lease stays held and renewable: Azurite honours If-Match on Break
+// Lease. A break on the current read breaks it.
+func TestLock_BreakOfAnOlderReadIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, time.Minute)
+	c, _ := newContainer(t)
+	l := newLock(t, c)
+	holder := uuid.NewString()
+	if err := l.Acquire(ctx, holder, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rec := election.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 1, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond}
+	if err := l.Update(ctx, holder, rec); err != nil {
+		t.Fatal(err)
+	}
+	old, err := l.Inspect(ctx)
+	if err != nil || old.Version == "" {
+		t.Fatalf("Inspect = %+v, %v; want a version", old, err)
+	}
+	rec.Heartbeat = 2 // the holder beats after the breaker's read
+	if err := l.Update(ctx, holder, rec); err != nil {
+		t.Fatal(err)
+	}
+	err = l.Break(ctx, old.Version, 3*time.Second)
+	var se *bloblock.Error
+	if !errors.As(err, &se) || se.Status != http.StatusPreconditionFailed {
+		t.Fatalf("Break on the older read = %v, want 412 (the record changed)", err)
+	}
+	if v, err := l.Inspect(ctx); err != nil || v.State != election.LeaseLeased {
+		t.Fatalf("after the refused break Inspect = %+v, %v; want leased", v, err)
+	}
+	if err := l.Renew(ctx, holder); err != nil {
+		t.Fatalf("renew after the refused break: %v", err)
+	}
+	cur, err := l.Inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Version == old.Version {
+		t.Fatalf("the heartbeat write left the version at %q", cur.Version)
+	}
+	if err := l.Break(ctx, cur.Version, 3*time.Second); err != nil {
+		t.Fatalf("Break on the current read: %v", err)
+	}
+	if v, err := l.Inspect(ctx); err != nil || v.State != election.LeaseBreaking {
+		t.Fatalf("after the break on the current read Inspect = %+v, %v; want breaking", v, err)
 	}
 }
