@@ -36,15 +36,26 @@ func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
 		// Every contender finds out at its next acquire (one poll, or the
 		// 2·P hand-off pause for the old leader).
 		loud(t, c, 2*p.RetryPeriod*11/10+2*p.RequestTimeout()+slack)
-		// For a few polls more: nobody leads, nobody rewrites the record.
-		until := time.Now().Add(3 * p.RetryPeriod)
-		for time.Now().Before(until) {
+		// For 30 samples more (several polls each): nobody leads, nobody
+		// names a leader, every worker stays loud, nobody rewrites the record.
+		for range 30 {
 			for _, w := range c.Workers() {
-				if st, err := w.Status(ctxFor(t, 5*time.Second)); err == nil && st.Role == "leader" {
+				if !w.Running() {
+					continue
+				}
+				st, err := w.Status(ctxFor(t, 5*time.Second))
+				switch {
+				case err != nil:
+				case st.Role == "leader":
 					t.Errorf("%s leads term %d on the record with term %q", w.Identity(), st.Term, term)
+				case st.Leader != "":
+					t.Errorf("%s names %s as leader (term %d) on the record with term %q, which nobody can lead on", w.Identity(), st.Leader, st.Term, term)
+				}
+				if why := notLoud(t, w); why != "" {
+					t.Errorf("%s went quiet on the record with term %q: %s", w.Identity(), term, why)
 				}
 			}
-			hold(t, 200*time.Millisecond)
+			hold(t, 200*time.Millisecond) // sampling HTTP: no event to await across processes
 		}
 		if got := lockTerm(t, c); got != term {
 			t.Errorf("the contenders rewrote the operator's term %q to %q: the record must be left for the operator", term, got)

@@ -188,14 +188,16 @@ func (e *Elector) observeRecord(rec Record) {
 }
 
 // noteRecord sets or clears the unusable-record state from the outcome of a
-// read of the lock's record: an ErrUnusableRecord sets it; a good read
-// clears it; a transient failure says nothing either way.
+// read of the lock's record: an ErrUnusableRecord sets it, and forgets the
+// leader we knew (nobody can lead on that record); a good read clears it; a
+// transient failure says nothing either way.
 func (e *Elector) noteRecord(err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case errors.Is(err, ErrUnusableRecord):
 		e.unusable = "cannot lead: " + err.Error() + " — an operator must set the lock's term (docs/operations.md#recovering-the-term)"
+		e.seenBy = ""
 	case err == nil:
 		if e.unusable != "" {
 			e.toldAt = time.Time{}

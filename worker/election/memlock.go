@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -183,11 +184,23 @@ func (l *MemLock) Release(ctx context.Context, leaseID string) error {
 	return nil
 }
 
+// Get reads the record; like bloblock's, a term that cannot give the next
+// one comes back with an error wrapping ErrUnusableRecord.
 func (l *MemLock) Get(ctx context.Context) (Record, error) {
 	if err := l.begin(ctx, "get", ""); err != nil {
 		return Record{}, err
 	}
-	return l.s.Record(), nil
+	r := l.s.Record()
+	return r, unusableTerm(r.Term)
+}
+
+// unusableTerm is ErrUnusableRecord for a stored term that cannot give the
+// next one (negative, or the top of the int64 range), nil otherwise.
+func unusableTerm(t int64) error {
+	if t < 0 || t == math.MaxInt64 {
+		return fmt.Errorf("%w: term %d cannot grow (negative, or the next would overflow int64)", ErrUnusableRecord, t)
+	}
+	return nil
 }
 
 func (l *MemLock) Update(ctx context.Context, leaseID string, r Record) error {

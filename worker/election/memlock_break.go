@@ -66,7 +66,7 @@ func (l *MemLock) Inspect(ctx context.Context) (LeaseView, error) {
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return LeaseView{State: s.state(time.Now()), Record: s.rec, Version: strconv.FormatInt(s.version, 10)}, nil
+	return LeaseView{State: s.state(time.Now()), Record: s.rec, Version: strconv.FormatInt(s.version, 10)}, unusableTerm(s.rec.Term)
 }
 
 // Break breaks the lease with period ("break") while the record is still

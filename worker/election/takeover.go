@@ -290,6 +290,10 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 	var v LeaseView
 	err := e.call(ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err })
 	answered := time.Now()
+	if errors.Is(err, ErrUnusableRecord) {
+		e.touch(true) // a definite answer: the record is there, and unusable
+		e.noteRecord(err)
+	}
 	if err != nil || v.State.free() {
 		// Staleness is measured only across our own consecutive reads: a
 		// failed read (or a free lease) starts the measurement again.

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -63,4 +64,50 @@ func TestElector_TermThatCannotGrowIsLoudAndNeverWraps(t *testing.T) {
 			}
 		}
 	})
+}
+
+// With a record no contender can lead on, every read of it must say so: a
+// follower that finds the lease held (by whoever briefly took it, or an
+// operator's tool) reads the record to learn who leads, and must not take
+// that read as a usable record — Healthy stays red at every sample, and
+// Status names no leader, since nobody can lead on it.
+func TestElector_UnusableRecordStaysLoudWhileTheLeaseIsHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(string) Config
+	}{
+		{"polling with acquires", testConfig},
+		{"polling with reads (early takeover)", fastConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := NewMemStore()
+				store.SetRecord(Record{Holder: "old-leader", Term: math.MaxInt64})
+				holder := store.NewLock("operator")
+				if err := holder.Acquire(context.Background(), newLeaseID(), 60*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				a := start(t, store, tc.cfg("a"), Callbacks{})
+				b := start(t, store, tc.cfg("b"), Callbacks{})
+				samples := 0
+				for range 60 { // 30 s: polls that find the lease held
+					time.Sleep(500 * time.Millisecond)
+					synctest.Wait()
+					for _, c := range []*contender{a, b} {
+						id := c.e.cfg.Identity
+						if err := c.e.Healthy(); err == nil || !strings.Contains(err.Error(), "cannot grow") {
+							t.Fatalf("%s: Healthy() = %v at %s; want the unusable record, at every sample", id, err, time.Now().Format(time.StampMilli))
+						}
+						if st := c.e.Status(); st.Leader != "" || st.Unusable == "" {
+							t.Fatalf("%s: Status() = %+v; want no leader (nobody can lead on this record) and the reason", id, st)
+						}
+						samples++
+					}
+				}
+				if n := a.lock.Calls("get") + b.lock.Calls("get") + a.lock.Calls("inspect") + b.lock.Calls("inspect"); n == 0 || samples != 120 {
+					t.Fatalf("%d record reads, %d samples: the test exercised nothing", n, samples)
+				}
+			})
+		})
+	}
 }

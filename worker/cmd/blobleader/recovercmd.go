@@ -38,7 +38,8 @@ last ledger entry's (blobleader ledger --json | tail -1). It takes the lock's
 lease (breaking the leader's if one holds it: that leader steps down at its
 next renew, as after any forced break), writes term N+1, and releases; the
 next leader stamps above N+1. It refuses (exit 2, the record untouched) when
-the term is already N+1 or more: a term is never lowered.
+the term is already N+1 or more: a term is never lowered. An unusable term
+(not a non-negative integer, or 9223372036854775807) is repaired with any N.
 
 Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 1 anything else (storage unreachable, the lease kept being re-taken).`)
@@ -100,9 +101,12 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 			stored = *v
 		}
 	}
-	if cur, err := strconv.ParseInt(stored, 10, 64); err == nil && cur > n {
+	// A usable term is never lowered; an unusable one (not a non-negative
+	// integer, or one that cannot grow) is what this command repairs, with
+	// any floor.
+	if cur, err := bloblock.RecordFromMetadata(props.Metadata); err == nil && cur.Term > n {
 		release()
-		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", n, cur)
+		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", n, cur.Term)
 	}
 	// 3. Write floor+1 under our lease, then release.
 	rec := election.Record{Holder: recoverHolder, Term: n + 1, Acquired: time.Now().UTC()}

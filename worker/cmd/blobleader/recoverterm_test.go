@@ -103,3 +103,48 @@ func TestRecoverTerm_SetsTheTermAboveTheFloorAndNeverLowersIt(t *testing.T) {
 		t.Fatalf("a refused recover-term changed the term to %q", got)
 	}
 }
+
+// A term at the top of the int64 range is an unusable record too: no floor
+// "lowers" it, so recover-term must accept any floor and repair it. A usable
+// term above the floor is still never lowered.
+func TestRecoverTerm_RepairsATermThatCannotGrow(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "leases"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := c.NewBlockBlobClient("leader")
+	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"9223372036854775807", "-3"} {
+		holder, term := "w1", bad
+		if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holder, "term": &term}, nil); err != nil {
+			t.Fatal(err)
+		}
+		conn := "--connection-string=" + az.ConnectionString()
+		code, out := runWorkerCmd(t, nil, "recover-term", conn, "--floor=1795400000000")
+		if code != 0 {
+			t.Fatalf("recover-term --floor 1795400000000 over the unusable term %s: exit %d\n%s", bad, code, out)
+		}
+		props, err := b.GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for k, v := range props.Metadata {
+			if strings.EqualFold(k, "term") {
+				got = *v
+			}
+		}
+		if got != "1795400000001" {
+			t.Fatalf("term after repairing %s = %q, want 1795400000001\n%s", bad, got, out)
+		}
+	}
+}

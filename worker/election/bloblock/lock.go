@@ -19,6 +19,7 @@ package bloblock
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -175,8 +176,10 @@ func (l *Lock) TermFloor() int64 { return l.termFloor() }
 
 // RecordFromMetadata reads a record from a lock blob's metadata (holder,
 // term, acquired), as Get does and as a listing of lock blobs with their
-// metadata returns it. Every field it can read is set; the error says that
-// the term is not a non-negative integer (the term is then 0).
+// metadata returns it. Every field it can read is set; the error (wrapping
+// election.ErrUnusableRecord) says that the term cannot give the next one:
+// not a non-negative integer (the term is then 0), or 9223372036854775807
+// (kept as the term), whose successor would wrap negative.
 func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 	var r election.Record
 	var err error
@@ -196,6 +199,9 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 				continue
 			}
 			r.Term = t
+			if t == math.MaxInt64 {
+				err = fmt.Errorf("%w: metadata term %d cannot grow (the next would overflow int64)", election.ErrUnusableRecord, t)
+			}
 		case MetaAcquired:
 			r.Acquired, _ = time.Parse(time.RFC3339Nano, *v)
 		default:
