@@ -280,12 +280,12 @@ variable "resource_group_name" {
 variable "retry_period_seconds" {
   type        = number
   default     = 1
-  description = "Follower poll period P in seconds (`--retry-period`, jittered by 10 %). Failover after a crash is bounded by L + 1.1 P."
+  description = "Follower poll period P in seconds (`--retry-period`, jittered by 10 %), at least 0.5. Failover after a crash is bounded by L + 1.1 P."
   nullable    = false
 
   validation {
-    condition     = var.retry_period_seconds > 0 && var.retry_period_seconds <= 60
-    error_message = "retry_period_seconds must be > 0 (and at most 60, beyond which failover takes minutes), got ${var.retry_period_seconds}."
+    condition     = var.retry_period_seconds >= 0.5 && var.retry_period_seconds <= 60
+    error_message = "retry_period_seconds must be at least 0.5 (every follower polls the one lock blob, and storage throttles a blob past 500 requests a second, the leader's renews included) and at most 60 (beyond which failover takes minutes), got ${var.retry_period_seconds}."
   }
 }
 

@@ -27,6 +27,16 @@ const (
 	// first acquire times out every time against real Azure: a fleet that
 	// never leads. 500ms is the fast profile's (docs/architecture.md#the-election).
 	MinRequestTimeout = 500 * time.Millisecond
+	// MinRetryPeriod is the shortest follower poll period P. Every follower
+	// polls the one lock blob, and Azure's scalability target for a single
+	// blob is 500 requests a second, beyond which it throttles (503
+	// ServerBusy) — the leader's renews included. At 500ms a follower sends
+	// at most 1/(0.9·P) ≈ 2.2 requests a second, so ~200 contenders stay
+	// inside the target beside the leader; at 1ns one follower sent 279 a
+	// second. A poll also waits for its own answer, which may take up to the
+	// request timeout (MinRequestTimeout, 500ms): polling faster than that
+	// buys no failover time. 500ms is the fast profile's.
+	MinRetryPeriod = 500 * time.Millisecond
 )
 
 // MaxIdentityLength bounds Config.Identity, in bytes. The identity is stored
@@ -54,7 +64,7 @@ type Timing struct {
 	RenewInterval time.Duration
 
 	// RetryPeriod P is the follower's acquire poll period, jittered ±10%.
-	// Must be > 0; default 1s.
+	// At least MinRetryPeriod (500ms); default 1s.
 	RetryPeriod time.Duration
 }
 
@@ -208,8 +218,8 @@ func (c Config) Validate() error {
 			field, v = "RenewDeadline", c.RenewDeadline
 		}
 		return bad(field, v, "the request timeout min(RenewInterval, RenewDeadline/3) = %s must be at least %s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and real storage takes up to 2s (Azure's SLA) — raise RenewInterval and RenewDeadline", c.RequestTimeout(), MinRequestTimeout)
-	case c.RetryPeriod <= 0:
-		return bad("RetryPeriod", c.RetryPeriod, "must be > 0")
+	case c.RetryPeriod < MinRetryPeriod:
+		return bad("RetryPeriod", c.RetryPeriod, "must be at least %s: every follower polls the one lock blob, and storage throttles a blob past 500 requests a second, the leader's renews included", MinRetryPeriod)
 	case c.WatchdogTimeout < 0:
 		return bad("WatchdogTimeout", c.WatchdogTimeout, "must be 0 (off) or at least RenewInterval (%s)", c.RenewInterval)
 	case c.WatchdogTimeout > 0 && c.WatchdogTimeout < c.RenewInterval:

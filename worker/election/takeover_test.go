@@ -167,8 +167,9 @@ func TestTakeover_SlowStorageNeverBreaksAHealthyLeader(t *testing.T) {
 func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := NewMemStore()
-		// A leader that beats once a second and a follower that reads five
-		// times a second: most reads see the heartbeat of the read before.
+		// A leader that beats once a second and a follower that reads twice a
+		// second (the shortest poll period allowed): every other read sees
+		// the heartbeat of the read before.
 		leader := fastConfig("a")
 		leader.RenewDeadline, leader.RenewInterval, leader.TakeoverAfter, leader.BreakPeriod = 3*time.Second, time.Second, 3*time.Second, 0
 		a := start(t, store, leader, Callbacks{})
@@ -176,7 +177,7 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 		frozen := &frozenAnswers{plainLock: plainLock{store.NewLock("b")}}
 		rec := &recorder{}
 		follower := fastConfig("b")
-		follower.RetryPeriod = 200 * time.Millisecond
+		follower.RetryPeriod = MinRetryPeriod
 		e, err := NewElector(follower, frozen, Callbacks{OnEvent: rec.add})
 		if err != nil {
 			t.Fatal(err)
@@ -195,6 +196,12 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 		if n := len(rec.all(EventLeaseBroken)); n != 0 {
 			t.Fatalf("the paused follower broke a healthy leader's lease %d times: %+v", n, rec.all(EventLeaseBroken))
 		}
+		// Storage refuses a break decided on a read older than the last
+		// heartbeat (its version changed), so count the attempts: the pause
+		// must not even make the follower judge the leader stale.
+		if n := frozen.breaks(); n != 0 {
+			t.Fatalf("the paused follower judged a healthy leader stale %d times (its breaks were refused: the record had changed)", n)
+		}
 		if frozen.frozen() < 10 {
 			t.Fatalf("only %d of 10 pauses happened: the test exercised nothing", frozen.frozen())
 		}
@@ -208,9 +215,16 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 // then the caller stays frozen for the given time before it sees it.
 type frozenAnswers struct {
 	plainLock
-	mu     sync.Mutex
-	next   time.Duration
-	paused int
+	mu       sync.Mutex
+	next     time.Duration
+	paused   int
+	attempts int // Break calls
+}
+
+func (f *frozenAnswers) breaks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attempts
 }
 
 func (f *frozenAnswers) freezeNext(d time.Duration) {
@@ -239,6 +253,9 @@ func (f *frozenAnswers) Inspect(ctx context.Context) (LeaseView, error) {
 }
 
 func (f *frozenAnswers) Break(ctx context.Context, version string, period time.Duration) error {
+	f.mu.Lock()
+	f.attempts++
+	f.mu.Unlock()
 	return f.l.Break(ctx, version, period)
 }
 

@@ -99,6 +99,14 @@ run "retry_period_zero" {
   expect_failures = [var.retry_period_seconds]
 }
 
+run "retry_period_below_the_floor" {
+  command = plan
+  variables {
+    retry_period_seconds = 0.1
+  }
+  expect_failures = [var.retry_period_seconds]
+}
+
 run "tick_zero" {
   command = plan
   variables {
