@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -259,6 +261,21 @@ func (w *Worker) Member() bool {
 	m := w.member
 	w.mu.Unlock()
 	return m != nil && m.IsLeader()
+}
+
+// Unusable says which shard locks this worker contends for (as owner or
+// standby) have a record nobody can lead on, and why, as "shard N: reason"
+// joined by "; " in shard order; "" when none has.
+func (w *Worker) Unusable() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(w.runs)) {
+		if u := w.runs[n].el.Status().Unusable; u != "" {
+			out = append(out, fmt.Sprintf("shard %d: %s", n, u))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Healthy reports a wedged shard task (one that did not return within the

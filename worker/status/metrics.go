@@ -1,6 +1,7 @@
 package status
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,9 @@ type Metrics struct {
 	transitions prometheus.Counter
 	requests    *prometheus.CounterVec
 	durations   *prometheus.HistogramVec
+
+	mu        sync.Mutex
+	moreLocks func() string // AlsoUnusable's source; nil: none
 }
 
 // NewMetrics registers the metrics for elector e (which may be set later via
@@ -58,15 +62,30 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 	})
 	unusable := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_lock_record_unusable",
-		Help: "1 while the lock's record cannot give a next term (an unparsable term, or one that cannot grow): no contender can lead until an operator repairs it; /status says why.",
+		Help: "1 while the lock's record — or, with --shards, a shard lock's this worker contends for — cannot give a next term (an unparsable term, or one that cannot grow): no contender can lead on it until an operator repairs it; /status says why.",
 	}, func() float64 {
 		if e := get(); e != nil && e.Status().Unusable != "" {
+			return 1
+		}
+		m.mu.Lock()
+		more := m.moreLocks
+		m.mu.Unlock()
+		if more != nil && more() != "" {
 			return 1
 		}
 		return 0
 	})
 	m.Registry.MustRegister(isLeader, term, unusable, m.transitions, m.requests, m.durations)
 	return m
+}
+
+// AlsoUnusable makes blobleader_lock_record_unusable count the lock records
+// unusable reports too (a --shards worker's shard locks: why, or "" when
+// none is): the gauge is 1 while the election's record or any of those is.
+func (m *Metrics) AlsoUnusable(unusable func() string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.moreLocks = unusable
 }
 
 // ObserveRequest records one storage request (a bloblock.ObserveFunc).

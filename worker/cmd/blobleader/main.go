@@ -124,6 +124,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		leaderTask = shards.lead
 		companions = append(companions, shards)
 		n.metrics.Registry.MustRegister(status.NewShardOwnership(shards.w.Owned))
+		n.metrics.AlsoUnusable(shards.w.Unusable)
 	} else {
 		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}
 		leaderTask = o.build.task(task.run, o.tick)

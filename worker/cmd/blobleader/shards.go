@@ -7,6 +7,7 @@ import (
 	"flag"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -102,6 +103,7 @@ func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler
 	mux.Handle("/", base)
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		doc := shardStatus{Document: status.NewDocument(e), Shards: m.w.Owned()}
+		doc.Unusable = joinReasons(doc.Unusable, m.w.Unusable())
 		if e.IsLeader() {
 			doc.Assignment = m.w.Assignment()
 		}
@@ -119,4 +121,15 @@ func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// joinReasons joins the non-empty reasons with "; ".
+func joinReasons(reasons ...string) string {
+	var out []string
+	for _, r := range reasons {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, "; ")
 }
