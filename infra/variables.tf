@@ -129,8 +129,8 @@ variable "lease_blob_name" {
   nullable    = false
 
   validation {
-    condition     = can(regex("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", var.lease_blob_name))
-    error_message = "lease_blob_name must be 1-100 characters of letters, digits, '.', '_' or '-', starting with a letter or digit (no '/': the ledger prefix is derived from it)."
+    condition     = can(regex("^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9_-])?$", var.lease_blob_name))
+    error_message = "lease_blob_name must be 1-100 characters of letters, digits, '.', '_' or '-', starting with a letter or digit and not ending with '.' (Azure drops a trailing dot from a blob name; no '/': the ledger prefix is derived from it)."
   }
 }
 

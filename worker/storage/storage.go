@@ -1,6 +1,7 @@
 // Package storage holds the small idioms every blobleader package that talks
 // to Blob Storage shares: naming each call for metrics, creating a container
-// that may already exist, and telling a failed write condition apart. It depends on the Azure SDK only, so the
+// that may already exist, telling a failed write condition apart, and the
+// blob names storage keeps as written (CheckBlobName). It depends on the Azure SDK only, so the
 // side-effect packages (ledger, history) need not import the lock backend.
 package storage
 

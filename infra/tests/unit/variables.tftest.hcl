@@ -214,6 +214,14 @@ run "lease_blob_with_slash" {
   expect_failures = [var.lease_blob_name]
 }
 
+run "lease_blob_name_trailing_dot" {
+  command = plan
+  variables {
+    lease_blob_name = "leader."
+  }
+  expect_failures = [var.lease_blob_name]
+}
+
 run "operator_id_not_a_guid" {
   command = plan
   variables {

@@ -14,6 +14,8 @@ import (
 	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/shard"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // usageError is an invalid configuration: exit 2, message names the flag.
@@ -57,7 +59,7 @@ func (s *storageOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.connectionString, "connection-string", "", "storage connection string, e.g. Azurite's (also AZURE_STORAGE_CONNECTION_STRING)")
 	fs.StringVar(&s.accountURL, "account-url", "", "blob account URL, e.g. https://acct.blob.core.windows.net; authenticates with DefaultAzureCredential (AZURE_CLIENT_ID selects a user-assigned identity; AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential uses only that)")
 	fs.StringVar(&s.container, "container", "leases", "container that holds the lock blob and the ledger")
-	fs.StringVar(&s.blob, "blob", "leader", "name of the lock blob")
+	fs.StringVar(&s.blob, "blob", "leader", "name of the lock blob: 1–900 bytes that storage keeps as written (no \\, no path segment ending in a dot, no empty segment, no control character)")
 	fs.StringVar(&s.storageDial, "storage-dial", "", "host:port to dial for every storage connection instead of the storage host (the chaos sidecar's local proxy); TLS still verifies the storage host name; the history sink dials storage directly")
 }
 
@@ -146,7 +148,7 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
 func (o *options) register(fs *flag.FlagSet) {
 	o.storageOptions.register(fs)
 	d := election.DefaultConfig("")
-	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes (default <hostname>-<pid>)")
+	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes; with --shards or --history blob it names blobs too, so no \\ and no trailing dot (default <hostname>-<pid>)")
 	fs.DurationVar(&o.timing.LeaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
 	fs.DurationVar(&o.timing.RenewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
 	fs.DurationVar(&o.timing.RenewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
@@ -192,6 +194,9 @@ func (s *storageOptions) validate() error {
 		return usagef("invalid --container %q: must be 3–63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit", s.container)
 	case s.blob == "" || len(s.blob) > 900:
 		return usagef("invalid --blob %q: must be 1–900 characters", s.blob)
+	}
+	if err := storage.CheckBlobName(s.blob); err != nil {
+		return usagef("invalid --blob %q: must %v", s.blob, err)
 	}
 	if s.storageDial != "" {
 		if err := dialer.Validate(s.storageDial); err != nil {
@@ -243,6 +248,9 @@ func (o *options) validate() error {
 	if err := o.validateShards(); err != nil {
 		return err
 	}
+	if err := o.validateNames(); err != nil {
+		return err
+	}
 	switch {
 	case o.listen == "":
 		return usagef("invalid --listen: must not be empty (e.g. :8080 or 127.0.0.1:0)")
@@ -272,4 +280,30 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	found := false
 	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
 	return found
+}
+
+// validateNames refuses an identity that becomes part of a blob name storage
+// would not keep as written (docs/architecture.md#names): in shard mode the
+// member and report blobs <blob>-shards/members/<identity> and
+// .../reports/<identity>, with --history blob the prefix <identity>/ of the
+// history blobs. Elsewhere the identity is only metadata. --blob itself is
+// checked with the storage flags.
+func (o *options) validateNames() error {
+	if o.shards > 0 {
+		l := shard.Layout{Blob: o.blob}
+		for _, name := range []string{l.Member(o.identity), l.Report(o.identity)} {
+			if len(name) > storage.MaxBlobName {
+				return usagef("invalid --identity %q (%d bytes) with --blob %q (%d bytes): in --shards mode the member blob <blob>-shards/members/<identity> is %d bytes; Azure allows at most %d: shorten either", o.identity, len(o.identity), o.blob, len(o.blob), len(name), storage.MaxBlobName)
+			}
+			if err := storage.CheckBlobName(name); err != nil {
+				return usagef("invalid --identity %q: in --shards mode it names the blob %q, which must %v", o.identity, name, err)
+			}
+		}
+	}
+	if o.history == "blob" {
+		if err := storage.CheckBlobName(o.identity); err != nil {
+			return usagef("invalid --identity %q: with --history blob it names the history blobs <identity>/…, so it must %v", o.identity, err)
+		}
+	}
+	return nil
 }
