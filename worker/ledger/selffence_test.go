@@ -41,15 +41,15 @@ func TestLedger_OpenRetriedAfterAFailureBehindItsStampIsNotFenced(t *testing.T) 
 			if tt.sealed {
 				// Leave segment 1 sealed with no successor: w1's rotation
 				// seals it and fails to open segment 2.
-				f.arm("ledger_create", 1, failBeforeSend)
+				f.Arm("ledger_create", 1, failBeforeSend)
 				if _, err := w1.Append(ctxT(t)); err == nil || errors.Is(err, ledger.ErrFenced) {
 					t.Fatalf("rotation with a failed create: Append = %v, want a transient error", err)
 				}
 			}
 
-			f.arm(tt.op, 1, tt.mode)
+			f.Arm(tt.op, 1, tt.mode)
 			if _, err := ledger.Open(ctxT(t), c, "leader", 2, "b", opts); err == nil {
-				t.Fatalf("Open succeeded: the fault (%s on %s) did not hit; injected: %v", tt.mode, tt.op, f.hit())
+				t.Fatalf("Open succeeded: the fault (%s on %s) did not hit; injected: %v", tt.mode, tt.op, f.Hits())
 			}
 			// The task retries on its next tick.
 			w2, err := ledger.Open(ctxT(t), c, "leader", 2, "b", opts)
@@ -96,9 +96,9 @@ func TestLedger_TransientFailureOfAWriteIsNotAFence(t *testing.T) {
 				t.Fatal(err)
 			}
 			appendN(t, w, 2) // segment 1 is full: the next Append rotates
-			f.arm(tt.op, 1, tt.mode)
+			f.Arm(tt.op, 1, tt.mode)
 			_, err = w.Append(ctxT(t))
-			if len(f.hit()) != 1 {
+			if len(f.Hits()) != 1 {
 				t.Fatalf("the fault (%s on %s) did not hit; Append = %v", tt.mode, tt.op, err)
 			}
 			if err == nil || errors.Is(err, ledger.ErrFenced) {
