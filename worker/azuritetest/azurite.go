@@ -71,7 +71,21 @@ func Binary() (string, error) {
 // Start launches Azurite on a free loopback port and returns once it answers
 // HTTP, or fails when ctx ends first.
 func Start(ctx context.Context) (*Server, error) {
-	return startOnFreePort(ctx, FreePort)
+	return startOnFreePort(ctx, FreePort, Options{})
+}
+
+// Options change how Azurite runs; the zero value is Start's local mode.
+type Options struct {
+	// CheckAPIVersion starts Azurite without --skipApiVersionCheck, as a
+	// user who starts it by hand without the flag does: every request with
+	// an API version it does not know (the SDK's is newer) is answered
+	// 400 InvalidHeaderValue.
+	CheckAPIVersion bool
+}
+
+// StartWith is Start with opts.
+func StartWith(ctx context.Context, opts Options) (*Server, error) {
+	return startOnFreePort(ctx, FreePort, opts)
 }
 
 // errPortTaken: Azurite could not bind its port (EADDRINUSE).
@@ -80,7 +94,7 @@ var errPortTaken = errors.New("azurite: port taken")
 // startOnFreePort starts Azurite on a port pick says is free. A port can be
 // taken between the check and Azurite's bind (another test, another cluster),
 // so a port found taken is replaced by a fresh pick, a few times.
-func startOnFreePort(ctx context.Context, pick func() (int, error)) (*Server, error) {
+func startOnFreePort(ctx context.Context, pick func() (int, error), opts Options) (*Server, error) {
 	var err error
 	for range 5 {
 		port, perr := pick()
@@ -88,7 +102,7 @@ func startOnFreePort(ctx context.Context, pick func() (int, error)) (*Server, er
 			return nil, perr
 		}
 		var s *Server
-		if s, err = StartOnPort(ctx, port); err == nil || !errors.Is(err, errPortTaken) {
+		if s, err = startOnPort(ctx, port, opts); err == nil || !errors.Is(err, errPortTaken) {
 			return s, err
 		}
 	}
@@ -98,11 +112,11 @@ func startOnFreePort(ctx context.Context, pick func() (int, error)) (*Server, er
 // StartOnPort launches Azurite on the given loopback port (10000 is the
 // well-known one that "UseDevelopmentStorage=true" names).
 func StartOnPort(ctx context.Context, port int) (*Server, error) {
-	return startOnPort(ctx, port)
+	return startOnPort(ctx, port, Options{})
 }
 
-// startOnPort is StartOnPort with extra Azurite flags (tests: --debug).
-func startOnPort(ctx context.Context, port int, extra ...string) (*Server, error) {
+// startOnPort is StartOnPort with opts and extra Azurite flags (tests: --debug).
+func startOnPort(ctx context.Context, port int, opts Options, extra ...string) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -110,9 +124,12 @@ func startOnPort(ctx context.Context, port int, extra ...string) (*Server, error
 	s := &Server{Host: "127.0.0.1", Port: port, out: &syncBuffer{}, done: make(chan struct{})}
 	// The flags of the local mode: in-memory, loopback only, and lenient about the
 	// API version because the SDK sends a newer one than Azurite knows.
-	s.cmd = exec.Command(bin, append([]string{
-		"--blobHost", s.Host, "--blobPort", strconv.Itoa(port),
-		"--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--disableTelemetry"}, extra...)...)
+	args := []string{"--blobHost", s.Host, "--blobPort", strconv.Itoa(port),
+		"--inMemoryPersistence", "--loose", "--disableTelemetry"}
+	if !opts.CheckAPIVersion {
+		args = append(args, "--skipApiVersionCheck")
+	}
+	s.cmd = exec.Command(bin, append(args, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	env, preload, err := withGCInterval(os.Environ())
 	if err != nil {

@@ -2,8 +2,11 @@ package azuritetest
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,12 +62,47 @@ func TestStart_TriesAnotherPortWhenTheFreeOneWasTaken(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := startOnFreePort(ctx, pick)
+	s, err := startOnFreePort(ctx, pick, Options{})
 	if err != nil {
 		t.Fatalf("Start gave up after the first port was taken: %v", err)
 	}
 	defer s.Stop()
 	if s.Port == takenPort || picks != 2 {
 		t.Fatalf("expected a second port after %d was taken; got port %d after %d picks", takenPort, s.Port, picks)
+	}
+}
+
+// With CheckAPIVersion, Azurite refuses an API version it does not know, as
+// one started by hand without --skipApiVersionCheck does; by default it
+// accepts it.
+func TestStartWith_CheckAPIVersionRefusesAnUnknownVersion(t *testing.T) {
+	for _, tt := range []struct {
+		opts Options
+		want int
+	}{
+		{Options{CheckAPIVersion: true}, http.StatusBadRequest},
+		{Options{}, http.StatusForbidden}, // unsigned, but past the version check
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		s, err := StartWith(ctx, tt.opts)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, s.BlobEndpoint()+"?comp=list", nil)
+		req.Header.Set("x-ms-version", "2099-01-01")
+		resp, err := http.DefaultClient.Do(req)
+		s.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Fatalf("%+v: an unknown API version got %d, want %d: %s", tt.opts, resp.StatusCode, tt.want, body)
+		}
+		if tt.opts.CheckAPIVersion && !strings.Contains(string(body), "InvalidHeaderValue") {
+			t.Fatalf("the refusal does not say InvalidHeaderValue: %s", body)
+		}
 	}
 }

@@ -25,7 +25,7 @@ func TestStart_AzuriteGarbageCollectorNeverRunsDuringATest(t *testing.T) {
 		t.Fatal(err)
 	}
 	debug := filepath.Join(t.TempDir(), "debug.log")
-	s, err := startOnPort(ctx, port, "--debug", debug)
+	s, err := startOnPort(ctx, port, Options{}, "--debug", debug)
 	if err != nil {
 		t.Fatal(err)
 	}

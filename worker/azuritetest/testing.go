@@ -11,9 +11,15 @@ import (
 // StartT starts Azurite for one test and stops it when the test ends.
 func StartT(tb testing.TB) *Server {
 	tb.Helper()
+	return StartWithT(tb, Options{})
+}
+
+// StartWithT is StartT with opts.
+func StartWithT(tb testing.TB, opts Options) *Server {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := Start(ctx)
+	s, err := StartWith(ctx, opts)
 	if err != nil {
 		tb.Fatalf("this test needs Azurite: %v", err)
 	}

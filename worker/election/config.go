@@ -150,7 +150,10 @@ type Config struct {
 	// Logger receives the election's logs; nil means slog.Default(). The
 	// election loop logs on its safety path (a failed renew, the step-down),
 	// so the handler must not block on its output: the binary wraps its
-	// handler in worker/boundedlog (docs/architecture.md#logs).
+	// handler in worker/boundedlog (docs/architecture.md#logs). Every
+	// unexpected storage answer is logged at WARN with event=storage_error
+	// (at most one line per operation and code per LeaseDuration; fields in
+	// docs/architecture.md#log-lines-the-alerts-read).
 	Logger *slog.Logger
 
 	// claim is how long a leadership may be claimed and what ends it

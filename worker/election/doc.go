@@ -111,6 +111,12 @@
 //     integer, or math.MaxInt64) is never rewritten by an elector and never
 //     wrapped: no contender leads until an operator repairs it, and each says
 //     so in Healthy, Ready and Status (ErrUnusableRecord).
+//   - Storage that answers, but never as the election expects (a 400 from an
+//     emulator that does not know the API version, 403, 5xx, no answer at
+//     all), is logged (event=storage_error, rate-limited), named by Ready,
+//     and makes Healthy fail once a LeaseDuration has passed since Run began
+//     without a single expected answer. An outage after storage has answered
+//     as expected shows in Ready and the log, not in Healthy.
 //   - Early takeover judges liveness by heartbeats, not by the task's work:
 //     a leader whose heartbeat writes fail for TakeoverAfter while its renews
 //     succeed is broken (safely), and a leader that heartbeats with a wedged

@@ -58,6 +58,8 @@ type Elector struct {
 	rejected  string    // non-empty while storage refuses our term write (ErrRejected)
 	unusable  string    // non-empty while the lock's record cannot give a next term (ErrUnusableRecord)
 	toldAt    time.Time // when unusable was last logged and emitted (once per LeaseDuration)
+
+	answers answers // storage's answers: expected or not (answers.go)
 }
 
 // NewElector validates cfg and returns an elector on lock.
@@ -95,6 +97,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 	e.running, e.stopping, e.lastLoop = true, false, time.Now()
 	e.mu.Unlock()
+	e.answers.began(time.Now())
 	defer func() {
 		e.mu.Lock()
 		e.running = false
@@ -132,9 +135,12 @@ func (e *Elector) touch(reply bool) {
 	e.mu.Unlock()
 }
 
-// call runs one storage operation with the request timeout.
+// call runs one storage operation with the request timeout, and notes the
+// answer (answers.go).
 func (e *Elector) call(ctx context.Context, op func(context.Context) error) error {
-	return e.cfg.WithinRequestTimeout(ctx, op)
+	err := e.cfg.WithinRequestTimeout(ctx, op)
+	e.noteAnswer(ctx, err)
+	return err
 }
 
 // noteTerm raises the in-memory term floor; e.mu must be held.

@@ -30,6 +30,20 @@ var (
 	ErrUnusableRecord = errors.New("election: lock record unusable")
 )
 
+// StorageError is implemented by a Lock's errors that carry storage's
+// answer to one call (bloblock.Error does). The elector reports every
+// answer it did not expect (docs/architecture.md#the-election, "Expected
+// answers"): an error that does not implement it is not storage's (a gate
+// in front of the lock) and is not reported.
+type StorageError interface {
+	error
+	// StorageAnswer returns the operation, the HTTP status (0 when no
+	// answer came back), the storage error code ("timeout" or "error" when
+	// no answer came back) and the service's message (or why no answer
+	// came). None of them may carry a secret.
+	StorageAnswer() (op string, status int, code, message string)
+}
+
 // Record is what the lock stores beside the lease: who holds it and the
 // fencing term of the current (or last) leadership.
 type Record struct {

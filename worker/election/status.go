@@ -119,6 +119,9 @@ func (e *Elector) Healthy() error {
 	if e.unusable != "" {
 		return errors.New(e.unusable)
 	}
+	if reason := e.answers.unanswered(time.Now(), e.cfg.LeaseDuration); reason != "" {
+		return errors.New(reason)
+	}
 	// The loop touches lastLoop at least every max(P, renew interval) plus one
 	// request timeout; a full lease duration without progress means it is stuck.
 	if e.running && time.Since(e.lastLoop) > e.cfg.LeaseDuration {
@@ -140,11 +143,21 @@ func (e *Elector) Ready() error {
 	case e.unusable != "":
 		return errors.New(e.unusable)
 	case e.lastReply.IsZero():
-		return errors.New("no answer from storage yet")
+		return noAnswer("yet", e.answers.lastUnexpected(time.Now()))
 	case time.Since(e.lastReply) > e.cfg.LeaseDuration:
-		return fmt.Errorf("no answer from storage for %s", time.Since(e.lastReply).Round(time.Millisecond))
+		return noAnswer("for "+time.Since(e.lastReply).Round(time.Millisecond).String(), e.answers.lastUnexpected(time.Now()))
 	}
 	return nil
+}
+
+// noAnswer is Ready's reason for no answer from storage `when`, naming the
+// last unexpected answer if one came: storage may well have answered, just
+// not as the election expects.
+func noAnswer(when, last string) error {
+	if last == "" {
+		return errors.New("no answer from storage " + when)
+	}
+	return fmt.Errorf("no expected answer from storage %s; the last unexpected answer: %s", when, last)
 }
 
 func (e *Elector) stalled() string {

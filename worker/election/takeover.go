@@ -235,6 +235,7 @@ func (l *leadership) heartbeatRecord(n int64) Record {
 func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResult {
 	e := l.e
 	err := e.lock.Renew(ctx, l.leaseID)
+	e.noteAnswer(l.renewCtx, err)
 	if err != nil || !e.cfg.TakeoverEnabled() {
 		return renewResult{sent: sent, err: err}
 	}
@@ -246,6 +247,7 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResu
 	c, cancel := context.WithDeadline(l.renewCtx, end)
 	defer cancel()
 	berr := e.lock.Update(c, l.leaseID, l.heartbeatRecord(l.beats))
+	e.noteAnswer(l.renewCtx, berr)
 	switch {
 	case berr == nil:
 		return renewResult{sent: sent, beat: l.beats}

@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -22,6 +28,25 @@ type Error struct {
 	Code   string // storage error code, e.g. LeaseAlreadyPresent
 	Kind   error  // election.ErrLockHeld, election.ErrLockLost, or nil (transient)
 	Err    error
+	// Message is the service's message (the first line of the error body's
+	// <Message>) or, when no response came back, why (the transport's error
+	// without the request URL); at most maxMessage bytes.
+	Message string
+}
+
+var _ election.StorageError = (*Error)(nil)
+
+// StorageAnswer says what storage answered (election.StorageError). With
+// no response, code is "timeout" or "error".
+func (e *Error) StorageAnswer() (op string, status int, code, message string) {
+	code = e.Code
+	if e.Status == 0 {
+		code = "error"
+		if errors.Is(e.Err, context.DeadlineExceeded) {
+			code = "timeout"
+		}
+	}
+	return e.Op, e.Status, code, e.Message
 }
 
 func (e *Error) Error() string {
@@ -33,7 +58,8 @@ func (e *Error) Error() string {
 	case errors.Is(e.Err, context.DeadlineExceeded):
 		return e.Op + ": request timed out"
 	default:
-		return fmt.Sprintf("%s: %v", e.Op, e.Err)
+		// Message, not Err: the transport's error quotes the request URL.
+		return fmt.Sprintf("%s: %s", e.Op, e.Message)
 	}
 }
 
@@ -85,7 +111,9 @@ func classify(op string, err error, kind callKind) error {
 	e := &Error{Op: op, Err: err}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		e.Status, e.Code = re.StatusCode, re.ErrorCode
+		e.Status, e.Code, e.Message = re.StatusCode, re.ErrorCode, serviceMessage(re)
+	} else {
+		e.Message = transportMessage(err)
 	}
 	switch {
 	case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent),
@@ -107,4 +135,59 @@ func classify(op string, err error, kind callKind) error {
 		e.Kind = election.ErrRejected
 	}
 	return e
+}
+
+// maxMessage bounds Error.Message: enough for a service's sentence.
+const maxMessage = 400
+
+var messageElement = regexp.MustCompile(`(?s)<Message>(.*?)</Message>`)
+
+// serviceMessage is the first line of the <Message> of an error answer's
+// body (storage appends RequestId and Time on lines of their own). Only
+// that element is read: others (AuthenticationErrorDetail) can quote the
+// string storage signed.
+func serviceMessage(re *azcore.ResponseError) string {
+	if re.RawResponse == nil {
+		return ""
+	}
+	body, err := runtime.Payload(re.RawResponse)
+	if err != nil {
+		return ""
+	}
+	m := messageElement.FindSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(html.UnescapeString(string(m[1])), "\n")
+	return clip(strings.TrimSpace(line))
+}
+
+// transportMessage says why no answer came, without the request's URL (its
+// query can carry a SAS signature).
+func transportMessage(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "request timed out"
+	case errors.Is(err, context.Canceled):
+		return "request cancelled"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return clip(urlInText.ReplaceAllString(err.Error(), "<url>"))
+}
+
+// urlInText matches a URL quoted in an error text.
+var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"]*`)
+
+func clip(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -1,0 +1,146 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Storage answers (docs/architecture.md#the-election, "Expected answers").
+// Every answer to an election call is either expected — a success, or an
+// answer the protocol is built on (the lease is held, our lease is gone, no
+// record yet) — or unexpected: any other refusal (400 InvalidHeaderValue
+// from an emulator that does not know the API version, 403, 429, 5xx) and
+// no answer at all (a timeout, a refused connection). Unexpected answers are
+// logged, the first of each operation and code at once and then one line per
+// LeaseDuration with how many it stands for; Ready names the last one; and an
+// elector that has had no expected answer since Run began, for a whole
+// LeaseDuration, is not Healthy.
+
+// logEventStorageError is the `event` of the unexpected-answer log line
+// (docs/architecture.md#log-lines-the-alerts-read).
+const logEventStorageError = "storage_error"
+
+// maxToldKeys bounds the rate limiter's memory (operations × codes).
+const maxToldKeys = 64
+
+// answers is what the elector remembers of storage's answers.
+type answers struct {
+	mu           sync.Mutex
+	start        time.Time // when Run began
+	lastExpected time.Time // zero: none since start
+	last         string    // the last unexpected answer, described; "" if none
+	lastAt       time.Time
+	told         map[string]*told // per operation and code: the rate limit
+}
+
+// told is when an operation's code was last logged, and how many answers
+// with it came since without a line.
+type told struct {
+	at       time.Time
+	repeated int
+}
+
+// expectedAnswer reports whether err (nil: success) is an answer the
+// protocol expects.
+func expectedAnswer(err error) bool {
+	return err == nil || errors.Is(err, ErrLockHeld) || errors.Is(err, ErrLockLost) ||
+		errors.Is(err, ErrUnusableRecord) // storage answered; the record is the problem, reported on its own
+}
+
+// noteAnswer records the outcome of one storage call made under ctx, and
+// logs it if it was unexpected and its line is due. An outcome after ctx
+// ended (Run stopping, a leadership stepping down) says nothing about
+// storage and is ignored, as is an error that is not storage's.
+func (e *Elector) noteAnswer(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	now := time.Now()
+	if expectedAnswer(err) {
+		e.answers.mu.Lock()
+		e.answers.lastExpected = now
+		e.answers.mu.Unlock()
+		return
+	}
+	var se StorageError
+	if !errors.As(err, &se) {
+		return
+	}
+	op, status, code, message := se.StorageAnswer()
+	if due, repeated := e.answers.unexpected(now, op, status, code, message, e.cfg.LeaseDuration); due {
+		e.log.Warn("unexpected storage answer", "event", logEventStorageError, "op", op, "status", status,
+			"code", code, "message", message, "repeated", repeated)
+	}
+}
+
+// unexpected records one unexpected answer and says whether its line is
+// due: the first for its operation and code, or the first after
+// LeaseDuration since the last line, which carries how many came between.
+func (a *answers) unexpected(now time.Time, op string, status int, code, message string, every time.Duration) (due bool, repeated int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.last, a.lastAt = describeAnswer(op, status, code, message), now
+	key := fmt.Sprintf("%s %d %s", op, status, code)
+	t, ok := a.told[key]
+	if ok && now.Sub(t.at) < every {
+		t.repeated++
+		return false, 0
+	}
+	if a.told == nil || len(a.told) >= maxToldKeys {
+		a.told = map[string]*told{}
+	}
+	if ok {
+		repeated = t.repeated
+	}
+	a.told[key] = &told{at: now}
+	return true, repeated
+}
+
+func describeAnswer(op string, status int, code, message string) string {
+	s := fmt.Sprintf("%s: no answer (%s)", op, code)
+	if status != 0 {
+		s = fmt.Sprintf("%s: %d", op, status)
+		if code != "" {
+			s += " " + code
+		}
+	}
+	if message != "" {
+		s += ": " + message
+	}
+	return s
+}
+
+// began resets the record for a Run starting at now.
+func (a *answers) began(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.start, a.lastExpected = now, time.Time{}
+}
+
+// lastUnexpected describes the last unexpected answer and how long ago it
+// came, or "" if none came.
+func (a *answers) lastUnexpected(now time.Time) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.last == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s ago)", a.last, now.Sub(a.lastAt).Round(time.Millisecond))
+}
+
+// unanswered is why the elector is not healthy when, for at least every
+// since Run began, storage gave no expected answer but at least one
+// unexpected one; "" otherwise. An elector that made no storage call (a
+// gate kept it from acquiring) is not judged.
+func (a *answers) unanswered(now time.Time, every time.Duration) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.start.IsZero() || !a.lastExpected.IsZero() || a.last == "" || now.Sub(a.start) < every {
+		return ""
+	}
+	return fmt.Sprintf("no expected answer from storage in the %s since the start; the last: %s (%s ago)",
+		now.Sub(a.start).Round(time.Second), a.last, now.Sub(a.lastAt).Round(time.Millisecond))
+}
