@@ -46,6 +46,10 @@ const (
 // and is longer than any host name (253) plus a pid.
 const MaxIdentityLength = 256
 
+// MaxModeLength bounds Config.Mode, in bytes (stored as the lock blob's
+// "mode" metadata value).
+const MaxModeLength = 64
+
 // Timing holds the election's four timing parameters. It is their one
 // definition: the worker's flags, the test harness's clusters and the history
 // checker all carry a Timing, so that they cannot disagree on a field or on
@@ -109,6 +113,14 @@ type Config struct {
 
 	// Timing is L, D, the renew interval and P; see Timing.
 	Timing
+
+	// Mode says what this contender does while it leads (the binary:
+	// "worker", "run", "shards=8"). It is written into the lock's record with
+	// every term, and a follower that reads a record written in another mode
+	// reports the conflict (conflict.go). Empty: not written, never compared.
+	// Printable ASCII with no leading or trailing space, at most MaxModeLength
+	// bytes.
+	Mode string
 
 	// WatchdogTimeout: a leader whose task reports no progress (Heartbeat) for
 	// this long steps down and releases. 0 disables the watchdog; otherwise it
@@ -201,6 +213,8 @@ func (c Config) Validate() error {
 		return bad("Identity", fmt.Sprintf("(%d bytes)", len(c.Identity)), "must be at most %d bytes (it is stored in the lock blob's metadata, which Azure limits to 8 KiB in all)", MaxIdentityLength)
 	case !storableInMetadata(c.Identity):
 		return bad("Identity", strconv.Quote(c.Identity), "must be printable ASCII (space to ~) with no leading or trailing space: it is stored as a metadata value, an HTTP header, which storage refuses otherwise")
+	case len(c.Mode) > MaxModeLength || (c.Mode != "" && !storableInMetadata(c.Mode)):
+		return bad("Mode", strconv.Quote(c.Mode), "must be printable ASCII (space to ~) with no leading or trailing space, at most %d bytes: it is stored as a metadata value", MaxModeLength)
 	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
 		return bad("LeaseDuration", c.LeaseDuration, "must be between %s and %s (the range Azure Storage accepts; infinite leases are refused)", MinLeaseDuration, MaxLeaseDuration)
 	case c.LeaseDuration%time.Second != 0:

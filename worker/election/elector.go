@@ -59,7 +59,8 @@ type Elector struct {
 	unusable  string    // non-empty while the lock's record cannot give a next term (ErrUnusableRecord)
 	toldAt    time.Time // when unusable was last logged and emitted (once per LeaseDuration)
 
-	answers answers // storage's answers: expected or not (answers.go)
+	setup   setupWatch // a conflicting set-up seen in the lock's record (conflict.go)
+	answers answers    // storage's answers: expected or not (answers.go)
 }
 
 // NewElector validates cfg and returns an elector on lock.

@@ -77,7 +77,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			// Someone leads. Read who (not every poll: it costs an operation),
 			// but every poll while we know nobody: the winner may not have
 			// stamped its term yet when we first look.
-			if heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" {
+			if heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" || e.suspecting() {
 				e.observe(ctx)
 			}
 			heldPolls++
@@ -116,7 +116,7 @@ func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time)
 		return 0, err
 	}
 	e.noteRecord(nil)
-	next := Record{Holder: e.cfg.Identity, Term: base + 1, Acquired: time.Now().UTC()}
+	next := Record{Holder: e.cfg.Identity, Term: base + 1, Acquired: time.Now().UTC(), Mode: e.cfg.Mode, Process: thisProcess}
 	e.publishContract(&next) // heartbeat 0: early takeover covers us from the term write (takeover.go)
 	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
 	e.mu.Lock()
@@ -161,8 +161,10 @@ func (e *Elector) observe(ctx context.Context) {
 	e.observeRecord(rec)
 }
 
-// observeRecord applies a record read while following.
+// observeRecord applies a record read while following, of a lease someone
+// else holds.
 func (e *Elector) observeRecord(rec Record) {
+	e.checkSetup(rec, time.Now())
 	stamped := rec.Holder != "" // a term someone led (not a bare floor)
 	if rec.Holder == e.cfg.Identity {
 		rec.Holder = ""

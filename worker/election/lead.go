@@ -59,6 +59,7 @@ func (e *Elector) lead(ctx context.Context, w won) {
 	e.mu.Lock()
 	e.leading, e.ledTerm, e.deadline, e.since, e.beat = true, w.term, deadline, now, now
 	e.seenBy, e.seenTerm = e.cfg.Identity, w.term
+	e.setup = setupWatch{} // we hold the lease: nobody else does
 	e.noteTerm(w.term)
 	e.mu.Unlock()
 	e.emit(Event{Kind: EventStartedLeading, Term: w.term, Reason: "acquired", ValidUntil: e.cfg.claim.reported(deadline)})

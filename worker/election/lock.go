@@ -50,6 +50,12 @@ type Record struct {
 	Holder   string
 	Term     int64
 	Acquired time.Time
+	// Mode is the holder's Config.Mode, and Process names the process that
+	// wrote the record (host, pid and start): with them a follower tells a
+	// contender of another mode, and another process under its own
+	// identity, from itself (conflict.go). Empty when the writer did not say.
+	Mode    string
+	Process string
 	// The early-takeover contract (takeover.go), written by a leader with
 	// early takeover on (from its term write, heartbeat 0), zero otherwise:
 	// Heartbeat counts its heartbeat writes, BeatEvery is the longest it

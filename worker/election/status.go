@@ -29,6 +29,11 @@ type Status struct {
 	// lock's record cannot give a next term; see ErrUnusableRecord); empty
 	// otherwise.
 	Unusable string
+	// Conflict says how this contender's set-up conflicts with another's
+	// (conflict.go: another process under its identity, a contender of
+	// another Mode), once the reads have shown it for ConflictAfter; empty
+	// otherwise.
+	Conflict string
 }
 
 // IsLeader reports whether we lead right now: leadership is checked against
@@ -49,7 +54,8 @@ func (e *Elector) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
-	s := Status{Identity: e.cfg.Identity, Role: RoleFollower, Term: e.seenTerm, Leader: e.seenBy, Since: e.since, Unusable: e.unusable}
+	s := Status{Identity: e.cfg.Identity, Role: RoleFollower, Term: e.seenTerm, Leader: e.seenBy, Since: e.since, Unusable: e.unusable,
+		Conflict: e.setup.reason}
 	switch {
 	case e.stopping:
 		s.Role = RoleStopping
@@ -118,6 +124,9 @@ func (e *Elector) Healthy() error {
 	}
 	if e.unusable != "" {
 		return errors.New(e.unusable)
+	}
+	if e.setup.reason != "" {
+		return errors.New(e.setup.reason)
 	}
 	if reason := e.answers.unanswered(time.Now(), e.cfg.LeaseDuration); reason != "" {
 		return errors.New(reason)

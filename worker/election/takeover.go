@@ -223,7 +223,7 @@ func (l *leadership) heartbeatRecord(n int64) Record {
 	e.mu.Lock()
 	acquired := e.since
 	e.mu.Unlock()
-	return Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(),
+	return Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(), Mode: e.cfg.Mode, Process: thisProcess,
 		Heartbeat: n, BeatEvery: e.cfg.BeatGap(), StopWithin: e.cfg.StopWithin()}
 }
 

@@ -27,6 +27,7 @@ type coordinator struct {
 	suspect  map[string]time.Time // member → until when it receives nothing
 	lastSum  time.Time
 	lastList poolState
+	odd      map[string]time.Time // member of another pool size → first listing that showed it (sizes.go)
 }
 
 // maxGCPerPass bounds the deletes of departed members' blobs in one pass.
@@ -44,10 +45,11 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 		sumDoc:  newFencedDoc(w.cfg.Container, w.layout.Summary(), "summary"),
 		absent:  map[string]time.Time{},
 		suspect: map[string]time.Time{},
+		odd:     map[string]time.Time{},
 	}
 	defer func() {
 		w.mu.Lock()
-		w.leading, w.summary = nil, nil
+		w.leading, w.summary, w.conflict = nil, nil, ""
 		w.mu.Unlock()
 	}()
 	timer := time.NewTimer(0)
@@ -140,6 +142,7 @@ func (co *coordinator) pass(ctx context.Context) error {
 		return err
 	}
 	co.lastList = st
+	co.checkSizes(st, time.Now())
 	// 2. Adopt the published assignment when it changed under us (or at
 	// the start of our term): it is the intent we stay close to.
 	if co.intent == nil || !co.doc.is(st.AssignmentETag) {

@@ -79,6 +79,7 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 		return nil, err
 	}
 	cfg := w.cfg.Election
+	cfg.Mode = Mode(w.cfg.Shards)
 	cfg.ObserveEvery = 60 // the holder of a shard is for logs only: save the reads
 	// Shard leases wait out L (docs/failover.md#early-takeover): the view's
 	// gate decides who may take a shard, and a break would bypass it.

@@ -22,16 +22,17 @@ type shardLease struct {
 // poolState is one listing of the pool: every member's lease, every shard's
 // lease and holder, and which documents exist.
 type poolState struct {
-	Members        map[string]bool // identity → its member lease is held
-	Shards         []shardLease    // by shard number (shards never acquired are zero)
-	AssignmentETag azcore.ETag     // "" when there is no assignment yet
-	Reports        map[string]bool // identities with a report
+	Members        map[string]bool   // identity → its member lease is held
+	MemberModes    map[string]string // identity → the mode its member record says (sizes.go), when it says one
+	Shards         []shardLease      // by shard number (shards never acquired are zero)
+	AssignmentETag azcore.ETag       // "" when there is no assignment yet
+	Reports        map[string]bool   // identities with a report
 }
 
 // listPool reads the whole pool in one List Blobs call (more only past 5,000
 // blobs), with metadata: the bounded-cost view of who is live.
 func listPool(ctx context.Context, c *container.Client, l Layout, n int) (poolState, error) {
-	st := poolState{Members: map[string]bool{}, Shards: make([]shardLease, n), Reports: map[string]bool{}}
+	st := poolState{Members: map[string]bool{}, MemberModes: map[string]string{}, Shards: make([]shardLease, n), Reports: map[string]bool{}}
 	prefix := l.Pool()
 	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
 		Prefix:  &prefix,
@@ -54,6 +55,9 @@ func listPool(ctx context.Context, c *container.Client, l Layout, n int) (poolSt
 			switch kind {
 			case "member":
 				st.Members[id] = leased
+				if rec, _ := bloblock.RecordFromMetadata(it.Metadata); rec.Mode != "" {
+					st.MemberModes[id] = rec.Mode
+				}
 			case "report":
 				st.Reports[id] = true
 			case "assignment":

@@ -34,6 +34,8 @@ type Worker struct {
 	leading  *Assignment
 	summary  *Summary
 	member   *election.Elector
+	conflict string    // while leading: members of another pool size (sizes.go)
+	toldAt   time.Time // when conflict was last logged
 }
 
 // New validates cfg and returns a worker; call Run.
@@ -236,7 +238,8 @@ func (w *Worker) newMemberElector() (*election.Elector, error) {
 		return nil, err
 	}
 	cfg := w.cfg.Election
-	cfg.WatchdogTimeout = 0 // nothing to watch: the lease is the whole job
+	cfg.Mode = Mode(w.cfg.Shards) // the leader compares it (sizes.go)
+	cfg.WatchdogTimeout = 0       // nothing to watch: the lease is the whole job
 	cfg.ObserveEvery = 1 << 20
 	cfg.Logger = w.elog.With("member", true)
 	return election.NewElector(cfg, lock, election.Callbacks{
@@ -279,11 +282,20 @@ func (w *Worker) Unusable() string {
 }
 
 // Healthy reports a wedged shard task (one that did not return within the
-// grace after its ownership ended).
+// grace after its ownership ended), a shard elector's or the member's
+// conflicting set-up, and (on the leader) members of another pool size.
 func (w *Worker) Healthy() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
+	if w.conflict != "" {
+		errs = append(errs, errors.New(w.conflict))
+	}
+	if w.member != nil {
+		if c := w.member.Status().Conflict; c != "" {
+			errs = append(errs, fmt.Errorf("member lease: %s", c))
+		}
+	}
 	for _, r := range w.runs {
 		if err := r.el.Healthy(); err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", r.n, err))

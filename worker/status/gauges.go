@@ -21,6 +21,22 @@ func NewHealthGauge(healthy func() error) prometheus.Collector {
 	})
 }
 
+// NewConflictGauge exports blobleader_setup_conflict: 1 while conflict()
+// (read at scrape time) names a conflicting set-up — another process under
+// this worker's identity, a contender of another mode on its lock, pool
+// members of another size (docs/architecture.md#conflicting-set-ups).
+func NewConflictGauge(conflict func() string) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "blobleader_setup_conflict",
+		Help: "1 while this worker sees a set-up conflicting with its own (its identity used by another process, another mode on its lock, pool members of another --shards); /healthz and the setup_conflict log line say which.",
+	}, func() float64 {
+		if conflict() != "" {
+			return 1
+		}
+		return 0
+	})
+}
+
 // NewShardOwnership exports the shards a worker holds the leases of, read
 // at scrape time from owned: blobleader_shard_owned{shard="3"} 1 per owned
 // shard, and blobleader_shards_owned, their count.

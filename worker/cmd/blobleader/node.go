@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -17,6 +18,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
+	"github.com/blobleader/blobleader/worker/shard"
 	"github.com/blobleader/blobleader/worker/status"
 )
 
@@ -50,6 +52,30 @@ type companion interface {
 	healthy() error
 }
 
+// A conflictReporter is a companion with its own part of
+// blobleader_setup_conflict: how its set-up conflicts with another's (""
+// when it does not).
+type conflictReporter interface {
+	conflict() string
+}
+
+// The election modes the binary publishes in the lock's record (run mode
+// sets modeRun); a follower that reads another reports the conflict
+// (docs/architecture.md#conflicting-set-ups).
+const (
+	modeWorker = "worker"
+	modeRun    = "run"
+)
+
+// mode is the election mode of the worker with these options: the
+// single-task worker's, or its shard pool's.
+func (o *options) mode() string {
+	if o.shards > 0 {
+		return shard.Mode(o.shards)
+	}
+	return modeWorker
+}
+
 // openNode prepares everything but the elector. It listens first, so a taken
 // port fails before we contend.
 func openNode(o *options, stderr io.Writer) (n *node, err error) {
@@ -65,6 +91,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	n = &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
 	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
+	n.cfg.Mode = o.mode()
 	if historyFile != nil {
 		q := history.NewQueue(historyFile, history.QueueOptions{Identity: o.identity, Start: processStart,
 			OnError: func(err error) { n.log.Error("history write failed", "err", err) }})
@@ -124,6 +151,24 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 		})
 	}
 	return n, nil
+}
+
+// conflict is what blobleader_setup_conflict reads: the elector's conflict
+// joined with each companion's.
+func (n *node) conflict(companions []companion) func() string {
+	return func() string {
+		out := n.elector.Status().Conflict
+		for _, c := range companions {
+			r, ok := c.(conflictReporter)
+			if !ok {
+				continue
+			}
+			if s := r.conflict(); s != "" {
+				out = strings.TrimPrefix(out+"; "+s, "; ")
+			}
+		}
+		return out
+	}
 }
 
 // close releases what openNode opened, last first.
@@ -224,7 +269,7 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 	runErr := make(chan error, 1)
 	go func() { runErr <- n.run(ctx, companions) }()
 	health := n.health(companions)
-	n.metrics.Registry.MustRegister(status.NewHealthGauge(health))
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(health), status.NewConflictGauge(n.conflict(companions)))
 	statusDone := make(chan struct{})
 	go func() { defer close(statusDone); n.logStatus(ctx, health) }()
 	defer func() { stop(); <-statusDone }()

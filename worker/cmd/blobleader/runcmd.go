@@ -59,6 +59,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	n.cfg.ShutdownGrace = max(o.shutdownGrace, o.killGrace) + supervise.KillTimeout + time.Second
 	// Early takeover: the break period must cover the command's end too.
 	n.cfg.StopAfterDeadline = runStopAfterDeadline(o.killGrace)
+	n.cfg.Mode = modeRun // published in the lock's record (docs/architecture.md#conflicting-set-ups)
 
 	// Job control (^Z, a background read or write): the command is in a
 	// process group of its own, so these reach the supervisor alone, and

@@ -88,6 +88,9 @@ func (m *shardMode) run(ctx context.Context) error { return m.w.Run(ctx) }
 // healthy is the pool member's part of /healthz: its shard tasks' health.
 func (m *shardMode) healthy() error { return m.w.Healthy() }
 
+// conflict is the pool member's part of blobleader_setup_conflict.
+func (m *shardMode) conflict() string { return m.w.Conflict() }
+
 // shardStatus is /status in shard mode: the contract's document plus the
 // shards this worker owns and, on the leader, the assignment in force.
 type shardStatus struct {

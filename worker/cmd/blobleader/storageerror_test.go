@@ -15,9 +15,9 @@ import (
 
 // startLogging starts the binary with args (the mode's, the storage's and
 // the extra flags) plus its own identity, listen address and JSON log on a
-// file, and waits until it serves. It returns the base URL, the log path and
-// when the process started.
-func startLogging(t *testing.T, conn, id string, mode, extra []string) (base, logPath string, started time.Time) {
+// file, and waits until it serves. It returns the base URL, the log path,
+// when the process started, and the process.
+func startLogging(t *testing.T, conn, id string, mode, extra []string) (base, logPath string, started time.Time, cmd *exec.Cmd) {
 	t.Helper()
 	port, err := azuritetest.FreePort()
 	if err != nil {
@@ -31,7 +31,7 @@ func startLogging(t *testing.T, conn, id string, mode, extra []string) (base, lo
 	t.Cleanup(func() { logFile.Close() })
 	args := append(append([]string{}, mode...), "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--container", "c"+strings.ToLower(strings.NewReplacer(" ", "", ",", "").Replace(id)), "--log-format", "json")
-	cmd := exec.Command(binary, append(args, extra...)...)
+	cmd = exec.Command(binary, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
 	cmd.Stderr = logFile
 	started = time.Now()
@@ -41,7 +41,7 @@ func startLogging(t *testing.T, conn, id string, mode, extra []string) (base, lo
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base = fmt.Sprintf("http://127.0.0.1:%d", port)
 	awaitServing(t, base)
-	return base, logPath, started
+	return base, logPath, started, cmd
 }
 
 // A storage that answers, but never as the election expects — an Azurite
@@ -74,7 +74,7 @@ func TestWorker_UnexpectedStorageAnswersAreLoggedAndFailHealth(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			base, logPath, started := startLogging(t, tt.conn, "w "+tt.name, tt.mode, tt.extra)
+			base, logPath, started, _ := startLogging(t, tt.conn, "w "+tt.name, tt.mode, tt.extra)
 			isOurs := func(l map[string]any) bool {
 				_, member := l["member"]
 				return l["op"] == "acquire" && l["code"] == tt.code && !member
@@ -133,7 +133,7 @@ func TestWorker_ExpectedAnswersAreNotLoggedAsStorageErrors(t *testing.T) {
 	var logs []string
 	var bases []string
 	for _, id := range []string{"quiet1", "quiet2"} {
-		base, logPath, _ := startLogging(t, az.ConnectionString(), id, nil, []string{"--container", "quiet"})
+		base, logPath, _, _ := startLogging(t, az.ConnectionString(), id, nil, []string{"--container", "quiet"})
 		bases, logs = append(bases, base), append(logs, logPath)
 	}
 	deadline := time.Now().Add(20 * time.Second)

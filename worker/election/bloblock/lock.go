@@ -42,6 +42,8 @@ const (
 	MetaHolder   = "holder"
 	MetaTerm     = "term"
 	MetaAcquired = "acquired"
+	MetaMode     = "mode"    // election.Record.Mode; written when not empty
+	MetaProcess  = "process" // election.Record.Process; written when not empty
 )
 
 // Lock is a lease on one blob. It is used by one elector at a time.
@@ -204,6 +206,10 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 			}
 		case MetaAcquired:
 			r.Acquired, _ = time.Parse(time.RFC3339Nano, *v)
+		case MetaMode:
+			r.Mode = *v
+		case MetaProcess:
+			r.Process = *v
 		default:
 			parseTakeover(&r, strings.ToLower(k), *v)
 		}
@@ -217,6 +223,12 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 func (l *Lock) Update(ctx context.Context, leaseID string, r election.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
 	md := map[string]*string{MetaHolder: &r.Holder, MetaTerm: &term, MetaAcquired: &acquired}
+	if r.Mode != "" {
+		md[MetaMode] = &r.Mode
+	}
+	if r.Process != "" {
+		md[MetaProcess] = &r.Process
+	}
 	takeoverMetadata(md, r)
 	_, err := l.blob.SetMetadata(storage.WithOp(ctx, "update"), md, &blob.SetMetadataOptions{
 		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID}},
