@@ -23,6 +23,7 @@ const (
 	KindLateDelivery    Kind = "late_delivery"    // a request held past the client's timeout, delivered later
 	KindLateBreak       Kind = "late_break"       // a follower's Break Lease held past its timeout, delivered later
 	KindLostResponse    Kind = "lost_response"    // a request applied at storage, its answer dropped
+	KindRefusal         Kind = "refusal"          // storage answers chosen requests with an error instead of applying them
 	KindDeleteBlob      Kind = "delete_blob"      // an operator deletes the lock blob
 	KindDeleteContainer Kind = "delete_container" // an operator deletes the lock's container
 

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +53,32 @@ type hook interface {
 	// drop is asked with storage's answer to a request that was not held:
 	// true drops the answer (the client's connection is reset instead).
 	drop(op Op, status int) bool
+}
+
+// answerHook is a hook that can answer a request itself, in storage's
+// place, without forwarding it (Refusal).
+type answerHook interface {
+	answer(op Op) (a errorAnswer, ok bool)
+}
+
+// errorAnswer is an error answer as storage words one: a status, the
+// x-ms-error-code header and an XML body with Code and Message.
+type errorAnswer struct {
+	Status        int
+	Code, Message string
+}
+
+func (a errorAnswer) write(w http.ResponseWriter) {
+	var body bytes.Buffer
+	body.WriteString(`<?xml version="1.0" encoding="utf-8"?><Error><Code>`)
+	_ = xml.EscapeText(&body, []byte(a.Code))
+	body.WriteString(`</Code><Message>`)
+	_ = xml.EscapeText(&body, []byte(a.Message))
+	body.WriteString(`</Message></Error>`)
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("x-ms-error-code", a.Code)
+	w.WriteHeader(a.Status)
+	_, _ = w.Write(body.Bytes())
 }
 
 // pathHook is a hook that also selects requests by the blob path they name
@@ -191,6 +218,15 @@ func (p *HTTPProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	op := rec.Op
 	hooks := p.snapshot()
+	for _, h := range hooks {
+		if ah, ok := h.(answerHook); ok {
+			if a, ok := ah.answer(op); ok {
+				rec.Answered, rec.Status = time.Now(), a.Status
+				a.write(w)
+				return
+			}
+		}
+	}
 	for _, h := range hooks {
 		delay, done, ok := h.hold(op)
 		if ph, isPath := h.(pathHook); isPath && !ok {

@@ -41,6 +41,7 @@ func Scenarios() []Scenario {
 		{Scenario: scenarios.LockBlobDeleted},
 		{Scenario: scenarios.LockContainerDeleted, Skip: SkipContainerRecreate},
 		{Scenario: scenarios.LostAnswersOnAcquireAndTermWrite, Skip: SkipRequestProxy},
+		{Scenario: scenarios.StorageRefusesTheLeader, Skip: SkipRequestProxy},
 		{Scenario: scenarios.OperatorWritesBadMetadata},
 		{Scenario: scenarios.StorageRolledBack},
 		{Scenario: scenarios.BlockedOutputLeaderStepsDown, Skip: SkipOutputPipe},

@@ -27,10 +27,11 @@ const (
 // windowFault reports kinds that last from Start to End and can keep every
 // worker (or the one they target) from reaching storage. A late delivery is
 // one: held renews keep the target from renewing, and when delivered they
-// may still extend its lease at storage until the fault is removed.
+// may still extend its lease at storage until the fault is removed. A
+// refusal is one: storage answers the target, but applies nothing.
 func windowFault(kind string) bool {
 	switch kind {
-	case FaultLatency, FaultTimeout, FaultReset, FaultPartition, FaultOutage, FaultLateDelivery:
+	case FaultLatency, FaultTimeout, FaultReset, FaultPartition, FaultOutage, FaultLateDelivery, FaultRefusal:
 		return true
 	}
 	return false

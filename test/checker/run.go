@@ -28,6 +28,7 @@ const (
 	// The request-level and operator fault classes (chaos.Kind values).
 	FaultLateDelivery    = "late_delivery"    // Target's chosen requests held past its timeout, delivered later; Start..End
 	FaultLostResponse    = "lost_response"    // Target's chosen requests applied at storage, answers dropped; Start..End
+	FaultRefusal         = "refusal"          // Target's chosen requests answered with an error by storage, not applied; Start..End
 	FaultDeleteBlob      = "delete_blob"      // operator deletes the lock blob, at Start
 	FaultDeleteContainer = "delete_container" // operator deletes the lock's container, at Start
 

@@ -310,6 +310,12 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		}
 		f.Proxy = w.http
 		return nil
+	case *chaos.Refusal:
+		if err := need(); err != nil {
+			return err
+		}
+		f.Proxy = w.http
+		return nil
 	case *chaos.SlowReads:
 		if err := need(); err != nil {
 			return err
