@@ -32,10 +32,10 @@ import (
 // (docs/architecture.md#log-lines-the-alerts-read).
 const logEventSetupConflict = "setup_conflict"
 
-// Conflict kinds.
+// Conflict kinds (the log line's `kind`).
 const (
-	ConflictIdentity = "identity"
-	ConflictMode     = "mode"
+	conflictIdentity = "identity"
+	conflictMode     = "mode"
 )
 
 // thisProcess names this process in the records it writes: host, pid and
@@ -81,9 +81,9 @@ func (e *Elector) checkSetup(rec Record, now time.Time) {
 	kind := ""
 	switch {
 	case rec.Holder == e.cfg.Identity && rec.Process != thisProcess:
-		kind = ConflictIdentity
+		kind = conflictIdentity
 	case rec.Holder != e.cfg.Identity && rec.Holder != "" && rec.Mode != "" && e.cfg.Mode != "" && rec.Mode != e.cfg.Mode:
-		kind = ConflictMode
+		kind = conflictMode
 	}
 	e.mu.Lock()
 	w := &e.setup
@@ -110,7 +110,7 @@ func (e *Elector) checkSetup(rec Record, now time.Time) {
 }
 
 func (e *Elector) conflictReason(kind string, rec Record, lasted time.Duration) string {
-	if kind == ConflictIdentity {
+	if kind == conflictIdentity {
 		other := rec.Process
 		if other == "" {
 			other = "a process that did not say which"

@@ -67,9 +67,9 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 		rec  Record
 		kind string
 	}{
-		{"another process under our identity", Record{Holder: "w1", Term: 7, Mode: "worker", Process: "elsewhere/1/1"}, ConflictIdentity},
-		{"our identity, writer did not say which process", Record{Holder: "w1", Term: 7}, ConflictIdentity},
-		{"a contender of another mode", Record{Holder: "sup", Term: 7, Mode: "run", Process: "elsewhere/1/1"}, ConflictMode},
+		{"another process under our identity", Record{Holder: "w1", Term: 7, Mode: "worker", Process: "elsewhere/1/1"}, conflictIdentity},
+		{"our identity, writer did not say which process", Record{Holder: "w1", Term: 7}, conflictIdentity},
+		{"a contender of another mode", Record{Holder: "sup", Term: 7, Mode: "run", Process: "elsewhere/1/1"}, conflictMode},
 	} {
 		t.Run(tt.name+", renewed", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
