@@ -43,17 +43,25 @@ func (o *options) validateControl() error {
 	return nil
 }
 
-// startControl serves the control endpoint on addr until the returned
-// function is called; with addr empty it does nothing. Call it only after
-// SIGTERM is being handled (signal.NotifyContext): a stop sends SIGTERM to
-// this process.
-func startControl(addr string, log *slog.Logger) (stop func(), err error) {
+// listenControl opens the --control-listen address (nil: off), at start-up
+// with the other listeners, so a taken port fails before we contend.
+func listenControl(addr string) (net.Listener, error) {
 	if addr == "" {
-		return func() {}, nil
+		return nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on --control-listen %s: %w", addr, err)
+		return nil, usagef("cannot listen on --control-listen %s: %v", addr, causeOf(err))
+	}
+	return ln, nil
+}
+
+// serveControl serves the control endpoint on ln (nil: off) until the
+// returned function is called. Call it only after SIGTERM is being handled
+// (signal.NotifyContext): a stop sends SIGTERM to this process.
+func serveControl(ln net.Listener, log *slog.Logger) (stop func()) {
+	if ln == nil {
+		return func() {}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/stop", func(w http.ResponseWriter, r *http.Request) {
@@ -79,5 +87,5 @@ func startControl(addr string, log *slog.Logger) (stop func(), err error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -251,9 +252,10 @@ func (o *options) validate() error {
 	if err := o.validateNames(); err != nil {
 		return err
 	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return usagef("invalid --listen %q: must be host:port or :port, e.g. :8080 or 127.0.0.1:8080", o.listen)
+	}
 	switch {
-	case o.listen == "":
-		return usagef("invalid --listen: must not be empty (e.g. :8080 or 127.0.0.1:0)")
 	case o.tokenTimeout < time.Second:
 		return usagef("invalid --token-timeout %s: must be at least 1s", o.tokenTimeout)
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type node struct {
 	base    *slog.Logger    // without the identity (the elector adds it)
 	log     *slog.Logger
 	ln      net.Listener
+	control net.Listener // --control-listen, nil when off
 	metrics *status.Metrics
 	storage *container.Client
 	cred    azcore.TokenCredential // --account-url: shared by every client, warmed up before the election
@@ -77,8 +79,9 @@ func (o *options) mode() string {
 }
 
 // openNode prepares everything but the elector. It listens first, so a taken
-// port fails before we contend.
-func openNode(o *options, stderr io.Writer) (n *node, err error) {
+// port fails before we contend. Every failure is a usage error naming the
+// flag it comes from (exit 2), and whatever was opened is closed again.
+func openNode(o *options, stderr io.Writer) (*node, error) {
 	historyFile, err := openHistoryFile(o.history) // before listening or touching storage
 	if err != nil {
 		return nil, err
@@ -88,7 +91,7 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 	// The log sink closes last, so the other closers can still log.
 	logs := boundedlog.New(newLogger(o.logFormat, stderr).Handler(), boundedlog.Options{})
 	base := slog.New(logs.Handler())
-	n = &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
+	n := &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
 	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
 	n.cfg.Mode = o.mode()
@@ -104,41 +107,49 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 			}
 		})
 	}
-	defer func() {
-		if err != nil {
-			n.close()
-		}
-	}()
-	o.build.announce(n.log)
-
-	n.ln, err = net.Listen("tcp", o.listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", o.listen, err)
-	}
-	n.closers = append(n.closers, func() { n.ln.Close() })
-
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
 	n.metrics.CountDrops(logs.Dropped, n.historyDropped)
+	if err := n.open(); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// open listens (--listen, --control-listen) and builds the credential, the
+// storage client, the lock and the --history blob sink, appending a closer
+// for each as it goes.
+func (n *node) open() error {
+	o := n.o
+	o.build.announce(n.log)
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
+	}
+	n.ln = ln
+	n.closers = append(n.closers, func() { ln.Close() })
+	if n.control, err = listenControl(o.controlListen); err != nil {
+		return err
+	}
+	if n.control != nil {
+		n.closers = append(n.closers, func() { n.control.Close() })
+	}
 	if o.accountURL != "" {
 		if n.cred, err = bloblock.NewCredential(); err != nil {
-			return nil, err
+			return usagef("cannot authenticate for --account-url %s: %v", o.accountURL, err)
 		}
 	}
-	n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.observeRequest)
-	if err != nil {
-		return nil, err
+	if n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.observeRequest); err != nil {
+		return storageUsage(err)
 	}
 	if n.lock, err = bloblock.New(n.storage, o.blob); err != nil {
-		return nil, err
+		return usagef("invalid --blob %q: %v", o.blob, err)
 	}
-
-	switch o.history {
-	case "":
-	case "blob":
+	if o.history == "blob" {
 		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
 			n.cred, time.Second, n.observeRequest)
 		if err != nil {
-			return nil, err
+			return usagef("invalid --history blob: %v", err)
 		}
 		b := history.OpenBlob(hc, o.identity, processStart, history.BlobOptions{Logger: n.log})
 		n.hist = b
@@ -150,7 +161,30 @@ func openNode(o *options, stderr io.Writer) (n *node, err error) {
 			}
 		})
 	}
-	return n, nil
+	return nil
+}
+
+// storageUsage names the storage flag a client could not be built from.
+func storageUsage(err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return usagef("invalid storage flags (--connection-string or --account-url, --container): %v", err)
+}
+
+// causeOf is the operating system's reason for a failed listen or dial
+// ("address already in use"), without the address repeated.
+func causeOf(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) {
+			return se.Err
+		}
+		return oe.Err
+	}
+	return err
 }
 
 // conflict is what blobleader_setup_conflict reads: the elector's conflict
@@ -248,11 +282,7 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 // SIGTERM: a control stop is a SIGTERM to ourselves.
 func (n *node) serve(ctx context.Context, companions ...companion) error {
 	cfg := n.cfg
-	closeControl, err := startControl(n.o.controlListen, n.log)
-	if err != nil {
-		return err
-	}
-	defer closeControl()
+	defer serveControl(n.control, n.log)()
 	handler := status.Handler(n.elector, n.metrics)
 	for _, c := range companions {
 		handler = c.handler(n.elector, handler)
@@ -274,6 +304,7 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 	go func() { defer close(statusDone); n.logStatus(ctx, health) }()
 	defer func() { stop(); <-statusDone }()
 
+	var err error
 	select {
 	case err = <-runErr:
 	case err = <-srvErr:
