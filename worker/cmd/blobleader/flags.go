@@ -64,50 +64,6 @@ func (s *storageOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.storageDial, "storage-dial", "", "host:port to dial for every storage connection instead of the storage host (the chaos sidecar's local proxy); TLS still verifies the storage host name; the history sink dials storage directly")
 }
 
-func newFlagSet(name string, out io.Writer, summary string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
-		fs.VisitAll(func(f *flag.Flag) {
-			if hiddenFlags[f.Name] {
-				return
-			}
-			def := ""
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
-				def = fmt.Sprintf(" (default %s)", f.DefValue)
-			}
-			fmt.Fprintf(out, "  --%s\n      %s%s  [%s]\n", f.Name, f.Usage, def, envName(f.Name))
-		})
-	}
-	return fs
-}
-
-// parse applies env twins, then the command line.
-func parse(fs *flag.FlagSet, args []string) error {
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && envErr == nil {
-			if err := f.Value.Set(v); err != nil {
-				envErr = usagef("invalid %s=%q (for --%s): %v", envName(f.Name), v, f.Name, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return envErr
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
-	}
-	return nil
-}
-
 func parseOptions(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := newFlagSet("blobleader", out, `blobleader — one contender in a leader election on an Azure Blob Storage lease.
@@ -124,25 +80,30 @@ Usage:
                                 set the lock's term above N with the workers up (blobleader recover-term --help)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`)
-	o.register(fs)
+	o.register(fs.FlagSet)
 	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
-	o.registerShards(fs)
-	if err := parse(fs, args); err != nil {
+	o.registerShards(fs.FlagSet)
+	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
-	if err := o.finish(fs); err != nil {
-		return nil, err
-	}
-	if o.tick < 10*time.Millisecond || o.tick > time.Hour {
-		return nil, usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
-	}
-	if err := o.validateTick(); err != nil {
-		return nil, err
-	}
-	if err := o.validateShardTimings(); err != nil {
-		return nil, err
+	if err := o.finishWorker(fs); err != nil {
+		return nil, fs.explain(err)
 	}
 	return o, nil
+}
+
+// finishWorker is finish plus the worker's own rules.
+func (o *options) finishWorker(fs *cmdFlags) error {
+	if err := o.finish(fs); err != nil {
+		return err
+	}
+	if o.tick < 10*time.Millisecond || o.tick > time.Hour {
+		return usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
+	}
+	if err := o.validateTick(); err != nil {
+		return err
+	}
+	return o.validateShardTimings()
 }
 
 // register adds the flags every contending mode shares (the worker and run).
@@ -167,11 +128,11 @@ func (o *options) register(fs *flag.FlagSet) {
 
 // finish refuses what this build cannot do, defaults the identity and
 // validates, after parse.
-func (o *options) finish(fs *flag.FlagSet) error {
+func (o *options) finish(fs *cmdFlags) error {
 	if err := o.build.check(); err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv(envName("identity")); !set && !flagSet(fs, "identity") {
+	if !fs.set("identity") {
 		host, _ := os.Hostname()
 		o.identity = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
@@ -183,8 +144,11 @@ func (o *options) finish(fs *flag.FlagSet) error {
 var containerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9]|-[a-z0-9]){1,62}$`)
 
 func (s *storageOptions) validate() error {
+	connFlag := "--connection-string"
 	if s.connectionString == "" && s.accountURL == "" {
-		s.connectionString = os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+		if s.connectionString = os.Getenv("AZURE_STORAGE_CONNECTION_STRING"); s.connectionString != "" {
+			connFlag = "AZURE_STORAGE_CONNECTION_STRING (for --connection-string)"
+		}
 	}
 	switch {
 	case s.connectionString == "" && s.accountURL == "":
@@ -213,7 +177,7 @@ func (s *storageOptions) validate() error {
 	if s.connectionString != "" {
 		// Build (not use) a client: catches a malformed string or key now.
 		if _, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: s.connectionString, Container: s.container}); err != nil {
-			return usagef("invalid --connection-string: %v", strings.TrimPrefix(err.Error(), "bloblock: "))
+			return usagef("invalid %s: %v", connFlag, strings.TrimPrefix(err.Error(), "bloblock: "))
 		}
 	}
 	return nil
@@ -276,12 +240,6 @@ func configUsage(err error) error {
 		return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
 	}
 	return usagef("%v", err)
-}
-
-func flagSet(fs *flag.FlagSet, name string) bool {
-	found := false
-	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
-	return found
 }
 
 // validateNames refuses an identity that becomes part of a blob name storage

@@ -18,7 +18,7 @@ func runLedger(args []string, stdout, _ io.Writer) error {
 
 Usage:
   blobleader ledger [--verify] [--json] [storage flags]`)
-	r.register(fs)
+	r.register(fs.FlagSet)
 	fs.BoolVar(&verify, "verify", false, "check the ledger: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not")
 	fs.BoolVar(&asJSON, "json", false, "print entries as JSON lines instead of a table")
 	entries, err := readStorage(&r, fs, args, ledger.ReadAll)

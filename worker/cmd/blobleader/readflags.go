@@ -41,14 +41,14 @@ func (r *readFlags) open() (*container.Client, context.Context, context.CancelFu
 // readStorage is the whole storage side of a read-only subcommand: parse
 // args into fs (which r is registered on), open storage and read the --blob
 // with read, all within --timeout.
-func readStorage[T any](r *readFlags, fs *flag.FlagSet, args []string, read func(context.Context, *container.Client, string) (T, error)) (T, error) {
+func readStorage[T any](r *readFlags, fs *cmdFlags, args []string, read func(context.Context, *container.Client, string) (T, error)) (T, error) {
 	var zero T
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return zero, err
 	}
 	c, ctx, cancel, err := r.open()
 	if err != nil {
-		return zero, err
+		return zero, fs.explain(err)
 	}
 	defer cancel()
 	return read(ctx, c, r.storage.blob)

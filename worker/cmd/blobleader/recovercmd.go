@@ -43,23 +43,18 @@ the term is already N+1 or more: a term is never lowered. An unusable term
 
 Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 1 anything else (storage unreachable, the lease kept being re-taken).`)
-	r.register(fs)
+	r.register(fs.FlagSet)
 	fs.StringVar(&floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer below 9223372036854775807")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	n, err := strconv.ParseInt(floor, 10, 64)
-	switch {
-	case floor == "":
-		return usagef("missing --floor: the highest term any leader may have used (e.g. the last ledger entry's)")
-	case err != nil || n < 0:
-		return usagef("invalid --floor %q: must be a non-negative integer", floor)
-	case n >= math.MaxInt64-1:
-		return usagef("invalid --floor %d: must be below %d, so that the term set (floor+1) can still grow", n, int64(math.MaxInt64-1))
+	n, err := parseFloor(floor)
+	if err != nil {
+		return fs.explain(err)
 	}
 	c, ctx, cancel, err := r.open()
 	if err != nil {
-		return err
+		return fs.explain(err)
 	}
 	defer cancel()
 	lock, err := bloblock.New(c, r.storage.blob)
@@ -123,4 +118,19 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 	}
 	fmt.Fprintf(stdout, "term set to %d (was %s); the next leader stamps a term above it\n", rec.Term, strconv.Quote(was))
 	return nil
+}
+
+// parseFloor checks --floor: a non-negative integer whose successor, the
+// term set, can still grow.
+func parseFloor(floor string) (int64, error) {
+	n, err := strconv.ParseInt(floor, 10, 64)
+	switch {
+	case floor == "":
+		return 0, usagef("missing --floor: the highest term any leader may have used (e.g. the last ledger entry's)")
+	case err != nil || n < 0:
+		return 0, usagef("invalid --floor %q: must be a non-negative integer", floor)
+	case n >= math.MaxInt64-1:
+		return 0, usagef("invalid --floor %d: must be below %d, so that the term set (floor+1) can still grow", n, int64(math.MaxInt64-1))
+	}
+	return n, nil
 }

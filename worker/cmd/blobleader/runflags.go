@@ -52,7 +52,7 @@ with --once, COMMAND's status once it has run.`
 func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	o := &runOptions{}
 	fs := newFlagSet("blobleader run", out, runSummary)
-	o.register(fs)
+	o.register(fs.FlagSet)
 	fs.BoolVar(&o.once, "once", false, "run COMMAND once: when it has exited (or was stopped), release and exit with its status")
 	fs.DurationVar(&o.killGrace, "kill-grace", time.Second, "when leadership ends: how long COMMAND's group gets between SIGTERM and SIGKILL; ≤ lease-duration − renew-deadline − 3s")
 
@@ -61,13 +61,13 @@ func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	if sep < 0 {
 		for _, a := range args {
 			if a == "-h" || a == "-help" || a == "--help" {
-				fs.Usage()
+				fs.help()
 				return nil, flag.ErrHelp
 			}
 		}
 		return nil, usagef("missing -- before the command: blobleader run [flags] -- COMMAND [ARGS...]")
 	}
-	if err := parse(fs, args[:sep]); err != nil {
+	if err := fs.parse(args[:sep]); err != nil {
 		return nil, err
 	}
 	o.argv = args[sep+1:]
@@ -87,9 +87,9 @@ func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	}
 	// 3. The shared rules, then run's own.
 	if err := o.finish(fs); err != nil {
-		return nil, err
+		return nil, fs.explain(err)
 	}
-	return o, o.validateRun()
+	return o, fs.explain(o.validateRun())
 }
 
 // validateRun checks that the command can always be stopped before the lease

@@ -28,7 +28,7 @@ Usage:
   blobleader shards [--json] [storage flags]
 
 Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`)
-	r.register(fs)
+	r.register(fs.FlagSet)
 	fs.BoolVar(&asJSON, "json", false, "print the summary document as JSON")
 	sum, err := readStorage(&r, fs, args, shard.ReadSummary)
 	if err != nil {

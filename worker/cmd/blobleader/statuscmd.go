@@ -20,14 +20,14 @@ func runStatus(args []string, stdout io.Writer) error {
 Usage:
   blobleader status [--url http://127.0.0.1:8080]`)
 	fs.StringVar(&url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/status", nil)
 	if err != nil {
-		return usagef("invalid --url %q: %v", url, err)
+		return fs.explain(usagef("invalid --url %q: %v", url, err))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// cmdFlags is one command's flag set. It reads each flag's env twin, then
+// the command line, remembers which values came from the environment, and
+// reports every error in one line naming where the value came from and the
+// form it must have; only --help prints the usage.
+type cmdFlags struct {
+	*flag.FlagSet
+	name    string            // the command, e.g. "blobleader ledger"
+	help    func()            // prints the usage (--help)
+	fromEnv map[string]string // flag name → the variable its value came from
+	bad     error             // what the last refused value was, described
+}
+
+func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are ours, one line each
+	fs.Usage = func() {}
+	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}}
+	c.help = func() {
+		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
+		fs.VisitAll(func(f *flag.Flag) {
+			if hiddenFlags[f.Name] {
+				return
+			}
+			def := ""
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
+				def = fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(out, "  --%s\n      %s%s  [%s]\n", f.Name, f.Usage, def, envName(f.Name))
+		})
+	}
+	return c
+}
+
+// parse applies the env twins, then the command line.
+func (c *cmdFlags) parse(args []string) error {
+	c.VisitAll(func(f *flag.Flag) { f.Value = c.checked(f) })
+	var envErr error
+	c.VisitAll(func(f *flag.Flag) {
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok || envErr != nil {
+			return
+		}
+		c.fromEnv[f.Name] = envName(f.Name)
+		if err := f.Value.Set(v); err != nil {
+			envErr = usagef("invalid %s=%q (the env twin of --%s): %v", envName(f.Name), v, f.Name, err)
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if err := c.Parse(args); err != nil {
+		return c.parseError(err)
+	}
+	c.Visit(func(f *flag.Flag) { delete(c.fromEnv, f.Name) }) // a flag beats its env var
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q (flags start with --)", c.Arg(0))
+	}
+	return nil
+}
+
+// The errors package flag returns (their text is the API).
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	missingValue  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+)
+
+func (c *cmdFlags) parseError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		c.help()
+		return err
+	}
+	if c.bad != nil {
+		return c.bad
+	}
+	if m := undefinedFlag.FindStringSubmatch(err.Error()); m != nil {
+		if s := c.suggest(m[1]); s != "" {
+			return usagef("unknown flag --%s: did you mean --%s? (%s --help lists the flags)", m[1], s, c.name)
+		}
+		return usagef("unknown flag --%s (%s --help lists the flags)", m[1], c.name)
+	}
+	if m := missingValue.FindStringSubmatch(err.Error()); m != nil {
+		if f := c.Lookup(m[1]); f != nil {
+			return usagef("--%s needs a value: %s", m[1], formOf(f))
+		}
+	}
+	return usagef("%v", err)
+}
+
+// checked wraps f's value so that a value of the wrong form is described
+// (the form and an example) instead of flag's "parse error".
+func (c *cmdFlags) checked(f *flag.Flag) flag.Value {
+	if _, done := f.Value.(*checkedValue); done {
+		return f.Value
+	}
+	v := &checkedValue{Value: f.Value, f: f, c: c}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return &checkedBool{v}
+	}
+	return v
+}
+
+type checkedValue struct {
+	flag.Value
+	f *flag.Flag
+	c *cmdFlags
+}
+
+func (v *checkedValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		rule := errors.New(formOf(v.f))
+		v.c.bad = usagef("invalid --%s %q: %v", v.f.Name, s, rule)
+		return rule
+	}
+	return nil
+}
+
+type checkedBool struct{ *checkedValue }
+
+func (checkedBool) IsBoolFlag() bool { return true }
+
+// formOf says what form f's values take, with an example.
+func formOf(f *flag.Flag) string {
+	g, ok := f.Value.(flag.Getter)
+	if cv, wrapped := f.Value.(*checkedValue); wrapped {
+		g, ok = cv.Value.(flag.Getter)
+	} else if cb, wrapped := f.Value.(*checkedBool); wrapped {
+		g, ok = cb.Value.(flag.Getter)
+	}
+	if !ok {
+		return "not a valid value"
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		example := f.DefValue
+		if example == "0s" {
+			example = "10s"
+		}
+		return "must be a duration with a unit (ms, s, m, h), e.g. " + example
+	case bool:
+		return "must be true or false (or 1, 0, t, f)"
+	case int, int64, uint, uint64:
+		return "must be a whole number"
+	case float64:
+		return "must be a number"
+	}
+	return "not a valid value"
+}
+
+// suggest is the defined flag closest to name, if one is close enough to be
+// a typo of it ("" otherwise).
+func (c *cmdFlags) suggest(name string) string {
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	c.VisitAll(func(f *flag.Flag) {
+		if !hiddenFlags[f.Name] {
+			names = append(names, f.Name)
+		}
+	})
+	sort.Strings(names)
+	best, bestDist := "", max(2, len(name)/3)+1
+	for _, n := range names {
+		d := editDistance(name, n)
+		if strings.HasPrefix(n, name) && len(name) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and swaps of neighbours each cost 1.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// explain rewrites a usage error about a flag whose value came from the
+// environment so that it names the variable: "invalid --lease-duration 10s"
+// becomes "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s".
+func (c *cmdFlags) explain(err error) error {
+	var ue *usageError
+	if !errors.As(err, &ue) || len(c.fromEnv) == 0 {
+		return err
+	}
+	msg := ue.msg
+	for name, env := range c.fromEnv {
+		if strings.Contains(msg, env) {
+			continue // already named
+		}
+		re := regexp.MustCompile(`--` + regexp.QuoteMeta(name) + `([^a-z0-9-]|$)`)
+		first := true
+		msg = re.ReplaceAllStringFunc(msg, func(m string) string {
+			rest := strings.TrimPrefix(m, "--"+name)
+			if first {
+				first = false
+				return env + " (--" + name + ")" + rest
+			}
+			return env + rest
+		})
+	}
+	return &usageError{msg}
+}
+
+// set says whether flag name was given, on the command line or by its env twin.
+func (c *cmdFlags) set(name string) bool {
+	if _, ok := c.fromEnv[name]; ok {
+		return true
+	}
+	found := false
+	c.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
