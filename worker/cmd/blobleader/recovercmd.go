@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -61,47 +63,33 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 	if err != nil {
 		return err
 	}
-	// 1. Take the lease. Workers poll every P and a leader holds it: break
-	// and acquire at once, again until we hold it or --timeout.
+	// 1. Read the term as stored and decide, before touching anything: a
+	// refused floor must leave the leader its lease.
+	stored, md, err := storedRecord(ctx, c, r.storage.blob)
+	if err != nil {
+		return fmt.Errorf("read the record: %w", err)
+	}
+	if err := checkFloor(n, md); err != nil {
+		return err
+	}
+	// 2. Take the lease (breaking a leader's).
 	leaseID := uuid.NewString()
-	for attempt := 1; ; attempt++ {
-		err := lock.Acquire(ctx, leaseID, election.MinLeaseDuration)
-		if err == nil {
-			break
+	if err := takeLease(ctx, lock, leaseID, stdout); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("the lease kept being re-taken for %s: %w", r.timeout, err)
 		}
-		if !errors.Is(err, election.ErrLockHeld) {
-			return fmt.Errorf("take the lease: %w", err)
-		}
-		fmt.Fprintf(stdout, "lease held: breaking it (attempt %d)\n", attempt)
-		if err := lock.Break(ctx, "", 0); err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
-			return fmt.Errorf("break the lease: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the lease kept being re-taken for %s: %w", r.timeout, ctx.Err())
-		default:
-		}
+		return err
 	}
 	release := func() { _ = lock.Release(ctx, leaseID) }
-	// 2. Read the term as stored (not through Get, which reads a missing
-	// term as the clock floor and refuses an unparsable one).
-	props, err := c.NewBlobClient(r.storage.blob).GetProperties(ctx, nil)
-	if err != nil {
+	// Read again under our lease: a leader may have stamped a newer term
+	// between the first read and the acquire.
+	if stored, md, err = storedRecord(ctx, c, r.storage.blob); err != nil {
 		release()
 		return fmt.Errorf("read the record: %w", err)
 	}
-	stored := ""
-	for k, v := range props.Metadata {
-		if strings.EqualFold(k, bloblock.MetaTerm) && v != nil {
-			stored = *v
-		}
-	}
-	// A usable term is never lowered; an unusable one (not a non-negative
-	// integer, or one that cannot grow) is what this command repairs, with
-	// any floor.
-	if cur, err := bloblock.RecordFromMetadata(props.Metadata); err == nil && cur.Term > n {
+	if err := checkFloor(n, md); err != nil {
 		release()
-		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", n, cur.Term)
+		return err
 	}
 	// 3. Write floor+1 under our lease, then release.
 	rec := election.Record{Holder: recoverHolder, Term: n + 1, Acquired: time.Now().UTC()}
@@ -120,6 +108,28 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 	return nil
 }
 
+// takeLease acquires the lock's lease as leaseID. Workers poll every P
+// and a leader holds it: break and acquire at once, again until we hold it
+// or ctx ends.
+func takeLease(ctx context.Context, lock *bloblock.Lock, leaseID string, stdout io.Writer) error {
+	for attempt := 1; ; attempt++ {
+		err := lock.Acquire(ctx, leaseID, election.MinLeaseDuration)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, election.ErrLockHeld) {
+			return fmt.Errorf("take the lease: %w", err)
+		}
+		fmt.Fprintf(stdout, "lease held: breaking it (attempt %d)\n", attempt)
+		if err := lock.Break(ctx, "", 0); err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
+			return fmt.Errorf("break the lease: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
 // parseFloor checks --floor: a non-negative integer whose successor, the
 // term set, can still grow.
 func parseFloor(floor string) (int64, error) {
@@ -133,4 +143,33 @@ func parseFloor(floor string) (int64, error) {
 		return 0, usagef("invalid --floor %d: must be below %d, so that the term set (floor+1) can still grow", n, int64(math.MaxInt64-1))
 	}
 	return n, nil
+}
+
+// storedRecord reads the lock's metadata as stored and its term as written
+// ("" for none, or no blob yet), not through Get, which reads a missing
+// term as the clock floor and refuses an unparsable one.
+func storedRecord(ctx context.Context, c *container.Client, blob string) (string, map[string]*string, error) {
+	props, err := c.NewBlobClient(blob).GetProperties(ctx, nil)
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	for k, v := range props.Metadata {
+		if strings.EqualFold(k, bloblock.MetaTerm) && v != nil {
+			return *v, props.Metadata, nil
+		}
+	}
+	return "", props.Metadata, nil
+}
+
+// checkFloor refuses a floor that would lower the stored term. A usable
+// term is never lowered; an unusable one (not a non-negative integer, or one
+// that cannot grow) is what recover-term repairs, with any floor.
+func checkFloor(floor int64, md map[string]*string) error {
+	if cur, err := bloblock.RecordFromMetadata(md); err == nil && cur.Term > floor {
+		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", floor, cur.Term)
+	}
+	return nil
 }

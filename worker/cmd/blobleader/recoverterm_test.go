@@ -148,3 +148,50 @@ func TestRecoverTerm_RepairsATermThatCannotGrow(t *testing.T) {
 		}
 	}
 }
+
+// A floor that would lower the term is refused before anything at storage
+// changes: the leader keeps its lease (it renews), nothing is broken.
+func TestRecoverTerm_RefusedFloorLeavesTheLeaderItsLease(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "leases"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := c.NewBlockBlobClient("leader")
+	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	term, holderName := "1795400000001", "w1"
+	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holderName, "term": &term}, nil); err != nil {
+		t.Fatal(err)
+	}
+	holder, _ := lease.NewBlobClient(b.BlobClient(), nil)
+	if _, err := holder.AcquireLease(ctx, 60, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runBinary(t, nil, "recover-term", "--connection-string="+az.ConnectionString(), "--floor=5")
+	if code != 2 || !strings.Contains(stderr, "--floor") || !strings.Contains(stderr, term) {
+		t.Fatalf("recover-term --floor 5 over term %s: exit %d, want 2 naming --floor and the term\nstdout:\n%s\nstderr:\n%s", term, code, stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, "break") {
+		t.Fatalf("a refused recover-term says it broke the lease:\n%s%s", stdout, stderr)
+	}
+	if _, err := holder.RenewLease(ctx, nil); err != nil {
+		t.Fatalf("the leader lost its lease to a refused recover-term: renew: %v", err)
+	}
+	props, err := b.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range props.Metadata {
+		if strings.EqualFold(k, "term") && *v != term {
+			t.Fatalf("a refused recover-term changed the term to %s", *v)
+		}
+	}
+}
