@@ -65,6 +65,8 @@ var (
 	ErrFenced = errors.New("ledger: fenced by a newer term")
 	// ErrCorrupt: the ledger read back breaks its own rules.
 	ErrCorrupt = errors.New("ledger: corrupt")
+	// ErrNotFound: ReadAll found no segment of the ledger (or no container).
+	ErrNotFound = errors.New("ledger: not found")
 )
 
 // DefaultSegmentLimit keeps a segment below Azure's 50,000 blocks per append blob.
@@ -351,11 +353,17 @@ func (w *Writer) rotate(ctx context.Context) error {
 	return nil
 }
 
-// ReadAll reads the whole ledger of the election blob `blob`, in order.
+// ReadAll reads the whole ledger of the election blob `blob`, in order. A
+// ledger with no segment (a name never written, a missing container) is
+// ErrNotFound, not an empty ledger: a reader that found nothing has checked
+// nothing.
 func ReadAll(ctx context.Context, c *container.Client, blob string) ([]Entry, error) {
 	segs, err := segments(ctx, c, blob)
 	if err != nil {
 		return nil, err
+	}
+	if len(segs) == 0 {
+		return nil, fmt.Errorf("%w: no segment under %s", ErrNotFound, Prefix(blob))
 	}
 	var all []Entry
 	for _, n := range segs {

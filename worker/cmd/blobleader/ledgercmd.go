@@ -1,52 +1,199 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
 	"github.com/blobleader/blobleader/worker/ledger"
+	"github.com/blobleader/blobleader/worker/shard"
 )
 
-// runLedger prints the ledger, and with --verify checks it: seq contiguous
-// from 1, no duplicates, terms never decreasing. Exit 1 if it breaks a rule.
+// runLedger prints the ledgers of --blob — the election's, and each shard's
+// of a --shards pool on that blob — and with --verify checks each: seq
+// contiguous from 1, no duplicates, terms never decreasing. Exit 1 if one
+// breaks a rule, or if there is nothing to read.
 func runLedger(args []string, stdout, _ io.Writer) error {
 	var r readFlags
 	var verify, asJSON bool
 	fs := newFlagSet("blobleader ledger", stdout, `blobleader ledger — print (and verify) the fenced ledger the leaders write.
 
 Usage:
-  blobleader ledger [--verify] [--json] [storage flags]`)
+  blobleader ledger [--verify] [--json] [storage flags]
+
+Reads the election's ledger (<blob>-ledger/) and, when --blob is a --shards
+pool's, every shard's ledger (<blob>-shard-ledgers/<nnnn>-ledger/), each
+checked on its own. Finding no ledger, or no entry, is a failure (exit 1):
+a check that saw nothing has not passed.
+
+Exit codes: 0 printed (and verified), 1 nothing found, a rule broken or
+storage failed, 2 invalid flags.`)
 	r.register(fs.FlagSet)
-	fs.BoolVar(&verify, "verify", false, "check the ledger: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not")
-	fs.BoolVar(&asJSON, "json", false, "print entries as JSON lines instead of a table")
-	entries, err := readStorage(&r, fs, args, ledger.ReadAll)
+	fs.BoolVar(&verify, "verify", false, "check every ledger found: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not, or if there is no entry to check")
+	fs.BoolVar(&asJSON, "json", false, "print entries as JSON lines instead of a table (a shard's carry \"shard\")")
+	books, err := readStorage(&r, fs, args, func(ctx context.Context, c *container.Client, blob string) ([]book, error) {
+		return readBooks(ctx, c, r.storage.container, blob)
+	})
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, e := range entries {
-			if err := enc.Encode(e); err != nil {
-				return err
-			}
-		}
-	} else {
-		fmt.Fprintf(stdout, "%8s %6s  %-30s %s\n", "SEQ", "TERM", "HOLDER", "AT")
-		for _, e := range entries {
-			fmt.Fprintf(stdout, "%8d %6d  %-30s %s\n", e.Seq, e.Term, e.Holder, e.At.Format(time.RFC3339Nano))
-		}
+	if err := printBooks(stdout, books, asJSON); err != nil {
+		return err
 	}
 	if verify {
-		if err := ledger.Verify(entries); err != nil {
-			return err
-		}
-		terms := map[int64]bool{}
-		for _, e := range entries {
-			terms[e.Term] = true
-		}
-		fmt.Fprintf(stdout, "verified: %d entries, %d terms, no gaps or duplicates, terms never decrease\n", len(entries), len(terms))
+		return verifyBooks(stdout, books)
 	}
 	return nil
+}
+
+// book is one ledger: the election's (shard -1) or a pool shard's.
+type book struct {
+	shard   int
+	name    string // its base name (package ledger's blob)
+	entries []ledger.Entry
+}
+
+func (b book) what() string {
+	if b.shard < 0 {
+		return "the election's ledger"
+	}
+	return fmt.Sprintf("shard %d", b.shard)
+}
+
+// readBooks reads the election's ledger of blob and every shard ledger of a
+// pool on blob; none at all is an error saying where it looked.
+func readBooks(ctx context.Context, c *container.Client, containerName, blob string) ([]book, error) {
+	var books []book
+	es, err := ledger.ReadAll(ctx, c, blob)
+	switch {
+	case err == nil:
+		books = append(books, book{shard: -1, name: blob, entries: es})
+	case !errors.Is(err, ledger.ErrNotFound):
+		return nil, err
+	}
+	shards, err := shard.LedgerShards(ctx, c, blob)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range shards {
+		name := shard.Layout{Blob: blob}.Ledger(n)
+		es, err := ledger.ReadAll(ctx, c, name)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d: %w", n, err)
+		}
+		books = append(books, book{shard: n, name: name, entries: es})
+	}
+	if len(books) > 0 {
+		return books, nil
+	}
+	if _, err := c.GetProperties(ctx, nil); bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		return nil, fmt.Errorf("no ledger: container %q does not exist (check --container)", containerName)
+	}
+	return nil, fmt.Errorf("no ledger: no segment under %s/%s and no shard ledger under %s/%s-shard-ledgers/ (check --blob and --container)",
+		containerName, ledger.Prefix(blob), containerName, blob)
+}
+
+func printBooks(w io.Writer, books []book, asJSON bool) error {
+	pool := len(books) > 1 || books[0].shard >= 0
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, b := range books {
+			for _, e := range b.entries {
+				var v any = e
+				if b.shard >= 0 {
+					v = struct {
+						Shard int `json:"shard"`
+						ledger.Entry
+					}{b.shard, e}
+				}
+				if err := enc.Encode(v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	termWidth := len("TERM")
+	for _, b := range books {
+		for _, e := range b.entries {
+			termWidth = max(termWidth, len(strconv.FormatInt(e.Term, 10)))
+		}
+	}
+	shardCol := func(string) string { return "" }
+	if pool {
+		shardCol = func(s string) string { return fmt.Sprintf("%5s  ", s) }
+	}
+	fmt.Fprintf(w, "%s%8s  %*s  %-30s %s\n", shardCol("SHARD"), "SEQ", termWidth, "TERM", "HOLDER", "AT")
+	for _, b := range books {
+		s := "-"
+		if b.shard >= 0 {
+			s = strconv.Itoa(b.shard)
+		}
+		for _, e := range b.entries {
+			fmt.Fprintf(w, "%s%8d  %*d  %-30s %s\n", shardCol(s), e.Seq, termWidth, e.Term, e.Holder, e.At.Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
+// verifyBooks checks each ledger on its own and prints the verdict; a
+// ledger that breaks a rule, or no entry at all, is an error.
+func verifyBooks(w io.Writer, books []book) error {
+	total := 0
+	for _, b := range books {
+		if err := ledger.Verify(b.entries); err != nil {
+			return fmt.Errorf("%s (%s): %w", b.what(), ledger.Prefix(b.name), err)
+		}
+		total += len(b.entries)
+	}
+	if total == 0 {
+		names := make([]string, len(books))
+		for i, b := range books {
+			names[i] = ledger.Prefix(b.name)
+		}
+		return fmt.Errorf("nothing to verify: no entry in %s", strings.Join(names, ", "))
+	}
+	if len(books) == 1 && books[0].shard < 0 {
+		es := books[0].entries
+		fmt.Fprintf(w, "verified: %s, %s, no gaps or duplicates, terms never decrease\n", plural(len(es), "entry", "entries"), plural(terms(es), "term", "terms"))
+		return nil
+	}
+	shards := 0
+	for _, b := range books {
+		fmt.Fprintf(w, "%s: verified %s, %s\n", b.what(), plural(len(b.entries), "entry", "entries"), plural(terms(b.entries), "term", "terms"))
+		if b.shard >= 0 {
+			shards++
+		}
+	}
+	what := plural(shards, "shard ledger", "shard ledgers")
+	if shards < len(books) {
+		what = "the election's ledger and " + what
+	}
+	fmt.Fprintf(w, "verified: %s, %s, no gaps or duplicates, terms never decrease\n", what, plural(total, "entry", "entries"))
+	return nil
+}
+
+// terms counts the distinct terms of es.
+func terms(es []ledger.Entry) int {
+	seen := map[int64]bool{}
+	for _, e := range es {
+		seen[e.Term] = true
+	}
+	return len(seen)
+}
+
+// plural is "1 entry", "2 entries".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
