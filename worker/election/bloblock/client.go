@@ -60,6 +60,7 @@ func NewContainerClient(cfg ClientConfig) (*container.Client, error) {
 	opts := &container.ClientOptions{}
 	opts.Retry = policy.RetryOptions{MaxRetries: -1, TryTimeout: cfg.RequestTimeout}
 	opts.Telemetry = policy.TelemetryOptions{ApplicationID: "blobleader"}
+	opts.PerRetryPolicies = append(opts.PerRetryPolicies, redactPolicy{})
 	if cfg.Observe != nil {
 		opts.PerRetryPolicies = append(opts.PerRetryPolicies, observePolicy{cfg.Observe})
 	}
@@ -168,4 +169,36 @@ func (p observePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	p.observe(op, code, time.Since(start))
 	return resp, err
+}
+
+// redactPolicy is the one place a storage request's error is made safe to
+// print: net/http's *url.Error quotes the whole request URL, and with a SAS
+// connection string its query carries the signature. Every client of
+// NewContainerClient (election, ledger, shards, history, the subcommands)
+// has it, so no error from storage carries a secret
+// (docs/architecture.md#secrets).
+type redactPolicy struct{}
+
+func (redactPolicy) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactURL(ue.URL)
+	}
+	return resp, err
+}
+
+// redactURL replaces the value of a SAS signature (sig) in u's query.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(a storage URL)"
+	}
+	q := p.Query()
+	if !q.Has("sig") {
+		return u
+	}
+	q.Set("sig", "REDACTED")
+	p.RawQuery = q.Encode()
+	return p.String()
 }

@@ -20,6 +20,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -74,14 +76,18 @@ func (l *Lock) leaseClient(leaseID string) (*lease.BlobClient, error) {
 	return lease.NewBlobClient(l.blob, &lease.BlobClientOptions{LeaseID: &leaseID})
 }
 
-// Describe names the lock for logs.
+// Describe names the lock for logs: "blob <container>/<name>", from the
+// names alone (the client's URL carries a SAS connection string's query).
 func (l *Lock) Describe() string {
 	return "blob " + containerName(l.c) + "/" + l.name
 }
 
 func containerName(c *container.Client) string {
-	u := strings.TrimSuffix(c.URL(), "/")
-	return u[strings.LastIndex(u, "/")+1:]
+	u, err := url.Parse(c.URL())
+	if err != nil {
+		return "?"
+	}
+	return path.Base(strings.TrimSuffix(u.Path, "/"))
 }
 
 // Acquire takes the lease as leaseID for d (whole seconds, as storage
