@@ -82,20 +82,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := newSupervisor(o, n)
-	s.stopContending = cancel
-	go func() {
-		select {
-		case sig := <-sigs:
-			// The command's group is stopped first, while we still lead;
-			// only once it is dead and reaped does the elector hear of the
-			// shutdown (and release). A member out of reach keeps us
-			// leading until it is gone.
-			s.shutdownBy(sig.(syscall.Signal))
-			s.awaitIdle()
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	s.endRun = cancel
+	s.stopContending = s.stopAtStepDown
+	go s.onSignals(ctx, sigs, cancel)
 
 	if _, err := n.newElector(election.Callbacks{OnStartedLeading: s.lead, OnEvent: s.observe}); err != nil {
 		return err

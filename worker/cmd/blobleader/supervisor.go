@@ -56,6 +56,8 @@ type supervisor struct {
 	ran        bool                 // a command has run
 	startErr   error                // the last start failure
 	shutdown   bool
+	lastRun    bool               // --once: the command has run; end Run at the step-down
+	endRun     context.CancelFunc // ends Run (the elector steps down as a shutdown)
 }
 
 func newSupervisor(o *runOptions, n *node) *supervisor {
@@ -96,7 +98,23 @@ func (s *supervisor) observe(ev election.Event) {
 		if g != nil && gt == ev.Term {
 			g.Extend(s.killBy(ev.Term))
 		}
+	case election.EventStoppedLeading:
+		s.mu.Lock()
+		last := s.lastRun
+		s.mu.Unlock()
+		if last {
+			s.endRun()
+		}
 	}
+}
+
+// stopAtStepDown is --once's stopContending: Run ends once the step-down of
+// the leadership that ran the command is recorded, so its reason is the
+// command's exit ("task exited…"), not "shutdown".
+func (s *supervisor) stopAtStepDown() {
+	s.mu.Lock()
+	s.lastRun = true
+	s.mu.Unlock()
 }
 
 // validUntil is the end of leadership term as last known; zero if unknown
@@ -116,8 +134,54 @@ func (s *supervisor) shutdownBy(sig syscall.Signal) {
 		s.shutdown, s.signal = true, sig
 		close(s.quit)
 	}
+	g, term := s.group, s.groupTerm
 	s.mu.Unlock()
-	s.log.Info("stopping", "signal", sig.String())
+	if g == nil {
+		s.log.Info("stopping", "signal", sig.String())
+		return
+	}
+	wait := s.grace(term, s.o.shutdownGrace).Round(100 * time.Millisecond)
+	s.log.Info(fmt.Sprintf("stopping: waiting up to %s for the command to exit, then SIGKILL; signal again (Ctrl-C) to kill it now", wait),
+		"signal", sig.String(), "pid", g.Pid())
+}
+
+// onSignals stops the supervisor on the first SIGTERM or SIGINT. The
+// command's group is stopped first, while we still lead; only once it is
+// dead and reaped does the elector hear of the shutdown (cancel) and
+// release. A member out of reach keeps us leading until it is gone. Each
+// further signal kills the group at once, skipping the rest of the grace.
+func (s *supervisor) onSignals(ctx context.Context, sigs <-chan os.Signal, cancel context.CancelFunc) {
+	var first os.Signal
+	select {
+	case first = <-sigs:
+	case <-ctx.Done():
+		return
+	}
+	s.shutdownBy(first.(syscall.Signal))
+	idle := make(chan struct{})
+	go func() { s.awaitIdle(); close(idle) }()
+	for {
+		select {
+		case sig := <-sigs:
+			s.killNow(sig)
+		case <-idle:
+			cancel()
+			return
+		}
+	}
+}
+
+// killNow SIGKILLs the running group (a second signal while stopping); the
+// shutdown goes on as before: reap, then release.
+func (s *supervisor) killNow(sig os.Signal) {
+	s.mu.Lock()
+	g := s.group
+	s.mu.Unlock()
+	if g == nil {
+		return
+	}
+	err := g.Signal(syscall.SIGKILL)
+	s.log.Warn("signalled again while stopping: killed the command (SIGKILL); releasing once it is reaped", "signal", sig.String(), "pid", g.Pid(), "err", err)
 }
 
 func (s *supervisor) stopping() (bool, syscall.Signal) {
@@ -206,6 +270,11 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	}
 	if cause == history.CauseExited {
 		return fmt.Errorf("command %s", st)
+	}
+	if cause == history.CauseShutdown {
+		// The shutdown ends Run once the group is reaped (onSignals): step
+		// down as that shutdown, not as a task that exited.
+		<-ctx.Done()
 	}
 	return nil
 }
