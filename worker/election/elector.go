@@ -49,6 +49,7 @@ type Elector struct {
 	deadline  time.Time // leadership valid until (monotonic); meaningful while leading
 	seenTerm  int64     // the last term observed in the record while following
 	seenBy    string    // who the record named with seenTerm; never us while we follow
+	confirmed time.Time // when storage last confirmed seenBy: a read of the record naming it, or (leading) our renew's send
 	highest   int64     // the highest term we have seen or led: the in-memory term floor
 	since     time.Time // when the current role began
 	lastLoop  time.Time // last progress of the election loop

@@ -179,6 +179,9 @@ func (e *Elector) observeRecord(rec Record) {
 	} else if changed {
 		e.seenBy, e.seenTerm = rec.Holder, rec.Term
 	}
+	if rec.Holder != "" {
+		e.confirmed = time.Now()
+	}
 	e.mu.Unlock()
 	if changed {
 		e.emit(Event{Kind: EventObservedLeader, Term: rec.Term, Leader: rec.Holder})

@@ -58,7 +58,7 @@ func (e *Elector) lead(ctx context.Context, w won) {
 	deadline := e.cfg.claim.until(w.validUntil)
 	e.mu.Lock()
 	e.leading, e.ledTerm, e.deadline, e.since, e.beat = true, w.term, deadline, now, now
-	e.seenBy, e.seenTerm = e.cfg.Identity, w.term
+	e.seenBy, e.seenTerm, e.confirmed = e.cfg.Identity, w.term, now
 	e.setup = setupWatch{} // we hold the lease: nobody else does
 	e.noteTerm(w.term)
 	e.mu.Unlock()
@@ -195,7 +195,7 @@ func (l *leadership) renewed(r renewResult) (ending, bool) {
 		e.touch(true)
 		e.mu.Lock()
 		if dl := e.cfg.claim.until(r.sent.Add(e.cfg.RenewDeadline)); dl.After(e.deadline) {
-			e.deadline = dl
+			e.deadline, e.confirmed = dl, r.sent
 		}
 		dl := e.deadline
 		e.mu.Unlock()

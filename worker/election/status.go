@@ -25,6 +25,12 @@ type Status struct {
 	Leader     string    // the known leader's identity; empty if unknown; never us unless we lead
 	Since      time.Time // when the current role began
 	ValidUntil time.Time // while leading: when leadership lapses without a renew
+	// LeaderConfirmed is when storage last confirmed Leader: while we lead,
+	// the send of our last successful renew (or our acquire); else the last
+	// read of the lock's record that named it (a follower reads it on its
+	// first held poll, then every ObserveEvery polls). Zero when Leader is
+	// empty.
+	LeaderConfirmed time.Time
 	// Unusable says why this contender cannot lead whatever it wins (the
 	// lock's record cannot give a next term; see ErrUnusableRecord); empty
 	// otherwise.
@@ -66,6 +72,9 @@ func (e *Elector) Status() Status {
 		// The deadline passed and the loop has not noticed yet (paused, or a
 		// renew still hanging): we do not lead and cannot know who does.
 		s.Term, s.Leader, s.Since = e.ledTerm, "", e.deadline
+	}
+	if s.Leader != "" {
+		s.LeaderConfirmed = e.confirmed
 	}
 	return s
 }

@@ -1,7 +1,10 @@
 package shard
 
 import (
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -84,6 +87,16 @@ func (a *Assignment) Counts() map[string]int {
 		}
 	}
 	return out
+}
+
+// countsText is counts for a person: "w1=3 w2=3 w3=2", by member name.
+func countsText(counts map[string]int) string {
+	names := slices.Sorted(maps.Keys(counts))
+	parts := make([]string, len(names))
+	for i, m := range names {
+		parts[i] = fmt.Sprintf("%s=%d", m, counts[m])
+	}
+	return strings.Join(parts, " ")
 }
 
 func (a *Assignment) owner(s int) string {

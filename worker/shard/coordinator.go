@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,7 +179,7 @@ func (co *coordinator) pass(ctx context.Context) error {
 		w.leading = next
 		w.mu.Unlock()
 		w.emit(Event{Kind: EventAssignmentPublished, Shard: -1, Term: co.term, Assignment: next, Reason: co.why(f)})
-		w.log.Info("assignment published", "term", co.term, "version", next.Version, "members", next.Members, "counts", next.Counts())
+		w.log.Info("assignment published", "term", co.term, "version", next.Version, "members", strings.Join(next.Members, ","), "counts", countsText(next.Counts()))
 	} else {
 		w.mu.Lock()
 		w.leading = co.intent

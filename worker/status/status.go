@@ -25,13 +25,18 @@ type Document struct {
 	// cannot lead whatever it wins: the lock's record cannot give a next
 	// term (election.ErrUnusableRecord).
 	Unusable string `json:"unusable,omitempty"`
+	// LeaderConfirmedAt (additive, omitted when no leader is known) is when
+	// storage last confirmed the leader named in Leader (RFC 3339, UTC):
+	// the leader's own last renew, a follower's last read of the lock's
+	// record that named it (election.Status.LeaderConfirmed).
+	LeaderConfirmedAt string `json:"leader_confirmed_at,omitempty"`
 }
 
 // NewDocument snapshots e. The role is computed against the renew deadline
 // now (Elector.Status), never cached.
 func NewDocument(e *election.Elector) Document {
 	s := e.Status()
-	return Document{
+	d := Document{
 		Identity:      s.Identity,
 		Role:          string(s.Role),
 		Term:          s.Term,
@@ -40,6 +45,10 @@ func NewDocument(e *election.Elector) Document {
 		Since:         s.Since.UTC().Format(time.RFC3339Nano),
 		Unusable:      s.Unusable,
 	}
+	if !s.LeaderConfirmed.IsZero() {
+		d.LeaderConfirmedAt = s.LeaderConfirmed.UTC().Format(time.RFC3339Nano)
+	}
+	return d
 }
 
 // Handler serves the endpoints for elector e with metrics m.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -36,6 +37,27 @@ func (n *node) logLeadership(ev election.Event) {
 	case election.EventStoppedLeading:
 		n.log.Info("leadership", "event", logEventStoppedLeading, "term", ev.Term, "reason", ev.Reason, "valid_until", rfc3339(ev.ValidUntil))
 	}
+}
+
+// withoutLeadershipLines drops the elector's own "started leading" and
+// "stopped leading" lines: the node reports each change once, as the alert
+// line (logLeadership). Shard electors keep theirs (a shard's ownership is
+// not the election's).
+type withoutLeadershipLines struct{ slog.Handler }
+
+func (h withoutLeadershipLines) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "started leading" || r.Message == "stopped leading" {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h withoutLeadershipLines) WithAttrs(as []slog.Attr) slog.Handler {
+	return withoutLeadershipLines{h.Handler.WithAttrs(as)}
+}
+
+func (h withoutLeadershipLines) WithGroup(name string) slog.Handler {
+	return withoutLeadershipLines{h.Handler.WithGroup(name)}
 }
 
 // observeRequest records a storage request in the metrics and logs every

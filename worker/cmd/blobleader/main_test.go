@@ -202,11 +202,15 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 	awaitRole(t, leaderURL, "leader") // then start the follower
 	followerURL, _ := startWorker(t, az.ConnectionString(), "w2", filepath.Join(dir, "w2.jsonl"))
 
-	// The exact key set and types of the /status contract.
-	want := map[string]reflect.Kind{"identity": reflect.String, "role": reflect.String, "term": reflect.Float64,
-		"leader": reflect.String, "leaseDuration": reflect.String, "since": reflect.String}
+	// The exact key set and types of the /status contract
+	// (leader_confirmed_at only while a leader is known).
 	for _, base := range []string{leaderURL, followerURL} {
+		want := map[string]reflect.Kind{"identity": reflect.String, "role": reflect.String, "term": reflect.Float64,
+			"leader": reflect.String, "leaseDuration": reflect.String, "since": reflect.String}
 		st := getStatus(t, base)
+		if st["leader"] != "" {
+			want["leader_confirmed_at"] = reflect.String
+		}
 		if len(st) != len(want) {
 			t.Fatalf("/status has keys %v, want exactly %v", st, want)
 		}

@@ -265,10 +265,11 @@ func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
 			onEvent(ev)
 		}
 	}
-	if cb.OnNewLeader == nil {
-		cb.OnNewLeader = func(id string, term int64) { n.log.Info("leader", "leader", id, "term", term) }
-	}
-	e, err := election.NewElector(n.cfg, n.lock, cb)
+	// Each leadership change is one line: ours are the alert lines
+	// (logLeadership), a new leader seen is the elector's "observed leader".
+	cfg := n.cfg
+	cfg.Logger = slog.New(withoutLeadershipLines{cfg.Logger.Handler()})
+	e, err := election.NewElector(cfg, n.lock, cb)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}

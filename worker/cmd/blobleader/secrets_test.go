@@ -22,7 +22,8 @@ import (
 	"github.com/blobleader/blobleader/worker/history"
 )
 
-// secretProc is a worker whose every output the secrets test reads.
+// secretProc is a worker whose every output a test reads: stdout, stderr,
+// history file, HTTP endpoints.
 type secretProc struct {
 	name           string
 	base           string // its HTTP endpoints
@@ -31,7 +32,7 @@ type secretProc struct {
 	history        string // its --history file ("" with --history blob)
 }
 
-func startSecretProc(t *testing.T, name, conn string, args ...string) *secretProc {
+func startCaptured(t *testing.T, name, conn string, args ...string) *secretProc {
 	t.Helper()
 	port, err := azuritetest.FreePort()
 	if err != nil {
@@ -123,11 +124,11 @@ func TestSecrets_NoOutputCarriesAPlantedSecret(t *testing.T) {
 
 	// Workers: a leader (SAS, JSON), a follower (key, text, history to
 	// blob), and two whose storage is a closed port (SAS and key).
-	leader := startSecretProc(t, "sas-leader", sasConn(az.BlobEndpoint()), "--log-format", "json")
+	leader := startCaptured(t, "sas-leader", sasConn(az.BlobEndpoint()), "--log-format", "json")
 	awaitRole(t, leader.base, "leader")
-	follower := startSecretProc(t, "key-follower", az.ConnectionString(), "--log-format", "text", "--history", "blob")
-	failingSAS := startSecretProc(t, "sas-failing", sasConn(wrongEndpoint), "--log-format", "json")
-	failingKey := startSecretProc(t, "key-failing", azuritetest.ConnectionString(wrongEndpoint), "--log-format", "text")
+	follower := startCaptured(t, "key-follower", az.ConnectionString(), "--log-format", "text", "--history", "blob")
+	failingSAS := startCaptured(t, "sas-failing", sasConn(wrongEndpoint), "--log-format", "json")
+	failingKey := startCaptured(t, "key-failing", azuritetest.ConnectionString(wrongEndpoint), "--log-format", "text")
 	await(t, 10*time.Second, "the follower sees the leader", func() bool { return getStatus(t, follower.base)["leader"] == "sas-leader" })
 	for _, p := range []*secretProc{failingSAS, failingKey} {
 		await(t, 10*time.Second, p.name+" records failed acquires", func() bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/ledger"
 )
 
 // --storage-dial (and its env twin) must be host:port; anything else is an
@@ -67,10 +68,18 @@ func TestWorker_StorageDialReachesStorageThroughTheAddress(t *testing.T) {
 		t.Fatalf("observed requests %v, want a 201 and a 200", ops)
 	}
 
-	// The binary honours the flag too (the ledger subcommand shares it).
+	// The binary honours the flag too (the ledger subcommand shares it):
+	// it reads back an entry written through the dialled client.
+	w, err := ledger.Open(ctx, dialed, "leader", 1795400000000, "w1", ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(ctx); err != nil {
+		t.Fatal(err)
+	}
 	code, out := runWorkerCmd(t, nil, "ledger", "--verify", "--connection-string", conn, "--container", "dialtest",
 		"--storage-dial", fmt.Sprintf("127.0.0.1:%d", az.Port), "--timeout", "10s")
-	if code != 0 || !strings.Contains(out, "verified: 0 entries") {
+	if code != 0 || !strings.Contains(out, "verified: 1 entry, 1 term") {
 		t.Fatalf("worker ledger through --storage-dial: exit %d\n%s", code, out)
 	}
 }

@@ -64,7 +64,7 @@ func (t *ledgerTask) step(ctx context.Context, term int64, w **ledger.Writer) er
 			return err
 		}
 		*w = nw
-		t.log.Info("ledger fenced for our term", "term", term)
+		t.log.Info("ledger opened for our term", "term", term)
 	}
 	e, err := (*w).Append(rctx)
 	if err == nil {
