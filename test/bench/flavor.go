@@ -3,6 +3,7 @@ package bench
 import (
 	"time"
 
+	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/worker/election"
 )
@@ -45,6 +46,12 @@ func Sample(bin string) Flavor {
 // last successful renew: L + 1.1·P.
 func (f Flavor) crashBound() time.Duration {
 	return f.Params.LeaseDuration + f.Params.RetryPeriod*11/10
+}
+
+// assertedCrashBound is the crash bound the checker asserts and the README
+// states: crashBound plus the checker's ε for the acquire's own work.
+func (f Flavor) assertedCrashBound() time.Duration {
+	return f.crashBound() + checker.DefaultParams().Epsilon
 }
 
 // gracefulBound is L1 after a graceful stop, counted from the release: 1.1·P.

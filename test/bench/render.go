@@ -161,8 +161,8 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 		cmdK := Summarize(k)
 		w("| run mode: command crash → next command p99, from SIGKILL (§8) | %s s | — | %s faster than ours in-process | ≤ %.1f s | %s |\n", f3(cmdK.P99), ratio(ocK.P99, cmdK.P99), TargetCommandCrashP99, met(cmdK.P99 <= TargetCommandCrashP99, true))
 	}
-	w("\nTheoretical bounds (DESIGN §2, L1): crash ≤ L + 1.1·P from the last successful renew = **%.1f s** ours, %.1f s sample; graceful ≤ 1.1·P from the release = **%.1f s** ours, %.1f s sample (the checker adds ε = 1 s for the acquire's own work).\n\n",
-		ours.crashBound().Seconds(), sample.crashBound().Seconds(), ours.gracefulBound().Seconds(), sample.gracefulBound().Seconds())
+	w("\nTheoretical bounds (DESIGN §2, L1): crash ≤ L + 1.1·P from the last successful renew = %.1f s ours, %.1f s sample, which the checker asserts with ε = 1 s for the acquire's own work: **%.1f s** ours (the crash chart's line, the README's bound); graceful ≤ 1.1·P from the release = **%.1f s** ours, %.1f s sample (+ ε asserted).\n\n",
+		ours.crashBound().Seconds(), sample.crashBound().Seconds(), ours.assertedCrashBound().Seconds(), ours.gracefulBound().Seconds(), sample.gracefulBound().Seconds())
 	w("Checker verdicts over every cluster run (S1, forced break, S2, L1, L2): ours %s; sample %s.\n\n", violationText(r.Violations("ours")), violationText(r.Violations("sample")))
 
 	// 1. Crash.
@@ -183,8 +183,8 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 		{Name: "sample, from last renew", Color: Palette[1], Values: FromBasis(sc)},
 		{Name: "sample, from SIGKILL", Color: Palette[1], Values: FromFault(sc), Dashed: true},
 	}, []Ref{
-		{Label: fmt.Sprintf("ours L+1.1P = %.1f s", ours.crashBound().Seconds()), X: ours.crashBound().Seconds(), Color: Palette[0]},
-		{Label: fmt.Sprintf("sample L+1.1P = %.0f s", sample.crashBound().Seconds()), X: sample.crashBound().Seconds(), Color: Palette[1]},
+		{Label: fmt.Sprintf("ours bound L+1.1P+ε = %.1f s", ours.assertedCrashBound().Seconds()), X: ours.assertedCrashBound().Seconds(), Color: Palette[0]},
+		{Label: fmt.Sprintf("sample L+1.1P+ε = %.0f s", sample.assertedCrashBound().Seconds()), X: sample.assertedCrashBound().Seconds(), Color: Palette[1]},
 	})
 	w("![crash failover distributions](%s/failover-crash.svg)\n\n", relPlots)
 

@@ -79,3 +79,21 @@ func TestF0_ThousandsSeparators(t *testing.T) {
 		}
 	}
 }
+
+// The crash chart marks the bound the checker asserts and the README
+// states, L + 1.1·P + ε (17.1 s at the defaults), not L + 1.1·P.
+func TestRender_CrashChartMarksTheAssertedBound(t *testing.T) {
+	dir := t.TempDir()
+	r := Results{Machine: Machine{Runs: 2}, Runs: []RunResult{{Job: "ours-crash", Flavor: "ours", Kind: "crash", Violations: map[string]int{},
+		Trials: []Trial{{FromFault: 14, FromBasis: 15.2, Bound: 17.1}, {FromFault: 14.5, FromBasis: 15.5, Bound: 17.1}}}}}
+	if err := Render(r, filepath.Join(dir, "benchmarks.md"), filepath.Join(dir, "bench"), "bench"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "bench", "failover-crash.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svg := string(b); !strings.Contains(svg, "= 17.1 s") || strings.Contains(svg, "16.1 s") {
+		t.Fatalf("the crash chart does not mark the asserted bound 17.1 s:\n%s", svg)
+	}
+}
