@@ -38,8 +38,13 @@ func TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt(t *testing.T) {
 		t.Fatalf("takeover by %s term %s after killing %s term %s: want another worker and a higher term", n[1], n[2], m[1], m[2])
 	}
 	t.Logf("demo takeover after SIGKILL: %ss", n[3])
-	if !strings.Contains(text, "stopped 3 workers and Azurite") {
-		t.Fatalf("demo did not report its cleanup:\n%s", text)
+	// The log under the table says what happened to whom.
+	if !regexp.MustCompile(`took over [\d.]+s after ` + m[1] + ` was killed \(SIGKILL\)`).MatchString(text) {
+		t.Fatalf("the demo's log does not say the takeover came after %s was killed:\n%s", m[1], text)
+	}
+	// The killed worker was already gone: the cleanup stops the two left.
+	if !strings.Contains(text, "stopped 2 workers and Azurite") {
+		t.Fatalf("demo did not report stopping the 2 workers still running:\n%s", text)
 	}
 	// Nothing it started survives it.
 	if out, _ := exec.Command("pgrep", "-f", filepath.Join(dir, "blobleader")).Output(); len(out) > 0 {
@@ -75,6 +80,10 @@ func TestDemo_RunModeTakesOverWhenTheLeadersCommandIsKilled(t *testing.T) {
 			m[1], m[2], m[3], n[1], n[2], c[1], c[2])
 	}
 	t.Logf("run-mode demo: takeover %ss after the command was killed", n[3])
+	// Only the command was killed, not its supervisor: the log says so.
+	if !regexp.MustCompile(`took over [\d.]+s after the command of `+m[1]+` was killed`).MatchString(text) || strings.Contains(text, "was stopped") {
+		t.Fatalf("the demo's log does not say the takeover came after %s's command was killed:\n%s", m[1], text)
+	}
 	if !strings.Contains(text, "stopped 3 workers and Azurite") {
 		t.Fatalf("demo did not report its cleanup:\n%s", text)
 	}

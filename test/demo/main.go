@@ -72,6 +72,7 @@ type demo struct {
 	log     []string // recent happenings, newest last
 	killed  time.Time
 	killedW string
+	whatHap string // what was done to killedW, e.g. "worker-2 was killed (SIGKILL)"
 	lastLdr string
 	lastTrm int64
 
@@ -257,7 +258,7 @@ func (d *demo) killCommand() (*worker, int64, bool) {
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	d.mu.Lock()
-	d.killed, d.killedW = time.Now(), w.id
+	d.killed, d.killedW, d.whatHap = time.Now(), w.id, "the command of "+w.id+" was killed"
 	d.mu.Unlock()
 	d.note("the command of %s (pid %d) killed (SIGKILL); its supervisor keeps running", w.id, pid)
 	return w, s.Term, true
@@ -318,7 +319,7 @@ func (d *demo) watch() {
 	}
 	msg := fmt.Sprintf("%s leads, term %d", w.id, s.Term)
 	if !d.killed.IsZero() && d.killedW != w.id {
-		msg += fmt.Sprintf(" — took over %.1fs after %s was stopped", time.Since(d.killed).Seconds(), d.killedW)
+		msg += fmt.Sprintf(" — took over %.1fs after %s", time.Since(d.killed).Seconds(), d.whatHap)
 		d.killed = time.Time{}
 	}
 	d.lastLdr, d.lastTrm = w.id, s.Term
@@ -434,7 +435,7 @@ func (d *demo) stop(w *worker, sig syscall.Signal) *departure {
 	at := time.Now()
 	w.how = how
 	d.mu.Lock()
-	d.killed, d.killedW = at, w.id
+	d.killed, d.killedW, d.whatHap = at, w.id, w.id+" was "+how
 	d.mu.Unlock()
 	d.note("%s %s", w.id, how)
 	if d.shards > 0 {
@@ -574,6 +575,8 @@ func (d *demo) auto(ctx context.Context) int {
 		return 1
 	}
 	fmt.Print(d.table(false))
+	// The first leader, noted as the live view notes it.
+	d.watch()
 	bound := 15*time.Second + 1100*time.Millisecond + 5*time.Second // L + 1.1·P + slack
 	if d.runMode {
 		if !wait("the leader's command", 10*time.Second, func() bool { _, ok := d.commandPID(first); return ok }) {
@@ -581,16 +584,20 @@ func (d *demo) auto(ctx context.Context) int {
 		}
 		pid, _ := d.commandPID(first)
 		fmt.Printf("killing the command of the leader %s (term %d), pid %d, with SIGKILL\n", first.id, firstTerm, pid)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		if w, _, ok := d.killCommand(); !ok || w != first {
+			fmt.Println("FAIL: the leader changed before its command could be killed")
+			return 1
+		}
 		bound = 2*time.Second + 1100*time.Millisecond + 5*time.Second // the hand-off pause keeps the old one out, 1.1·P + slack
 	} else {
 		fmt.Printf("killing the leader %s (term %d) with SIGKILL\n", first.id, firstTerm)
-		_ = first.cmd.Process.Signal(syscall.SIGKILL)
+		d.stop(first, syscall.SIGKILL)
 	}
 	killed := time.Now()
 	var next *worker
 	var nextTerm int64
 	if !wait("a new leader", bound, func() bool {
+		d.watch() // notes the takeover as the live view does
 		w, s, c := d.leader()
 		next, nextTerm = w, s.Term
 		return c == 1 && w != first
@@ -629,10 +636,12 @@ func waitFor(ctx context.Context, what string, within time.Duration, ok func() b
 // cleanup stops every process the demo started: workers gracefully (so they
 // release the lease), then Azurite; nothing is left behind.
 func (d *demo) cleanup() {
+	running := 0
 	for _, w := range d.workers {
 		if w.alive() {
 			_ = w.cmd.Process.Signal(syscall.SIGCONT) // a paused worker cannot act on SIGTERM
 			_ = w.cmd.Process.Signal(syscall.SIGTERM)
+			running++
 		}
 	}
 	for _, w := range d.workers {
@@ -646,5 +655,13 @@ func (d *demo) cleanup() {
 	if d.az != nil {
 		d.az.Stop()
 	}
-	fmt.Printf("\r\nstopped %d workers and Azurite; logs and history kept in %s\r\n", len(d.workers), d.dir)
+	fmt.Printf("\r\nstopped %s and Azurite; logs and history kept in %s\r\n", plural(running, "worker"), d.dir)
+}
+
+// plural is "1 worker", "2 workers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
