@@ -484,3 +484,20 @@ func TestWriteSVG_LegendWrapsWithinWidth(t *testing.T) {
 		t.Errorf("expected the legend to wrap onto several rows, got %d", len(rows))
 	}
 }
+
+// A long run (the 5-minute soak) stays readable on a page: the drawing is
+// at most 1,600 px wide whatever the run's length; the scale shrinks.
+func TestWriteSVG_LongRunFitsAPage(t *testing.T) {
+	run := checker.Run{Start: t0, End: at(310), Events: []checker.Event{{T: at(1), Identity: "w1", Event: checker.EventObservedLeader}}}
+	for i := range 45 {
+		run.Faults = append(run.Faults, checker.Fault{Kind: checker.FaultCrash, Target: "w1", Start: at(float64(5 + 6*i)), End: at(float64(6 + 6*i))})
+	}
+	var buf bytes.Buffer
+	if err := WriteSVG(&buf, run, checked(t, run)); err != nil {
+		t.Fatal(err)
+	}
+	root := parseSVG(t, buf.Bytes())
+	if width, _ := strconv.ParseFloat(root.attr("width"), 64); width > 1600 {
+		t.Fatalf("a 310 s run is drawn %.0f px wide, want at most 1600", width)
+	}
+}

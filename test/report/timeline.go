@@ -15,19 +15,19 @@ import (
 
 // Geometry of the timeline, in SVG user units (pixels).
 const (
-	marginLeft   = 96.0  // lane labels
-	marginRight  = 40.0  // room for the last axis label
-	titleH       = 44.0  // title and subtitle
-	annotRowH    = 17.0  // one row of failover annotations
-	laneH        = 48.0  // one worker lane: a label strip, then the bars
-	leaderH      = 22.0  // height of a leader bar
-	followerH    = 8.0   // height of a follower bar
-	axisH        = 30.0  // tick labels under the lanes
-	legendRowH   = 18.0  // one legend row
-	minPlotW     = 900.0 // narrowest plot
-	maxPlotW     = 3600.0
-	pxPerSecWant = 14.0 // preferred scale, squeezed into [minPlotW, maxPlotW]
-	charW        = 6.3  // rough width of one 11 px sans-serif character
+	marginLeft   = 96.0   // lane labels
+	marginRight  = 40.0   // room for the last axis label
+	titleH       = 44.0   // title and subtitle
+	annotRowH    = 17.0   // one row of failover annotations
+	laneH        = 48.0   // one worker lane: a label strip, then the bars
+	leaderH      = 22.0   // height of a leader bar
+	followerH    = 8.0    // height of a follower bar
+	axisH        = 30.0   // tick labels under the lanes
+	legendRowH   = 18.0   // one legend row
+	minPlotW     = 900.0  // narrowest plot
+	maxPlotW     = 1464.0 // widest plot: the drawing fits 1,600 px with the margins
+	pxPerSecWant = 14.0   // preferred scale, squeezed into [minPlotW, maxPlotW]
+	charW        = 6.3    // rough width of one 11 px sans-serif character
 )
 
 var termPalette = []string{"#4e79a7", "#59a14f", "#edc948", "#b07aa1", "#76b7b2", "#f28e2b", "#9c755f", "#86bcb6"}
