@@ -113,9 +113,9 @@ func TestWorker_ShardAssignmentLineReadsAsText(t *testing.T) {
 func TestWorker_StatusSaysWhenTheLeaderWasLastConfirmed(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
-	w1 := startCaptured(t, "w1", az.ConnectionString(), "--container", "confirmed", "--retry-period", "200ms")
+	w1 := startCaptured(t, "w1", az.ConnectionString(), "--container", "confirmed", "--retry-period", "500ms")
 	awaitRole(t, w1.base, "leader")
-	w2 := startCaptured(t, "w2", az.ConnectionString(), "--container", "confirmed", "--retry-period", "200ms")
+	w2 := startCaptured(t, "w2", az.ConnectionString(), "--container", "confirmed", "--retry-period", "500ms")
 	await(t, 10*time.Second, "w2 sees w1 lead", func() bool { return getStatus(t, w2.base)["leader"] == "w1" })
 	confirmed := func(base string) time.Time {
 		t.Helper()
