@@ -82,7 +82,7 @@ func TestWorker_InvalidConfigExitsTwoNamingTheFlag(t *testing.T) {
 		{"renew interval above D/3", nil, []string{conn, "--renew-interval=4s"}, "--renew-interval"},
 		{"retry period zero", nil, []string{conn, "--retry-period=0s"}, "--retry-period"},
 		{"retry period 1ns", nil, []string{conn, "--retry-period=1ns"}, "--retry-period 1ns: must be at least 500ms"},
-		{"retry period 1ns from the env twin", []string{"BLOBLEADER_RETRY_PERIOD=1ns"}, []string{conn}, "--retry-period 1ns: must be at least 500ms"},
+		{"retry period 1ns from the env twin", []string{"BLOBLEADER_RETRY_PERIOD=1ns"}, []string{conn}, "BLOBLEADER_RETRY_PERIOD (--retry-period) 1ns: must be at least 500ms"},
 		{"empty container", nil, []string{conn, "--container="}, "--container"},
 		{"container with capitals", nil, []string{conn, "--container=Leases"}, "--container"},
 		{"malformed connection string", nil, []string{"--connection-string=not-a-connection-string"}, "--connection-string"},
