@@ -2,7 +2,9 @@ package bloblock
 
 import (
 	"context"
+	"errors"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +34,10 @@ func TestLock_DescribeNamesOnlyTheContainerAndBlob(t *testing.T) {
 	}
 }
 
-// An error from a request that got no answer quotes the request URL; the
-// signature in it is redacted, and the error is still what it was.
+// An error from a request that got no answer quotes the request URL: the
+// SDK's own error (as the ledger, the shard pool and the subcommands wrap
+// it) has the signature redacted and is still what it was; the lock's
+// compact error carries no signature either.
 func TestClient_RequestErrorsCarryNoSignature(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,17 +49,27 @@ func TestClient_RequestErrorsCarryNoSignature(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, _ := New(c, "leader")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	noSig := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s on a closed port succeeded", what)
+		}
+		if msg := err.Error(); strings.Contains(msg, plantedSig) || strings.Contains(msg, "c2VjcmV0LXNpZ25hdHVyZQ==") {
+			t.Fatalf("%s: the error carries the signature: %s", what, msg)
+		}
+		if !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("%s: the error lost its cause: %s", what, err)
+		}
+	}
+	_, err = c.NewBlobClient("leader").GetProperties(ctx, nil)
+	noSig("GetProperties", err)
+	var ue *url.Error
+	if !errors.As(err, &ue) || !strings.Contains(ue.URL, "sig=REDACTED") {
+		t.Fatalf("want a *url.Error with sig=REDACTED in its URL: %v", err)
+	}
+	l, _ := New(c, "leader")
 	_, err = l.Get(ctx)
-	if err == nil {
-		t.Fatal("Get on a closed port succeeded")
-	}
-	if msg := err.Error(); strings.Contains(msg, plantedSig) || strings.Contains(msg, "c2VjcmV0LXNpZ25hdHVyZQ==") {
-		t.Fatalf("the error carries the signature: %s", msg)
-	}
-	if !strings.Contains(err.Error(), "sig=REDACTED") || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("want the URL with sig=REDACTED and the cause: %s", err)
-	}
+	noSig("Lock.Get", err)
 }
