@@ -36,6 +36,12 @@ build_running() { pgrep -f "go install.*${module}@" >/dev/null 2>&1; }
 
 install_into_mirror() {
 	mkdir -p "$(dirname "$mirror_file")"
+	# Already this very build (a hard link of it: an earlier run installed it).
+	# mv refuses to move a file onto itself, so there is nothing to do.
+	if [[ $bin -ef $mirror_file ]]; then
+		say "mirror ready: $mirror_file"
+		return
+	fi
 	local tmp="$mirror_file.tmp.$$"
 	ln -f "$bin" "$tmp" 2>/dev/null || cp "$bin" "$tmp"
 	chmod 0755 "$tmp"

@@ -68,5 +68,11 @@ printf 'boom\nrc=1\n' >"$build/build.log"
 check 'mirror_run' "rebuild after failure failed: $(cat "$work/out")"
 check 'grep -q "building $module" "$work/out" && grep -qx "rc=0" "$build/build.log"' "did not rebuild after rc=1: $(cat "$work/out")"
 
+# 5. The mirror already holds this build (a hard link of it: a second make run,
+#    or one that waited for another's build): reused again, nothing left behind.
+check 'mirror_run' "re-run over an installed mirror failed: $(cat "$work/out")"
+check '[[ -x $mirror ]]' "mirror binary missing after a re-run over it"
+check '[[ -z $(compgen -G "$mirror.tmp.*") ]]' "a temporary file was left beside the mirror: $(ls "$(dirname "$mirror")")"
+
 printf '%d passed, %d failed\n' "$passes" "$fails"
 ((fails == 0))
