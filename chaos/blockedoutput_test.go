@@ -50,7 +50,13 @@ func startChatty(t *testing.T) (*proc, *OutputPipe, *lockedBuffer) {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.exitErrs = append(p.exitErrs, err)
+		p.mu.Unlock()
+		close(exited)
+	}()
 	p.cmd, p.exited, p.n = cmd, exited, 1
 	t.Cleanup(func() {
 		p.kill()

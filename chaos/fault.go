@@ -27,7 +27,8 @@ const (
 	KindDeleteBlob      Kind = "delete_blob"      // an operator deletes the lock blob
 	KindDeleteContainer Kind = "delete_container" // an operator deletes the lock's container
 
-	KindBlockedOutput Kind = "blocked_output" // a process's stdout/stderr a full pipe nobody reads
+	KindBlockedOutput    Kind = "blocked_output"     // a process's stdout/stderr a full pipe nobody reads
+	KindOutputReaderGone Kind = "output_reader_gone" // the reader of a process's stdout/stderr pipe exited: writes get EPIPE/SIGPIPE
 
 	KindOperatorMetadata Kind = "operator_metadata" // an operator writes the lock's metadata (bad term, huge term, no holder)
 	KindRollback         Kind = "metadata_rollback" // storage goes back in time: lock metadata and ledger restored to an earlier copy
@@ -36,6 +37,7 @@ const (
 	KindSupervisorFreeze Kind = "supervisor_freeze" // a `blobleader run` supervisor SIGSTOPped alone, its command running on
 	KindJobStop          Kind = "job_stop"          // a job-control signal (SIGTSTP, SIGTTIN, SIGTTOU) to a supervisor alone
 	KindEscape           Kind = "escape"            // a supervised command starts jobs in a new session and a new process group
+	KindGuardKill        Kind = "guard_kill"        // a `blobleader run` supervisor's group guard SIGKILLed alone
 )
 
 // TargetAll is the target of faults that hit every worker at once.
@@ -94,3 +96,11 @@ func run(ctx context.Context, f func() error) error {
 		return ctx.Err()
 	}
 }
+
+// The Launch kinds: conditions a process starts under (launch.go).
+const (
+	KindFullOutput   Kind = "full_output"   // stdout and stderr on /dev/full: every write fails with ENOSPC
+	KindHiddenProc   Kind = "hidden_proc"   // /proc mounted hidepid=invisible in a private mount namespace, run as another user
+	KindPIDNamespace Kind = "pid_namespace" // pid 1 of a new pid namespace, with /proc of its own
+	KindNoClone3     Kind = "no_clone3"     // a seccomp filter answers clone3 with ENOSYS (Docker's default profile)
+)

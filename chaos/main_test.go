@@ -22,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/supervise"
 )
 
 // The test binary doubles as the fixture process for the process faults:
@@ -48,6 +49,17 @@ func fixture(mode, beat string) int {
 	escape := make(chan os.Signal, 1)
 	if mode == "escaper" {
 		signal.Notify(escape, EscapeSignal)
+	}
+	if mode == "guarded" {
+		// A child started as a group guard (argv[0]), sleeping until killed.
+		g := &exec.Cmd{Path: os.Args[0], Args: []string{supervise.GuardName, "-test.run=^$"},
+			Env: append(os.Environ(), fixtureEnv+"=sleeper")}
+		if err := g.Start(); err == nil {
+			go func() { _ = g.Wait() }()
+		}
+	}
+	if mode == "sleeper" {
+		select {}
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	for n := 0; ; n++ {
@@ -139,6 +151,12 @@ func (p *proc) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cmd.Process.Signal(sig)
+}
+
+func (p *proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
 }
 
 func (p *proc) Exited() <-chan struct{} {

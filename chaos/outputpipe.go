@@ -29,6 +29,7 @@ type OutputPipe struct {
 
 	mu     sync.Mutex
 	held   bool
+	gone   bool          // the read end is closed (OutputReaderGone)
 	parked chan struct{} // closed by the drain once it stopped reading for a hold
 	resume chan struct{} // closed to end a hold
 	done   chan struct{} // closed when the drain has returned (EOF)
@@ -167,21 +168,55 @@ func (p *OutputPipe) release() {
 	_ = p.r.SetReadDeadline(time.Time{}) // a hold given up before the drain parked
 }
 
-// Close ends any hold and waits until every writer is gone and everything
-// was drained into dst, or ctx ends (a writer that outlived the process, e.g.
-// a command it left running, keeps the pipe open); then it closes the pipe.
+// closeReader closes the read end, as when the reader (`| tee`, a log
+// shipper, an ssh session) exits: the drain stops, and every later write of
+// the process to the pipe fails with EPIPE (and raises SIGPIPE in it). It
+// cannot be undone. It returns ErrInjected if the reader is already gone.
+func (p *OutputPipe) closeReader() error {
+	p.release() // a hold in place: the drain must not park for ever
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone {
+		return ErrInjected
+	}
+	p.gone = true
+	if p.fill >= 0 {
+		// Our own write end would keep the pipe open for nobody.
+		_ = syscall.Close(p.fill)
+		p.fill = -1
+	}
+	return p.r.Close() // the drain's Read returns and it ends
+}
+
+// Close waits until every writer is gone and everything was drained into
+// dst, or ctx ends (a writer that outlived the process, e.g. a command or a
+// guard it left running, keeps the pipe open); then it closes the pipe. A
+// hold in place is not ended: Close returns at once, a writer that outlived
+// the process stays blocked until the fault is removed, as with a log
+// reader that stalled for good, and the pipe is closed once the hold has
+// ended and every writer is gone.
 func (p *OutputPipe) Close(ctx context.Context) error {
-	p.release()
 	var err error
+	p.mu.Lock()
+	gone, held := p.gone, p.held
 	if p.fill >= 0 {
 		err = syscall.Close(p.fill)
 		p.fill = -1
 	}
+	p.mu.Unlock()
 	_ = p.w.Close() // if Started was never called
+	if held {
+		go func() { <-p.done; _ = p.r.Close() }() // once the fault is removed and the writers are gone
+		return err
+	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		err = errors.Join(err, fmt.Errorf("chaos: %s's output pipe still has a writer: %w", p.name, ctx.Err()))
+		go func() { <-p.done; _ = p.r.Close() }() // once the fault is removed and the writers are gone
+		return errors.Join(err, fmt.Errorf("chaos: %s's output pipe still has a writer: %w", p.name, ctx.Err()))
+	}
+	if gone {
+		return err
 	}
 	return errors.Join(err, p.r.Close())
 }

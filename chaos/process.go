@@ -24,6 +24,13 @@ type Process interface {
 	Restart(ctx context.Context) error
 }
 
+// PIDProcess is implemented by processes whose pid the faults may use to
+// find the processes around them (GuardKill finds the supervisor's guard).
+type PIDProcess interface {
+	// Pid is the current incarnation's pid (in the caller's pid namespace).
+	Pid() int
+}
+
 // ProcessTarget is implemented by the faults that act on one Process
 // (Crash, Stop, Pause, SupervisorFreeze, JobStop), so a cluster can hand
 // its own process handle to any of them in one place.

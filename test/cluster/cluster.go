@@ -163,12 +163,17 @@ type workerOpts struct {
 	// blockable: stdout/stderr through a chaos.OutputPipe, so that
 	// chaos.BlockedOutput can block them (BlockableOutput).
 	blockable bool
+	launch    chaos.Launch // nil: started as they are (Launch)
 }
 
 // BlockableOutput sends the workers' stdout and stderr through a pipe the
 // harness drains into their log files (chaos.OutputPipe), so that a
 // chaos.BlockedOutput fault can make it a full pipe nobody reads.
 func BlockableOutput() Option { return func(o *workerOpts) { o.blockable = true } }
+
+// Launch starts the workers under a launch condition (chaos.Launch: their
+// output on /dev/full, a restricted /proc, a pid namespace, clone3 refused).
+func Launch(l chaos.Launch) Option { return func(o *workerOpts) { o.launch = l } }
 
 // Unsafe runs the workers with --unsafe-no-step-down: the negative control,
 // which keeps claiming leadership after losing it. The flag exists only in

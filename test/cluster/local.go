@@ -264,12 +264,19 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		return nil
 	}
 	switch f := f.(type) {
-	case chaos.ProcessTarget: // Crash, Stop, Pause, SupervisorFreeze, JobStop
+	case chaos.ProcessTarget: // Crash, Stop, Pause, SupervisorFreeze, JobStop, GuardKill
 		f.SetProcess(w)
 		return need()
 	case *chaos.Escape:
 		return nil // aimed at a command's pid, not at a worker
 	case *chaos.BlockedOutput:
+		if err := need(); err != nil {
+			return err
+		}
+		var err error
+		f.Pipe, err = w.output()
+		return err
+	case *chaos.OutputReaderGone:
 		if err := need(); err != nil {
 			return err
 		}

@@ -54,6 +54,7 @@ var (
 	_                    Worker            = (*localWorker)(nil)
 	_                    chaos.Process     = (*localWorker)(nil)
 	_                    chaos.StateReader = (*localWorker)(nil)
+	_                    chaos.PIDProcess  = (*localWorker)(nil)
 	errNoIncarnation                       = errors.New("cluster: worker has no process")
 	errExitedBeforeReady                   = errors.New("cluster: worker exited before answering /status")
 )
@@ -87,6 +88,15 @@ func (w *localWorker) Signal(sig syscall.Signal) error {
 		return err
 	}
 	return inc.cmd.Process.Signal(sig)
+}
+
+// Pid is the current incarnation's pid (chaos.PIDProcess); 0 without one.
+func (w *localWorker) Pid() int {
+	inc, err := w.current()
+	if err != nil {
+		return 0
+	}
+	return inc.cmd.Process.Pid
 }
 
 func (w *localWorker) Exited() <-chan struct{} {
@@ -225,7 +235,14 @@ func (w *localWorker) spawn() (*incarnation, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(c.binaryFor(w.opts), args...)
+	argv := append([]string{c.binaryFor(w.opts)}, args...)
+	if w.opts.launch != nil {
+		if argv, err = w.opts.launch.Wrap(argv); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("cluster: start %s: %w", id, err)
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	// Only what the worker needs: no Azure credentials from the caller's
 	// environment can leak in, and no BLOBLEADER_* overrides.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + c.dir}

@@ -89,3 +89,33 @@ func TestRun_SupervisorWithBlockedOutputStopsItsCommandByTheDeadline(t *testing.
 	t.Parallel()
 	RunCommandScenario(t, SupervisorOutputBlocked)
 }
+
+func TestRun_OutputReaderGoneSupervisorStopsItsCommandAndHandsOver(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, OutputReaderGoneStop)
+}
+
+func TestRun_OutputReaderGoneGuardKillsTheGroupOfAKilledSupervisor(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, OutputReaderGoneKilled)
+}
+
+func TestRun_BlockedOutputGuardKillsTheGroupOfAFrozenSupervisor(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, BlockedOutputSupervisorFrozen)
+}
+
+func TestRun_BlockedOutputGuardKillsTheGroupOfAKilledSupervisor(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, BlockedOutputSupervisorKilled)
+}
+
+func TestRun_OutputOnDevFullGuardKillsTheGroupOfAFrozenSupervisor(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, FullOutputSupervisorFrozen)
+}
+
+func TestRun_GuardKilledIsReplacedBeforeTheSupervisorFreezes(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, GuardKilledThenFrozen)
+}
