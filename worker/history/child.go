@@ -64,3 +64,13 @@ func NewChildRecord(identity string, start time.Time, ev ChildEvent) Record {
 // by its supervisor (it changed its user); {pid, term, reason}. The
 // supervisor holds the lease, never releasing it, until the process is gone.
 const EventChildOutOfReach = "child_out_of_reach"
+
+// EventGuardLost: the group guard of a running command died (killed alone);
+// {pid, term, reason}: pid is the command's, reason names the dead guard and
+// the one started in its place, or why none could be (the supervisor then
+// stops the command and releases).
+const EventGuardLost = "guard_lost"
+
+// CauseGuardLost: a child_exited cause: the supervisor stopped the command
+// because its guard died and no other could be started.
+const CauseGuardLost = "guard_lost"

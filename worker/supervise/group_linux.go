@@ -22,7 +22,7 @@ type Group struct {
 	exited chan struct{} // the command itself has been reaped
 	done   chan struct{} // every member has been reaped
 	status ExitStatus    // valid once exited is closed
-	guard  *guard        // nil without Spec.Guard
+	gs     *guardState   // nil without Spec.Guard
 	cg     *cgroup       // nil: the process tree only
 
 	mu         sync.Mutex
@@ -41,6 +41,10 @@ var live struct {
 func register(m *map[int]bool, pid int, on bool) {
 	live.Lock()
 	defer live.Unlock()
+	registerLocked(m, pid, on)
+}
+
+func registerLocked(m *map[int]bool, pid int, on bool) {
 	if *m == nil {
 		*m = map[int]bool{}
 	}
@@ -114,10 +118,15 @@ func Start(spec Spec) (*Group, error) {
 	// 0. The guard first, so there is no moment with a group and no guard
 	// (but for the instant between the fork and naming the group to it).
 	if spec.Guard != "" {
-		if g.guard, err = startGuard(spec.Guard); err != nil {
+		first, err := startGuard(spec.Guard)
+		if err != nil {
 			devnull.Close()
 			g.dropCgroup()
 			return nil, err
+		}
+		g.gs = &guardState{path: spec.Guard, cur: first, lost: make(chan GuardLoss, 8)}
+		if spec.Deadline > 0 {
+			g.gs.killAt = time.Now().Add(spec.Deadline)
 		}
 	}
 	attr := &syscall.SysProcAttr{
@@ -143,16 +152,15 @@ func Start(spec Spec) (*Group, error) {
 		}
 		g.pid = pid
 		register(&live.leaders, pid, true)
-		if g.guard != nil {
-			g.guard.watch(pid, g.Cgroup(), spec.Deadline)
+		if g.gs != nil {
+			g.gs.cur.watch(pid, g.Cgroup(), spec.Deadline)
+			go g.keepGuarded()
 		}
 		started <- nil
 		g.reap()
 	}()
 	if err := <-started; err != nil {
-		if g.guard != nil {
-			g.guard.release()
-		}
+		g.releaseGuard()
 		g.dropCgroup()
 		return nil, startError(spec.Path, err)
 	}
@@ -217,9 +225,7 @@ func (g *Group) reap() {
 		}
 		time.Sleep(pollGone)
 	}
-	if g.guard != nil {
-		g.guard.release() // before done: no guard outlives its group's end
-	}
+	g.releaseGuard() // before done: no guard outlives its group's end
 	g.dropCgroup()
 	close(g.done)
 }
@@ -435,15 +441,4 @@ func signalName(sig syscall.Signal) string {
 		return n
 	}
 	return fmt.Sprintf("signal %d", int(sig))
-}
-
-// KilledByGuard reports, once Done is closed, whether the guard killed the
-// group (its supervisor missed the deadline, see Spec.Deadline).
-func (g *Group) KilledByGuard() bool {
-	select {
-	case <-g.done:
-		return g.guard != nil && g.guard.fired()
-	default:
-		return false
-	}
 }

@@ -346,7 +346,7 @@ func TestStart_GuardEndsWithItsGroup(t *testing.T) {
 	spec.Guard = spec.Path
 	g := startT(t, spec)
 	await(t, g.Done(), 10*time.Second, "the group's end")
-	st := g.guard.cmd.ProcessState
+	st := g.currentGuard().cmd.ProcessState
 	if st == nil || !st.Exited() || st.ExitCode() != 0 {
 		t.Fatalf("guard state after Done: %v, want exited 0", st)
 	}

@@ -2,13 +2,10 @@ package supervise
 
 import (
 	"bufio"
-	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -45,11 +42,17 @@ const snapshotEvery = 100 * time.Millisecond
 // own.
 func RunGuard() int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	// Its output may be a pipe whose reader is gone, a full pipe or a full
+	// disk: a write must neither kill it (SIGPIPE: caught, so the write
+	// fails with EPIPE) nor hold it (reports go through a bounded queue).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	rep := newReporter(os.Stderr)
+	defer rep.close(reportFlush)
 	// The supervisor names itself: if it died before we ran, our parent is
 	// already someone else (init, a subreaper), whose tree is not ours to
 	// kill.
 	sup, _ := strconv.Atoi(os.Getenv(guardSupervisorEnv))
-	w := &guardian{supervisor: sup, known: map[int]uint64{}}
+	w := &guardian{supervisor: sup, known: map[int]uint64{}, rep: rep}
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -94,6 +97,7 @@ type guardian struct {
 	pgid       int
 	cgroup     string
 	known      map[int]uint64 // the supervisor's descendants at the last snapshot: pid → start time
+	rep        *reporter      // its reports: never block, never kill it
 }
 
 // members are the supervisor's live descendants now (the guard excluded),
@@ -127,40 +131,19 @@ func (w *guardian) supervisorGone() bool { return w.supervisor <= 0 || os.Getppi
 
 // kill SIGKILLs the group: its cgroup, its process group, the supervisor's
 // descendants now, and those it knew (re-parented away if the supervisor
-// died), until none is left alive or two seconds passed. Killed members
-// stay zombies until their parent (the supervisor, once it runs again)
-// reaps them: a zombie runs nothing.
+// died), until none is left alive or two seconds passed. It kills first and
+// reports after, through a queue that never blocks. Killed members stay
+// zombies until their parent (the supervisor, once it runs again) reaps
+// them: a zombie runs nothing.
 func (w *guardian) kill(why string) int {
 	if w.pgid <= 1 {
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "%s: %s: killing group %d\n", GuardName, why, w.pgid)
 	stop := time.Now().Add(2 * time.Second)
-	for {
-		if w.cgroup != "" {
-			_ = cgroupKill(w.cgroup)
-		}
-		_ = syscall.Kill(-w.pgid, syscall.SIGKILL)
-		left := 0
-		for pid, start := range w.known {
-			if pid <= 1 || pid == os.Getpid() {
-				continue
-			}
-			if p, ok := readProc(pid); ok && p.start == start && !p.dead() {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				left++
-			}
-		}
-		for _, p := range w.members() {
-			if p.pid <= 1 {
-				continue
-			}
-			w.known[p.pid] = p.start
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-			left++
-		}
-		if w.cgroup != "" {
-			left += len(cgroupPids(w.cgroup))
+	for round := 0; ; round++ {
+		left := w.killRound()
+		if round == 0 {
+			w.rep.printf("%s: %s: killed group %d", GuardName, why, w.pgid)
 		}
 		if left == 0 {
 			if w.cgroup != "" && w.supervisorGone() {
@@ -172,86 +155,40 @@ func (w *guardian) kill(why string) int {
 			return guardExitKilled
 		}
 		if time.Now().After(stop) {
-			fmt.Fprintf(os.Stderr, "%s: %d member(s) of group %d still alive after SIGKILL (out of reach?)\n", GuardName, left, w.pgid)
+			w.rep.printf("%s: %d member(s) of group %d still alive after SIGKILL (out of reach?)", GuardName, left, w.pgid)
 			return 1
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// guard is the supervisor's end of a running guard.
-type guard struct {
-	cmd *exec.Cmd
-	mu  sync.Mutex
-	w   *os.File // the pipe's only write end
-}
-
-// startGuard starts path as a guard, before the command exists.
-func startGuard(path string) (*guard, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("supervise: guard pipe: %w", err)
+// killRound SIGKILLs every member it knows of once and says how many were
+// still alive.
+func (w *guardian) killRound() int {
+	if w.cgroup != "" {
+		_ = cgroupKill(w.cgroup)
 	}
-	defer r.Close()
-	cmd := &exec.Cmd{Path: path, Args: []string{GuardName}, Stdin: r, Stderr: os.Stderr,
-		Env:         []string{guardSupervisorEnv + "=" + strconv.Itoa(os.Getpid())},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
-	if err := cmd.Start(); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("supervise: start guard %q: %w", path, err)
+	_ = syscall.Kill(-w.pgid, syscall.SIGKILL)
+	left := 0
+	for pid, start := range w.known {
+		if pid <= 1 || pid == os.Getpid() {
+			continue
+		}
+		if p, ok := readProc(pid); ok && p.start == start && !p.dead() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			left++
+		}
 	}
-	register(&live.guards, cmd.Process.Pid, true)
-	return &guard{cmd: cmd, w: w}, nil
-}
-
-// send writes one line, bounded: a guard that does not read (frozen with
-// the host) must not hold the supervisor. A line that cannot be written in
-// time is lost, which errs towards the guard killing the group.
-func (g *guard) send(line string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_ = g.w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = fmt.Fprintln(g.w, line)
-}
-
-// watch tells the guard which group to kill if we die, its cgroup, and the
-// first deadline.
-func (g *guard) watch(pgid int, cgroup string, deadline time.Duration) {
-	g.send(strconv.Itoa(pgid))
-	if cgroup != "" {
-		g.send(guardCgroup + cgroup)
+	for _, p := range w.members() {
+		if p.pid <= 1 {
+			continue
+		}
+		w.known[p.pid] = p.start
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		left++
 	}
-	if deadline > 0 {
-		g.send(guardDeadline + strconv.FormatInt(int64(deadline), 10))
+	if w.cgroup != "" {
+		left += len(cgroupPids(w.cgroup))
 	}
-}
-
-// release tells the guard the group ended normally and reaps it.
-func (g *guard) release() {
-	g.send(guardDone)
-	g.mu.Lock()
-	g.w.Close()
-	g.mu.Unlock()
-	_ = g.cmd.Wait()
-	register(&live.guards, g.cmd.Process.Pid, false)
-}
-
-// fired reports whether the guard killed the group (valid after release).
-func (g *guard) fired() bool {
-	return g.cmd.ProcessState != nil && g.cmd.ProcessState.ExitCode() == guardExitKilled
-}
-
-// Extend moves the guard's deadline to d from now (the supervisor calls it
-// on every successful renew). Without a guard it does nothing. It never
-// blocks for long (see guard.send).
-func (g *Group) Extend(d time.Duration) {
-	if g.guard == nil || d <= 0 {
-		return
-	}
-	select {
-	case <-g.done:
-		return
-	default:
-	}
-	g.guard.send(guardDeadline + strconv.FormatInt(int64(d), 10))
+	return left
 }

@@ -30,6 +30,7 @@ import (
 var processStart = time.Now()
 
 func main() {
+	catchSIGPIPE() // a log reader gone must not kill us (sigpipe.go)
 	if supervise.IsGuard() { // `run`'s group guard (worker/supervise/guard.go)
 		os.Exit(supervise.RunGuard())
 	}

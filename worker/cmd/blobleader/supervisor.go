@@ -39,6 +39,7 @@ type supervisor struct {
 	exits          *prometheus.CounterVec
 	running        prometheus.Gauge
 	unreachable    prometheus.Gauge
+	guardsLost     prometheus.Counter
 	stopContending context.CancelFunc // --once: end Run after the command
 	// fatal ends the process without releasing the lease (a group that
 	// survived SIGKILL must not be followed by a release).
@@ -51,6 +52,7 @@ type supervisor struct {
 	group      *supervise.Group
 	groupTerm  int64
 	outOfReach error // set while a member of the group is out of reach
+	unguarded  error // set while the command runs without a guard
 	signal     syscall.Signal
 	status     supervise.ExitStatus // the last command's
 	ran        bool                 // a command has run
@@ -74,11 +76,19 @@ func newSupervisor(o *runOptions, n *node) *supervisor {
 			Name: "blobleader_child_out_of_reach",
 			Help: "1 while a process the command started cannot be signalled by the supervisor (it changed its user): the lease is held, never released, until it is gone.",
 		}),
+		guardsLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "blobleader_guard_lost_total",
+			Help: "Group guards of `blobleader run` that died while their command ran (each is replaced at once, or the command is stopped and the lease released).",
+		}),
 	}
-	for _, c := range []string{history.CauseExited, history.CauseLeadershipEnded, history.CauseShutdown} {
+	for _, c := range []string{history.CauseExited, history.CauseLeadershipEnded, history.CauseShutdown, history.CauseGuardLost} {
 		s.exits.WithLabelValues(c)
 	}
-	n.metrics.Registry.MustRegister(s.exits, s.running, s.unreachable)
+	pipes := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "blobleader_output_broken_pipe_total",
+		Help: "Writes of the supervisor to a pipe with no reader (SIGPIPE caught): the line is lost, the supervisor runs on.",
+	}, func() float64 { return float64(brokenPipes.Load()) })
+	n.metrics.Registry.MustRegister(s.exits, s.running, s.unreachable, s.guardsLost, pipes)
 	return s
 }
 
@@ -260,7 +270,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	log.Info("command exited", "pid", g.Pid(), "status", st.String(), "cause", cause, "killed_by_guard", g.KilledByGuard())
 	s.mu.Lock()
 	s.status, s.ran = st, true
-	s.group, s.outOfReach = nil, nil
+	s.group, s.outOfReach, s.unguarded = nil, nil, nil
 	s.mu.Unlock()
 	if s.o.once {
 		s.stopContending()
@@ -318,8 +328,29 @@ func (s *supervisor) reportOutOfReach(term int64, g *supervise.Group, err error)
 		"pid", g.Pid(), "err", err)
 }
 
+// guardLost reports a guard that died while the command ran: loudly (log,
+// history, metric) and, when no guard could take its place, /healthz 503
+// until the command is stopped. It says whether the command is unguarded.
+func (s *supervisor) guardLost(term int64, g *supervise.Group, loss supervise.GuardLoss) bool {
+	s.guardsLost.Inc()
+	reason := fmt.Sprintf("guard %d %s; guard %d holds the deadline now", loss.Pid, loss.Status, loss.NewPid)
+	if loss.Err != nil {
+		reason = fmt.Sprintf("guard %d %s; no guard could take its place (%v): stopping the command and releasing", loss.Pid, loss.Status, loss.Err)
+		s.mu.Lock()
+		s.unguarded = errors.New("command unguarded: " + reason)
+		s.mu.Unlock()
+	}
+	r := history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventGuardLost, Time: loss.Time, Term: term, PID: g.Pid()})
+	r.Reason = reason
+	s.n.write(r)
+	s.log.Error("the command's group guard died", "event", history.EventGuardLost, "term", term, "pid", g.Pid(),
+		"guard_pid", loss.Pid, "guard_status", loss.Status, "new_guard_pid", loss.NewPid, "reason", reason)
+	return loss.Err != nil
+}
+
 // reachHealth is run mode's companion beside the election: /healthz (and
-// blobleader_healthy) fail while a member of the command is out of reach.
+// blobleader_healthy) fail while a member of the command is out of reach,
+// and while the command runs without a guard.
 // It runs nothing of its own.
 type reachHealth struct{ s *supervisor }
 
@@ -348,7 +379,7 @@ func (c reachHealth) healthy() error {
 	if c.s.outOfReach != nil {
 		return fmt.Errorf("command out of reach: %w", c.s.outOfReach)
 	}
-	return nil
+	return c.s.unguarded
 }
 
 // commandEnv is env with the fencing term and the identity set (replacing any

@@ -56,6 +56,12 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 			err = s.stop(g, term, history.CauseLeadershipEnded)
 			s.log.Warn("leadership lapsed before the elector said so; stopped the command", "term", term)
 			return s.settle(ctx, term, g, history.CauseLeadershipEnded, err, beat)
+		case loss := <-g.GuardLost():
+			// Replaced at once by the group; if it could not be, the
+			// leadership is not held unguarded: stop and release.
+			if s.guardLost(term, g, loss) {
+				cause = history.CauseGuardLost
+			}
 		case <-reach.C:
 			if rerr := g.CheckReach(); rerr != nil {
 				s.reportOutOfReach(term, g, rerr)
@@ -85,6 +91,8 @@ func (s *supervisor) settle(ctx context.Context, term int64, g *supervise.Group,
 			return cause, nil
 		case <-again.C:
 			_ = g.Signal(syscall.SIGKILL)
+		case loss := <-g.GuardLost():
+			s.guardLost(term, g, loss)
 		case <-beat.C:
 			election.Heartbeat(ctx)
 		}

@@ -1,0 +1,223 @@
+package supervise
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The supervisor's side of the guard: start it, tell it the group and the
+// deadline, watch it, replace it when it dies, release it at the group's
+// end.
+
+// GuardLoss is a guard that died while its group ran (killed: an OOM kill,
+// a `kill -9`), as Group.GuardLost reports it.
+type GuardLoss struct {
+	Time   time.Time // when its death was seen
+	Pid    int       // the dead guard
+	Status string    // how it ended ("killed by SIGKILL", "exit code 1")
+	// NewPid is the guard started in its place; 0 when none could be
+	// started (Err): the group then runs unguarded until it is stopped.
+	NewPid int
+	Err    error
+}
+
+// guard is the supervisor's end of a running guard.
+type guard struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has exited and been reaped
+	mu     sync.Mutex
+	w      *os.File // the pipe's only write end
+}
+
+// startGuard starts path as a guard. It is registered as one (never a
+// member of any group) before any reaper can see it.
+func startGuard(path string) (*guard, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("supervise: guard pipe: %w", err)
+	}
+	defer r.Close()
+	cmd := &exec.Cmd{Path: path, Args: []string{GuardName}, Stdin: r, Stderr: os.Stderr,
+		Env:         []string{guardSupervisorEnv + "=" + strconv.Itoa(os.Getpid())},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	live.Lock()
+	err = cmd.Start()
+	if err == nil {
+		registerLocked(&live.guards, cmd.Process.Pid, true)
+	}
+	live.Unlock()
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("supervise: start guard %q: %w", path, err)
+	}
+	gd := &guard{cmd: cmd, exited: make(chan struct{}), w: w}
+	go func() {
+		_ = cmd.Wait()
+		register(&live.guards, cmd.Process.Pid, false)
+		close(gd.exited)
+	}()
+	return gd, nil
+}
+
+// send writes one line, bounded: a guard that does not read (frozen with
+// the host) must not hold the supervisor. A line that cannot be written in
+// time is lost, which errs towards the guard killing the group.
+func (g *guard) send(line string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_ = g.w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _ = fmt.Fprintln(g.w, line)
+}
+
+// watch tells the guard which group to kill if we die, its cgroup, and the
+// deadline.
+func (g *guard) watch(pgid int, cgroup string, deadline time.Duration) {
+	g.send(strconv.Itoa(pgid))
+	if cgroup != "" {
+		g.send(guardCgroup + cgroup)
+	}
+	if deadline > 0 {
+		g.send(guardDeadline + strconv.FormatInt(int64(deadline), 10))
+	}
+}
+
+// release tells the guard the group ended normally and waits for its exit.
+func (g *guard) release() {
+	g.send(guardDone)
+	g.mu.Lock()
+	g.w.Close()
+	g.mu.Unlock()
+	<-g.exited
+}
+
+// fired reports whether the guard killed the group (valid once exited).
+func (g *guard) fired() bool {
+	return g.cmd.ProcessState != nil && g.cmd.ProcessState.ExitCode() == guardExitKilled
+}
+
+// status says how the guard ended (valid once exited).
+func (g *guard) status() string {
+	if ws, ok := g.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		return statusOf(ws).String()
+	}
+	return g.cmd.ProcessState.String()
+}
+
+// guardState is what a Group keeps to replace its guard: the binary, the
+// deadline it last gave (an instant on our monotonic clock), and the
+// reports of deaths.
+type guardState struct {
+	path   string
+	mu     sync.Mutex
+	cur    *guard
+	killAt time.Time // zero: no deadline
+	ended  bool      // the group ended: no more replacements
+	lost   chan GuardLoss
+}
+
+// current is the running guard (nil without Spec.Guard).
+func (g *Group) currentGuard() *guard {
+	if g.gs == nil {
+		return nil
+	}
+	g.gs.mu.Lock()
+	defer g.gs.mu.Unlock()
+	return g.gs.cur
+}
+
+// GuardLost reports every guard that died while the group ran, at once,
+// with the guard started in its place (or why none could be). It never
+// closes; nil without Spec.Guard.
+func (g *Group) GuardLost() <-chan GuardLoss {
+	if g.gs == nil {
+		return nil
+	}
+	return g.gs.lost
+}
+
+// keepGuarded watches the guard and, when it dies before the group's end
+// without having killed the group, starts another with the same group and
+// what is left of the deadline, and reports the loss.
+func (g *Group) keepGuarded() {
+	for {
+		cur := g.currentGuard()
+		select {
+		case <-cur.exited:
+		case <-g.done:
+			return
+		}
+		g.gs.mu.Lock()
+		if g.gs.ended || cur.fired() {
+			g.gs.mu.Unlock()
+			return
+		}
+		loss := GuardLoss{Time: time.Now(), Pid: cur.cmd.Process.Pid, Status: cur.status()}
+		next, err := startGuard(g.gs.path)
+		if err == nil {
+			var left time.Duration
+			if !g.gs.killAt.IsZero() {
+				left = max(time.Until(g.gs.killAt), time.Nanosecond) // past: it kills at once
+			}
+			next.watch(g.pid, g.Cgroup(), left)
+			g.gs.cur, loss.NewPid = next, next.cmd.Process.Pid
+		}
+		loss.Err = err
+		g.gs.mu.Unlock()
+		select {
+		case g.gs.lost <- loss:
+		default: // nobody listens: the loss is still in the next one
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// releaseGuard ends the guard at the group's normal end (before done: no
+// guard outlives its group) and says whether it had killed the group.
+func (g *Group) releaseGuard() {
+	if g.gs == nil {
+		return
+	}
+	g.gs.mu.Lock()
+	g.gs.ended = true
+	cur := g.gs.cur
+	g.gs.mu.Unlock()
+	cur.release()
+}
+
+// Extend moves the guard's deadline to d from now (the supervisor calls it
+// on every successful renew). Without a guard it does nothing. It never
+// blocks for long (see guard.send).
+func (g *Group) Extend(d time.Duration) {
+	if g.gs == nil || d <= 0 {
+		return
+	}
+	select {
+	case <-g.done:
+		return
+	default:
+	}
+	g.gs.mu.Lock()
+	g.gs.killAt = time.Now().Add(d)
+	cur := g.gs.cur
+	g.gs.mu.Unlock()
+	cur.send(guardDeadline + strconv.FormatInt(int64(d), 10))
+}
+
+// KilledByGuard reports, once Done is closed, whether the guard killed the
+// group (its supervisor missed the deadline, see Spec.Deadline).
+func (g *Group) KilledByGuard() bool {
+	select {
+	case <-g.done:
+		cur := g.currentGuard()
+		return cur != nil && cur.fired()
+	default:
+		return false
+	}
+}
