@@ -30,7 +30,8 @@ import (
 var processStart = time.Now()
 
 func main() {
-	catchSIGPIPE() // a log reader gone must not kill us (sigpipe.go)
+	// A log reader gone must not kill us (sigpipe.go).
+	catchSIGPIPE()
 	if supervise.IsGuard() { // `run`'s group guard (worker/supervise/guard.go)
 		os.Exit(supervise.RunGuard())
 	}
