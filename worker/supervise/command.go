@@ -29,6 +29,10 @@ var (
 	// program), and no cgroup kill reaches it. It may still run: whoever
 	// gets this must not act as if the group were gone.
 	ErrOutOfReach = errors.New("supervise: a member of the group is out of reach (changed user)")
+	// ErrProcHidden: /proc does not show this process every process
+	// (hidepid) and the group has no cgroup: a member it cannot see would be
+	// taken for gone, so the group cannot be tracked by its process tree.
+	ErrProcHidden = errors.New("supervise: /proc hides processes from this supervisor")
 )
 
 // KillTimeout bounds how long Stop waits, after SIGKILL, for the last member

@@ -112,8 +112,18 @@ func Start(spec Spec) (*Group, error) {
 		stderr = os.Stderr
 	}
 	g := &Group{exited: make(chan struct{}), done: make(chan struct{})}
+	var cgErr error
 	if !spec.NoCgroup {
-		g.cg, _ = newCgroup() // no cgroup: the process tree is the fallback (Cgroup says which)
+		g.cg, cgErr = newCgroup() // no cgroup: the process tree is the fallback (Cgroup says which)
+	}
+	if g.cg == nil {
+		if why, hidden := ProcHidden(); hidden {
+			devnull.Close()
+			if cgErr == nil {
+				cgErr = errors.New("cgroups not used")
+			}
+			return nil, fmt.Errorf("%w: %s, and the group has no cgroup (%v)", ErrProcHidden, why, cgErr)
+		}
 	}
 	// 0. The guard first, so there is no moment with a group and no guard
 	// (but for the instant between the fork and naming the group to it).

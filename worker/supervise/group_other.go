@@ -40,3 +40,6 @@ func CanKillAnyUser() bool { return false }
 
 // CheckReachable accepts everything elsewhere than Linux (Start refuses).
 func CheckReachable(string) error { return nil }
+
+// ProcHidden is false elsewhere than Linux (Start refuses anyway).
+func ProcHidden() (string, bool) { return "", false }

@@ -85,6 +85,11 @@ func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	if err := supervise.CheckReachable(path); err != nil {
 		return nil, usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
 	}
+	// A /proc that hides processes from us (hidepid) and no cgroup: a member
+	// we cannot see would be taken for gone. Refused before contending.
+	if why, hidden := supervise.ProcHidden(); hidden && !supervise.CanKillAnyUser() {
+		return nil, usagef("cannot supervise a command here: %s, and this supervisor cannot make a cgroup of its own (cgroup v2 with cgroup.kill, writable: root or a delegated cgroup), so it could not see every process of the command; give it a writable cgroup (systemd Delegate=yes) or a /proc without hidepid", why)
+	}
 	// 3. The shared rules, then run's own.
 	if err := o.finish(fs); err != nil {
 		return nil, fs.explain(err)

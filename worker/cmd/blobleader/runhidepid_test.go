@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/azuritetest"
+)
+
+// hiddenProc runs argv as nobody in a mount namespace of its own whose /proc
+// is mounted hidepid=invisible (systemd ProtectProc=invisible): nobody sees
+// only its own processes. It is the same command line as the chaos
+// module's HiddenProc fault (this module cannot import the harness); every
+// step execs, so the pid is argv's. joinCgroup, if set, is a cgroup
+// directory the process moves into first (a delegated cgroup).
+func hiddenProc(t *testing.T, joinCgroup string, argv ...string) *exec.Cmd {
+	t.Helper()
+	for _, tool := range []string{"unshare", "setpriv", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (util-linux) to make a private /proc with hidepid: %v", tool, err)
+		}
+	}
+	script := `mount -t proc -o hidepid=invisible proc /proc || exit 97
+[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 98
+shift
+exec setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"`
+	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", joinCgroup}, argv...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	return cmd
+}
+
+// Under a /proc that hides other users' processes, an unprivileged
+// supervisor without a cgroup of its own cannot see a process of its
+// command that became root (a set-user-ID helper it runs later), and would
+// take it for gone: release while it runs. It must refuse to start, exit 2,
+// naming hidepid.
+func TestRun_HiddenProcWithoutACgroupRefusesToStart(t *testing.T) {
+	t.Parallel()
+	dir, bin := reachDir(t)
+	rooty := becomeRoot(t, dir)
+	az := azuritetest.StartT(t)
+	port, err := azuritetest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, beats := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "beats")
+	cmd := hiddenProc(t, "", bin, "run", "--identity", "hidden", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", hist,
+		"--container", "run-hidepid", "--log-format", "json", "--connection-string", az.ConnectionString(),
+		"--", "sh", "-c", rooty+" "+beats+" & wait")
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		for _, pid := range beatPids(beats) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
+	select {
+	case err := <-exited:
+		ee, _ := err.(*exec.ExitError)
+		if ee == nil || ee.ExitCode() != 2 || !strings.Contains(out.String(), "hidepid=invisible") || strings.Count(strings.TrimSpace(out.String()), "\n") != 0 {
+			t.Fatalf("exit %v, want 2 with one line naming hidepid=invisible:\n%s", err, out)
+		}
+		t.Logf("refused: %s", strings.TrimSpace(out.String()))
+		return
+	case <-time.After(10 * time.Second):
+	}
+	// It started: show what follows, from the helper's own lines.
+	awaitEvent(t, hist, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
+	for deadline := time.Now().Add(10 * time.Second); len(beatPids(beats)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the set-user-ID helper never wrote: the test shows nothing")
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	rel := awaitEvent(t, hist, 20*time.Second, "released", func(r record) bool { return r.Event == "released" })
+	time.Sleep(time.Second)
+	if last := lastBeat(beats); last.After(rel.T) {
+		t.Fatalf("the supervisor did not refuse a /proc with hidepid=invisible: it started, and on SIGTERM released the lease at %s while its command's set-user-ID helper (invisible to it) wrote on until %s (%v later)",
+			rel.T.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), last.Sub(rel.T).Round(time.Millisecond))
+	}
+	t.Fatalf("the supervisor started under hidepid=invisible with no cgroup instead of refusing:\n%s", out)
+}
+
+// beatPids are the pids that wrote lines "pid unixnano" to path.
+func beatPids(path string) []int {
+	seen := map[int]bool{}
+	var out []int
+	b, _ := os.ReadFile(path)
+	for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
+		if f := strings.Fields(sc.Text()); len(f) == 2 {
+			if p, err := strconv.Atoi(f[0]); err == nil && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// lastBeat is the time of the last line "pid unixnano" in path.
+func lastBeat(path string) time.Time {
+	var last time.Time
+	b, _ := os.ReadFile(path)
+	for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
+		if f := strings.Fields(sc.Text()); len(f) == 2 {
+			if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil && time.Unix(0, ns).After(last) {
+				last = time.Unix(0, ns)
+			}
+		}
+	}
+	return last
+}
+
+
+// delegatedCgroup makes a cgroup v2 directory owned by nobody (what systemd
+// Delegate=yes gives a service), removed at the end.
+func delegatedCgroup(t *testing.T) string {
+	t.Helper()
+	mount := ""
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if i := strings.Index(l, " - cgroup2 "); i >= 0 {
+			if f := strings.Fields(l[:i]); len(f) >= 5 {
+				mount = f[4]
+			}
+		}
+	}
+	if mount == "" {
+		t.Skip("no cgroup v2 hierarchy mounted here")
+	}
+	dir := filepath.Join(mount, fmt.Sprintf("blobleader-test-deleg-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot make a cgroup to delegate: %v", err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 200 && os.Remove(dir) != nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	for _, p := range []string{dir, filepath.Join(dir, "cgroup.procs"), filepath.Join(dir, "cgroup.threads"), filepath.Join(dir, "cgroup.subtree_control")} {
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		t.Skip("no cgroup.kill (Linux < 5.14)")
+	}
+	return dir
+}
+
+// The same /proc, but the supervisor has a delegated cgroup: the group is
+// its cgroup, whose cgroup.procs lists the member it cannot see; on SIGTERM
+// that member is killed (cgroup.kill) before the lease is released. Judged
+// on the helper's own lines: none after the release.
+func TestRun_HiddenProcWithADelegatedCgroupTracksTheGroupByItsCgroup(t *testing.T) {
+	t.Parallel()
+	dir, bin := reachDir(t)
+	rooty := becomeRoot(t, dir)
+	deleg := delegatedCgroup(t)
+	az := azuritetest.StartT(t)
+	port, err := azuritetest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, beats := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "beats")
+	cmd := hiddenProc(t, deleg, bin, "run", "--identity", "hidden-cg", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", hist,
+		"--container", "run-hidepid-cg", "--log-format", "json", "--connection-string", az.ConnectionString(), "--shutdown-grace", "500ms",
+		"--", "sh", "-c", rooty+" "+beats+" & wait")
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		for _, pid := range beatPids(beats) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("supervisor output:\n%s", out)
+		}
+	})
+	started := awaitEvent(t, hist, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
+	for deadline := time.Now().Add(10 * time.Second); len(beatPids(beats)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the set-user-ID helper never wrote: the test shows nothing")
+		}
+	}
+	if !strings.Contains(out.String(), `"cgroup":"`+deleg+"/") {
+		t.Errorf("the command did not start in a cgroup under the delegated %s:\n%s", deleg, out)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	rel := awaitEvent(t, hist, 20*time.Second, "released", func(r record) bool { return r.Event == "released" })
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the supervisor did not exit within 10s of its release")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if last := lastBeat(beats); !last.Before(rel.T) {
+		t.Fatalf("released at %s while the hidden helper wrote until %s", rel.T.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano))
+	}
+	t.Logf("command %d: its hidden member's last line %v before the release", started.PID, rel.T.Sub(lastBeat(beats)).Round(time.Millisecond))
+}
