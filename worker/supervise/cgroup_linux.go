@@ -3,21 +3,24 @@ package supervise
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // A cgroup of the group's own (cgroup v2, with cgroup.kill: Linux ≥ 5.14) is
-// the strongest reach the supervisor can have: the command is cloned into
-// it (CLONE_INTO_CGROUP, so not one instruction runs outside), nothing it
+// the strongest reach the supervisor can have: the command's shim moves
+// itself into it before it forks the command (so not one instruction of the
+// command runs outside, and no clone3 is needed), nothing it
 // starts can leave it without write access to the hierarchy, and a write to
 // cgroup.kill SIGKILLs every member whatever its user, process group or
 // session. It needs write access to the supervisor's own cgroup in a v2
@@ -28,10 +31,23 @@ import (
 // cgroup is one group's cgroup directory.
 type cgroup struct {
 	dir string
-	fd  int // an O_PATH descriptor of dir, for CLONE_INTO_CGROUP; -1 once closed
 }
 
-var cgroupSeq atomic.Int64
+// cgroupPrefix starts the name of every cgroup a supervisor makes:
+// blobleader-<pid>-<start>-<random>, where <start> is the supervisor's
+// start time (clock ticks after boot: with the pid, it names one process
+// for the life of the machine) and <random> keeps two supervisors of the
+// same pid and start (pid 1 of two containers, in the same tick) apart. A
+// name never repeats, so a directory left behind never collides with a new
+// one (a pid-based name did, for pid 1, and moved every later start to the
+// process tree).
+const cgroupPrefix = "blobleader-"
+
+// leftoverAge: an empty cgroup of ours older than this is a leftover (a
+// live group's is empty only between its mkdir and its shim's join).
+const leftoverAge = 10 * time.Second
+
+var sweepLeftovers sync.Once
 
 // newCgroup makes a cgroup for one group under the supervisor's own, or
 // says why it cannot.
@@ -48,7 +64,8 @@ func newCgroup() (*cgroup, error) {
 	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil && self != "/" {
 		return nil, fmt.Errorf("supervise: no cgroup.kill in %s (Linux < 5.14?)", parent)
 	}
-	dir := filepath.Join(parent, fmt.Sprintf("blobleader-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	sweepLeftovers.Do(func() { removeLeftovers(parent) })
+	dir := filepath.Join(parent, cgroupName())
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("supervise: make a cgroup: %w", err)
 	}
@@ -56,12 +73,50 @@ func newCgroup() (*cgroup, error) {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("supervise: no cgroup.kill in %s (Linux < 5.14?)", dir)
 	}
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	if err := unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK); err != nil {
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("supervise: open cgroup %s: %w", dir, err)
+		return nil, fmt.Errorf("supervise: cannot move a process into %s: %w", dir, err)
 	}
-	return &cgroup{dir: dir, fd: fd}, nil
+	return &cgroup{dir: dir}, nil
+}
+
+// cgroupName is a name no other cgroup has had (see cgroupPrefix).
+func cgroupName() string {
+	var start uint64
+	if p, ok := readProc(os.Getpid()); ok {
+		start = p.start
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("%s%d-%d-%s", cgroupPrefix, os.Getpid(), start, hex.EncodeToString(r[:]))
+}
+
+// removeLeftovers removes, once per process, the cgroups of ours under
+// parent that a supervisor killed together with its guard left behind:
+// those that are empty (no process, no child) and older than leftoverAge.
+// One that still holds processes (what the command forked, when supervisor,
+// guard and shim died at once) is left to whoever killed them, and named
+// on stderr.
+func removeLeftovers(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < leftoverAge {
+			continue
+		}
+		if n := len(cgroupPids(dir)); n > 0 {
+			fmt.Fprintf(os.Stderr, "supervise: cgroup %s, left by a supervisor that is gone, still holds %d process(es)\n", dir, n)
+			continue
+		}
+		_ = os.Remove(dir) // fails while it has children or members: then it is not a leftover
+	}
 }
 
 // cgroup2Mount finds where the v2 hierarchy is mounted (/sys/fs/cgroup on a
@@ -134,10 +189,6 @@ func cgroupPids(dir string) []int {
 // remove deletes the (empty) cgroup; a few tries, as the kernel may take a
 // moment to let go of members that just exited.
 func (c *cgroup) remove() {
-	if c.fd >= 0 {
-		_ = unix.Close(c.fd)
-		c.fd = -1
-	}
 	for i := 0; i < 20; i++ {
 		if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
 			return

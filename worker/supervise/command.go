@@ -86,6 +86,11 @@ type Spec struct {
 	// group ended. Without it, what the command forks survives a SIGKILL of
 	// the supervisor.
 	Guard string
+	// Shim is an executable that acts as the command's parent when started
+	// as ShimName (RunShim; blobleader's own binary): it joins the group's
+	// cgroup, is the subreaper of the command's lineage, and reports the
+	// command's status. Required.
+	Shim string
 	// Deadline, if positive, arms the guard (with Guard set): unless the
 	// supervisor extends it (Group.Extend) within Deadline, the guard
 	// SIGKILLs the group itself, so the command dies at its leadership's

@@ -23,19 +23,22 @@ type Group struct {
 	done   chan struct{} // every member has been reaped
 	status ExitStatus    // valid once exited is closed
 	gs     *guardState   // nil without Spec.Guard
-	cg     *cgroup       // nil: the process tree only
+	shim   int           // the command's parent (shim_linux.go)
+	// reports are the shim's lines; shimEnd its wait status once reaped.
+	reports *lineReader
+	shimEnd *syscall.WaitStatus
+	cg      *cgroup // nil: the process tree only
 
 	mu         sync.Mutex
 	outOfReach map[int]error // members a signal could not reach (EPERM), by pid
 }
 
 // live holds the pids the reaper of one group must never take for its own:
-// other groups' commands (each reaped by its own forking thread) and
-// guards (reaped by their exec.Cmd).
+// shims (each reaped by its group) and guards (reaped by their exec.Cmd).
 var live struct {
 	sync.Mutex
-	leaders map[int]bool
-	guards  map[int]bool
+	shims  map[int]bool
+	guards map[int]bool
 }
 
 func register(m *map[int]bool, pid int, on bool) {
@@ -56,7 +59,7 @@ func registerLocked(m *map[int]bool, pid int, on bool) {
 }
 
 // prune is the set of subtrees below the supervisor that are not this
-// group's: guards and other groups' commands.
+// group's: guards and other groups' shims.
 func (g *Group) prune() map[int]bool {
 	live.Lock()
 	defer live.Unlock()
@@ -64,8 +67,8 @@ func (g *Group) prune() map[int]bool {
 	for p := range live.guards {
 		out[p] = true
 	}
-	for p := range live.leaders {
-		if p != g.pid {
+	for p := range live.shims {
+		if p != g.shim {
 			out[p] = true
 		}
 	}
@@ -139,40 +142,72 @@ func Start(spec Spec) (*Group, error) {
 			g.gs.killAt = time.Now().Add(spec.Deadline)
 		}
 	}
-	attr := &syscall.SysProcAttr{
-		Setpgid:   true, // its own group: pgid = pid
-		Pdeathsig: syscall.SIGKILL,
+	if spec.Shim == "" {
+		devnull.Close()
+		g.releaseGuard()
+		g.dropCgroup()
+		return nil, fmt.Errorf("supervise: Spec.Shim is empty: the command is started through a shim")
 	}
+	cg := "-"
 	if g.cg != nil {
-		attr.UseCgroupFD, attr.CgroupFD = true, g.cg.fd
+		cg = g.cg.dir
+	}
+	rep, repW, err := os.Pipe()
+	if err != nil {
+		devnull.Close()
+		g.releaseGuard()
+		g.dropCgroup()
+		return nil, fmt.Errorf("supervise: shim pipe: %w", err)
 	}
 	started := make(chan error, 1)
 	go func() {
-		// 1. Fork on a thread that lives as long as the child: the kernel
+		// 1. Fork the shim on a thread that lives as long as it: the kernel
 		// sends the parent-death signal when the forking *thread* exits, and
 		// Go ends a locked thread only when its goroutine exits locked.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{Env: spec.Env,
-			Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd()}, Sys: attr})
+		live.Lock()
+		shim, err := syscall.ForkExec(spec.Shim, append([]string{ShimName, cg, spec.Path}, spec.Args...), &syscall.ProcAttr{Env: spec.Env,
+			Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd(), repW.Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
+		if err == nil {
+			registerLocked(&live.shims, shim, true)
+		}
+		live.Unlock()
 		devnull.Close()
+		repW.Close()
 		if err != nil {
+			rep.Close()
+			started <- fmt.Errorf("supervise: start the shim %q: %w", spec.Shim, err)
+			return
+		}
+		g.shim, g.reports = shim, newLineReader(rep)
+		// 2. The shim names the command, or says why it could not start it.
+		pid, err := g.awaitCommand()
+		if err != nil {
+			g.reapShim()
+			register(&live.shims, shim, false)
+			rep.Close()
 			started <- err
 			return
 		}
 		g.pid = pid
-		register(&live.leaders, pid, true)
 		if g.gs != nil {
-			g.gs.cur.watch(pid, g.Cgroup(), spec.Deadline)
+			g.gs.cur.watch(pid, g.Cgroup(), spec.Deadline, shim)
 			go g.keepGuarded()
 		}
 		started <- nil
 		g.reap()
+		rep.Close()
 	}()
 	if err := <-started; err != nil {
 		g.releaseGuard()
 		g.dropCgroup()
-		return nil, startError(spec.Path, err)
+		var se startErr
+		if errors.As(err, &se) {
+			return nil, startError(spec.Path, se.errno)
+		}
+		return nil, err
 	}
 	return g, nil
 }
@@ -204,40 +239,45 @@ const pollGone = 5 * time.Millisecond
 // behind (orphans re-parented to us that have exited) are reaped.
 const sweepEvery = time.Second
 
-// reap waits for the command, then for every other member, and closes
-// exited and done. It reaps only children that are members: never another
-// group's command, nor a guard.
+// reap waits for the command's status (the shim's report), then for the
+// shim and every other member to be gone and reaped, and closes exited and
+// done. It reaps only children that are members or the group's shim: never
+// another group's shim, nor a guard.
 func (g *Group) reap() {
 	sweeping := make(chan struct{})
 	go g.sweep(sweeping)
-	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(g.pid, &ws, 0, nil)
-		if err == nil && pid == g.pid {
-			g.status = statusOf(ws)
-			break
-		}
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		// ECHILD: should not happen (someone else reaped our child); do
-		// not spin, and report what we know.
-		g.status = ExitStatus{Code: -1}
-		break
-	}
+	g.status = g.awaitStatus()
 	close(sweeping)
-	register(&live.leaders, g.pid, false)
 	close(g.exited)
 	for {
+		g.reapShim()
 		g.reapZombies()
-		if len(g.members()) == 0 && !g.zombiesLeft() {
+		if g.shimEnd != nil && len(g.members()) == 0 && !g.zombiesLeft() {
 			break
 		}
 		time.Sleep(pollGone)
 	}
+	register(&live.shims, g.shim, false)
 	g.releaseGuard() // before done: no guard outlives its group's end
 	g.dropCgroup()
 	close(g.done)
+}
+
+// reapShim reaps the shim once it has exited (without waiting).
+func (g *Group) reapShim() {
+	if g.shimEnd != nil {
+		return
+	}
+	var ws syscall.WaitStatus
+	if p, err := syscall.Wait4(g.shim, &ws, syscall.WNOHANG, nil); (err == nil && p == g.shim) || errors.Is(err, syscall.ECHILD) {
+		g.shimEnd = &ws
+	}
+}
+
+// shimLost reports whether the shim died before the lineage it holds (a
+// SIGKILL aimed at it): its orphans then went to us, not to it.
+func (g *Group) shimLost() bool {
+	return g.shimEnd != nil && (g.shimEnd.Signaled() || g.shimEnd.ExitStatus() != 0)
 }
 
 // sweep reaps exited orphans while the command lives, so a long-lived
@@ -255,14 +295,15 @@ func (g *Group) sweep(stop <-chan struct{}) {
 	}
 }
 
-// ourZombies are this group's exited children still to be reaped (the
-// command itself excluded: its forking thread reaps it).
+// ourZombies are our exited children still to be reaped, but shims and
+// guards (each reaped by its own waiter): what the lineage left us once its
+// shim was gone, and orphans adopted from elsewhere (a pid 1 reaps them).
 func (g *Group) ourZombies() []int {
 	self := os.Getpid()
 	prune := g.prune()
 	var out []int
 	for _, p := range readProcesses() {
-		if p.ppid == self && p.dead() && !prune[p.pid] && p.pid != g.pid {
+		if p.ppid == self && p.dead() && !prune[p.pid] {
 			out = append(out, p.pid)
 		}
 	}
@@ -279,10 +320,12 @@ func (g *Group) reapZombies() {
 func (g *Group) zombiesLeft() bool { return len(g.ourZombies()) > 0 }
 
 // members are the live (not exited) processes of the group: its cgroup's,
-// its process group's, and every process below the supervisor that is not
-// a guard's or another group's.
+// the shim's descendants (the shim is the lineage's subreaper), its
+// process group's. Only if the shim died before the lineage (its orphans
+// then came to us) and there is no cgroup, every process below us that is
+// not a guard's or another group's counts too.
 func (g *Group) members() []int {
-	seen := map[int]bool{}
+	seen := map[int]bool{g.shim: true} // the shim is ours, not the command's
 	var out []int
 	add := func(pid int) {
 		if !seen[pid] {
@@ -296,7 +339,11 @@ func (g *Group) members() []int {
 			add(pid)
 		}
 	}
-	for _, p := range t.descendants(os.Getpid(), g.prune()) {
+	root := g.shim
+	if g.cg == nil && g.shimLost() {
+		root = os.Getpid()
+	}
+	for _, p := range t.descendants(root, g.prune()) {
 		if !p.dead() {
 			add(p.pid)
 		}

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 	if IsGuard() {
 		os.Exit(RunGuard())
 	}
+	if IsShim() {
+		os.Exit(RunShim())
+	}
 	if role := os.Getenv(helperEnv); role != "" {
 		runHelper(role)
 	}
@@ -217,8 +220,8 @@ func TestStop_TakesAGrandchildThatIgnoresSignals(t *testing.T) {
 						t.Fatalf("grandchild %d is not running", p)
 					}
 				}
-				if ppid := parentOf(t, otherThan(pids, g.Pid())); ppid != os.Getpid() {
-					t.Fatalf("orphaned grandchild's parent is %d, want us (%d): the subreaper is not in effect", ppid, os.Getpid())
+				if ppid := parentOf(t, otherThan(pids, g.Pid())); ppid != g.shim {
+					t.Fatalf("orphaned grandchild's parent is %d, want the group's shim (%d): the subreaper is not in effect", ppid, g.shim)
 				}
 			}
 			if err := g.Stop(syscall.SIGTERM, 200*time.Millisecond); err != nil {

@@ -18,6 +18,12 @@ func EnableSubreaper() error { return ErrUnsupported }
 // RunGuard fails elsewhere than Linux (no guard is ever started there).
 func RunGuard() int { return 1 }
 
+// IsShim is false elsewhere than Linux (no shim is ever started there).
+func IsShim() bool { return false }
+
+// RunShim fails elsewhere than Linux.
+func RunShim() int { return 1 }
+
 // Start returns ErrUnsupported elsewhere than Linux.
 func Start(Spec) (*Group, error) { return nil, ErrUnsupported }
 
@@ -32,6 +38,9 @@ func (g *Group) Cgroup() string       { return "" }
 func (g *Group) Extend(time.Duration) {}
 func (g *Group) CheckReach() error    { return ErrUnsupported }
 func (g *Group) KilledByGuard() bool  { return false }
+
+// GuardLost is nil elsewhere than Linux.
+func (g *Group) GuardLost() <-chan GuardLoss { return nil }
 
 func signalName(sig syscall.Signal) string { return fmt.Sprintf("signal %d", int(sig)) }
 

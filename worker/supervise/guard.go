@@ -3,6 +3,7 @@ package supervise
 import (
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // GuardName is the argv[0] of a group guard: a binary that calls RunGuard
@@ -26,3 +27,15 @@ const guardDone = "done"
 
 // IsGuard reports whether this process was started as a group guard.
 func IsGuard() bool { return filepath.Base(os.Args[0]) == GuardName }
+
+// GuardLoss is a guard that died while its group ran (killed: an OOM kill,
+// a `kill -9`), as Group.GuardLost reports it.
+type GuardLoss struct {
+	Time   time.Time // when its death was seen
+	Pid    int       // the dead guard
+	Status string    // how it ended ("killed by SIGKILL", "exit code 1")
+	// NewPid is the guard started in its place; 0 when none could be
+	// started (Err): the group then runs unguarded until it is stopped.
+	NewPid int
+	Err    error
+}

@@ -13,6 +13,7 @@ import (
 // The guard's protocol, one line each, supervisor to guard:
 //
 //	<pgid>              the group to guard (first line)
+//	root <pid>          the shim: the group's lineage is below it
 //	cgroup <dir>        its cgroup, if it has one
 //	deadline <ns>       kill the group unless another deadline comes within ns
 //	done                the group ended normally: exit without killing
@@ -20,6 +21,7 @@ import (
 // The end of input without "done" means the supervisor died.
 const (
 	guardCgroup   = "cgroup "
+	guardRoot     = "root "
 	guardDeadline = "deadline "
 )
 
@@ -73,6 +75,8 @@ func RunGuard() int {
 				return w.kill("the supervisor died")
 			case l == guardDone:
 				return 0
+			case strings.HasPrefix(l, guardRoot):
+				w.root, _ = strconv.Atoi(strings.TrimPrefix(l, guardRoot))
 			case strings.HasPrefix(l, guardCgroup):
 				w.cgroup = strings.TrimPrefix(l, guardCgroup)
 			case strings.HasPrefix(l, guardDeadline):
@@ -94,21 +98,27 @@ func RunGuard() int {
 // guardian is what a guard knows of its group.
 type guardian struct {
 	supervisor int
+	root       int // the shim, below which the lineage is; 0: the supervisor
 	pgid       int
 	cgroup     string
 	known      map[int]uint64 // the supervisor's descendants at the last snapshot: pid → start time
 	rep        *reporter      // its reports: never block, never kill it
 }
 
-// members are the supervisor's live descendants now (the guard excluded),
-// and only while the supervisor is alive and our parent: never the tree of
-// whoever adopted us.
+// members are the lineage's live processes now: the shim's descendants
+// (the supervisor's, the guard excluded, without a shim), and only while
+// the supervisor is alive and our parent: never the tree of whoever adopted
+// us, nor orphans adopted by a supervisor that is pid 1.
 func (w *guardian) members() []proc {
 	if w.supervisor <= 0 || os.Getppid() != w.supervisor {
 		return nil
 	}
+	root := w.supervisor
+	if w.root > 0 {
+		root = w.root
+	}
 	var out []proc
-	for _, p := range readProcesses().descendants(w.supervisor, map[int]bool{os.Getpid(): true}) {
+	for _, p := range readProcesses().descendants(root, map[int]bool{os.Getpid(): true}) {
 		if !p.dead() {
 			out = append(out, p)
 		}

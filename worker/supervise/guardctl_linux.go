@@ -14,18 +14,6 @@ import (
 // deadline, watch it, replace it when it dies, release it at the group's
 // end.
 
-// GuardLoss is a guard that died while its group ran (killed: an OOM kill,
-// a `kill -9`), as Group.GuardLost reports it.
-type GuardLoss struct {
-	Time   time.Time // when its death was seen
-	Pid    int       // the dead guard
-	Status string    // how it ended ("killed by SIGKILL", "exit code 1")
-	// NewPid is the guard started in its place; 0 when none could be
-	// started (Err): the group then runs unguarded until it is stopped.
-	NewPid int
-	Err    error
-}
-
 // guard is the supervisor's end of a running guard.
 type guard struct {
 	cmd    *exec.Cmd
@@ -74,10 +62,11 @@ func (g *guard) send(line string) {
 	_, _ = fmt.Fprintln(g.w, line)
 }
 
-// watch tells the guard which group to kill if we die, its cgroup, and the
-// deadline.
-func (g *guard) watch(pgid int, cgroup string, deadline time.Duration) {
+// watch tells the guard which group to kill if we die, its cgroup, the
+// root of its lineage (the shim) and the deadline.
+func (g *guard) watch(pgid int, cgroup string, deadline time.Duration, root int) {
 	g.send(strconv.Itoa(pgid))
+	g.send(guardRoot + strconv.Itoa(root))
 	if cgroup != "" {
 		g.send(guardCgroup + cgroup)
 	}
@@ -163,7 +152,7 @@ func (g *Group) keepGuarded() {
 			if !g.gs.killAt.IsZero() {
 				left = max(time.Until(g.gs.killAt), time.Nanosecond) // past: it kills at once
 			}
-			next.watch(g.pid, g.Cgroup(), left)
+			next.watch(g.pid, g.Cgroup(), left, g.shim)
 			g.gs.cur, loss.NewPid = next, next.cmd.Process.Pid
 		}
 		loss.Err = err

@@ -20,7 +20,7 @@ func helperSpec(role string, env ...string) Spec {
 	if err != nil {
 		panic(err)
 	}
-	return Spec{Path: exe, Args: []string{exe, "-test.run=^$"}, Env: append([]string{helperEnv + "=" + role}, env...)}
+	return Spec{Path: exe, Args: []string{exe, "-test.run=^$"}, Env: append([]string{helperEnv + "=" + role}, env...), Shim: exe}
 }
 
 // runHelper runs a helper role and exits; it never returns.
@@ -108,8 +108,9 @@ func runHelper(role string) {
 	case "reach-supervisor":
 		// An unprivileged supervisor whose command becomes root: reports
 		// CheckReach and how Stop ends, then exits.
+		exe, _ := os.Executable()
 		spec := Spec{Path: os.Getenv("HELPER_SETUID"), Args: []string{os.Getenv("HELPER_SETUID"), "-test.run=^$"},
-			Env: []string{helperEnv + "=become-root", "HELPER_PIDFILE=" + os.Getenv("HELPER_PIDFILE")}}
+			Env: []string{helperEnv + "=become-root", "HELPER_PIDFILE=" + os.Getenv("HELPER_PIDFILE")}, Shim: exe}
 		fmt.Printf("CHECKREACHABLE=%v\n", errors.Is(CheckReachable(spec.Path), ErrOutOfReach))
 		g, err := Start(spec)
 		if err != nil {

@@ -35,6 +35,9 @@ func main() {
 	if supervise.IsGuard() { // `run`'s group guard (worker/supervise/guard.go)
 		os.Exit(supervise.RunGuard())
 	}
+	if supervise.IsShim() { // `run`'s command parent (worker/supervise/shim_linux.go)
+		os.Exit(supervise.RunShim())
+	}
 	os.Exit(run(argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }
 

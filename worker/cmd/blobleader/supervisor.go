@@ -301,7 +301,7 @@ func (s *supervisor) start(term int64) (*supervise.Group, error) {
 		return nil, errStillRunning
 	}
 	g, err := supervise.Start(supervise.Spec{Path: s.o.path, Args: s.o.argv, Env: commandEnv(os.Environ(), term, s.o.identity),
-		Guard: s.o.guard, Deadline: s.killByLocked(term)})
+		Guard: s.o.guard, Shim: s.o.guard, Deadline: s.killByLocked(term)})
 	if err != nil {
 		s.startErr = err
 		return nil, err

@@ -1,0 +1,58 @@
+package supervise
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A supervisor that is a subreaper (as every supervisor is) or pid 1 adopts
+// orphans that its command never started (`docker exec c sh -c 'job &'`
+// into a container whose pid 1 it is; a helper of its own that forked and
+// exited). Such an orphan is not a member of the group: stopping the group
+// neither kills it nor waits for it.
+func TestStop_AnOrphanNotBornFromTheCommandIsNoMember(t *testing.T) {
+	if err := EnableSubreaper(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// 1. The foreign orphan: a forker started by us, not by any group, whose
+	// grandchild (ignoring polite signals) it leaves to us.
+	foreign := filepath.Join(dir, "foreign")
+	f := helperSpec("forker", "HELPER_PIDFILE="+foreign)
+	p, err := os.StartProcess(f.Path, f.Args, &os.ProcAttr{Env: f.Env, Files: []*os.File{nil, os.Stdout, os.Stderr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := otherThan(pidsIn(t, foreign, 2), p.Pid)
+	t.Cleanup(func() {
+		_ = syscall.Kill(orphan, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(orphan, &ws, 0, nil)
+	})
+	if ppid := parentOf(t, orphan); ppid != os.Getpid() {
+		t.Fatalf("the orphan's parent is %d, want us (%d): the test shows nothing", ppid, os.Getpid())
+	}
+	// 2. A group whose command ignores SIGTERM, stopped.
+	pidfile := filepath.Join(dir, "pids")
+	g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
+	cmd := pidsIn(t, pidfile, 1)[0]
+	began := time.Now()
+	if err := g.Stop(syscall.SIGTERM, 100*time.Millisecond); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if exists(cmd) {
+		t.Fatalf("the command %d still exists after Stop", cmd)
+	}
+	if !alive(orphan) {
+		t.Fatalf("Stop killed %d, an orphan the command never started (it was adopted by the supervisor)", orphan)
+	}
+	if took := time.Since(began); took > 100*time.Millisecond+KillTimeout {
+		t.Fatalf("Stop took %v: it waited for a process that is not a member", took)
+	}
+}
