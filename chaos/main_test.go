@@ -30,6 +30,9 @@ import (
 const fixtureEnv = "CHAOS_FIXTURE"
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(fixtureEnv); mode == "noclone3" || mode == "probe-clone3" {
+		os.Exit(noclone3Fixture(mode))
+	}
 	if mode := os.Getenv(fixtureEnv); mode != "" {
 		os.Exit(fixture(mode, os.Getenv("CHAOS_FIXTURE_BEAT")))
 	}

@@ -18,6 +18,23 @@ var ledgerCmd struct {
 	err  error
 }
 
+var noClone3 struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// NoClone3Binary returns test/cmd/noclone3 (chaos.NoClone3's helper), built
+// once per test binary (removed by Main).
+func NoClone3Binary(tb testing.TB) string {
+	tb.Helper()
+	noClone3.once.Do(func() { noClone3.bin, noClone3.err = buildPackage(harnessModule, "./cmd/noclone3", "noclone3") })
+	if noClone3.err != nil {
+		tb.Fatalf("noclone3 binary: %v", noClone3.err)
+	}
+	return noClone3.bin
+}
+
 // RunCommand starts the workers in run mode: `blobleader run [the same
 // flags, without --tick] -- command...`. Each supervisor runs command while
 // it leads (docs/architecture.md, the run contract).

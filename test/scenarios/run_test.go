@@ -119,3 +119,8 @@ func TestRun_GuardKilledIsReplacedBeforeTheSupervisorFreezes(t *testing.T) {
 	t.Parallel()
 	RunCommandScenario(t, GuardKilledThenFrozen)
 }
+
+func TestRun_Clone3RefusedTheCommandStillStartsInItsGroup(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, Clone3Refused)
+}

@@ -32,6 +32,15 @@ func (e *exitStatusError) Error() string {
 	return "command " + e.status.String()
 }
 
+// groupMode names how a command's group is tracked: "cgroup" (its own
+// cgroup, cgroup.kill) or "tree" (the shim's process tree).
+func groupMode(cgroup bool) string {
+	if cgroup {
+		return "cgroup"
+	}
+	return "tree"
+}
+
 func runRun(args []string, stdout, stderr io.Writer) error {
 	o, err := parseRunOptions(args, stdout)
 	if err != nil {
@@ -89,8 +98,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if _, err := n.newElector(election.Callbacks{OnStartedLeading: s.lead, OnEvent: s.observe}); err != nil {
 		return err
 	}
+	// The group mode a start will really use: a cgroup is made (and one
+	// probed here) only where the shim may move itself into it.
+	cgroupKill := supervise.CanKillAnyUser()
 	n.log.Info("supervising", "command", o.argv, "path", o.path, "once", o.once, "kill_grace", o.killGrace, "shutdown_grace", o.shutdownGrace,
-		"cgroup_kill", supervise.CanKillAnyUser())
+		"cgroup_kill", cgroupKill, "group", groupMode(cgroupKill))
 	if err := n.serve(ctx, reachHealth{s}); err != nil {
 		return err
 	}

@@ -248,7 +248,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	}
 	s.running.Set(1)
 	s.n.write(history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventChildStarted, Time: time.Now(), Term: term, PID: g.Pid()}))
-	log.Info("command started", "pid", g.Pid(), "cgroup", g.Cgroup())
+	log.Info("command started", "pid", g.Pid(), "cgroup", g.Cgroup(), "group", groupMode(g.Cgroup() != ""))
 
 	cause, err := s.watch(ctx, term, g)
 	if errors.Is(err, supervise.ErrSurvived) {
