@@ -38,6 +38,7 @@ const (
 	KindJobStop          Kind = "job_stop"          // a job-control signal (SIGTSTP, SIGTTIN, SIGTTOU) to a supervisor alone
 	KindEscape           Kind = "escape"            // a supervised command starts jobs in a new session and a new process group
 	KindGuardKill        Kind = "guard_kill"        // a `blobleader run` supervisor's group guard SIGKILLed alone
+	KindForeignOrphan    Kind = "foreign_orphan"    // an orphan its pid-1 supervisor never started, in its pid namespace
 )
 
 // TargetAll is the target of faults that hit every worker at once.

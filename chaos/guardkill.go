@@ -131,3 +131,24 @@ func ppidOf(pid int) int {
 	ppid, _ := strconv.Atoi(string(f[1]))
 	return ppid
 }
+
+// readProcDir lists the pids in /proc.
+func readProcDir() ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// procExists reports whether pid has a /proc entry (a zombie included).
+func procExists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}

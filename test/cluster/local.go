@@ -264,7 +264,7 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		return nil
 	}
 	switch f := f.(type) {
-	case chaos.ProcessTarget: // Crash, Stop, Pause, SupervisorFreeze, JobStop, GuardKill
+	case chaos.ProcessTarget: // Crash, Stop, Pause, SupervisorFreeze, JobStop, GuardKill, ForeignOrphan
 		f.SetProcess(w)
 		return need()
 	case *chaos.Escape:

@@ -124,3 +124,8 @@ func TestRun_Clone3RefusedTheCommandStillStartsInItsGroup(t *testing.T) {
 	t.Parallel()
 	RunCommandScenario(t, Clone3Refused)
 }
+
+func TestRun_ForeignOrphanUnderAPid1SupervisorIsNoMember(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, ForeignOrphanUnderPid1)
+}

@@ -19,6 +19,14 @@ import (
 // SIGKILLed supervisor (its guard), judged from the commands' own reports.
 var Clone3Refused = CommandScenario{"Clone3Refused", clone3Refused}
 
+// The supervisors are pid 1 of pid namespaces of their own (a container's
+// entry point). An orphan the leader's command never started is put into
+// its namespace (chaos.ForeignOrphan: `docker exec c sh -c 'job &'`). The
+// command exits on its own: the supervisor must hand over at once (the
+// checker's L1-commands), neither killing the orphan nor waiting for it,
+// and reap it once it exits (pid 1's duty).
+var ForeignOrphanUnderPid1 = CommandScenario{"ForeignOrphanUnderPid1", foreignOrphan}
+
 func clone3Refused(t *testing.T, rc *RunCluster) []checker.Exception {
 	rc.opts = []cluster.Option{cluster.Launch(&chaos.NoClone3{Helper: cluster.NoClone3Binary(t)})}
 	leader, _, started := firstCommand(t, rc, []string{"--grandchild"}, nil)
@@ -52,4 +60,23 @@ func lineHas(log string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+func foreignOrphan(t *testing.T, rc *RunCluster) []checker.Exception {
+	rc.opts = []cluster.Option{cluster.Launch(&chaos.PIDNamespace{})}
+	leader, _, started := firstCommand(t, rc, []string{"--exit-after", "4s"}, nil)
+	orphan := &chaos.ForeignOrphan{}
+	inject(t, rc, orphan, leader)
+	exited := rc.exitOf(started, 20*time.Second)
+	if exited.Cause != "exited" {
+		t.Errorf("child_exited %s: want cause exited", exited.Raw)
+	}
+	if !chaos.ProcAlive(orphan.Pid) {
+		t.Errorf("the orphan %d (never started by the command) was killed with the command's group", orphan.Pid)
+	}
+	next := rc.nextStart(started, 20*time.Second)
+	remove(t, rc, orphan) // SIGKILL, and it must be reaped by pid 1
+	t.Logf("pid-1 supervisor: command exited on its own, orphan %d left alone, next command %v after the reaped exit",
+		orphan.Pid, next.T.Sub(exited.T).Round(time.Millisecond))
+	return nil
 }

@@ -87,9 +87,57 @@ func EnableSubreaper() error {
 	subreaper.once.Do(func() {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			subreaper.err = fmt.Errorf("supervise: prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+			return
 		}
+		go reapAdopted()
 	})
 	return subreaper.err
+}
+
+// adoptedAge: how long an exited child that nobody registered must stay a
+// zombie before reapAdopted takes it. A child this process started itself
+// (os/exec) is waited for by its starter at once; an orphan adopted from
+// elsewhere (pid 1's duty) is waited for by nobody.
+const adoptedAge = time.Second
+
+// reapAdopted reaps, for the life of the process, the exited children
+// nobody waits for: orphans adopted as a subreaper or as pid 1 that are not
+// of any group's lineage (a group's shim reaps its own). Whether or not a
+// command runs.
+func reapAdopted() {
+	seen := map[int]time.Time{}
+	for range time.Tick(adoptedAge / 2) {
+		live.Lock()
+		skip := map[int]bool{}
+		for p := range live.guards {
+			skip[p] = true
+		}
+		for p := range live.shims {
+			skip[p] = true
+		}
+		live.Unlock()
+		now := time.Now()
+		zombies := map[int]bool{}
+		for _, p := range readProcesses() {
+			if p.ppid == os.Getpid() && p.dead() && !skip[p.pid] {
+				zombies[p.pid] = true
+			}
+		}
+		for pid := range seen {
+			if !zombies[pid] {
+				delete(seen, pid)
+			}
+		}
+		for pid := range zombies {
+			if first, ok := seen[pid]; !ok {
+				seen[pid] = now
+			} else if now.Sub(first) >= adoptedAge {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+				delete(seen, pid)
+			}
+		}
+	}
 }
 
 // Start starts the command in a new process group (and a cgroup of its own
