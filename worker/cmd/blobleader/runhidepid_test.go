@@ -126,7 +126,6 @@ func lastBeat(path string) time.Time {
 	return last
 }
 
-
 // delegatedCgroup makes a cgroup v2 directory owned by nobody (what systemd
 // Delegate=yes gives a service), removed at the end.
 func delegatedCgroup(t *testing.T) string {
