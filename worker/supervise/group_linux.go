@@ -233,7 +233,9 @@ func Start(spec Spec) (*Group, error) {
 		// 2. The shim names the command, or says why it could not start it.
 		pid, err := g.awaitCommand()
 		if err != nil {
-			g.reapShim()
+			var ws syscall.WaitStatus
+			_ = syscall.Kill(shim, syscall.SIGKILL) // it exits after its report anyway
+			_, _ = syscall.Wait4(shim, &ws, 0, nil)
 			register(&live.shims, shim, false)
 			rep.Close()
 			started <- err
