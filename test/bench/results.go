@@ -31,6 +31,8 @@ type Results struct {
 	// RunFreeze: supervisors frozen alone (RunModeFreezeRun).
 	RunFreeze           []FreezeTrial  `json:"run_freeze,omitempty"`
 	RunFreezeViolations map[string]int `json:"run_freeze_violations,omitempty"`
+	// RunFaults: host-side faults on a supervisor and its guard (RunModeFaultRun).
+	RunFaults []FaultTrial `json:"run_faults,omitempty"`
 	// BlockedOutput: run mode with the supervisor's output blocked.
 	BlockedOutput []BlockedOutputResult `json:"blocked_output,omitempty"`
 	Shards        *ShardsResult         `json:"shards,omitempty"`

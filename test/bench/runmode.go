@@ -244,6 +244,7 @@ func (r Results) CommandTrials() (fromKill, fromExit []float64) {
 func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
 	if len(r.RunMode) == 0 {
 		renderRunFreeze(w, r)
+		renderRunFaults(w, r)
 		return
 	}
 	k, e := r.CommandTrials()
@@ -268,4 +269,5 @@ func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
 	}
 	w("\n")
 	renderRunFreeze(w, r)
+	renderRunFaults(w, r)
 }

@@ -63,7 +63,7 @@ func run() error {
 		docPath    = flag.String("doc", "docs/benchmarks.md", "markdown to write")
 		plotDir    = flag.String("plots", "docs/bench", "directory for the plots and results.json (emptied of *.svg first)")
 		logDir     = flag.String("logs", "out/bench", "directory for per-job logs")
-		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale,run,run-freeze,blocked,shards"), "phases to run [BENCH_PHASES]")
+		phasesFlag = flag.String("phases", envStr("BENCH_PHASES", "failover,graceful,schedule,cost,scale,run,run-freeze,run-faults,blocked,shards"), "phases to run [BENCH_PHASES]")
 		scaleNs    = flag.String("scale", envStr("BENCH_SCALE", "3,30,100,300"), "contender counts of the scale phase [BENCH_SCALE]")
 		scaleWin   = flag.Duration("scale-window", 20*time.Second, "steady window of each scale step")
 		costWin    = flag.Duration("cost-window", 0, "steady window of the cost phase (0: max(60s, 6s × runs))")
@@ -138,7 +138,7 @@ func run() error {
 		}
 	}
 	res.Machine = machine(*runs, *parallel, *seed, start)
-	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "run-freeze", "blocked", "shards", "shards-scale", "takeover"} {
+	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "run-freeze", "run-faults", "blocked", "shards", "shards-scale", "takeover"} {
 		if phases[p] {
 			res.Machine.Phases = append(res.Machine.Phases, p)
 		}
@@ -230,6 +230,18 @@ func run() error {
 			res.RunFreeze, res.RunFreezeViolations = trials, violations
 			mu.Unlock()
 		}})
+	}
+	if phases["run-faults"] {
+		// One job per host-side fault on a supervisor and its guard.
+		for _, f := range bench.RunFaults {
+			name := "ours-run-fault-" + strings.NewReplacer(" ", "-", ",", "", "/", "").Replace(f.Name)
+			jobs = append(jobs, job{name: name, cost: time.Duration(*runs) * 22 * time.Second, run: func(t testing.TB, env bench.Env) {
+				trials := bench.RunModeFaultRun(t, env, ours, f, *runs, name)
+				mu.Lock()
+				res.RunFaults = append(res.RunFaults, trials...)
+				mu.Unlock()
+			}})
+		}
 	}
 	if phases["blocked"] {
 		// 5 leaderships with the output blocked, 5 without (about 25 s each).

@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// RunFault is one host-side fault on a `blobleader run` supervisor whose
+// command runs (docs/failover.md, "Commands"): a condition of its output or
+// start (Output, Launch), then a trigger that takes the supervisor away
+// (Trigger: "freeze", "kill" or "stop").
+type RunFault struct {
+	Name    string
+	Output  string // "", "reader-gone" (chaos.OutputReaderGone), "blocked" (chaos.BlockedOutput)
+	Launch  func(t testing.TB) chaos.Launch
+	Guard   bool   // SIGKILL the guard alone first (chaos.GuardKill)
+	Trigger string // "freeze" (SupervisorFreeze), "kill" (Crash), "stop" (Stop)
+}
+
+// RunFaults are the faults `make bench` measures beside the frozen
+// supervisor.
+var RunFaults = []RunFault{
+	{Name: "output reader gone, then SIGTERM", Output: "reader-gone", Trigger: "stop"},
+	{Name: "output reader gone, then SIGKILL", Output: "reader-gone", Trigger: "kill"},
+	{Name: "output a full pipe, supervisor frozen", Output: "blocked", Trigger: "freeze"},
+	{Name: "output a full pipe, supervisor SIGKILLed", Output: "blocked", Trigger: "kill"},
+	{Name: "output on /dev/full, supervisor frozen", Launch: func(testing.TB) chaos.Launch { return &chaos.FullOutput{} }, Trigger: "freeze"},
+	{Name: "guard SIGKILLed, then supervisor frozen", Guard: true, Trigger: "freeze"},
+	{Name: "clone3 refused, supervisor SIGKILLed", Launch: func(t testing.TB) chaos.Launch {
+		return &chaos.NoClone3{Helper: cluster.NoClone3Binary(t)}
+	}, Trigger: "kill"},
+}
+
+// FaultTrial is one measured RunFault.
+type FaultTrial struct {
+	Fault     string  `json:"fault"`
+	Leader    string  `json:"leader"`
+	FaultDead float64 `json:"fault_dead_s"` // the trigger → the old command and its grandchild dead (seen in /proc, polled every 5 ms)
+	OverlapS  float64 `json:"overlap_s"`    // the old command's last report after the next command's first (its own timestamps; 0: none)
+}
+
+// RunModeFaultRun starts three supervisors of test/cmd/ledgercmd (with a
+// grandchild that ignores polite signals and reports every 50 ms) under f,
+// and n times: waits for a running command, a random U(0, renew interval),
+// puts f on its supervisor, watches /proc for the command's and the
+// grandchild's death, waits for the next command and its first report plus
+// a second, reads the overlap from the commands' own reports, then heals
+// (thaw, unblock, restart).
+func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job string) []FaultTrial {
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
+	activity := filepath.Join(c.Dir(), "activity.jsonl")
+	cmd := []string{cluster.LedgerCommandBinary(t), "--connection-string", c.DirectConnectionString(), "--container", c.ContainerName(),
+		"--blob", "leader-cmd", "--activity", activity, "--interval", "100ms", "--grandchild"}
+	opts := []cluster.Option{cluster.RunCommand(cmd...)}
+	if f.Output != "" {
+		opts = append(opts, cluster.BlockableOutput())
+	}
+	if f.Launch != nil {
+		opts = append(opts, cluster.Launch(f.Launch(t)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Start(ctx, 3, opts...); err != nil {
+		t.Fatalf("start 3 supervisors: %v", err)
+	}
+	wait := fl.crashBound() + 20*time.Second
+	var trials []FaultTrial
+	for i := 1; i <= n; i++ {
+		cur := awaitRunning(t, c, wait, 0)
+		gc := awaitGrandchild(t, activity, cur, 10*time.Second)
+		env.sleep(t, time.Duration(env.Rand.Int64N(int64(fl.Params.RenewInterval))))
+		w := workerOf(t, c, cur.Identity)
+		heal := injectRunFault(t, c, f, w)
+		at := time.Now()
+		var dead time.Time
+		for deadline := at.Add(wait); dead.IsZero() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if !chaos.ProcAlive(cur.PID) && !chaos.ProcAlive(gc) {
+				dead = time.Now()
+			}
+		}
+		next := awaitRunning(t, c, wait, cur.PID)
+		first := awaitReport(t, activity, next.Identity, next.Term, 10*time.Second)
+		env.sleep(t, time.Second) // 20 more of the grandchild's reports
+		tr := FaultTrial{Fault: f.Name, Leader: cur.Identity, OverlapS: max(0, lastReport(t, activity, cur.Identity, cur.Term).Sub(first).Seconds())}
+		if dead.IsZero() {
+			tr.FaultDead = wait.Seconds()
+			t.Errorf("trial %d: %s's command %d or grandchild %d still ran %v after %s", i, cur.Identity, cur.PID, gc, wait, f.Name)
+		} else {
+			tr.FaultDead = dead.Sub(at).Seconds()
+		}
+		trials = append(trials, tr)
+		env.Progress(fmt.Sprintf("%s: %d/%d: %s: command dead %.3f s after the fault, overlap %.3f s", job, i, n, cur.Identity, tr.FaultDead, tr.OverlapS))
+		heal()
+	}
+	return trials
+}
+
+// injectRunFault puts f on w and returns what heals it.
+func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker) func() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var faults []chaos.Fault
+	put := func(ft chaos.Fault) {
+		if err := c.Inject(ctx, ft, w); err != nil {
+			t.Fatalf("inject %s on %s: %v", ft.Kind(), w.Identity(), err)
+		}
+		faults = append(faults, ft)
+	}
+	switch f.Output {
+	case "reader-gone":
+		put(&chaos.OutputReaderGone{})
+	case "blocked":
+		put(&chaos.BlockedOutput{})
+	}
+	if f.Guard {
+		put(&chaos.GuardKill{})
+	}
+	switch f.Trigger {
+	case "freeze":
+		put(&chaos.SupervisorFreeze{})
+	case "kill":
+		put(&chaos.Crash{})
+	case "stop":
+		put(&chaos.Stop{})
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for i := len(faults) - 1; i >= 0; i-- {
+			if err := c.Remove(ctx, faults[i]); err != nil {
+				t.Fatalf("remove %s: %v", faults[i].Kind(), err)
+			}
+		}
+		if p, ok := w.(chaos.Process); ok && !w.Running() {
+			if err := p.Restart(ctx); err != nil {
+				t.Fatalf("restart %s: %v", w.Slot(), err)
+			}
+		}
+	}
+}
+
+func workerOf(t testing.TB, c *cluster.Local, identity string) cluster.Worker {
+	for _, w := range c.Workers() {
+		if w.Identity() == identity {
+			return w
+		}
+	}
+	t.Fatalf("no worker %s", identity)
+	return nil
+}
+
+// reports reads the commands' activity log.
+func reports(t testing.TB, path string) []checker.Activity {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []checker.Activity
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var a checker.Activity
+		if json.Unmarshal(sc.Bytes(), &a) == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func awaitGrandchild(t testing.TB, path string, cur childEvent, timeout time.Duration) int {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, a := range reports(t, path) {
+			if a.Holder == cur.Identity && a.Term == cur.Term && a.What == "grandchild started" {
+				return a.PID
+			}
+		}
+	}
+	t.Fatalf("no grandchild of %s's command within %v", cur.Identity, timeout)
+	return 0
+}
+
+func awaitReport(t testing.TB, path, holder string, term int64, timeout time.Duration) time.Time {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var first time.Time
+		for _, a := range reports(t, path) {
+			if a.Holder == holder && a.Term == term && (first.IsZero() || a.At.Before(first)) {
+				first = a.At
+			}
+		}
+		if !first.IsZero() {
+			return first
+		}
+	}
+	t.Fatalf("no report of %s's command (term %d) within %v", holder, term, timeout)
+	return time.Time{}
+}
+
+func lastReport(t testing.TB, path, holder string, term int64) time.Time {
+	var last time.Time
+	for _, a := range reports(t, path) {
+		if a.Holder == holder && a.Term == term && a.At.After(last) {
+			last = a.At
+		}
+	}
+	return last
+}
+
+// renderRunFaults writes the host-side fault rows beside the frozen
+// supervisor's.
+func renderRunFaults(w func(string, ...any), r Results) {
+	if len(r.RunFaults) == 0 {
+		return
+	}
+	w("### Host-side faults on the supervisor and its guard\n\n")
+	w("Three `blobleader run` supervisors of `ledgercmd --grandchild` (its grandchild ignores polite signals and reports every 50 ms). At U(0, renew interval) after a command is seen running, the fault is put on its supervisor; *dead* is seen in /proc (command and grandchild, polled every 5 ms) from the trigger (the SIGTERM, the SIGKILL, the freeze); *overlap* is read from the commands' own timestamped reports: how long the old command reported after the next command's first report.\n\n")
+	w("| fault | runs | trigger → old command dead p50 (s) | p99 (s) | max (s) | overlap max (s) | runs with overlap |\n|---|---|---|---|---|---|---|\n")
+	for _, f := range RunFaults {
+		var dead []float64
+		ov, bad := 0.0, 0
+		for _, tr := range r.RunFaults {
+			if tr.Fault != f.Name {
+				continue
+			}
+			dead = append(dead, tr.FaultDead)
+			ov = max(ov, tr.OverlapS)
+			if tr.OverlapS > 0 {
+				bad++
+			}
+		}
+		if len(dead) == 0 {
+			continue
+		}
+		s := Summarize(dead)
+		w("| %s | %d | %s | %s | %s | %s | %d |\n", f.Name, s.N, f3(s.P50), f3(s.P99), f3(s.Max), f3(ov), bad)
+	}
+	w("\n")
+}
