@@ -75,8 +75,10 @@ func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job st
 	}
 	wait := fl.crashBound() + 20*time.Second
 	var trials []FaultTrial
+	ended := map[int]bool{}
 	for i := 1; i <= n; i++ {
-		cur := awaitRunning(t, c, wait, 0)
+		cur := awaitLive(t, c, wait, ended)
+		ended[cur.PID] = true
 		gc := awaitGrandchild(t, activity, cur, 10*time.Second)
 		env.sleep(t, time.Duration(env.Rand.Int64N(int64(fl.Params.RenewInterval))))
 		w := workerOf(t, c, cur.Identity)
@@ -88,7 +90,7 @@ func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job st
 				dead = time.Now()
 			}
 		}
-		next := awaitRunning(t, c, wait, cur.PID)
+		next := awaitLive(t, c, wait, ended)
 		first := awaitReport(t, activity, next.Identity, next.Term, 10*time.Second)
 		env.sleep(t, time.Second) // 20 more of the grandchild's reports
 		tr := FaultTrial{Fault: f.Name, Leader: cur.Identity, OverlapS: max(0, lastReport(t, activity, cur.Identity, cur.Term).Sub(first).Seconds())}
@@ -146,6 +148,33 @@ func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker
 				t.Fatalf("restart %s: %v", w.Slot(), err)
 			}
 		}
+	}
+}
+
+// awaitLive waits for a command that has started, has not exited, runs
+// (in /proc: a killed supervisor writes no child_exited), and is not one of
+// ended, and returns its child_started.
+func awaitLive(t testing.TB, c *cluster.Local, timeout time.Duration, ended map[int]bool) childEvent {
+	deadline := time.Now().Add(timeout)
+	for {
+		running := map[string]childEvent{}
+		for _, e := range children(t, c) {
+			k := fmt.Sprintf("%s/%d", e.Identity, e.PID)
+			if e.Event.Event == checker.EventChildStarted {
+				running[k] = e
+			} else {
+				delete(running, k)
+			}
+		}
+		for _, e := range running {
+			if !ended[e.PID] && chaos.ProcAlive(e.PID) {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no running command within %v", timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

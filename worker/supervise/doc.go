@@ -4,10 +4,14 @@
 //
 // Start runs the command directly (no shell) in a process group of its own
 // (and, where it can, a cgroup of its own), with stdin on /dev/null, stdout
-// and stderr passed through, and the environment it is given. The group is
-// everything the command starts: its cgroup's members, and every process
-// below the supervisor (a child subreaper) but its guard, whatever process
-// group or session it moved to. Group.Stop ends the whole group: SIGTERM or
+// and stderr passed through, and the environment it is given. Its parent is
+// a shim of the caller's binary (Spec.Shim, shim_linux.go): the child
+// subreaper of the command's lineage, which joins the cgroup before it
+// forks the command (no clone3). The group is everything the command
+// starts: its cgroup's members, every process below the shim, whatever
+// process group or session it moved to, and its process group. An orphan
+// the supervisor adopts that the command never started (as pid 1, or as a
+// subreaper) is no member; the supervisor reaps it. Group.Stop ends the whole group: SIGTERM or
 // SIGINT (and SIGCONT, so a stopped member can act on it) to every member, a
 // grace period, then SIGKILL (cgroup.kill first); it returns within grace +
 // KillTimeout: nil once every member is dead and reaped, ErrOutOfReach when
@@ -16,17 +20,24 @@
 //
 // # Guarantees (Linux)
 //
-//   - The command dies with its supervisor: the child gets the parent-death
-//     signal SIGKILL (PR_SET_PDEATHSIG). The forking thread stays locked for
-//     the child's whole life, because the kernel ties that signal to the
-//     thread, not the process.
+//   - The command dies with its supervisor: the shim gets the parent-death
+//     signal SIGKILL (PR_SET_PDEATHSIG), and the command gets it as the shim
+//     dies. Each forking thread stays locked for its child's whole life,
+//     because the kernel ties that signal to the thread, not the process.
 //   - "Dead" means reaped: Group.Done is closed only once no member is alive
 //     and every member that was the supervisor's child has been waited for.
 //   - With Spec.Guard, a guard process (guard.go) outlives a stuck or dead
 //     supervisor: it SIGKILLs the group when the supervisor dies without
 //     saying the group ended, and, with Spec.Deadline, when the supervisor
 //     does not extend the deadline in time (Group.Extend): a frozen, blocked
-//     or stopped supervisor's command dies by the deadline all the same.
+//     or stopped supervisor's command dies by the deadline all the same. A
+//     guard that dies is replaced at once with what is left of the deadline
+//     (Group.GuardLost reports it, and when no guard could be started).
+//   - Guard and shim catch SIGPIPE and never wait on their output: the
+//     guard kills first and reports after, through a bounded queue.
+//   - Under a /proc that hides processes (hidepid), the group is a cgroup or
+//     Start refuses (ErrProcHidden): a member it cannot see is never taken
+//     for gone.
 //   - With a cgroup (cgroup v2 with cgroup.kill, writable: root or a
 //     delegated cgroup), cgroup.kill reaches every member whatever its user,
 //     and nothing leaves the cgroup without write access to the hierarchy.
@@ -38,8 +49,10 @@
 //     is a member of another user under an unprivileged supervisor
 //     (Group.CheckReach finds it; CheckReachable refuses set-user-ID
 //     commands up front).
-//   - A guard killed together with the supervisor leaves what the command
-//     forked to the parent-death signal of the command alone.
+//   - A guard killed together with the supervisor (and the shim) leaves
+//     what the command forked to the parent-death signal of the command
+//     alone; a guard killed while the supervisor is frozen is replaced only
+//     once the supervisor runs again.
 //   - A process in uninterruptible sleep does not die on SIGKILL until the
 //     kernel lets it; Stop then returns ErrSurvived after KillTimeout and the
 //     caller must not act as if it were gone.
