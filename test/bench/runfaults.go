@@ -82,8 +82,7 @@ func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job st
 		gc := awaitGrandchild(t, activity, cur, 10*time.Second)
 		env.sleep(t, time.Duration(env.Rand.Int64N(int64(fl.Params.RenewInterval))))
 		w := workerOf(t, c, cur.Identity)
-		heal := injectRunFault(t, c, f, w)
-		at := time.Now()
+		at, heal := injectRunFault(t, c, f, w)
 		var dead time.Time
 		for deadline := at.Add(wait); dead.IsZero() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if !chaos.ProcAlive(cur.PID) && !chaos.ProcAlive(gc) {
@@ -107,8 +106,9 @@ func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job st
 	return trials
 }
 
-// injectRunFault puts f on w and returns what heals it.
-func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker) func() {
+// injectRunFault puts f on w and returns when its trigger was sent (before
+// Inject, which returns once it took effect) and what heals it.
+func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker) (time.Time, func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var faults []chaos.Fault
@@ -127,6 +127,7 @@ func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker
 	if f.Guard {
 		put(&chaos.GuardKill{})
 	}
+	at := time.Now()
 	switch f.Trigger {
 	case "freeze":
 		put(&chaos.SupervisorFreeze{})
@@ -135,7 +136,7 @@ func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker
 	case "stop":
 		put(&chaos.Stop{})
 	}
-	return func() {
+	return at, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for i := len(faults) - 1; i >= 0; i-- {
