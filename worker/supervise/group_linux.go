@@ -118,9 +118,9 @@ func reapAdopted() {
 		live.Unlock()
 		now := time.Now()
 		zombies := map[int]bool{}
-		for _, p := range readProcesses() {
-			if p.ppid == os.Getpid() && p.dead() && !skip[p.pid] {
-				zombies[p.pid] = true
+		for _, pid := range ownChildren() {
+			if p, ok := readProc(pid); ok && p.dead() && !skip[pid] {
+				zombies[pid] = true
 			}
 		}
 		for pid := range seen {

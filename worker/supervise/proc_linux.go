@@ -103,3 +103,36 @@ func (t processTable) descendants(root int, prune map[int]bool) []proc {
 	}
 	return out
 }
+
+// ownChildren lists this process's children from
+// /proc/self/task/*/children (cheap: no walk of all of /proc); where the
+// kernel has no such file, from a reading of all of /proc.
+func ownChildren() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		if err != nil {
+			return childrenFromTable()
+		}
+		for _, f := range bytes.Fields(b) {
+			if pid, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+func childrenFromTable() []int {
+	var out []int
+	for _, p := range readProcesses() {
+		if p.ppid == os.Getpid() {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
