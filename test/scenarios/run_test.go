@@ -115,7 +115,7 @@ func TestRun_OutputOnDevFullGuardKillsTheGroupOfAFrozenSupervisor(t *testing.T) 
 	RunCommandScenario(t, FullOutputSupervisorFrozen)
 }
 
-func TestRun_GuardKilledIsReplacedBeforeTheSupervisorFreezes(t *testing.T) {
+func TestRun_GuardKilledAndSupervisorFrozenAtOnceTheDeadlineIsStillHeld(t *testing.T) {
 	t.Parallel()
 	RunCommandScenario(t, GuardKilledThenFrozen)
 }

@@ -91,8 +91,8 @@ type Spec struct {
 	// cgroup, is the subreaper of the command's lineage, and reports the
 	// command's status. Required.
 	Shim string
-	// Deadline, if positive, arms the guard (with Guard set): unless the
-	// supervisor extends it (Group.Extend) within Deadline, the guard
+	// Deadline, if positive, arms the shim and the guard (with Guard set):
+	// unless the supervisor extends it (Group.Extend) within Deadline, each
 	// SIGKILLs the group itself, so the command dies at its leadership's
 	// end even when the supervisor is frozen or blocked. A duration, not a
 	// time: the guard measures it on its own monotonic clock.

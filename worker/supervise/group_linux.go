@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +27,8 @@ type Group struct {
 	// reports are the shim's lines; shimEnd its wait status once reaped.
 	reports *lineReader
 	shimEnd *syscall.WaitStatus
+	ctl     *guard  // the shim's control pipe (deadlines)
+	fired   bool    // the shim killed the lineage (valid once exited is closed)
 	cg      *cgroup // nil: the process tree only
 
 	mu         sync.Mutex
@@ -207,25 +209,34 @@ func Start(spec Spec) (*Group, error) {
 		g.dropCgroup()
 		return nil, fmt.Errorf("supervise: shim pipe: %w", err)
 	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		devnull.Close()
+		rep.Close()
+		repW.Close()
+		g.releaseGuard()
+		g.dropCgroup()
+		return nil, fmt.Errorf("supervise: shim pipe: %w", err)
+	}
+	g.ctl = &guard{w: ctlW} // the shim holds the deadline too: same lines
 	started := make(chan error, 1)
 	go func() {
-		// 1. Fork the shim on a thread that lives as long as it: the kernel
-		// sends the parent-death signal when the forking *thread* exits, and
-		// Go ends a locked thread only when its goroutine exits locked.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		// 1. Fork the shim. It has no parent-death signal: when we die, it
+		// sees its control pipe close and kills the lineage itself.
 		live.Lock()
 		shim, err := syscall.ForkExec(spec.Shim, append([]string{ShimName, cg, spec.Path}, spec.Args...), &syscall.ProcAttr{Env: spec.Env,
-			Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd(), repW.Fd()},
-			Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
+			Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd(), repW.Fd(), ctlR.Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true}})
 		if err == nil {
 			registerLocked(&live.shims, shim, true)
 		}
 		live.Unlock()
 		devnull.Close()
 		repW.Close()
+		ctlR.Close()
 		if err != nil {
 			rep.Close()
+			ctlW.Close()
 			started <- fmt.Errorf("supervise: start the shim %q: %w", spec.Shim, err)
 			return
 		}
@@ -238,10 +249,14 @@ func Start(spec Spec) (*Group, error) {
 			_, _ = syscall.Wait4(shim, &ws, 0, nil)
 			register(&live.shims, shim, false)
 			rep.Close()
+			ctlW.Close()
 			started <- err
 			return
 		}
 		g.pid = pid
+		if spec.Deadline > 0 {
+			g.ctl.send(guardDeadline + strconv.FormatInt(int64(spec.Deadline), 10))
+		}
 		if g.gs != nil {
 			g.gs.cur.watch(pid, g.Cgroup(), spec.Deadline, shim)
 			go g.keepGuarded()
@@ -249,6 +264,7 @@ func Start(spec Spec) (*Group, error) {
 		started <- nil
 		g.reap()
 		rep.Close()
+		ctlW.Close() // the shim is gone: nothing to hold any more
 	}()
 	if err := <-started; err != nil {
 		g.releaseGuard()

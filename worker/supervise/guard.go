@@ -38,4 +38,7 @@ type GuardLoss struct {
 	// started (Err): the group then runs unguarded until it is stopped.
 	NewPid int
 	Err    error
+	// Ended: it died as its group ended (while the supervisor was frozen,
+	// say): nothing was left to guard, none was started in its place.
+	Ended bool
 }

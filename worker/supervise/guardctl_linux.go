@@ -143,7 +143,7 @@ func (g *Group) keepGuarded() {
 		g.gs.mu.Lock()
 		if g.gs.ended || cur.fired() {
 			g.gs.mu.Unlock()
-			return
+			return // releaseGuard reports a death at the end
 		}
 		loss := GuardLoss{Time: time.Now(), Pid: cur.cmd.Process.Pid, Status: cur.status()}
 		next, err := startGuard(g.gs.path)
@@ -176,15 +176,25 @@ func (g *Group) releaseGuard() {
 	g.gs.mu.Lock()
 	g.gs.ended = true
 	cur := g.gs.cur
+	select {
+	case <-cur.exited: // dead before the end, and not replaced: say so
+		if !cur.fired() && !cur.cmd.ProcessState.Success() {
+			select {
+			case g.gs.lost <- GuardLoss{Time: time.Now(), Pid: cur.cmd.Process.Pid, Status: cur.status(), Ended: true}:
+			default:
+			}
+		}
+	default:
+	}
 	g.gs.mu.Unlock()
 	cur.release()
 }
 
-// Extend moves the guard's deadline to d from now (the supervisor calls it
-// on every successful renew). Without a guard it does nothing. It never
-// blocks for long (see guard.send).
+// Extend moves the deadline the guard and the shim hold to d from now (the
+// supervisor calls it on every successful renew). It never blocks for long
+// (see guard.send).
 func (g *Group) Extend(d time.Duration) {
-	if g.gs == nil || d <= 0 {
+	if d <= 0 {
 		return
 	}
 	select {
@@ -192,11 +202,16 @@ func (g *Group) Extend(d time.Duration) {
 		return
 	default:
 	}
+	line := guardDeadline + strconv.FormatInt(int64(d), 10)
+	g.ctl.send(line) // the shim holds it too
+	if g.gs == nil {
+		return
+	}
 	g.gs.mu.Lock()
 	g.gs.killAt = time.Now().Add(d)
 	cur := g.gs.cur
 	g.gs.mu.Unlock()
-	cur.send(guardDeadline + strconv.FormatInt(int64(d), 10))
+	cur.send(line)
 }
 
 // KilledByGuard reports, once Done is closed, whether the guard killed the
@@ -205,7 +220,7 @@ func (g *Group) KilledByGuard() bool {
 	select {
 	case <-g.done:
 		cur := g.currentGuard()
-		return cur != nil && cur.fired()
+		return g.fired || (cur != nil && cur.fired())
 	default:
 		return false
 	}

@@ -3,6 +3,8 @@ package supervise
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,4 +57,42 @@ func TestStop_AnOrphanNotBornFromTheCommandIsNoMember(t *testing.T) {
 	if took := time.Since(began); took > 100*time.Millisecond+KillTimeout {
 		t.Fatalf("Stop took %v: it waited for a process that is not a member", took)
 	}
+}
+
+// The guard is SIGKILLed and its supervisor frozen at once, before it can
+// start another: the deadline is still held (by the shim), and the command
+// dies by it while the supervisor is frozen.
+func TestShim_HoldsTheDeadlineWhenTheGuardDiesJustBeforeAFreeze(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pids")
+	const deadline = 500 * time.Millisecond
+	spec := helperSpec("deadline-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_DEADLINE="+deadline.String(), "HELPER_EXTEND=20s")
+	sup := startT(t, spec)
+	cmd := pidsIn(t, pidfile, 1)[0]
+	var guard int
+	for end := time.Now().Add(10 * time.Second); guard == 0; time.Sleep(10 * time.Millisecond) {
+		for _, p := range readProcesses() {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline"); p.ppid == sup.Pid() && strings.HasPrefix(string(b), GuardName+"\x00") {
+				guard = p.pid
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatal("the supervisor started no guard within 10s")
+		}
+	}
+	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(sup.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	defer syscall.Kill(sup.Pid(), syscall.SIGCONT)
+	for alive(cmd) {
+		if time.Since(frozen) > deadline+time.Second {
+			t.Fatalf("command %d still runs %v after its guard was killed and its supervisor frozen (deadline %v): nobody holds the deadline", cmd, time.Since(frozen), deadline)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("the command died %v after the freeze (deadline %v)", time.Since(frozen).Round(time.Millisecond), deadline)
 }

@@ -73,6 +73,9 @@ func (g *Group) awaitStatus() ExitStatus {
 		if err != nil {
 			return ExitStatus{Code: -1, Signal: syscall.SIGKILL}
 		}
+		if strings.HasPrefix(line, "fired ") {
+			g.fired = true
+		}
 		if v, ok := strings.CutPrefix(line, "status "); ok {
 			if n, err := strconv.ParseUint(v, 10, 32); err == nil {
 				return statusOf(syscall.WaitStatus(n))

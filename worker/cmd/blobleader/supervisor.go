@@ -258,6 +258,14 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 		s.fatal(1)
 		return err
 	}
+	for drained := false; !drained; {
+		select {
+		case loss := <-g.GuardLost(): // died as the command ended: still reported
+			s.guardLost(term, g, loss)
+		default:
+			drained = true
+		}
+	}
 	st := g.Status()
 	if g.KilledByGuard() {
 		cause = history.CauseLeadershipEnded
@@ -334,7 +342,10 @@ func (s *supervisor) reportOutOfReach(term int64, g *supervise.Group, err error)
 func (s *supervisor) guardLost(term int64, g *supervise.Group, loss supervise.GuardLoss) bool {
 	s.guardsLost.Inc()
 	reason := fmt.Sprintf("guard %d %s; guard %d holds the deadline now", loss.Pid, loss.Status, loss.NewPid)
-	if loss.Err != nil {
+	switch {
+	case loss.Ended:
+		reason = fmt.Sprintf("guard %d %s while the command ran; the command has ended, none was started in its place", loss.Pid, loss.Status)
+	case loss.Err != nil:
 		reason = fmt.Sprintf("guard %d %s; no guard could take its place (%v): stopping the command and releasing", loss.Pid, loss.Status, loss.Err)
 		s.mu.Lock()
 		s.unguarded = errors.New("command unguarded: " + reason)
