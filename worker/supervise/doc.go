@@ -20,10 +20,13 @@
 //
 // # Guarantees (Linux)
 //
-//   - The command dies with its supervisor: the shim gets the parent-death
-//     signal SIGKILL (PR_SET_PDEATHSIG), and the command gets it as the shim
-//     dies. Each forking thread stays locked for its child's whole life,
+//   - The command dies with its supervisor: the shim sees its control pipe
+//     close and SIGKILLs the whole lineage; the command also gets the
+//     parent-death signal SIGKILL (PR_SET_PDEATHSIG) as the shim dies. The
+//     shim's forking thread stays locked for the command's whole life,
 //     because the kernel ties that signal to the thread, not the process.
+//   - The shim holds the deadline too (Spec.Deadline, Group.Extend): a
+//     guard killed alone, even as its supervisor freezes, leaves it held.
 //   - "Dead" means reaped: Group.Done is closed only once no member is alive
 //     and every member that was the supervisor's child has been waited for.
 //   - With Spec.Guard, a guard process (guard.go) outlives a stuck or dead
