@@ -142,48 +142,29 @@ func reapAdopted() {
 	}
 }
 
-// Start starts the command in a new process group (and a cgroup of its own
-// where it can have one) and returns at once. One goroutine, locked to the
-// thread that forked (the parent-death signal belongs to that thread), reaps
-// the command and then the rest of what it started.
+// Start starts the command through its shim, in a new process group (and a
+// cgroup of its own where it can have one), and returns once the shim has
+// named it. One goroutine then waits for its status, and for the rest of
+// what it started to be gone and reaped.
 func Start(spec Spec) (*Group, error) {
 	if err := EnableSubreaper(); err != nil {
 		return nil, err
 	}
-	if spec.Path == "" || len(spec.Args) == 0 {
+	switch {
+	case spec.Path == "" || len(spec.Args) == 0:
 		return nil, fmt.Errorf("%w: empty command", ErrNotFound)
-	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, fmt.Errorf("supervise: %w", err)
-	}
-	stdout, stderr := spec.Stdout, spec.Stderr
-	if stdout == nil {
-		stdout = os.Stdout
-	}
-	if stderr == nil {
-		stderr = os.Stderr
+	case spec.Shim == "":
+		return nil, errors.New("supervise: Spec.Shim is empty: the command is started through a shim")
 	}
 	g := &Group{exited: make(chan struct{}), done: make(chan struct{})}
-	var cgErr error
-	if !spec.NoCgroup {
-		g.cg, cgErr = newCgroup() // no cgroup: the process tree is the fallback (Cgroup says which)
-	}
-	if g.cg == nil {
-		if why, hidden := ProcHidden(); hidden {
-			devnull.Close()
-			if cgErr == nil {
-				cgErr = errors.New("cgroups not used")
-			}
-			return nil, fmt.Errorf("%w: %s, and the group has no cgroup (%v)", ErrProcHidden, why, cgErr)
-		}
+	if err := g.makeCgroup(spec.NoCgroup); err != nil {
+		return nil, err
 	}
 	// 0. The guard first, so there is no moment with a group and no guard
 	// (but for the instant between the fork and naming the group to it).
 	if spec.Guard != "" {
 		first, err := startGuard(spec.Guard)
 		if err != nil {
-			devnull.Close()
 			g.dropCgroup()
 			return nil, err
 		}
@@ -192,81 +173,8 @@ func Start(spec Spec) (*Group, error) {
 			g.gs.killAt = time.Now().Add(spec.Deadline)
 		}
 	}
-	if spec.Shim == "" {
-		devnull.Close()
-		g.releaseGuard()
-		g.dropCgroup()
-		return nil, fmt.Errorf("supervise: Spec.Shim is empty: the command is started through a shim")
-	}
-	cg := "-"
-	if g.cg != nil {
-		cg = g.cg.dir
-	}
-	rep, repW, err := os.Pipe()
-	if err != nil {
-		devnull.Close()
-		g.releaseGuard()
-		g.dropCgroup()
-		return nil, fmt.Errorf("supervise: shim pipe: %w", err)
-	}
-	ctlR, ctlW, err := os.Pipe()
-	if err != nil {
-		devnull.Close()
-		rep.Close()
-		repW.Close()
-		g.releaseGuard()
-		g.dropCgroup()
-		return nil, fmt.Errorf("supervise: shim pipe: %w", err)
-	}
-	g.ctl = &guard{w: ctlW} // the shim holds the deadline too: same lines
-	started := make(chan error, 1)
-	go func() {
-		// 1. Fork the shim. It has no parent-death signal: when we die, it
-		// sees its control pipe close and kills the lineage itself.
-		live.Lock()
-		shim, err := syscall.ForkExec(spec.Shim, append([]string{ShimName, cg, spec.Path}, spec.Args...), &syscall.ProcAttr{Env: spec.Env,
-			Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd(), repW.Fd(), ctlR.Fd()},
-			Sys:   &syscall.SysProcAttr{Setpgid: true}})
-		if err == nil {
-			registerLocked(&live.shims, shim, true)
-		}
-		live.Unlock()
-		devnull.Close()
-		repW.Close()
-		ctlR.Close()
-		if err != nil {
-			rep.Close()
-			ctlW.Close()
-			started <- fmt.Errorf("supervise: start the shim %q: %w", spec.Shim, err)
-			return
-		}
-		g.shim, g.reports = shim, newLineReader(rep)
-		// 2. The shim names the command, or says why it could not start it.
-		pid, err := g.awaitCommand()
-		if err != nil {
-			var ws syscall.WaitStatus
-			_ = syscall.Kill(shim, syscall.SIGKILL) // it exits after its report anyway
-			_, _ = syscall.Wait4(shim, &ws, 0, nil)
-			register(&live.shims, shim, false)
-			rep.Close()
-			ctlW.Close()
-			started <- err
-			return
-		}
-		g.pid = pid
-		if spec.Deadline > 0 {
-			g.ctl.send(guardDeadline + strconv.FormatInt(int64(spec.Deadline), 10))
-		}
-		if g.gs != nil {
-			g.gs.cur.watch(pid, g.Cgroup(), spec.Deadline, shim)
-			go g.keepGuarded()
-		}
-		started <- nil
-		g.reap()
-		rep.Close()
-		ctlW.Close() // the shim is gone: nothing to hold any more
-	}()
-	if err := <-started; err != nil {
+	// 1. The shim, and through it the command.
+	if err := g.startShim(spec); err != nil {
 		g.releaseGuard()
 		g.dropCgroup()
 		var se startErr
@@ -275,7 +183,93 @@ func Start(spec Spec) (*Group, error) {
 		}
 		return nil, err
 	}
+	// 2. Both holders of the deadline learn it, the guard the group too.
+	if spec.Deadline > 0 {
+		g.ctl.send(guardDeadline + strconv.FormatInt(int64(spec.Deadline), 10))
+	}
+	if g.gs != nil {
+		g.gs.cur.watch(g.pid, g.Cgroup(), spec.Deadline, g.shim)
+		go g.keepGuarded()
+	}
+	go g.reap()
 	return g, nil
+}
+
+// makeCgroup gives the group a cgroup where it can have one. Without one,
+// a /proc that hides processes from us is refused (ErrProcHidden).
+func (g *Group) makeCgroup(none bool) error {
+	var err error
+	if !none {
+		g.cg, err = newCgroup() // no cgroup: the process tree is the fallback (Cgroup says which)
+	}
+	if g.cg != nil {
+		return nil
+	}
+	if why, hidden := ProcHidden(); hidden {
+		if err == nil {
+			err = errors.New("cgroups not used")
+		}
+		return fmt.Errorf("%w: %s, and the group has no cgroup (%v)", ErrProcHidden, why, err)
+	}
+	return nil
+}
+
+// startShim starts the shim (shim_linux.go) and waits for it to name the
+// command. The shim has no parent-death signal: when we die, it sees its
+// control pipe close and kills the lineage itself.
+func (g *Group) startShim(spec Spec) error {
+	stdout, stderr := spec.Stdout, spec.Stderr
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	cg := "-"
+	if g.cg != nil {
+		cg = g.cg.dir
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return fmt.Errorf("supervise: %w", err)
+	}
+	defer devnull.Close()
+	rep, repW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("supervise: shim pipe: %w", err)
+	}
+	defer repW.Close()
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		rep.Close()
+		return fmt.Errorf("supervise: shim pipe: %w", err)
+	}
+	defer ctlR.Close()
+	live.Lock()
+	shim, err := syscall.ForkExec(spec.Shim, append([]string{ShimName, cg, spec.Path}, spec.Args...), &syscall.ProcAttr{Env: spec.Env,
+		Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd(), repW.Fd(), ctlR.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true}})
+	if err == nil {
+		registerLocked(&live.shims, shim, true)
+	}
+	live.Unlock()
+	if err != nil {
+		rep.Close()
+		ctlW.Close()
+		return fmt.Errorf("supervise: start the shim %q: %w", spec.Shim, err)
+	}
+	g.shim, g.reports, g.ctl = shim, newLineReader(rep), &guard{w: ctlW}
+	repW.Close() // only the shim writes: its end closes with it
+	if g.pid, err = g.awaitCommand(); err != nil {
+		var ws syscall.WaitStatus
+		_ = syscall.Kill(shim, syscall.SIGKILL) // it exits after its report anyway
+		_, _ = syscall.Wait4(shim, &ws, 0, nil)
+		register(&live.shims, shim, false)
+		rep.Close()
+		ctlW.Close()
+		return err
+	}
+	return nil
 }
 
 // dropCgroup removes the group's cgroup (g.cg stays, for Cgroup).
@@ -326,6 +320,8 @@ func (g *Group) reap() {
 	register(&live.shims, g.shim, false)
 	g.releaseGuard() // before done: no guard outlives its group's end
 	g.dropCgroup()
+	g.reports.f.Close()
+	g.ctl.w.Close() // the shim is gone: nothing to hold any more
 	close(g.done)
 }
 
