@@ -310,12 +310,17 @@ func (d *demo) note(format string, args ...any) {
 }
 
 // watch notes leadership changes and measures takeovers after a kill/stop.
-func (d *demo) watch() {
+// It returns the single leader it saw (nil if there was not exactly one),
+// so a caller that acts on that observation acts on what the log says.
+func (d *demo) watch() (*worker, int64) {
 	w, s, count := d.leader()
+	if count != 1 {
+		return nil, 0
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if count != 1 || (w.id == d.lastLdr && s.Term == d.lastTrm) {
-		return
+	if w.id == d.lastLdr && s.Term == d.lastTrm {
+		return w, s.Term
 	}
 	msg := fmt.Sprintf("%s leads, term %d", w.id, s.Term)
 	if !d.killed.IsZero() && d.killedW != w.id {
@@ -327,6 +332,7 @@ func (d *demo) watch() {
 	if len(d.log) > 8 {
 		d.log = d.log[len(d.log)-8:]
 	}
+	return w, s.Term
 }
 
 func (d *demo) stopLeader(sig syscall.Signal) {
@@ -597,10 +603,10 @@ func (d *demo) auto(ctx context.Context) int {
 	var next *worker
 	var nextTerm int64
 	if !wait("a new leader", bound, func() bool {
-		d.watch() // notes the takeover as the live view does
-		w, s, c := d.leader()
-		next, nextTerm = w, s.Term
-		return c == 1 && w != first
+		// One observation both notes the takeover (as the live view does)
+		// and ends the wait, so the log always has the line.
+		next, nextTerm = d.watch()
+		return next != nil && next != first
 	}) {
 		return 1
 	}
