@@ -154,9 +154,12 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 	}
 }
 
-// CopyInfra copies infra/'s configuration and lock file (without state,
-// caches or scripts) into dir, so the suite's Terraform state never mixes
-// with a `make deploy` in the checkout.
+// CopyInfra copies infra/'s deployment root into dir: the configuration, the
+// committed lock file and every file the configuration reads (the alert
+// queries in alerts/, the table schema), without state, caches or the
+// directories that are not part of the root (scripts, tests, examples, the
+// CI identity, the image builder, the Prometheus rules). The suite's
+// Terraform state then never mixes with a `make deploy` in the checkout.
 func CopyInfra(root, dir string) error {
 	src := filepath.Join(root, "infra")
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
@@ -165,17 +168,14 @@ func CopyInfra(root, dir string) error {
 		}
 		rel, _ := filepath.Rel(src, path)
 		if d.IsDir() {
-			switch d.Name() {
-			case ".terraform", "image", "scripts", "tests", "examples", "ci":
-				if rel != "." {
-					return filepath.SkipDir
-				}
+			if rel != "." && notInRoot[d.Name()] {
+				return filepath.SkipDir
 			}
 			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
 		}
-		// The configuration and the committed lock file (the provider's
-		// version and hashes), nothing else.
-		if !strings.HasSuffix(path, ".tf") && d.Name() != ".terraform.lock.hcl" {
+		name := d.Name()
+		if strings.HasPrefix(name, "terraform.tfstate") || strings.HasSuffix(name, ".tfstate") ||
+			name == ".terraform.tfstate.lock.info" || !d.Type().IsRegular() {
 			return nil
 		}
 		b, err := os.ReadFile(path)
@@ -184,6 +184,14 @@ func CopyInfra(root, dir string) error {
 		}
 		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
 	})
+}
+
+// notInRoot are the directories under infra/ that the deployment root does
+// not read: Terraform's cache and the suite's own data, the harness's
+// tools, tests, examples and the CI identity (roots of their own).
+var notInRoot = map[string]bool{
+	".terraform": true, ".test-data": true, "image": true, "scripts": true, "tests": true,
+	"examples": true, "ci": true, "monitoring": true,
 }
 
 // BuildImages builds the worker and the sidecar as static linux/amd64

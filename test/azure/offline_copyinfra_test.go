@@ -5,6 +5,7 @@ package azure
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 )
 
@@ -46,5 +47,36 @@ func TestOffline_CopyInfraKeepsTheLockFile(t *testing.T) {
 		if got := err == nil; got != want {
 			t.Errorf("copy has %s: %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestOffline_CopyInfraHasEveryFileTheConfigurationReads: the suite applies
+// the copy, so every file the configuration reads (templatefile, file) must
+// be in it; Terraform evaluates templatefile() even for rules that are off.
+func TestOffline_CopyInfraHasEveryFileTheConfigurationReads(t *testing.T) {
+	dst := t.TempDir()
+	if err := CopyInfra(repoRoot(t), dst); err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile(`\$\{path\.module\}/([^"]+)"`)
+	tfs, err := filepath.Glob(filepath.Join(dst, "*.tf"))
+	if err != nil || len(tfs) == 0 {
+		t.Fatalf("no .tf files in the copy (%v)", err)
+	}
+	seen := 0
+	for _, tf := range tfs {
+		b, err := os.ReadFile(tf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range refs.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			if _, err := os.Stat(filepath.Join(dst, m[1])); err != nil {
+				t.Errorf("%s reads %s, which the copy lacks", filepath.Base(tf), m[1])
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no ${path.module}/… reference found in the copied configuration: the check saw nothing")
 	}
 }
