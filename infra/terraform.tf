@@ -26,6 +26,9 @@ provider "azurerm" {
   resource_providers_to_register = [
     "Microsoft.ContainerInstance",
     "Microsoft.ContainerRegistry",
+    # The action group, the log alert rules and the container groups'
+    # diagnostic settings.
+    "Microsoft.Insights",
     "Microsoft.ManagedIdentity",
     "Microsoft.OperationalInsights",
     "Microsoft.Storage",

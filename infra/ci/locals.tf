@@ -12,7 +12,8 @@ locals {
   # create and delete resource groups; storage accounts with containers;
   # user-assigned identities (and attach them to container groups); a
   # registry (and push to it); container groups (stop, start, exec); a Log
-  # Analytics workspace (its key goes to the groups); register the five
+  # Analytics workspace (its key goes to the groups); the alerts' action
+  # group and rules and the groups' diagnostic settings; register the six
   # resource providers; read anything. Role assignments are not here: they
   # come from the constrained RBAC administrator assignment below.
   suite_actions = [
@@ -21,6 +22,7 @@ locals {
     "Microsoft.Resources/subscriptions/resourceGroups/delete",
     "Microsoft.ContainerInstance/register/action",
     "Microsoft.ContainerRegistry/register/action",
+    "Microsoft.Insights/register/action",
     "Microsoft.ManagedIdentity/register/action",
     "Microsoft.OperationalInsights/register/action",
     "Microsoft.Storage/register/action",
@@ -29,6 +31,9 @@ locals {
     "Microsoft.ContainerRegistry/registries/*",
     "Microsoft.ContainerInstance/containerGroups/*",
     "Microsoft.OperationalInsights/workspaces/*",
+    "Microsoft.Insights/actionGroups/*",
+    "Microsoft.Insights/scheduledQueryRules/*",
+    "Microsoft.Insights/diagnosticSettings/*",
   ]
   # No account keys: azurerm tolerates a 403 on ListKeys, so they never
   # reach the suite's Terraform state (docs/security.md).
