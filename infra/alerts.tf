@@ -1,10 +1,12 @@
 # --- Alerts ----------------------------------------------------------------------
 #
 # Azure Monitor log alerts over the workers' JSON log lines in the Log Analytics
-# workspace (ACI's ContainerInsights logs land in ContainerInstanceLog_CL, one
-# row per line, the line in `Message`). The lines and their fields are a
-# contract: docs/architecture.md#log-lines-the-alerts-read. What each alert means
-# and what to check first: docs/operations.md#alerts.
+# workspace: the groups' diagnostic setting (main.tf) writes them to the
+# resource-specific table ContainerInstanceLog, one row per line, the line in
+# `Message` (its documented columns, with their source: alerts/tables.json).
+# The lines and their fields are a contract:
+# docs/architecture.md#log-lines-the-alerts-read. What each alert means and
+# what to check first: docs/operations.md#alerts.
 #
 # Every threshold is derived from this deployment's own timing (L, D, renew
 # interval, P); none is a constant of its own.
@@ -35,26 +37,37 @@ locals {
   # As the API spells it (an hour is PT1H, never PT60M).
   alert_forbidden_window = local.alert_forbidden_window_minutes == 60 ? "PT1H" : "PT${local.alert_forbidden_window_minutes}M"
 
-  # The KQL of the rules lives in alerts/*.kql (checked by the Kusto language
-  # service: `make test-kql`); every rule starts from the worker lines.
+  # No line from any worker for this long is its own, lower alert (no_logs):
+  # no lines is not no leader (a new deployment, the daily cap, a broken
+  # diagnostic setting).
+  alert_silent_minutes = 15
+
+  # The KQL of the rules lives in alerts/*.kql (`make test-kql`: the Kusto
+  # language service against the documented table schema, and each query
+  # run on sample rows that must fire and rows that must not); every rule
+  # starts from the worker lines.
+  alert_groups = jsonencode(sort([for w in local.workers : w.name]))
   alert_worker_lines = templatefile("${path.module}/alerts/workers.kql", {
-    groups = jsonencode(sort([for w in local.workers : w.name]))
+    table  = local.log_table
+    groups = local.alert_groups
   })
 
   alert_rules = {
     no_leader = {
       display_name = "blobleader: no leader for longer than the failover bound"
-      description  = "No worker showed a leader for more than ${local.alert_leader_gap_seconds} s (failover bound L + 1.1·P + request timeout = ${local.alert_failover_bound_seconds} s, plus one status interval L + P). docs/operations.md#alert-no-leader"
+      description  = "Workers logged, but none showed a leader for more than ${local.alert_leader_gap_seconds} s (failover bound L + 1.1·P + request timeout = ${local.alert_failover_bound_seconds} s, plus one status interval L + P). No lines at all is the no-logs alert. docs/operations.md#alert-no-leader"
       severity     = 0
       window       = "PT15M"
+      frequency    = "PT5M"
       threshold    = local.alert_leader_gap_seconds
-      query        = templatefile("${path.module}/alerts/no_leader.kql", { workers = local.alert_worker_lines, gap_limit = local.alert_leader_gap_seconds, window_seconds = 900 })
+      query        = templatefile("${path.module}/alerts/no_leader.kql", { workers = local.alert_worker_lines, gap_limit = local.alert_leader_gap_seconds })
     }
     two_leaders = {
       display_name = "blobleader: two workers claim leadership"
       description  = "Two workers' claims of leadership overlapped, beyond what an operator's forced break explains (${local.alert_break_overlap_seconds} s: renew interval + request timeout). Must never happen. docs/operations.md#alert-two-leaders"
       severity     = 0
       window       = "PT15M"
+      frequency    = "PT5M"
       threshold    = local.alert_break_overlap_seconds
       query        = templatefile("${path.module}/alerts/two_leaders.kql", { workers = local.alert_worker_lines, break_overlap = local.alert_break_overlap_seconds, skew = var.alerts.clock_skew_seconds })
     }
@@ -63,6 +76,7 @@ locals {
       description  = "More than ${var.alerts.flapping_handovers} leaders started within 15 minutes. docs/operations.md#alert-flapping"
       severity     = 2
       window       = "PT15M"
+      frequency    = "PT5M"
       threshold    = var.alerts.flapping_handovers
       query        = templatefile("${path.module}/alerts/flapping.kql", { workers = local.alert_worker_lines, max_handovers = var.alerts.flapping_handovers })
     }
@@ -71,6 +85,7 @@ locals {
       description  = "A worker's storage requests have been refused with 403 for more than ${var.alerts.rbac_propagation_minutes} minutes. docs/operations.md#alert-storage-forbidden"
       severity     = 1
       window       = local.alert_forbidden_window
+      frequency    = "PT5M"
       threshold    = var.alerts.rbac_propagation_minutes * 60
       query        = templatefile("${path.module}/alerts/storage_forbidden.kql", { workers = local.alert_worker_lines, forbidden_seconds = var.alerts.rbac_propagation_minutes * 60 })
     }
@@ -79,8 +94,37 @@ locals {
       description  = "A worker logged a failing health (what /healthz answers with 503: the election loop made no progress for a lease duration, ${var.lease_duration_seconds} s, a cancelled task did not return, or storage refuses the term write). docs/operations.md#alert-unhealthy"
       severity     = 1
       window       = "PT5M"
+      frequency    = "PT5M"
       threshold    = var.lease_duration_seconds
       query        = templatefile("${path.module}/alerts/unhealthy.kql", { workers = local.alert_worker_lines })
+    }
+    no_logs = {
+      display_name = "blobleader: no log lines from any worker"
+      description  = "No worker line reached the workspace for ${local.alert_silent_minutes} minutes after earlier ones did: every worker is gone, the workspace's daily cap was hit, or the groups' diagnostic setting stopped delivering. Not by itself a missing leader. docs/operations.md#alert-no-logs"
+      severity     = 2
+      window       = "PT6H"
+      frequency    = "PT15M"
+      threshold    = local.alert_silent_minutes * 60
+      query        = templatefile("${path.module}/alerts/no_logs.kql", { table = local.log_table, groups = local.alert_groups, silent_minutes = local.alert_silent_minutes })
+    }
+  }
+}
+
+# The rules' table must exist when they are created (a query over a missing
+# table is refused: SEM0100). Microsoft tables such as ContainerInstanceLog
+# exist from the workspace's creation; this read fails the plan, naming the
+# table, if that ever stops being so, and checks that the table's plan lets
+# alerts query it.
+data "azurerm_log_analytics_workspace_table" "logs" {
+  count = local.alert_rules_enabled ? 1 : 0
+
+  name         = local.log_table
+  workspace_id = azurerm_log_analytics_workspace.this.id
+
+  lifecycle {
+    postcondition {
+      condition     = self.plan == "Analytics"
+      error_message = "The table ${local.log_table} in the workspace has the plan \"${self.plan}\"; log alert rules need \"Analytics\"."
     }
   }
 }
@@ -111,7 +155,7 @@ resource "azurerm_monitor_scheduled_query_rules_alert_v2" "this" {
   resource_group_name  = azurerm_resource_group.this.name
   scopes               = [azurerm_log_analytics_workspace.this.id]
   severity             = each.value.severity
-  evaluation_frequency = "PT5M"
+  evaluation_frequency = each.value.frequency
   window_duration      = each.value.window
   display_name         = each.value.display_name
   enabled              = true
@@ -135,4 +179,6 @@ resource "azurerm_monitor_scheduled_query_rules_alert_v2" "this" {
       runbook   = "docs/operations.md#alert-${replace(each.key, "_", "-")}"
     }
   }
+
+  depends_on = [data.azurerm_log_analytics_workspace_table.logs]
 }

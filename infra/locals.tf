@@ -46,6 +46,11 @@ locals {
 
   worker_port = 8080
 
+  # The container groups' diagnostic categories (main.tf) and the
+  # resource-specific table the alerts read (alerts.tf, alerts/tables.json).
+  log_categories = ["ContainerInstanceLog", "ContainerEvent"]
+  log_table      = "ContainerInstanceLog"
+
   # Flags through their env twins (BLOBLEADER_<FLAG>), DESIGN §3.
   worker_environment = merge(var.history_to_blob ? { BLOBLEADER_HISTORY = "blob" } : {}, var.shards > 0 ? { BLOBLEADER_SHARDS = tostring(var.shards) } : {}, var.chaos_sidecar.enabled ? {
     # Every election and ledger connection goes to the sidecar's loopback

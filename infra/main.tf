@@ -144,8 +144,9 @@ resource "azurerm_log_analytics_workspace" "this" {
   name                = local.log_analytics_name
   resource_group_name = azurerm_resource_group.this.name
   daily_quota_gb      = var.log_daily_quota_gb
-  # ACI ships container logs with the workspace key; that is the one key in
-  # this deployment (stored as a secure value in the container group).
+  # The container groups' legacy log integration (their `diagnostics` block)
+  # authenticates with the workspace key; that is the one key in this
+  # deployment (stored as a secure value in each group).
   local_authentication_enabled = true
   retention_in_days            = var.log_retention_days
   sku                          = "PerGB2018"
@@ -243,11 +244,16 @@ resource "azurerm_container_group" "worker" {
     }
   }
 
+  # The legacy integration (workspace id and key): ACI writes the lines to
+  # ContainerInstanceLog_CL, a custom table that exists only after its first
+  # ingestion. Kept for people reading logs; the alerts read the
+  # resource-specific table the diagnostic setting below fills. No log_type:
+  # Microsoft's documented form sets none, and what each value carries is not
+  # documented.
   diagnostics {
     log_analytics {
       workspace_id  = azurerm_log_analytics_workspace.this.workspace_id
       workspace_key = azurerm_log_analytics_workspace.this.primary_shared_key
-      log_type      = "ContainerInsights"
     }
   }
 
@@ -257,4 +263,28 @@ resource "azurerm_container_group" "worker" {
     azurerm_role_assignment.worker_acr_pull,
     azurerm_role_assignment.worker_blob,
   ]
+}
+
+# The route the alerts rely on: a diagnostic setting per group sends its
+# container logs and events to the resource-specific tables ContainerInstanceLog
+# and ContainerEvent (Microsoft Learn, "Container group and instance logging
+# with Azure Monitor logs", Using Diagnostic Settings; the categories are those
+# of Azure Policy's built-in "Configure diagnostic settings for container groups
+# to Log Analytics workspace"). Microsoft tables exist from the workspace's
+# creation, so rules over them can be created before the first line arrives
+# (alerts.tf checks it).
+resource "azurerm_monitor_diagnostic_setting" "worker" {
+  for_each = local.workers
+
+  name                           = "diag-${var.name_prefix}-logs"
+  target_resource_id             = azurerm_container_group.worker[each.key].id
+  log_analytics_workspace_id     = azurerm_log_analytics_workspace.this.id
+  log_analytics_destination_type = "Dedicated"
+
+  dynamic "enabled_log" {
+    for_each = local.log_categories
+    content {
+      category = enabled_log.value
+    }
+  }
 }

@@ -48,6 +48,26 @@ output "log_analytics_workspace_id" {
   value       = azurerm_log_analytics_workspace.this.id
 }
 
+output "log_analytics_workspace_guid" {
+  description = "Workspace (customer) id of the Log Analytics workspace, a GUID: what `az monitor log-analytics query -w` and the query API take."
+  value       = azurerm_log_analytics_workspace.this.workspace_id
+}
+
+output "log_table" {
+  description = "The resource-specific table the groups' diagnostic setting fills and the alerts read (columns: alerts/tables.json)."
+  value       = local.log_table
+}
+
+output "role_assignment_ids" {
+  description = "ARM ids of the role assignments this deployment creates, by what they grant (make verify-azure measures how old each is when access works)."
+  value = merge(
+    { for k, r in azurerm_role_assignment.worker_blob : "worker blob data contributor on ${k}" => r.id },
+    { "worker acr pull" = azurerm_role_assignment.worker_acr_pull.id },
+    { for k, r in azurerm_role_assignment.operator_blob : "operator blob data reader on ${k}" => r.id },
+    { for k, r in azurerm_role_assignment.chaos_controller : "harness blob data contributor on ${k}" => r.id },
+  )
+}
+
 output "registry_login_server" {
   description = "Login server of the container registry, e.g. `crblobleaderXXXX.azurecr.io`."
   value       = azurerm_container_registry.this.login_server
@@ -74,6 +94,11 @@ output "storage_blob_endpoint" {
 }
 
 # --- Alerts (infra/alerts.tf) ----------------------------------------------------
+
+output "alert_queries" {
+  description = "Each alert rule's query and window as the rules run them (also while alerts.enabled is false), for make verify-azure; empty before the worker groups exist."
+  value       = local.worker_count > 0 ? { for k, r in local.alert_rules : k => { query = r.query, window = r.window } } : {}
+}
 
 output "alert_action_group_id" {
   description = "ARM id of the action group the alerts notify (null when alerts.enabled is false)."

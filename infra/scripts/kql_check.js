@@ -1,9 +1,12 @@
 // kql_check.js: parse and analyse the Azure alert queries (infra/alerts/*.kql)
 // with the Kusto language service (@kusto/language-service-next, pinned in
-// package.json), against the columns ACI writes to ContainerInstanceLog_CL.
-// Terraform fills each template's ${...} placeholders (infra/alerts.tf); this
-// check fills them with values of the same types, then fails on any error the
-// language service reports (syntax, unknown names, wrong types).
+// package.json), against the tables and columns Microsoft documents for them
+// (infra/alerts/tables.json, each with its source): a column a query names
+// that the documentation does not list is an error here, as it is in the
+// workspace. Terraform fills each template's ${...} placeholders
+// (infra/alerts.tf); this check fills them with values of the same types,
+// then fails on any error the language service reports (syntax, unknown
+// names, wrong types).
 //
 // Usage: node infra/scripts/kql_check.js [DIR]   (DIR defaults to infra/alerts)
 // Exit 0: every query is clean; 1: a diagnostic (printed); 2: bad usage.
@@ -15,19 +18,30 @@ require("@kusto/language-service-next/bridge.js");
 require("@kusto/language-service-next/Kusto.Language.Bridge.js");
 const K = global.Kusto.Language;
 
-// The columns of ACI's container log table (log_type "ContainerInsights").
-const table = K.Symbols.TableSymbol.From(
-  "(TimeGenerated:datetime, ContainerGroup_s:string, ContainerName_s:string, ContainerID_s:string, " +
-    "ContainerImage_s:string, Message:string, Location_s:string, OSType_s:string, Source_s:string, " +
-    "ResourceGroup:string, SubscriptionId:string, Type:string, _ResourceId:string)",
-).WithName("ContainerInstanceLog_CL");
-const globals = K.GlobalState.Default.WithDatabase(new K.Symbols.DatabaseSymbol.ctor("workspace", [table]));
+// The documented tables, declared exactly as infra/alerts/tables.json lists them.
+function schema(dir) {
+  const file = path.join(dir, "tables.json");
+  const doc = JSON.parse(fs.readFileSync(file, "utf8"));
+  const tables = [];
+  for (const [name, t] of Object.entries(doc.tables || {})) {
+    if (!t.source || !t.columns || Object.keys(t.columns).length === 0) {
+      throw new Error(`${file}: table ${name} needs a source and its documented columns`);
+    }
+    const cols = Object.entries(t.columns).map(([c, type]) => `${c}:${type}`).join(", ");
+    tables.push(K.Symbols.TableSymbol.From(`(${cols})`).WithName(name));
+  }
+  if (tables.length === 0) {
+    throw new Error(`${file}: no tables`);
+  }
+  return K.GlobalState.Default.WithDatabase(new K.Symbols.DatabaseSymbol.ctor("workspace", tables));
+}
 
 // Values of the types Terraform passes (numbers may be fractional).
 const values = {
   groups: JSON.stringify(["ci-blobleader-worker-01", "ci-blobleader-worker-02"]),
+  table: "ContainerInstanceLog",
   gap_limit: "34.1",
-  window_seconds: "900",
+  silent_minutes: "15",
   break_overlap: "5.333333333333333",
   skew: "1",
   max_handovers: "4",
@@ -44,7 +58,7 @@ function render(text, extra) {
   });
 }
 
-function diagnostics(query) {
+function diagnostics(query, globals) {
   const code = K.KustoCode.ParseAndAnalyze(query, globals);
   const list = code.GetDiagnostics();
   const out = [];
@@ -65,6 +79,7 @@ function main() {
     process.exit(2);
   }
   const dir = args[0] || path.join(__dirname, "..", "alerts");
+  const globals = schema(dir);
   const workers = render(fs.readFileSync(path.join(dir, "workers.kql"), "utf8"), {});
   const files = fs.readdirSync(dir).filter((f) => f.endsWith(".kql") && f !== "workers.kql").sort();
   if (files.length === 0) {
@@ -74,7 +89,7 @@ function main() {
   let failed = 0;
   for (const f of files) {
     const query = render(fs.readFileSync(path.join(dir, f), "utf8"), { workers });
-    const errs = diagnostics(query);
+    const errs = diagnostics(query, globals);
     if (errs.length > 0) {
       failed++;
       console.log(`FAIL ${f}\n  ${errs.join("\n  ")}`);

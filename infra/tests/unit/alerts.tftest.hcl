@@ -22,6 +22,12 @@ mock_provider "azurerm" {
     }
   }
 
+  mock_data "azurerm_log_analytics_workspace_table" {
+    defaults = {
+      plan = "Analytics"
+    }
+  }
+
   mock_resource "azurerm_monitor_action_group" {
     defaults = {
       id = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.Insights/actionGroups/ag-blobleader"
@@ -66,8 +72,8 @@ run "every_alert_exists_and_pages_the_action_group" {
     error_message = "The action group must e-mail exactly the receivers given, in order."
   }
   assert {
-    condition     = toset(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy"])
-    error_message = "Expected the five alert rules: no_leader, two_leaders, flapping, storage_forbidden, unhealthy."
+    condition     = toset(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs"])
+    error_message = "Expected the six alert rules: no_leader, two_leaders, flapping, storage_forbidden, unhealthy, no_logs."
   }
   assert {
     condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
@@ -77,8 +83,8 @@ run "every_alert_exists_and_pages_the_action_group" {
   assert {
     condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
       r.criteria[0].time_aggregation_method == "Count" && r.criteria[0].operator == "GreaterThan" && r.criteria[0].threshold == 0 &&
-    strcontains(r.criteria[0].query, "ContainerInstanceLog_CL") && strcontains(r.criteria[0].query, "\"ci-blobleader-worker-01\"")])
-    error_message = "Every rule must fire on any row of a query over the worker groups' lines in ContainerInstanceLog_CL."
+    strcontains(r.criteria[0].query, "ContainerInstanceLog\n| where ContainerName == \"worker\" and ContainerGroup in (dynamic([\"ci-blobleader-worker-01\"")])
+    error_message = "Every rule must fire on any row of a query over the worker containers' lines in the resource-specific ContainerInstanceLog (not the legacy ContainerInstanceLog_CL, which has no container name column)."
   }
 }
 
@@ -202,4 +208,57 @@ run "alerts_off_creates_nothing_and_needs_no_receiver" {
     condition     = length(azurerm_monitor_action_group.alerts) == 0 && length(azurerm_monitor_scheduled_query_rules_alert_v2.this) == 0 && output.alert_action_group_id == null
     error_message = "alerts.enabled = false must create no action group and no rule."
   }
+}
+
+run "no_logs_is_its_own_lower_rule" {
+  command = plan
+
+  # No lines is not no leader: a new deployment, the daily cap, a broken
+  # diagnostic setting. The no-leader rule does not page on it; no_logs
+  # warns (severity 2) once lines stop for 15 minutes.
+  assert {
+    condition = (azurerm_monitor_scheduled_query_rules_alert_v2.this["no_logs"].severity == 2 &&
+      azurerm_monitor_scheduled_query_rules_alert_v2.this["no_logs"].severity > azurerm_monitor_scheduled_query_rules_alert_v2.this["no_leader"].severity &&
+      azurerm_monitor_scheduled_query_rules_alert_v2.this["no_logs"].window_duration == "PT6H" &&
+      azurerm_monitor_scheduled_query_rules_alert_v2.this["no_logs"].evaluation_frequency == "PT15M" &&
+    strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["no_logs"].criteria[0].query, "last_line < ago(15m)"))
+    error_message = "no_logs must be a severity-2 rule over 6 hours, every 15 minutes, firing when the last worker line is older than 15 minutes."
+  }
+  assert {
+    condition     = !strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["no_leader"].criteria[0].query, "now()")
+    error_message = "no_leader must not measure a gap against now(): with no lines at all it would page severity 0."
+  }
+}
+
+run "logs_reach_the_alerts_table_through_a_diagnostic_setting" {
+  command = plan
+
+  assert {
+    condition = length(azurerm_monitor_diagnostic_setting.worker) == 3 && alltrue([for k, d in azurerm_monitor_diagnostic_setting.worker :
+      d.log_analytics_destination_type == "Dedicated" && d.log_analytics_workspace_id == azurerm_log_analytics_workspace.this.id &&
+      toset([for l in d.enabled_log : l.category]) == toset(["ContainerInstanceLog", "ContainerEvent"])
+    ])
+    error_message = "Each worker group needs a diagnostic setting sending ContainerInstanceLog and ContainerEvent to the workspace's resource-specific tables (Dedicated)."
+  }
+  assert {
+    condition     = data.azurerm_log_analytics_workspace_table.logs[0].name == "ContainerInstanceLog" && data.azurerm_log_analytics_workspace_table.logs[0].workspace_id == azurerm_log_analytics_workspace.this.id
+    error_message = "The plan must read the alerts' table (ContainerInstanceLog) in the deployment's workspace before the rules are created."
+  }
+  assert {
+    condition     = alltrue([for g in azurerm_container_group.worker : g.diagnostics[0].log_analytics[0].log_type == null || g.diagnostics[0].log_analytics[0].log_type == ""])
+    error_message = "The legacy integration keeps Microsoft's documented form: no log_type."
+  }
+}
+
+run "a_table_that_cannot_be_alerted_on_fails_the_plan" {
+  command = plan
+
+  override_data {
+    target = data.azurerm_log_analytics_workspace_table.logs[0]
+    values = {
+      plan = "Basic"
+    }
+  }
+
+  expect_failures = [data.azurerm_log_analytics_workspace_table.logs[0]]
 }

@@ -2,7 +2,14 @@
 # container group; 0 keeps the single-task mode and sets nothing. Bad values
 # fail at plan with the variable's own message.
 
-mock_provider "azurerm" {}
+mock_provider "azurerm" {
+  # The alerts' log table (alerts.tf reads it and requires the Analytics plan).
+  mock_data "azurerm_log_analytics_workspace_table" {
+    defaults = {
+      plan = "Analytics"
+    }
+  }
+}
 
 variables {
   location     = "eastus"
