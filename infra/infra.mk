@@ -78,7 +78,7 @@ endef
 ##@ Infrastructure (Azure)
 
 .PHONY: test-infra
-test-infra: ## Offline infra checks, each timed: terraform fmt/init/validate/test (mock_provider) of infra/ and infra/ci, tflint, tfsec, actionlint, deploy.sh and provider-mirror.sh tests.
+test-infra: ## Offline infra checks, each timed: terraform fmt/init/validate/test (mock_provider) of infra/ and infra/ci, the destroy plan without TF_VAR_*, the Azure suite's copy planned with its variables, tflint, tfsec, actionlint, deploy.sh and provider-mirror.sh tests.
 	@route='$(TF_PROVIDER_SOURCE)'; [ -n "$$route" ] || route=$$(bash $(INFRA)/scripts/provider-route.sh); \
 	  case "$$route" in registry|mirror) ;; *) echo "TF_PROVIDER_SOURCE must be registry or mirror, not '$$route'"; exit 2;; esac; \
 	  echo ">> azurerm provider route: $$route"; \
@@ -94,6 +94,8 @@ test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(AC
 	@$(call timed,azurerm pinned to $(AZURERM_VERSION) (terraform.tf; init selected it),bash $(INFRA)/scripts/provider-pin_test.sh && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) version -json | grep -q '"registry.terraform.io/hashicorp/azurerm": "$(AZURERM_VERSION)"')
 	@$(call timed,terraform validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) validate -no-color)
 	@$(call timed,terraform test (mock_provider plan),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) test -no-color -test-directory=tests/unit)
+	@$(call timed,destroy plan with no TF_VAR_* (deploy.sh destroy args),$(TF_CHECK_ENV) TERRAFORM=$(TERRAFORM) bash $(INFRA)/scripts/destroy-plan_test.sh $(TF_CHECK_DIR))
+	@$(call timed,Azure suite copy of infra/ plans (its variables),$(TF_CHECK_ENV) BLOBLEADER_TF_REHEARSAL=1 TERRAFORM=$(TERRAFORM) $(GO) -C $(ROOT)/test test -tags azure -count=1 -v -timeout 10m -run '^TestRehearsal_' ./azure/ >$(TF_CHECK_DIR)/rehearsal.log 2>&1 && grep -q -- '--- PASS: TestRehearsal_SuitePlansTheCopiedInfra' $(TF_CHECK_DIR)/rehearsal.log || { cat $(TF_CHECK_DIR)/rehearsal.log; exit 1; })
 	@$(call timed,examples/default init+validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/examples/default init -backend=false >/dev/null && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/examples/default validate -no-color)
 	@$(call timed,ci identity init+validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/ci init -backend=false >/dev/null && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/ci validate -no-color)
 	@$(call timed,ci identity terraform test (mock_provider plan),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR)/ci test -no-color -test-directory=tests/unit)

@@ -14,7 +14,8 @@
 # PROPAGATION_WAIT (seconds stage 3 keeps retrying while role assignments
 # propagate, default 900: ARM is documented to take up to about 10 minutes),
 # RETRY_BACKOFF (seconds, times the attempt number and at most 180, between
-# stage-3 retries; 60), IMAGE_LAYOUT (default out/image),
+# stage-3 retries; 60), STAGE3_LOG (terraform's stage-3 output, default
+# out/deploy-stage3.log), IMAGE_LAYOUT (default out/image),
 # TF_VARS (extra arguments for terraform plan/apply, e.g. "-var zones=[]").
 # State stays local in infra/terraform.tfstate (git-ignored); keep it to destroy.
 #
@@ -133,17 +134,21 @@ deploy() {
 	echo "pushed $ref"
 
 	# ACI pulls with the identity's AcrPull, which ARM may take up to about
-	# 10 minutes to propagate: a failed group create is retried (it is
-	# replaced on the retry) for PROPAGATION_WAIT seconds in all.
+	# 10 minutes to propagate: a group create that failed for that reason is
+	# retried (it is replaced on the retry) for PROPAGATION_WAIT seconds in
+	# all. Any other failure stops at once, naming its cause.
 	step "stage 3/3: $WORKER_COUNT worker container groups pinned to $digest"
-	local attempt=1 waited=0 delay
-	until tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest"; do
+	local attempt=1 waited=0 delay cause out=${STAGE3_LOG:-$root/out/deploy-stage3.log}
+	mkdir -p "$(dirname "$out")"
+	until tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest" 2>&1 | tee "$out"; do
+		cause=$(stage3_cause "$out")
+		[[ $cause == retry:* ]] || die "stage 3 failed: ${cause#stop: } (terraform's output: $out)"
 		((waited < PROPAGATION_WAIT)) ||
-			die "stage 3 kept failing for ${waited}s (PROPAGATION_WAIT=$PROPAGATION_WAIT); see the errors above. Role assignments can take up to 10 minutes to propagate: run make deploy again, or raise PROPAGATION_WAIT"
+			die "stage 3 kept failing for ${waited}s (PROPAGATION_WAIT=$PROPAGATION_WAIT) with ${cause#retry: }; see the errors above. Role assignments can take up to 10 minutes to propagate: run make deploy again, or raise PROPAGATION_WAIT"
 		delay=$((attempt * RETRY_BACKOFF))
 		((delay <= 180)) || delay=180
 		((delay <= PROPAGATION_WAIT - waited)) || delay=$((PROPAGATION_WAIT - waited))
-		echo "stage 3 failed (attempt $attempt, ${waited}s of ${PROPAGATION_WAIT}s); retrying in ${delay}s in case role assignments are still propagating"
+		echo "stage 3 failed (attempt $attempt, ${waited}s of ${PROPAGATION_WAIT}s): ${cause#retry: }; retrying in ${delay}s"
 		sleep "$delay"
 		waited=$((waited + delay))
 		attempt=$((attempt + 1))
@@ -155,6 +160,26 @@ deploy() {
 		wait_for_leader
 	else
 		echo "not waiting for a leader (no data role to read the lease); watch: az container logs -g $(tf output -raw resource_group_name) -n <group>"
+	fi
+}
+
+# stage3_cause FILE: why the stage-3 apply whose output is FILE failed, as
+# `retry: <cause>` (role assignments or a new identity still propagating,
+# which waiting cures) or `stop: <cause>` (anything else, named).
+stage3_cause() {
+	local f=$1
+	if grep -qE 'InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required' "$f"; then
+		echo "retry: the image pull was refused (the workers' AcrPull role assignment still propagating)"
+	elif grep -q 'PrincipalNotFound' "$f"; then
+		echo "retry: a new identity is not yet known to Entra ID (still propagating)"
+	elif grep -qE 'SEM0100|Failed to resolve table|tables/ContainerInstanceLog was not found' "$f"; then
+		echo "stop: the alert rules' log table does not exist in the workspace (SEM0100), not a role propagation: run make verify-azure, or deploy with TF_VAR_alerts='{ enabled = false }' and report it"
+	elif grep -q 'MissingSubscriptionRegistration' "$f"; then
+		echo "stop: a resource provider is not registered in the subscription (MissingSubscriptionRegistration), not a role propagation: az provider register --namespace <the one named above>"
+	elif grep -qE 'AuthorizationFailed|LinkedAuthorizationFailed' "$f"; then
+		echo "stop: the deploying principal lacks a permission (AuthorizationFailed), which waiting does not grant"
+	else
+		echo "stop: not a role-propagation error (see terraform's error above)"
 	fi
 }
 
@@ -184,14 +209,23 @@ wait_for_leader() {
 	die "no leader after ${LEADER_TIMEOUT}s; check: az container logs -g $(tf output -raw resource_group_name) -n <group>"
 }
 
+# destroy_args DIGEST: the variables of the destroy plan. A destroy plans
+# the configuration and validates every variable, in a shell that may have
+# none of the deploy's TF_VAR_*; alerts on (the default) require a receiver,
+# so the destroy turns them off: it removes them either way.
+destroy_args() {
+	common_vars
+	printf '%s\n' -var 'alerts={ enabled = false }' -var "image_digest=$1"
+}
+
 destroy() {
-	mapfile -t vars < <(common_vars)
-	read -r -a extra <<<"${TF_VARS:-}"
-	vars+=("${extra[@]}")
 	[[ -f $infra/terraform.tfstate ]] || die "no state in $infra/terraform.tfstate: nothing deployed from this checkout"
 	step "terraform destroy (resource group, storage with its ledger and history, registry, identity, logs)"
 	tf init -input=false >/dev/null
-	tf destroy -input=false -auto-approve "${vars[@]}" -var "image_digest=$(tf output -raw image_digest 2>/dev/null || true)"
+	mapfile -t vars < <(destroy_args "$(tf output -raw image_digest 2>/dev/null || true)")
+	read -r -a extra <<<"${TF_VARS:-}"
+	vars+=("${extra[@]}")
+	tf destroy -input=false -auto-approve "${vars[@]}"
 }
 
 # Sourced (by deploy_test.sh): define the functions, run nothing.

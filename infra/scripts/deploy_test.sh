@@ -18,7 +18,7 @@ sandbox="$work/sys"
 mkdir -p "$stubs" "$sandbox" "$work/layout" "$work/home"
 # The system tools deploy.sh and the stubs use, linked from wherever this
 # machine has them; nothing else of /usr/bin is visible.
-for tool in bash env cat dirname basename date sed tr grep cut wc tail mkdir rm base64; do
+for tool in bash env cat dirname basename date sed tr grep cut wc tail mkdir rm base64 tee; do
 	found=$(command -v "$tool") || { echo "deploy_test: this machine has no $tool"; exit 1; }
 	ln -s "$found" "$sandbox/$tool"
 done
@@ -68,7 +68,7 @@ init) ;;
 apply)
 	if [[ "$*" == *"image_digest=sha256:"* ]]; then
 		n=$(($(cat "$STATE/stage3" 2>/dev/null || echo 0) + 1)); echo "$n" >"$STATE/stage3"
-		if ((n <= ${STAGE3_FAILURES:-0})); then echo "Error: InaccessibleImage" >&2; exit 1; fi
+		if ((n <= ${STAGE3_FAILURES:-0})); then echo "${STAGE3_ERROR:-Error: InaccessibleImage}" >&2; exit 1; fi
 	fi ;;
 destroy) ;;
 output)
@@ -108,7 +108,7 @@ run() { # name, then env assignments and deploy.sh arguments; output in $work/<n
 	rm -f "$calls" "$work"/polls "$work"/stage3 "$work"/sleeps
 	set +e
 	env -i PATH="$stubs:$sandbox" HOME="$work/home" CALLS="$calls" STATE="$work" DIGEST="$digest" \
-		IMAGE_LAYOUT="$work/layout" LEADER_POLL=0 TERRAFORM=terraform GO=go \
+		IMAGE_LAYOUT="$work/layout" LEADER_POLL=0 TERRAFORM=terraform GO=go STAGE3_LOG="$work/stage3.log" \
 		"$@" >"$work/$name.out" 2>&1
 	echo $? >"$work/$name.rc"
 	set -e
@@ -177,6 +177,23 @@ waited=0
 while read -r s; do waited=$((waited + s)); done < <(cat "$work/sleeps" 2>/dev/null)
 ((waited >= 600)) && pass || fail "stage 3 retried for only ${waited}s before giving up; role propagation takes up to 10 min"
 expect_contains "$work/window.out" "stage 3 kept failing for ${waited}s" "the give-up message names the window"
+
+# 4b. A stage-3 failure that waiting does not cure stops at once, naming its
+#     cause, instead of being retried for the propagation window and blamed
+#     on role propagation: an alert rule over a table the workspace lacks
+#     (SEM0100), an unregistered provider, anything unrecognised.
+for c in "sem0100|Error: creating Scheduled Query Rule: SEM0100 Failed to resolve table or column expression named 'ContainerInstanceLog'|the alert rules' log table does not exist in the workspace (SEM0100)" \
+	"unregistered|Error: MissingSubscriptionRegistration: The subscription is not registered to use namespace 'Microsoft.Insights'|MissingSubscriptionRegistration" \
+	"other|Error: Conflict: something else entirely|not a role-propagation error"; do
+	IFS='|' read -r name err want <<<"$c"
+	run "$name" ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE3_FAILURES=1000 STAGE3_ERROR="$err" bash "$deploy" deploy
+	[[ $(cat "$work/$name.rc") == 1 ]] && pass || fail "$name: deploy exited $(cat "$work/$name.rc"), want 1"
+	[[ $(grep -c "image_digest=$digest" "$calls") == 1 ]] && pass || fail "$name: stage 3 applied $(grep -c "image_digest=$digest" "$calls") times, want 1 (no retry)"
+	[[ ! -s $work/sleeps ]] && pass || fail "$name: slept before giving up: $(cat "$work/sleeps")"
+	expect_contains "$work/$name.out" "stage 3 failed: " "$name: names the failure"
+	expect_contains "$work/$name.out" "$want" "$name: names the cause"
+	expect_absent "$work/$name.out" "retrying in" "$name: no propagation retry"
+done
 
 # 5. A bash older than 4.4 (stock macOS has 3.2) is refused up front, in one
 #    line saying what to install.
