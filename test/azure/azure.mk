@@ -22,6 +22,11 @@ test-azure: ## Chaos scenarios on a fresh Azure deployment (ARM_SUBSCRIPTION_ID 
 	@$(BIN)/azure-preflight
 	BLOBLEADER_AZURE_REQUIRED=1 $(GO) -C test test -tags azure -count=1 -v -timeout $(AZURE_TEST_TIMEOUT) -run "$$AZURE_RUN" ./azure
 
+.PHONY: verify-azure
+verify-azure: ## After make deploy (TF_DIR=infra): check on Azure what no offline test can (providers registered, log table and columns, worker lines arrive, each alert query runs, role propagation measured); report in out/verify-azure. make test-azure runs the same checks first.
+	@mkdir -p $(BIN) && $(GO) -C test build -tags azure -o $(BIN)/verify-azure ./azure/cmd/verify-azure
+	@$(BIN)/verify-azure --tf-dir $(or $(TF_DIR),$(ROOT)/infra) --out $(ROOT)/out/verify-azure
+
 .PHONY: test-azure-teardown
 test-azure-teardown: ## Save the logs, then destroy what an interrupted make test-azure left: from its saved state in out/azure-suite, else by its tags (run=<postfix>; BLOBLEADER_AZURE_RUN=<postfix> when the work directory is gone).
 	@mkdir -p $(BIN) && $(GO) -C test build -tags azure -o $(BIN)/azure-preflight ./azure/cmd/preflight

@@ -68,6 +68,9 @@ func TestAzure_Election(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// First the assumptions no offline test can show (make
+		// verify-azure): each false one is one error naming it.
+		verifyAssumptions(t, env, tfDir, work, cred)
 		verifyStage(t, newCluster(t, env, d, work, cred), d)
 	})
 
@@ -419,6 +422,53 @@ func saveEvidence(t *testing.T, ctx context.Context, env Env, d Deployment, work
 	}
 	if len(files) == 0 {
 		t.Errorf("evidence: nothing saved from %s before teardown", d.ResourceGroup)
+	}
+}
+
+// verifyAssumptions runs make verify-azure's checks on the suite's own
+// deployment and writes their report beside the run's reports.
+func verifyAssumptions(t *testing.T, env Env, tfDir, work string, cred azcore.TokenCredential) {
+	t.Helper()
+	opts := test_structure.LoadTerraformOptions(t, tfDir)
+	target, leaseURL, err := TargetFromOutputs([]byte(terraform.OutputJson(t, opts, "")), tfDir)
+	if err != nil {
+		t.Fatalf("verify-azure: %v", err)
+	}
+	if leaseURL != "" {
+		lc, err := container.NewClient(leaseURL, cred, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target.DataProbe = func(ctx context.Context) error { _, err := lc.GetProperties(ctx, nil); return err }
+	}
+	providers, err := armresources.NewProvidersClient(env.SubscriptionID, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := armresources.NewClient(env.SubscriptionID, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	started := time.Now()
+	v := &Verifier{Logs: NewLogsClient(cred, nil), Providers: providers, Resources: resources}
+	as := v.Run(ctx, target)
+	out := os.Getenv(scenarios.EnvOut)
+	if out == "" {
+		out = filepath.Join(work, "reports")
+	}
+	if md, err := WriteVerifyReport(out, started, target, as); err != nil {
+		t.Errorf("verify-azure: report: %v", err)
+	} else {
+		t.Logf("verify-azure: report %s", md)
+	}
+	for _, a := range as {
+		if a.Verdict == Fail {
+			t.Errorf("verify-azure: %s", a.Line())
+		} else {
+			t.Logf("verify-azure: %s", a.Line())
+		}
 	}
 }
 

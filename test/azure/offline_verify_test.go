@@ -1,0 +1,323 @@
+//go:build azure
+
+package azure
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3"
+	resfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v3/fake"
+)
+
+// fakeWorkspace answers the Log Analytics query API from the query text:
+// the first rule whose key the query contains answers it (status, body).
+type fakeWorkspace struct {
+	mu      sync.Mutex
+	rules   []fakeAnswer
+	queries []string
+}
+
+type fakeAnswer struct {
+	contains string
+	status   int
+	body     string
+}
+
+func (f *fakeWorkspace) Do(req *http.Request) (*http.Response, error) {
+	var in struct{ Query, Timespan string }
+	b, _ := io.ReadAll(req.Body)
+	if err := json.Unmarshal(b, &in); err != nil || !strings.HasSuffix(req.URL.Path, "/v1/workspaces/11111111-1111-1111-1111-111111111111/query") || req.Header.Get("Authorization") == "" {
+		return nil, fmt.Errorf("fake workspace: unexpected request %s %s %s", req.Method, req.URL, b)
+	}
+	f.mu.Lock()
+	f.queries = append(f.queries, in.Query)
+	f.mu.Unlock()
+	for _, r := range f.rules {
+		if strings.Contains(in.Query, r.contains) {
+			return &http.Response{StatusCode: r.status, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(bytes.NewBufferString(r.body)), Request: req}, nil
+		}
+	}
+	return nil, fmt.Errorf("fake workspace: no answer for query %q", in.Query)
+}
+
+func table(cols []string, rows ...[]any) string {
+	type col struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	var cs []col
+	for _, c := range cols {
+		cs = append(cs, col{Name: c, Type: "string"})
+	}
+	if rows == nil {
+		rows = [][]any{}
+	}
+	b, _ := json.Marshal(map[string]any{"tables": []any{map[string]any{"name": "PrimaryResult", "columns": cs, "rows": rows}}})
+	return string(b)
+}
+
+const sem0100 = `{"error":{"code":"BadArgumentError","message":"The request had some invalid properties","innererror":{"code":"SemanticError","message":"A semantic error occurred.","innererror":{"code":"SEM0100","message":"'ContainerInstanceLog' operator: Failed to resolve table or column expression named 'ContainerInstanceLog'"}}}}`
+
+// healthyWorkspace answers as a deployment whose every assumption holds.
+func healthyWorkspace(now time.Time) []fakeAnswer {
+	schema := [][]any{}
+	for _, c := range []string{"ContainerGroup", "ContainerName", "Message"} {
+		schema = append(schema, []any{c, "string"})
+	}
+	schema = append(schema, []any{"TimeGenerated", "datetime"}, []any{"ContainerID", "string"})
+	ts := now.Add(-3 * time.Minute).Format(time.RFC3339Nano)
+	return []fakeAnswer{
+		{"getschema", 200, table([]string{"ColumnName", "ColumnType"}, schema...)},
+		{"summarize lines = count()", 200, table([]string{"ContainerGroup", "lines", "events", "first", "last"},
+			[]any{"ci-bl-worker-01", 140, 138, ts, ts}, []any{"ci-bl-worker-02", 120, 120, ts, ts})},
+		{`"storage_forbidden"`, 200, table([]string{"ContainerGroup", "refused", "last"},
+			[]any{"ci-bl-worker-02", 6, now.Add(-40 * time.Minute).Format(time.RFC3339Nano)})},
+		{"let gap_limit", 200, table([]string{"t", "identity", "gap_seconds"})},
+		{"leaders_started", 200, table([]string{"leaders_started"})},
+	}
+}
+
+func verifyTarget(dp func(context.Context) error) VerifyTarget {
+	return VerifyTarget{
+		Workspace: "11111111-1111-1111-1111-111111111111",
+		Table:     "ContainerInstanceLog",
+		Groups:    []string{"ci-bl-worker-01", "ci-bl-worker-02"},
+		Providers: []string{"Microsoft.ContainerInstance", "Microsoft.Insights", "Microsoft.Storage"},
+		Columns:   map[string]string{"ContainerGroup": "string", "ContainerName": "string", "Message": "string", "TimeGenerated": "datetime"},
+		Alerts: map[string]AlertQuery{
+			"no_leader": {Query: "let workers = ContainerInstanceLog; let gap_limit = todouble(35); workers", Window: "PT15M"},
+			"flapping":  {Query: "let workers = ContainerInstanceLog; workers | summarize leaders_started = count()", Window: "PT15M"},
+		},
+		RoleAssignments: map[string]string{"worker acr pull": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Authorization/roleAssignments/a1"},
+		DataProbe:       dp,
+		LogWait:         10 * time.Minute,
+		LogPoll:         time.Minute,
+	}
+}
+
+// newVerifier builds a Verifier on SDK fakes: the query API behind a fake
+// transport, armresources' own fake servers for providers and GetByID.
+func newVerifier(t *testing.T, now time.Time, answers []fakeAnswer, notRegistered string) (*Verifier, *fakeWorkspace, *time.Duration) {
+	t.Helper()
+	ws := &fakeWorkspace{rules: answers}
+	logs := NewLogsClient(&azfake.TokenCredential{}, &policy.ClientOptions{Transport: ws})
+	provSrv := resfake.ProvidersServer{
+		Get: func(ctx context.Context, ns string, _ *armresources.ProvidersClientGetOptions) (resp azfake.Responder[armresources.ProvidersClientGetResponse], errResp azfake.ErrorResponder) {
+			state := "Registered"
+			if ns == notRegistered {
+				state = "NotRegistered"
+			}
+			resp.SetResponse(http.StatusOK, armresources.ProvidersClientGetResponse{Provider: armresources.Provider{Namespace: &ns, RegistrationState: &state}}, nil)
+			return
+		},
+	}
+	resSrv := resfake.Server{
+		GetByID: func(ctx context.Context, id, apiVersion string, _ *armresources.ClientGetByIDOptions) (resp azfake.Responder[armresources.ClientGetByIDResponse], errResp azfake.ErrorResponder) {
+			resp.SetResponse(http.StatusOK, armresources.ClientGetByIDResponse{GenericResource: armresources.GenericResource{
+				ID: &id, Properties: map[string]any{"createdOn": now.Add(-52 * time.Minute).Format(time.RFC3339Nano)}}}, nil)
+			return
+		},
+	}
+	opts := func(tr policy.Transporter) *arm.ClientOptions {
+		return &arm.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: tr}}
+	}
+	prov, err := armresources.NewProvidersClient("00000000-0000-0000-0000-000000000000", &azfake.TokenCredential{}, opts(resfake.NewProvidersServerTransport(&provSrv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := armresources.NewClient("00000000-0000-0000-0000-000000000000", &azfake.TokenCredential{}, opts(resfake.NewServerTransport(&resSrv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := now
+	slept := new(time.Duration)
+	v := &Verifier{Logs: logs, Providers: prov, Resources: res,
+		Now:   func() time.Time { return clock },
+		Sleep: func(_ context.Context, d time.Duration) error { clock = clock.Add(d); *slept += d; return nil }}
+	return v, ws, slept
+}
+
+func verdicts(as []Assumption) map[string]Assumption {
+	m := map[string]Assumption{}
+	for _, a := range as {
+		m[a.Name] = a
+	}
+	return m
+}
+
+// TestOffline_VerifyPassesAHealthyDeployment: every assumption holds, each
+// PASS line carries its evidence, and the report is written (the sample in
+// docs/testing-on-azure.md comes from this run: BLOBLEADER_VERIFY_SAMPLE=dir).
+func TestOffline_VerifyPassesAHealthyDeployment(t *testing.T) {
+	now := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
+	v, ws, _ := newVerifier(t, now, healthyWorkspace(now), "")
+	probed := false
+	as := v.Run(ctxT(t, time.Minute), verifyTarget(func(context.Context) error { probed = true; return nil }))
+	if len(as) != 5 {
+		t.Fatalf("want 5 assumptions, got %d: %v", len(as), as)
+	}
+	for _, a := range as {
+		if a.Verdict != Pass || a.Evidence == "" {
+			t.Errorf("want PASS with evidence: %s", a.Line())
+		}
+	}
+	m := verdicts(as)
+	for name, want := range map[string]string{
+		AssumeProviders: "3 of 3 Registered",
+		AssumeTable:     "ContainerGroup, ContainerName, Message, TimeGenerated",
+		AssumeLines:     "2 of 2 groups, 258 JSON event lines",
+		AssumeQueries:   "2 of 2 ran: flapping quiet, no_leader quiet",
+		AssumeRoles:     "the last 12m0s after the oldest assignment",
+	} {
+		if !strings.Contains(m[name].Evidence, want) {
+			t.Errorf("%s: evidence %q lacks %q", name, m[name].Evidence, want)
+		}
+	}
+	if !probed {
+		t.Error("the caller's data access was not probed")
+	}
+	if len(ws.queries) < 5 {
+		t.Errorf("only %d queries reached the workspace", len(ws.queries))
+	}
+	dir := t.TempDir()
+	if s := os.Getenv("BLOBLEADER_VERIFY_SAMPLE"); s != "" {
+		dir = s
+	}
+	md, err := WriteVerifyReport(dir, now, verifyTarget(nil), as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(md)
+	if !strings.Contains(string(b), "5 assumptions, 0 failed") {
+		t.Errorf("report:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "verify-azure.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestOffline_VerifyNamesEachFalseAssumption: each false assumption is one
+// FAIL line naming what is false, and the others are still checked.
+func TestOffline_VerifyNamesEachFalseAssumption(t *testing.T) {
+	now := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
+	override := func(over ...fakeAnswer) []fakeAnswer { return append(over, healthyWorkspace(now)...) }
+	for _, tc := range []struct {
+		name          string
+		answers       []fakeAnswer
+		notRegistered string
+		probe         error
+		failed        string
+		want          []string
+		waited        time.Duration
+	}{
+		{name: "insights not registered", answers: healthyWorkspace(now), notRegistered: "Microsoft.Insights",
+			failed: AssumeProviders, want: []string{"Microsoft.Insights is NotRegistered", "MissingSubscriptionRegistration"}},
+		{name: "table missing", answers: override(fakeAnswer{"getschema", 400, sem0100}),
+			failed: AssumeTable, want: []string{"table ContainerInstanceLog does not exist in the workspace (SEM0100)"}},
+		{name: "column missing", answers: override(fakeAnswer{"getschema", 200, table([]string{"ColumnName", "ColumnType"}, []any{"ContainerGroup", "string"}, []any{"Message", "string"}, []any{"TimeGenerated", "datetime"})}),
+			failed: AssumeTable, want: []string{"ContainerName (missing)"}},
+		{name: "lines only in the legacy table", answers: override(
+			fakeAnswer{"summarize lines = count()", 200, table([]string{"ContainerGroup", "lines", "events", "first", "last"})},
+			fakeAnswer{"ContainerInstanceLog_CL", 200, table([]string{"Count"}, []any{512})}),
+			failed: AssumeLines, waited: 10 * time.Minute,
+			want: []string{"no JSON event line of ci-bl-worker-01, ci-bl-worker-02 in ContainerInstanceLog after 10m0s", "ContainerInstanceLog_CL has 512 of their lines", "the diagnostic setting"}},
+		{name: "a query refused", answers: override(fakeAnswer{"leaders_started", 400, sem0100}),
+			failed: AssumeQueries, want: []string{"1 of 2 queries refused: flapping:", "SEM0100"}},
+		{name: "workers still refused", answers: override(fakeAnswer{`"storage_forbidden"`, 200, table([]string{"ContainerGroup", "refused", "last"}, []any{"ci-bl-worker-01", 30, now.Add(-time.Minute).Format(time.RFC3339Nano)})}),
+			failed: AssumeRoles, want: []string{"ci-bl-worker-01 (last 1m0s ago)", "the oldest assignment is 52m0s old"}},
+		{name: "caller cannot read", answers: healthyWorkspace(now), probe: fmt.Errorf("403 AuthorizationPermissionMismatch"),
+			failed: AssumeRoles, want: []string{"the caller's own data access to the lease container fails 52m0s after the oldest assignment: 403 AuthorizationPermissionMismatch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _, slept := newVerifier(t, now, tc.answers, tc.notRegistered)
+			as := v.Run(ctxT(t, time.Minute), verifyTarget(func(context.Context) error { return tc.probe }))
+			for _, a := range as {
+				want := Pass
+				if a.Name == tc.failed {
+					want = Fail
+				}
+				if a.Verdict != want {
+					t.Errorf("want %s: %s", want, a.Line())
+				}
+				if a.Verdict == Fail {
+					for _, w := range tc.want {
+						if !strings.Contains(a.Evidence, w) {
+							t.Errorf("FAIL line lacks %q: %s", w, a.Line())
+						}
+					}
+					if strings.Contains(a.Line(), "\n") {
+						t.Errorf("FAIL is not one line: %q", a.Line())
+					}
+				}
+			}
+			if *slept != tc.waited {
+				t.Errorf("slept %v, want %v (only the wait for lines may wait)", *slept, tc.waited)
+			}
+		})
+	}
+}
+
+// TestOffline_AlertColumnsComeFromTheDocumentedSchema: verify-azure checks
+// the columns the real alert queries name, typed as tables.json documents
+// them.
+func TestOffline_AlertColumnsComeFromTheDocumentedSchema(t *testing.T) {
+	cols, err := AlertColumns(filepath.Join(repoRoot(t), "infra", "alerts"), "ContainerInstanceLog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, typ := range map[string]string{"ContainerGroup": "string", "ContainerName": "string", "Message": "string", "TimeGenerated": "datetime"} {
+		if cols[c] != typ {
+			t.Errorf("column %s: %q, want %q (all: %v)", c, cols[c], typ, cols)
+		}
+	}
+	if _, ok := cols["_BilledSize"]; ok {
+		t.Errorf("_BilledSize is documented but named by no query: %v", cols)
+	}
+}
+
+// TestOffline_VerifyTargetFromTheOutputs: make verify-azure reads the
+// deployment from `terraform output -json` and infra/ itself: the workspace
+// GUID (not the ARM id), the groups, the deployed queries, the role
+// assignments, the providers terraform.tf registers.
+func TestOffline_VerifyTargetFromTheOutputs(t *testing.T) {
+	outputs := `{
+  "log_analytics_workspace_guid": {"value": "11111111-1111-1111-1111-111111111111"},
+  "log_analytics_workspace_id": {"value": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.OperationalInsights/workspaces/log-bl"},
+  "log_table": {"value": "ContainerInstanceLog"},
+  "container_group_names": {"value": ["ci-bl-worker-01", "ci-bl-worker-02"]},
+  "alert_queries": {"value": {"no_leader": {"query": "let workers = ContainerInstanceLog;", "window": "PT15M"}}},
+  "role_assignment_ids": {"value": {"worker acr pull": "/subscriptions/s/providers/Microsoft.Authorization/roleAssignments/a"}},
+  "storage_blob_endpoint": {"value": "https://stbl.blob.core.windows.net/"},
+  "container_names": {"value": {"leases": "leases", "history": "history"}}
+}`
+	target, lease, err := TargetFromOutputs([]byte(outputs), filepath.Join(repoRoot(t), "infra"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.Workspace != "11111111-1111-1111-1111-111111111111" || target.Table != "ContainerInstanceLog" || len(target.Groups) != 2 ||
+		target.Alerts["no_leader"].Window != "PT15M" || len(target.RoleAssignments) != 1 || lease != "https://stbl.blob.core.windows.net/leases" {
+		t.Errorf("target %+v, lease %q", target, lease)
+	}
+	if !strings.Contains(strings.Join(target.Providers, ","), "Microsoft.Insights") || target.Columns["ContainerName"] != "string" {
+		t.Errorf("providers %v, columns %v: want infra/terraform.tf's list and the documented columns", target.Providers, target.Columns)
+	}
+	if _, _, err := TargetFromOutputs([]byte(`{"log_table": {"value": "ContainerInstanceLog"}}`), filepath.Join(repoRoot(t), "infra")); err == nil || !strings.Contains(err.Error(), "log_analytics_workspace_guid") {
+		t.Errorf("outputs of an older deployment: want an error naming the missing output, got %v", err)
+	}
+}

@@ -1,0 +1,84 @@
+//go:build azure
+
+package azure
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// TargetFromOutputs builds the VerifyTarget of a deployment from
+// `terraform output -json` of its root (infraDir: the root, whose
+// terraform.tf names the providers it registers and whose alerts/ hold
+// the documented table schema). It also returns the lease container's URL
+// for the caller's data probe ("" when the outputs name none).
+func TargetFromOutputs(outputs []byte, infraDir string) (VerifyTarget, string, error) {
+	var raw map[string]struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(outputs, &raw); err != nil {
+		return VerifyTarget{}, "", fmt.Errorf("terraform output -json: %w", err)
+	}
+	get := func(name string, into any) error {
+		o, ok := raw[name]
+		if !ok {
+			return fmt.Errorf("terraform output has no %s (deploy with this checkout's infra/ first)", name)
+		}
+		if err := json.Unmarshal(o.Value, into); err != nil {
+			return fmt.Errorf("terraform output %s: %w", name, err)
+		}
+		return nil
+	}
+	var t VerifyTarget
+	var endpoint string
+	var containers map[string]string
+	for _, g := range []struct {
+		name string
+		into any
+	}{
+		{"log_analytics_workspace_guid", &t.Workspace}, {"log_table", &t.Table}, {"container_group_names", &t.Groups},
+		{"alert_queries", &t.Alerts}, {"role_assignment_ids", &t.RoleAssignments},
+		{"storage_blob_endpoint", &endpoint}, {"container_names", &containers},
+	} {
+		if err := get(g.name, g.into); err != nil {
+			return VerifyTarget{}, "", err
+		}
+	}
+	if len(t.Groups) == 0 {
+		return VerifyTarget{}, "", fmt.Errorf("terraform output names no worker groups: nothing to verify before stage 2 of the deploy")
+	}
+	providers, err := RegisteredProviders(filepath.Join(infraDir, "terraform.tf"))
+	if err != nil {
+		return VerifyTarget{}, "", err
+	}
+	t.Providers = providers
+	if t.Columns, err = AlertColumns(filepath.Join(infraDir, "alerts"), t.Table); err != nil {
+		return VerifyTarget{}, "", err
+	}
+	lease := ""
+	if c := containers["leases"]; c != "" && endpoint != "" {
+		lease = endpoint + c
+	}
+	return t, lease, nil
+}
+
+// RegisteredProviders are the namespaces in resource_providers_to_register
+// of a terraform.tf.
+func RegisteredProviders(terraformTF string) ([]string, error) {
+	b, err := os.ReadFile(terraformTF)
+	if err != nil {
+		return nil, err
+	}
+	m := regexp.MustCompile(`(?s)\bresource_providers_to_register\s*=\s*\[(.*?)\]`).FindSubmatch(b)
+	if m == nil {
+		return nil, fmt.Errorf("%s: no resource_providers_to_register list", terraformTF)
+	}
+	var out []string
+	for _, s := range regexp.MustCompile(`"([^"]+)"`).FindAllSubmatch(m[1], -1) {
+		out = append(out, string(s[1]))
+	}
+	return out, nil
+}
