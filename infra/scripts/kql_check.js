@@ -8,6 +8,11 @@
 // then fails on any error the language service reports (syntax, unknown
 // names, wrong types).
 //
+// Then it runs every query on sample rows shaped like the workers' lines
+// (testdata/kql/cases.js) with kql_eval.js: each must fire on the cases
+// that should fire and stay quiet on the others, as the promtool tests do
+// for the Prometheus rules.
+//
 // Usage: node infra/scripts/kql_check.js [DIR]   (DIR defaults to infra/alerts)
 // Exit 0: every query is clean; 1: a diagnostic (printed); 2: bad usage.
 "use strict";
@@ -72,6 +77,50 @@ function diagnostics(query, globals) {
   return out;
 }
 
+// The thresholds the default timing gives (infra/tests/unit/alerts.tftest.hcl):
+// what the sample cases are judged with.
+const defaults = { ...values, groups: JSON.stringify(["ci-blobleader-worker-01", "ci-blobleader-worker-02", "ci-blobleader-worker-03"]), gap_limit: "35", break_overlap: "4", skew: "1", max_handovers: "4", forbidden_seconds: "900", silent_minutes: "15" };
+
+// samples runs every case of testdata/kql/cases.js through its query on
+// the evaluator: a case that must fire needs rows, one that must stay quiet
+// none; every query needs at least one case of each.
+function samples(dir, casesFile) {
+  const { evaluate } = require("./kql_eval.js");
+  const cases = require(casesFile);
+  const workers = render(fs.readFileSync(path.join(dir, "workers.kql"), "utf8"), defaults);
+  let failed = 0;
+  const seen = {};
+  for (const c of cases) {
+    const query = render(fs.readFileSync(path.join(dir, c.query + ".kql"), "utf8"), { ...defaults, workers });
+    let rows;
+    try {
+      rows = evaluate(query, { ContainerInstanceLog: c.rows }, c.now);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL ${c.query} ${c.expect}s: ${c.name}: ${e.message}`);
+      continue;
+    }
+    const fired = rows.length > 0;
+    seen[c.query] = seen[c.query] || { fire: 0, quiet: 0 };
+    seen[c.query][c.expect]++;
+    if (fired === (c.expect === "fire")) {
+      console.log(`ok   ${c.query} ${c.expect === "fire" ? "fires" : "stays quiet"}: ${c.name}${fired ? ` (${rows.length} row${rows.length > 1 ? "s" : ""})` : ""}`);
+    } else {
+      failed++;
+      console.log(`FAIL ${c.query} should ${c.expect === "fire" ? "fire" : "stay quiet"}: ${c.name}; rows: ${JSON.stringify(rows)}`);
+    }
+  }
+  const queries = fs.readdirSync(dir).filter((f) => f.endsWith(".kql") && f !== "workers.kql").map((f) => f.slice(0, -4));
+  for (const q of queries) {
+    const s = seen[q] || { fire: 0, quiet: 0 };
+    if (s.fire === 0 || s.quiet === 0) {
+      failed++;
+      console.log(`FAIL ${q}: needs sample cases that fire and that stay quiet (has ${s.fire} and ${s.quiet}) in ${casesFile}`);
+    }
+  }
+  return { count: cases.length, failed };
+}
+
 function main() {
   const args = process.argv.slice(2);
   if (args.length > 1) {
@@ -90,6 +139,14 @@ function main() {
   for (const f of files) {
     const query = render(fs.readFileSync(path.join(dir, f), "utf8"), { workers });
     const errs = diagnostics(query, globals);
+    // Azure Monitor refuses log alert rules that use search or union (other
+    // than cross-resource queries): Microsoft Learn, "Optimize log search
+    // alert queries", Log query constraints.
+    for (const op of ["union", "search"]) {
+      if (new RegExp(`(^|[|(;\\s])${op}\\b`).test(query.replace(/\/\/.*$/gm, ""))) {
+        errs.push(`uses ${op}, which Azure Monitor refuses in a log alert rule`);
+      }
+    }
     if (errs.length > 0) {
       failed++;
       console.log(`FAIL ${f}\n  ${errs.join("\n  ")}`);
@@ -97,7 +154,10 @@ function main() {
       console.log(`ok   ${f}`);
     }
   }
-  console.log(`${files.length - failed} passed, ${failed} failed`);
+  const s = samples(dir, path.join(__dirname, "testdata", "kql", "cases.js"));
+  const total = files.length + s.count;
+  failed += s.failed;
+  console.log(`${total - failed} passed, ${failed} failed`);
   process.exit(failed > 0 ? 1 : 0);
 }
 
