@@ -103,6 +103,7 @@ test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(AC
 	@$(call timed,tfsec,$(TFSEC) $(INFRA) --no-color --concise-output --exclude-downloaded-modules)
 	@$(call timed,actionlint $(ACTIONLINT_VERSION) (.github/workflows),$(ACTIONLINT_RUN))
 	@$(call timed,workflow env: rule (no expression in a run script),bash $(INFRA)/scripts/workflow-env-rule_test.sh)
+	@$(call timed,azure workflow uploads after the teardown,bash $(INFRA)/scripts/workflow-order_test.sh)
 	@$(call timed,deploy.sh dry run (stubbed az/terraform/go),bash $(INFRA)/scripts/deploy_test.sh)
 	@$(call timed,provider-mirror.sh (file:// module proxy),bash $(INFRA)/scripts/provider-mirror_test.sh)
 
