@@ -44,9 +44,9 @@ type Cost struct {
 }
 
 // DefaultCostInputs are the suite's deployment: 0.5 vCPU / 0.5 GB workers
-// (infra defaults), 0.25 / 0.25 sidecars, a Premium registry.
+// (infra defaults), 0.2 vCPU / 0.3 GB sidecars, a Premium registry.
 func DefaultCostInputs(groups int) CostInputs {
-	return CostInputs{Groups: groups, WorkerCPU: 0.5, WorkerMemGB: 0.5, SidecarCPU: 0.25, SidecarMemGB: 0.25, RegistrySKU: "Premium"}
+	return CostInputs{Groups: groups, WorkerCPU: 0.5, WorkerMemGB: 0.5, SidecarCPU: 0.2, SidecarMemGB: 0.3, RegistrySKU: "Premium"}
 }
 
 // EstimateCost estimates one run from its durations and the rates above.

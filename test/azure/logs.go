@@ -104,7 +104,7 @@ func (c *LogsClient) Query(ctx context.Context, workspace, query, timespan strin
 	var out struct {
 		Tables []struct {
 			Columns []struct{ Name string } `json:"columns"`
-			Rows    [][]any                  `json:"rows"`
+			Rows    [][]any                 `json:"rows"`
 		} `json:"tables"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {

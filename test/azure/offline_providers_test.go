@@ -16,17 +16,17 @@ import (
 // resource provider (registered by terraform.tf) and the CI identity's
 // actions (infra/ci) before using it.
 var armTypes = map[string]string{
-	"azurerm_resource_group":                        "Microsoft.Resources/subscriptions/resourceGroups",
-	"azurerm_storage_account":                       "Microsoft.Storage/storageAccounts",
-	"azurerm_storage_container":                     "Microsoft.Storage/storageAccounts",
-	"azurerm_user_assigned_identity":                "Microsoft.ManagedIdentity/userAssignedIdentities",
-	"azurerm_role_assignment":                       "Microsoft.Authorization/roleAssignments",
-	"azurerm_container_registry":                    "Microsoft.ContainerRegistry/registries",
-	"azurerm_log_analytics_workspace":               "Microsoft.OperationalInsights/workspaces",
-	"azurerm_container_group":                       "Microsoft.ContainerInstance/containerGroups",
-	"azurerm_monitor_action_group":                  "Microsoft.Insights/actionGroups",
+	"azurerm_resource_group":                         "Microsoft.Resources/subscriptions/resourceGroups",
+	"azurerm_storage_account":                        "Microsoft.Storage/storageAccounts",
+	"azurerm_storage_container":                      "Microsoft.Storage/storageAccounts",
+	"azurerm_user_assigned_identity":                 "Microsoft.ManagedIdentity/userAssignedIdentities",
+	"azurerm_role_assignment":                        "Microsoft.Authorization/roleAssignments",
+	"azurerm_container_registry":                     "Microsoft.ContainerRegistry/registries",
+	"azurerm_log_analytics_workspace":                "Microsoft.OperationalInsights/workspaces",
+	"azurerm_container_group":                        "Microsoft.ContainerInstance/containerGroups",
+	"azurerm_monitor_action_group":                   "Microsoft.Insights/actionGroups",
 	"azurerm_monitor_scheduled_query_rules_alert_v2": "Microsoft.Insights/scheduledQueryRules",
-	"azurerm_monitor_diagnostic_setting":            "Microsoft.Insights/diagnosticSettings",
+	"azurerm_monitor_diagnostic_setting":             "Microsoft.Insights/diagnosticSettings",
 }
 
 // alwaysRegistered are the namespaces every subscription has registered
