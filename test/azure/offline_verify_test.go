@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -319,5 +321,40 @@ func TestOffline_VerifyTargetFromTheOutputs(t *testing.T) {
 	}
 	if _, _, err := TargetFromOutputs([]byte(`{"log_table": {"value": "ContainerInstanceLog"}}`), filepath.Join(repoRoot(t), "infra")); err == nil || !strings.Contains(err.Error(), "log_analytics_workspace_guid") {
 		t.Errorf("outputs of an older deployment: want an error naming the missing output, got %v", err)
+	}
+}
+
+// TestOffline_VerifyAzureRefusesBadInput: the command's bad input (a flag
+// out of range, no subscription) is one line naming it, exit 2, before
+// anything is read from Azure.
+func TestOffline_VerifyAzureRefusesBadInput(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "verify-azure")
+	build := exec.Command("go", "build", "-tags", "azure", "-o", bin, "./cmd/verify-azure")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ARM_") && !strings.HasPrefix(kv, "AZURE_") {
+			env = append(env, kv)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-wait", "5s"}, "--log-wait must be between 1m and 2h, got 5s"},
+		{nil, "verify-azure: cannot run, nothing was checked; missing: ARM_SUBSCRIPTION_ID"},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v: want exit 2, got %v: %s", tc.args, err, out)
+		}
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("%v: want one line with %q, got %q", tc.args, tc.want, out)
+		}
 	}
 }
