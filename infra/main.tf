@@ -272,7 +272,9 @@ resource "azurerm_container_group" "worker" {
 # of Azure Policy's built-in "Configure diagnostic settings for container groups
 # to Log Analytics workspace"). Microsoft tables exist from the workspace's
 # creation, so rules over them can be created before the first line arrives
-# (alerts.tf checks it).
+# (alerts.tf checks it). Microsoft's reference notes that applying a diagnostic
+# setting restarts the group: each group restarts once right after stage 2
+# creates it, which the workers ride out as any restart.
 resource "azurerm_monitor_diagnostic_setting" "worker" {
   for_each = local.workers
 
