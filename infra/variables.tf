@@ -17,8 +17,8 @@ variable "chaos_sidecar" {
   type = object({
     enabled                  = bool
     image                    = optional(string, "")
-    cpu                      = optional(number, 0.25)
-    memory_gb                = optional(number, 0.25)
+    cpu                      = optional(number, 0.2)
+    memory_gb                = optional(number, 0.3)
     listen_port              = optional(number, 10443)
     control_port             = optional(number, 8081)
     poll_seconds             = optional(number, 1)
@@ -40,7 +40,8 @@ variable "chaos_sidecar" {
     `state/<group>.json`.
     - `enabled`: add the sidecar, the `chaos` container and its roles.
     - `image`: the sidecar image, pinned by digest (required when enabled).
-    - `cpu`, `memory_gb`: its resource requests.
+    - `cpu`, `memory_gb`: its resource requests, each a multiple of 0.1
+      (ACI's step; default 0.2 vCPU and 0.3 GB).
     - `listen_port`: the loopback port of the proxy (1024-65535, not 8080).
     - `control_port`: the worker's loopback control endpoint
       (`BLOBLEADER_CONTROL_LISTEN`), where the sidecar asks it for a graceful
@@ -60,6 +61,11 @@ variable "chaos_sidecar" {
   validation {
     condition     = var.chaos_sidecar.cpu > 0 && var.chaos_sidecar.cpu <= 1 && var.chaos_sidecar.memory_gb > 0 && var.chaos_sidecar.memory_gb <= 2
     error_message = "chaos_sidecar.cpu must be in (0, 1] and chaos_sidecar.memory_gb in (0, 2]."
+  }
+  validation {
+    # ACI takes requests in steps of 0.1; compared with a tolerance, since 0.3 is not exact in binary.
+    condition     = abs(var.chaos_sidecar.cpu * 10 - floor(var.chaos_sidecar.cpu * 10 + 0.5)) < 0.000001 && abs(var.chaos_sidecar.memory_gb * 10 - floor(var.chaos_sidecar.memory_gb * 10 + 0.5)) < 0.000001
+    error_message = "chaos_sidecar.cpu (${var.chaos_sidecar.cpu}) and chaos_sidecar.memory_gb (${var.chaos_sidecar.memory_gb}) must be multiples of 0.1: Azure Container Instances refuses other requests when it creates the group, e.g. use 0.2 or 0.3, not 0.25."
   }
   validation {
     condition     = var.chaos_sidecar.listen_port >= 1024 && var.chaos_sidecar.listen_port <= 65535 && floor(var.chaos_sidecar.listen_port) == var.chaos_sidecar.listen_port && var.chaos_sidecar.listen_port != 8080
@@ -379,24 +385,32 @@ variable "worker_count" {
 variable "worker_cpu" {
   type        = number
   default     = 0.5
-  description = "vCPU requested by each worker container (ACI bills requested vCPU-seconds)."
+  description = "vCPU requested by each worker container, a multiple of 0.1 (ACI bills requested vCPU-seconds)."
   nullable    = false
 
   validation {
     condition     = var.worker_cpu >= 0.1 && var.worker_cpu <= 4
     error_message = "worker_cpu must be between 0.1 and 4 vCPU."
   }
+  validation {
+    condition     = abs(var.worker_cpu * 10 - floor(var.worker_cpu * 10 + 0.5)) < 0.000001
+    error_message = "worker_cpu must be a multiple of 0.1 vCPU (Azure Container Instances refuses other requests when it creates the group), got ${var.worker_cpu}."
+  }
 }
 
 variable "worker_memory_gb" {
   type        = number
   default     = 0.5
-  description = "Memory in GB requested by each worker container (ACI bills requested GB-seconds)."
+  description = "Memory in GB requested by each worker container, a multiple of 0.1 (ACI bills requested GB-seconds)."
   nullable    = false
 
   validation {
     condition     = var.worker_memory_gb >= 0.1 && var.worker_memory_gb <= 16
     error_message = "worker_memory_gb must be between 0.1 and 16 GB."
+  }
+  validation {
+    condition     = abs(var.worker_memory_gb * 10 - floor(var.worker_memory_gb * 10 + 0.5)) < 0.000001
+    error_message = "worker_memory_gb must be a multiple of 0.1 GB (Azure Container Instances refuses other requests when it creates the group), got ${var.worker_memory_gb}."
   }
 }
 

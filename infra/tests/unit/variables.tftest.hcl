@@ -2,7 +2,14 @@
 # reaches Azure. Election timing rules (DESIGN §2): 15 <= L <= 60 (whole seconds),
 # 0 < D < L - 2, 0 < renew interval <= D / 3, retry period > 0.
 
-mock_provider "azurerm" {}
+mock_provider "azurerm" {
+  # The alerts' log table (alerts.tf reads it and requires the Analytics plan).
+  mock_data "azurerm_log_analytics_workspace_table" {
+    defaults = {
+      plan = "Analytics"
+    }
+  }
+}
 
 variables {
   location     = "eastus"
@@ -328,4 +335,71 @@ run "shard_coordinator_poll_above_the_watchdog" {
     retry_period_seconds = 20
   }
   expect_failures = [var.watchdog_timeout_seconds]
+}
+
+# ACI takes CPU and memory requests in steps of 0.1 (a container group with
+# 0.25 GB is refused at create time, long after plan): the defaults are such
+# steps and other values fail at plan.
+run "resource_defaults_are_tenths" {
+  command = plan
+
+  variables {
+    chaos_sidecar = {
+      enabled = true
+      image   = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+    }
+  }
+
+  assert {
+    condition = alltrue(flatten([
+      for c in azurerm_container_group.worker["01"].container : [
+        abs(c.cpu * 10 - floor(c.cpu * 10 + 0.5)) < 0.000001,
+        abs(c.memory * 10 - floor(c.memory * 10 + 0.5)) < 0.000001,
+      ]
+    ])) && length(azurerm_container_group.worker["01"].container) == 2
+    error_message = "Every container's default cpu and memory (worker and chaos sidecar) must be a multiple of 0.1."
+  }
+}
+
+run "worker_cpu_not_a_tenth" {
+  command = plan
+  variables {
+    worker_cpu = 0.25
+  }
+  expect_failures = [var.worker_cpu]
+}
+
+run "worker_memory_not_a_tenth" {
+  command = plan
+  variables {
+    worker_memory_gb = 0.55
+  }
+  expect_failures = [var.worker_memory_gb]
+}
+
+run "sidecar_memory_not_a_tenth" {
+  command = plan
+  variables {
+    chaos_sidecar = {
+      enabled   = true
+      image     = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+      cpu       = 0.2
+      memory_gb = 0.25
+    }
+  }
+  expect_failures = [var.chaos_sidecar]
+}
+
+run "tenths_are_accepted" {
+  command = plan
+  variables {
+    worker_cpu       = 0.3
+    worker_memory_gb = 0.7
+    chaos_sidecar = {
+      enabled   = true
+      image     = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+      cpu       = 0.1
+      memory_gb = 1.1
+    }
+  }
 }
