@@ -4,5 +4,4 @@
 provider "registry.terraform.io/hashicorp/azurerm" {
   version     = "5.2.0"
   constraints = "5.2.0"
-  hashes      = []
 }
