@@ -208,6 +208,10 @@ run "alerts_off_creates_nothing_and_needs_no_receiver" {
     condition     = length(azurerm_monitor_action_group.alerts) == 0 && length(azurerm_monitor_scheduled_query_rules_alert_v2.this) == 0 && output.alert_action_group_id == null
     error_message = "alerts.enabled = false must create no action group and no rule."
   }
+  assert {
+    condition     = toset(keys(output.alert_queries)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs"]) && output.alert_queries["no_logs"].window == "PT6H"
+    error_message = "The alert_queries output (what make verify-azure runs) must carry every rule's query and window, also with alerts off (the Azure suite)."
+  }
 }
 
 run "no_logs_is_its_own_lower_rule" {
@@ -246,6 +250,10 @@ run "logs_reach_the_alerts_table_through_a_diagnostic_setting" {
   assert {
     condition     = data.azurerm_log_analytics_workspace_table.logs[0].name == "ContainerInstanceLog" && data.azurerm_log_analytics_workspace_table.logs[0].workspace_id == azurerm_log_analytics_workspace.this.id
     error_message = "The plan must read the alerts' table (ContainerInstanceLog) in the deployment's workspace before the rules are created."
+  }
+  assert {
+    condition     = output.log_analytics_workspace_guid == "44444444-4444-4444-4444-444444444444" && output.log_table == "ContainerInstanceLog"
+    error_message = "The outputs must give the workspace GUID (what az monitor log-analytics query -w takes), not only its ARM id, and the log table."
   }
   assert {
     condition     = alltrue([for g in azurerm_container_group.worker : g.diagnostics[0].log_analytics[0].log_type == null || g.diagnostics[0].log_analytics[0].log_type == ""])
