@@ -91,7 +91,7 @@ test-infra-checks: $(TF_PROVIDER_DEPS) $(TFLINT) $(TFLINT_AZURERM) $(TFSEC) $(AC
 	  tar -C $(INFRA) --exclude=.terraform --exclude=.terraform.lock.hcl --exclude='*.tfstate*' \
 	    --exclude=image --exclude=scripts -cf - . | tar -C $(TF_CHECK_DIR) -xf -
 	@$(call timed,terraform init -backend=false ($(TF_PROVIDER_SOURCE)),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) init -backend=false >$(TF_CHECK_DIR)/init.log || { cat $(TF_CHECK_DIR)/init.log; exit 1; })
-	@$(call timed,azurerm pinned to $(AZURERM_VERSION) (terraform.tf; init selected it),bash $(INFRA)/scripts/provider-pin_test.sh && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) version -json | grep -q '"registry.terraform.io/hashicorp/azurerm": "$(AZURERM_VERSION)"')
+	@$(call timed,azurerm pinned to $(AZURERM_VERSION) (terraform.tf; init selected it),bash $(INFRA)/scripts/provider-pin_test.sh && $(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) version -json >$(TF_CHECK_DIR)/version.json && grep -q '"registry.terraform.io/hashicorp/azurerm": "$(AZURERM_VERSION)"' $(TF_CHECK_DIR)/version.json)
 	@$(call timed,terraform validate,$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) validate -no-color)
 	@$(call timed,terraform test (mock_provider plan),$(TF_CHECK_ENV) $(TERRAFORM) -chdir=$(TF_CHECK_DIR) test -no-color -test-directory=tests/unit)
 	@$(call timed,destroy plan with no TF_VAR_* (deploy.sh destroy args),$(TF_CHECK_ENV) TERRAFORM=$(TERRAFORM) bash $(INFRA)/scripts/destroy-plan_test.sh $(TF_CHECK_DIR))
