@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,7 +97,9 @@ func TestRun_SecondSignalKillsTheCommandNowAndStillReleases(t *testing.T) {
 	s, out := startLoggedSupervisor(t, az.ConnectionString(), "run-second-signal", "twice", []string{"--shutdown-grace", grace.String()},
 		"sh", "-c", `trap '' INT TERM; echo ready; while :; do sleep 0.05; done`)
 	started := awaitEvent(t, s.history, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
-	await(t, 10*time.Second, "the command says ready", func() bool { return strings.Contains(out.String(), "ready") })
+	// A line of its own: the supervisor's start line quotes the script, "echo ready" included.
+	commandReady := regexp.MustCompile(`(?m)^ready$`)
+	await(t, 10*time.Second, "the command says ready", func() bool { return commandReady.MatchString(out.String()) })
 	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
