@@ -15,6 +15,7 @@ import (
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/supervise"
 )
 
 // Run mode's scenarios (docs/chaos.md#scenarios): every worker is a
@@ -402,15 +403,24 @@ func supervisorPartitioned(t *testing.T, rc *RunCluster) []checker.Exception {
 }
 
 // The supervisor and its command are frozen together (a frozen VM) past the
-// lease; the standby's command fences the ledger. They are thawed in the
-// worst order, the command first: the supervisor must kill it at once
-// (the freeze rule), and whatever it writes meanwhile is refused (S2).
+// lease: every process of the host — the command's group, its shim, the
+// group guard and the supervisor — stops at once; the standby's command
+// fences the ledger. They are thawed in the worst order, the command first:
+// the supervisor (and the guard and shim, which hold the same deadline)
+// must kill it at once (the freeze rule), and whatever it writes meanwhile
+// is refused (S2).
 func frozenTogether(t *testing.T, rc *RunCluster) []checker.Exception {
 	leader, _, started := firstCommand(t, rc, nil, nil)
+	helpers := supervisorHelpers(t, leader)
 	pause := &chaos.Pause{}
 	freeze := checker.Fault{Kind: checker.FaultFreeze, Target: leader.Identity(), Start: time.Now()}
 	if err := syscall.Kill(-started.PID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
+	}
+	for _, pid := range helpers {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
 	}
 	inject(t, rc, pause, leader)
 	next := rc.nextStart(started, takeover(rc.Params()))
@@ -422,8 +432,33 @@ func frozenTogether(t *testing.T, rc *RunCluster) []checker.Exception {
 		t.Fatal(err)
 	}
 	remove(t, rc, pause)
+	for _, pid := range helpers {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+			t.Fatal(err)
+		}
+	}
 	rc.freezes = append(rc.freezes, freeze)
 	exited := rc.exitOf(started, 10*time.Second)
 	t.Logf("thawed command first; its supervisor reaped it %v after the thaw", exited.T.Sub(freeze.End).Round(time.Millisecond))
 	return nil
+}
+
+// supervisorHelpers are the pids of a supervisor's group guard and command
+// shim: the processes besides the supervisor and the command that a frozen
+// host freezes too.
+func supervisorHelpers(t *testing.T, w cluster.Worker) []int {
+	t.Helper()
+	pp, ok := w.(chaos.PIDProcess)
+	if !ok {
+		t.Fatalf("%s has no pid to find its guard and shim by", w.Identity())
+	}
+	var pids []int
+	for _, name := range []string{supervise.GuardName, supervise.ShimName} {
+		pid, err := chaos.ChildNamed(pp.Pid(), name)
+		if err != nil {
+			t.Fatalf("%s of %s: %v", name, w.Identity(), err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
 }
