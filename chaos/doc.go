@@ -41,6 +41,15 @@
 //   - Rollback — storage goes back in time: the lock's metadata and the
 //     ledger restored to an earlier Snapshot.
 //
+// Shard pool and ledger state, from outside the cluster with a client of its
+// own:
+//
+//   - DeleteDocument — a pool document (assignment, summary, report) deleted.
+//   - RollbackDocument — a pool document put back to an earlier Snapshot.
+//   - CorruptDocument — a pool document overwritten with what is not one
+//     (cut in half by default).
+//   - LedgerBlobType — a ledger's last segment re-uploaded as a block blob.
+//
 // Request fault by blob: SlowReads — one worker's reads of some blobs (a
 // --shards leader's member reports) held below the request timeout.
 //

@@ -34,6 +34,11 @@ const (
 	KindRollback         Kind = "metadata_rollback" // storage goes back in time: lock metadata and ledger restored to an earlier copy
 	KindSlowReads        Kind = "slow_member_reads" // one worker's reads of some blobs (members' reports) slowed, below the request timeout
 
+	KindDeleteDocument   Kind = "delete_document"   // an operator deletes a shard pool's document (the assignment, the summary, a report)
+	KindDocumentRollback Kind = "document_rollback" // a pool document put back to an earlier copy (a restore, an operator's re-upload)
+	KindCorruptDocument  Kind = "corrupt_document"  // a pool document overwritten with bytes that are not the document
+	KindLedgerBlobType   Kind = "ledger_blob_type"  // a ledger segment re-uploaded as another blob type (az storage blob upload's block blob)
+
 	KindSupervisorFreeze Kind = "supervisor_freeze" // a `blobleader run` supervisor SIGSTOPped alone, its command running on
 	KindJobStop          Kind = "job_stop"          // a job-control signal (SIGTSTP, SIGTTIN, SIGTTOU) to a supervisor alone
 	KindEscape           Kind = "escape"            // a supervised command starts jobs in a new session and a new process group

@@ -312,6 +312,18 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 	case *chaos.Rollback:
 		f.Container, f.LockBlob = c.cfg.Leases, c.cfg.LockBlob
 		return f, nil
+	case *chaos.DeleteDocument:
+		f.Container = c.cfg.Leases
+		return f, nil
+	case *chaos.RollbackDocument:
+		f.Container = c.cfg.Leases
+		return f, nil
+	case *chaos.CorruptDocument:
+		f.Container = c.cfg.Leases
+		return f, nil
+	case *chaos.LedgerBlobType:
+		f.Container = c.cfg.Leases
+		return f, nil
 	case *chaos.AzureCrash:
 		if f.Group == nil {
 			if err := needGroups(); err != nil {

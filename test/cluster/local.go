@@ -344,6 +344,18 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 	case *chaos.DeleteContainer:
 		f.Container = c.storage
 		return nil
+	case *chaos.DeleteDocument:
+		f.Container = c.storage
+		return nil
+	case *chaos.RollbackDocument:
+		f.Container = c.storage
+		return nil
+	case *chaos.CorruptDocument:
+		f.Container = c.storage
+		return nil
+	case *chaos.LedgerBlobType:
+		f.Container = c.storage
+		return nil
 	}
 	return fmt.Errorf("cluster: cannot bind fault %T", f)
 }

@@ -1,0 +1,122 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/storage"
+)
+
+// CorruptDocument is a shard pool document overwritten with bytes that are
+// not the document: an editor's half-saved file, a truncated upload, a
+// stray tool writing to the wrong name. By default the document is cut in
+// half (no longer valid JSON) and keeps its metadata (the writer's term), as
+// an edit in place does; Content replaces it verbatim instead, and
+// DropMetadata drops the metadata as a fresh upload does. The write is
+// conditioned on the ETag it read, so it never undoes a write it did not
+// see. Remove puts the document back as it was, but only while the blob
+// still holds what Inject wrote: once the document's owner has repaired it,
+// there is nothing to undo.
+type CorruptDocument struct {
+	Container    *container.Client `json:"-"`                      // the pool's container, reached directly
+	Blob         string            `json:"blob"`                   // the document, e.g. "leader-shards/assignment"
+	Content      string            `json:"content,omitempty"`      // written verbatim; empty: the document's first half
+	DropMetadata bool              `json:"dropMetadata,omitempty"` // write without the document's metadata
+
+	mu       sync.Mutex
+	active   bool
+	before   []byte             // the document Inject replaced
+	metadata map[string]*string // and its metadata
+	ctype    *string
+	wrote    azcore.ETag // the ETag of Inject's write
+}
+
+var _ Fault = (*CorruptDocument)(nil)
+
+func (f *CorruptDocument) Kind() Kind { return KindCorruptDocument }
+
+// Target is TargetAll: every member reads the document.
+func (f *CorruptDocument) Target() string { return TargetAll }
+
+// Inject overwrites the document, conditioned on the ETag it just read;
+// it reads again and retries while a writer races it, within ctx.
+func (f *CorruptDocument) Inject(ctx context.Context) error {
+	if f.Container == nil || f.Blob == "" {
+		return fmt.Errorf("%w: corrupt_document needs the container and the document's blob", ErrNoTarget)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active {
+		return ErrInjected
+	}
+	for {
+		err := f.overwrite(ctx)
+		if !storage.IsPreconditionFailed(err) {
+			if err != nil {
+				return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, err)
+			}
+			f.active = true
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, ctx.Err())
+		}
+	}
+}
+
+func (f *CorruptDocument) overwrite(ctx context.Context) error {
+	resp, err := f.Container.NewBlobClient(f.Blob).DownloadStream(ctx, nil)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	bad := []byte(f.Content)
+	if f.Content == "" {
+		bad = body[:len(body)/2]
+	}
+	md := resp.Metadata
+	if f.DropMetadata {
+		md = nil
+	}
+	up, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, bad, &blockblob.UploadBufferOptions{
+		Metadata: md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: resp.ContentType},
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
+	})
+	if err != nil {
+		return err
+	}
+	f.before, f.metadata, f.ctype, f.wrote = body, resp.Metadata, resp.ContentType, *up.ETag
+	return nil
+}
+
+// Remove puts the document back as Inject found it, if the blob still holds
+// Inject's write (conditioned on its ETag); otherwise its owner has written
+// it since and Remove leaves it.
+func (f *CorruptDocument) Remove(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.active {
+		return nil
+	}
+	_, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
+		Metadata: f.metadata, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype},
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}},
+	})
+	if err != nil && !storage.IsPreconditionFailed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		return fmt.Errorf("chaos: corrupt document %s: restore: %w", f.Blob, err)
+	}
+	f.active = false
+	return nil
+}

@@ -1,0 +1,151 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/ledger"
+	"github.com/blobleader/blobleader/worker/storage"
+)
+
+// LedgerBlobType is an operator re-uploading a fenced ledger's last segment
+// as a block blob — what `az storage blob upload --overwrite` makes of a
+// downloaded segment by default: the same lines, but a blob that takes no
+// appends (409 InvalidBlobType) and none of the segment's metadata (term,
+// holder, first seq). The overwrite is conditioned on the ETag it read, so
+// no append that landed in between is lost. Remove puts the segment back as
+// an append blob with its metadata — but only while the block blob is still
+// the one Inject wrote: a writer that has since moved past it has repaired
+// the ledger.
+type LedgerBlobType struct {
+	Container *container.Client `json:"-"`      // the ledger's container, reached directly
+	Ledger    string            `json:"ledger"` // the ledger's base name (package ledger's blob), e.g. "leader"
+
+	mu      sync.Mutex
+	active  bool
+	segment string      // the segment replaced
+	before  segmentCopy // as it was
+	wrote   azcore.ETag // the block blob's ETag
+}
+
+var _ Fault = (*LedgerBlobType)(nil)
+
+func (f *LedgerBlobType) Kind() Kind { return KindLedgerBlobType }
+
+// Target is TargetAll: the ledger's next writer meets it.
+func (f *LedgerBlobType) Target() string { return TargetAll }
+
+// Segment is the segment Inject replaced ("" before).
+func (f *LedgerBlobType) Segment() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.segment
+}
+
+// Inject replaces the last segment, retrying (read again, upload again)
+// while appends race it, within ctx. A ledger without segments is an error.
+func (f *LedgerBlobType) Inject(ctx context.Context) error {
+	if f.Container == nil || f.Ledger == "" {
+		return fmt.Errorf("%w: ledger_blob_type needs the container and the ledger's name", ErrNoTarget)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active {
+		return ErrInjected
+	}
+	for {
+		err := f.replaceLast(ctx)
+		if !storage.IsPreconditionFailed(err) {
+			if err != nil {
+				return fmt.Errorf("chaos: ledger blob type: %w", err)
+			}
+			f.active = true
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("chaos: ledger blob type: %w", ctx.Err())
+		}
+	}
+}
+
+func (f *LedgerBlobType) replaceLast(ctx context.Context) error {
+	name, err := f.lastSegment(ctx)
+	if err != nil {
+		return err
+	}
+	resp, err := f.Container.NewBlobClient(name).DownloadStream(ctx, nil)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	up, err := f.Container.NewBlockBlobClient(name).UploadBuffer(ctx, body, &blockblob.UploadBufferOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
+	})
+	if err != nil {
+		return err
+	}
+	f.segment, f.before, f.wrote = name, segmentCopy{metadata: resp.Metadata, body: body}, *up.ETag
+	return nil
+}
+
+// lastSegment names the ledger's highest-numbered segment.
+func (f *LedgerBlobType) lastSegment(ctx context.Context) (string, error) {
+	prefix := ledger.Prefix(f.Ledger)
+	var nums []int
+	pager := f.Container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return "", fmt.Errorf("list the ledger: %w", err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			if n, err := strconv.Atoi(strings.TrimPrefix(*it.Name, prefix)); err == nil && n > 0 {
+				nums = append(nums, n)
+			}
+		}
+	}
+	if len(nums) == 0 {
+		return "", fmt.Errorf("%w: the ledger %q has no segment", ErrNoTarget, f.Ledger)
+	}
+	sort.Ints(nums)
+	return fmt.Sprintf("%s%08d", prefix, nums[len(nums)-1]), nil
+}
+
+// Remove puts the append blob back if the block blob is still Inject's.
+func (f *LedgerBlobType) Remove(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.active {
+		return nil
+	}
+	b := f.Container.NewBlobClient(f.segment)
+	_, err := b.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}})
+	switch {
+	case storage.IsPreconditionFailed(err), bloberror.HasCode(err, bloberror.BlobNotFound):
+		f.active = false // repaired (or replaced) since: leave it
+		return nil
+	case err != nil:
+		return fmt.Errorf("chaos: ledger blob type: restore %s: %w", f.segment, err)
+	}
+	if err := restoreSegment(ctx, f.Container.NewAppendBlobClient(f.segment), f.before); err != nil {
+		return fmt.Errorf("chaos: ledger blob type: restore %s: %w", f.segment, err)
+	}
+	f.active = false
+	return nil
+}
