@@ -122,9 +122,12 @@ type Config struct {
 	// bytes.
 	Mode string
 
-	// WatchdogTimeout: a leader whose task reports no progress (Heartbeat) for
-	// this long steps down and releases. 0 disables the watchdog; otherwise it
-	// must be ≥ RenewInterval. Default 0 (the worker sets 10s).
+	// WatchdogTimeout: a leader whose task reports no progress (Heartbeat:
+	// work that landed, not a loop that turned) for this long steps down and
+	// releases; after each such leadership in a row without any progress the
+	// elector waits twice as long before contending again, up to 4·L
+	// (docs/architecture.md#the-election). 0 disables the watchdog; otherwise
+	// it must be ≥ RenewInterval. Default 0 (the worker sets 10s).
 	WatchdogTimeout time.Duration
 
 	// ShutdownGrace bounds how long a step-down or a graceful stop waits for

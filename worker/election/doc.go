@@ -30,7 +30,9 @@
 // the lease is gone, it steps down at once: cancels the task, waits (bounded)
 // for it, reports OnStoppedLeading. On cancel of Run it stops the task and
 // releases the lease so a follower takes over within one poll. A stall
-// watchdog steps a leader down when its task stops reporting progress.
+// watchdog steps a leader down when its task stops reporting progress (work
+// that landed), and an elector whose leaderships make none backs off,
+// doubling its pause before it contends again up to 4·LeaseDuration.
 //
 // # Guarantees
 //

@@ -41,24 +41,28 @@ type Elector struct {
 	cb   Callbacks
 	log  *slog.Logger
 
-	mu        sync.Mutex
-	running   bool
-	stopping  bool
-	leading   bool      // we hold a leadership (until the loop steps down)
-	ledTerm   int64     // the term we lead; meaningful while leading
-	deadline  time.Time // leadership valid until (monotonic); meaningful while leading
-	seenTerm  int64     // the last term observed in the record while following
-	seenBy    string    // who the record named with seenTerm; never us while we follow
-	confirmed time.Time // when storage last confirmed seenBy: a read of the record naming it, or (leading) our renew's send
-	highest   int64     // the highest term we have seen or led: the in-memory term floor
-	since     time.Time // when the current role began
-	lastLoop  time.Time // last progress of the election loop
-	lastReply time.Time // last definite answer from storage
-	beat      time.Time // last task heartbeat
-	wedged    string    // non-empty while a cancelled task has not returned
-	rejected  string    // non-empty while storage refuses our term write (ErrRejected)
-	unusable  string    // non-empty while the lock's record cannot give a next term (ErrUnusableRecord)
-	toldAt    time.Time // when unusable was last logged and emitted (once per LeaseDuration)
+	mu           sync.Mutex
+	running      bool
+	stopping     bool
+	leading      bool      // we hold a leadership (until the loop steps down)
+	ledTerm      int64     // the term we lead; meaningful while leading
+	deadline     time.Time // leadership valid until (monotonic); meaningful while leading
+	seenTerm     int64     // the last term observed in the record while following
+	seenBy       string    // who the record named with seenTerm; never us while we follow
+	confirmed    time.Time // when storage last confirmed seenBy: a read of the record naming it, or (leading) our renew's send
+	highest      int64     // the highest term we have seen or led: the in-memory term floor
+	since        time.Time // when the current role began
+	lastLoop     time.Time // last progress of the election loop
+	lastReply    time.Time // last definite answer from storage
+	beat         time.Time // last progress the leader task reported (Heartbeat), or the leadership's start
+	progressed   bool      // the current (or last) leadership's task reported progress at least once
+	stalls       int       // leaderships in a row the watchdog ended without any progress
+	stallsTotal  int64     // leaderships the watchdog ended, ever (NoProgressStepDowns)
+	backoffUntil time.Time // end of the pause after a leadership without progress (zero: none)
+	wedged       string    // non-empty while a cancelled task has not returned
+	rejected     string    // non-empty while storage refuses our term write (ErrRejected)
+	unusable     string    // non-empty while the lock's record cannot give a next term (ErrUnusableRecord)
+	toldAt       time.Time // when unusable was last logged and emitted (once per LeaseDuration)
 
 	setup   setupWatch // a conflicting set-up seen in the lock's record (conflict.go)
 	answers answers    // storage's answers: expected or not (answers.go)
@@ -114,18 +118,50 @@ func (e *Elector) Run(ctx context.Context) error {
 			e.mu.Unlock()
 			return nil
 		}
-		e.lead(ctx, won)
+		end := e.lead(ctx, won)
 		if ctx.Err() != nil {
 			return nil
 		}
-		// After any leadership ends — handed on (watchdog, task exit,
-		// deadline) or lost (broken, deleted) — let the other contenders poll
-		// first: without the pause we would race to win back a lease we just
-		// gave up or an operator just broke, and a task that exits at once
-		// would spin. Followers poll within P·1.1, so 2·P leaves them the field.
-		pause = 2 * e.cfg.JitteredRetryPeriod()
+		pause = e.handOffPause(end)
 	}
 }
+
+// handOffPause is how long the elector waits after a leadership ends before
+// it contends again (docs/architecture.md#the-election, hand-off pause and
+// backoff).
+//
+// After any leadership — handed on (watchdog, task exit, deadline) or lost
+// (broken, deleted) — the other contenders poll first: without the pause we
+// would race to win back a lease we just gave up or an operator just broke,
+// and a task that exits at once would spin. Followers poll within P·1.1, so
+// 2·P (jittered) leaves them the field.
+//
+// A leadership the watchdog ended without any progress at all doubles the
+// pause for each such leadership in a row — 4·P, 8·P, … — up to 4·L (never
+// below 2·P): a resource nobody can make progress on (a poisoned ledger)
+// then costs the fleet a few short leaderships, not one every few seconds.
+// A leadership that made progress resets the count.
+func (e *Elector) handOffPause(end ending) time.Duration {
+	pause := 2 * e.cfg.JitteredRetryPeriod()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.progressed:
+		e.stalls = 0
+	case end.noProgress:
+		e.stalls++
+	}
+	if !end.noProgress || e.stalls == 0 {
+		return pause
+	}
+	pause = min(pause<<min(e.stalls, 16), max(2*e.cfg.RetryPeriod, maxBackoffLeases*e.cfg.LeaseDuration))
+	e.backoffUntil = time.Now().Add(pause)
+	return pause
+}
+
+// maxBackoffLeases bounds the pause after leaderships without progress:
+// at most this many lease durations.
+const maxBackoffLeases = 4
 
 func (e *Elector) touch(reply bool) {
 	e.mu.Lock()

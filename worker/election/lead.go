@@ -9,14 +9,19 @@ import (
 
 // An ending says why a leadership ended and what follows from it.
 type ending struct {
-	reason   string
-	release  bool // the lease may still be ours at storage: give it up
-	shutdown bool // Run is stopping: report RoleStopping
+	reason     string
+	release    bool // the lease may still be ours at storage: give it up
+	shutdown   bool // Run is stopping: report RoleStopping
+	noProgress bool // the watchdog ended it: the task reported no progress for WatchdogTimeout
 }
 
 // handOn ends a leadership on purpose (deadline, watchdog, task exit): the
 // lease may still be ours at storage, so release it for a follower.
 func handOn(reason string) ending { return ending{reason: reason, release: true} }
+
+// stalled ends a leadership whose task made no progress for the watchdog
+// timeout: handed on, and counted towards the backoff (handOffPause).
+func stalled(reason string) ending { return ending{reason: reason, release: true, noProgress: true} }
 
 // lost ends a leadership storage has already ended (broken, taken, deleted):
 // there is nothing to release.
@@ -52,12 +57,13 @@ type leadership struct {
 	beats       int64            // heartbeats written (takeover.go); only the renew goroutine in flight touches it
 }
 
-// lead holds the leadership just won until it ends or ctx ends.
-func (e *Elector) lead(ctx context.Context, w won) {
+// lead holds the leadership just won until it ends or ctx ends, and says
+// how it ended.
+func (e *Elector) lead(ctx context.Context, w won) ending {
 	now := time.Now()
 	deadline := e.cfg.claim.until(w.validUntil)
 	e.mu.Lock()
-	e.leading, e.ledTerm, e.deadline, e.since, e.beat = true, w.term, deadline, now, now
+	e.leading, e.ledTerm, e.deadline, e.since, e.beat, e.progressed = true, w.term, deadline, now, now, false
 	e.seenBy, e.seenTerm, e.confirmed = e.cfg.Identity, w.term, now
 	e.setup = setupWatch{} // we hold the lease: nobody else does
 	e.noteTerm(w.term)
@@ -75,11 +81,14 @@ func (e *Elector) lead(ctx context.Context, w won) {
 	// leadership: then the task must not start at all.
 	if !time.Now().Before(deadline) {
 		close(l.taskDone)
-		l.stepDown(handOn("renew deadline passed before the task started"))
-		return
+		end := handOn("renew deadline passed before the task started")
+		l.stepDown(end)
+		return end
 	}
 	l.startTask()
-	l.stepDown(l.loop())
+	end := l.loop()
+	l.stepDown(end)
+	return end
 }
 
 // startTask runs the leader task with a context cancelled at step-down.
@@ -123,10 +132,11 @@ func (l *leadership) loop() ending {
 		case <-renewTick.C:
 			e.touch(false)
 			if reason := e.stalled(); reason != "" {
-				// Stall watchdog: a wedged task under a healthy lease is the
-				// pattern's known failure; give the lease to someone who can
-				// work.
-				return handOn(reason)
+				// Stall watchdog: a task that gets no work done under a
+				// healthy lease (wedged, or failing every step) is the
+				// pattern's known failure; give the lease to someone who
+				// can work.
+				return stalled(reason)
 			}
 			if l.inflight == nil {
 				l.startRenew()
@@ -239,6 +249,11 @@ func (l *leadership) stepDown(end ending) {
 	}
 	l.awaitTask(end.reason)
 
+	if end.noProgress {
+		e.mu.Lock()
+		e.stallsTotal++
+		e.mu.Unlock()
+	}
 	e.emit(Event{Kind: EventStoppedLeading, Term: l.term, Reason: end.reason, ValidUntil: e.cfg.claim.reported(validUntil)})
 	e.log.Info("stopped leading", "term", l.term, "reason", end.reason)
 	if e.cb.OnStoppedLeading != nil {

@@ -79,11 +79,17 @@ func (e *Elector) Status() Status {
 	return s
 }
 
-// Heartbeat records progress of the leader task for the stall watchdog.
-// Tasks can also call the package-level Heartbeat(ctx).
+// Heartbeat records progress of the leader task for the stall watchdog:
+// work that landed (an append storage accepted, a document published), not
+// a loop that turned (docs/architecture.md#the-election). A leader whose
+// task reports none for WatchdogTimeout steps down, and backs off before it
+// contends again. Tasks can also call the package-level Heartbeat(ctx).
 func (e *Elector) Heartbeat() {
 	e.mu.Lock()
 	e.beat = time.Now()
+	if e.leading {
+		e.progressed = true
+	}
 	e.mu.Unlock()
 }
 
@@ -97,11 +103,25 @@ type taskLeadership struct {
 }
 
 // Heartbeat records progress of the leader task whose context is ctx (the
-// one passed to OnStartedLeading). It does nothing for other contexts.
+// one passed to OnStartedLeading): see Elector.Heartbeat. It does nothing
+// for other contexts, nor for a task whose leadership has ended.
 func Heartbeat(ctx context.Context) {
 	if l, ok := ctx.Value(taskKey{}).(taskLeadership); ok {
-		l.e.Heartbeat()
+		l.e.mu.Lock()
+		current := l.e.leading && l.e.ledTerm == l.term
+		l.e.mu.Unlock()
+		if current {
+			l.e.Heartbeat()
+		}
 	}
+}
+
+// NoProgressStepDowns counts the leaderships the stall watchdog ended: the
+// task reported no progress for WatchdogTimeout.
+func (e *Elector) NoProgressStepDowns() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stallsTotal
 }
 
 // Leading reports whether the leadership a leader task runs for (its ctx is
@@ -141,11 +161,22 @@ func (e *Elector) Healthy() error {
 		return errors.New(reason)
 	}
 	// The loop touches lastLoop at least every max(P, renew interval) plus one
-	// request timeout; a full lease duration without progress means it is stuck.
-	if e.running && time.Since(e.lastLoop) > e.cfg.LeaseDuration {
-		return fmt.Errorf("election loop made no progress for %s", time.Since(e.lastLoop).Round(time.Millisecond))
+	// request timeout, and not during a backoff (handOffPause); a full lease
+	// duration without progress beyond that means it is stuck.
+	if idle := time.Since(later(e.lastLoop, e.backoffUntil)); e.running && idle > e.cfg.LeaseDuration {
+		return fmt.Errorf("election loop made no progress for %s", idle.Round(time.Millisecond))
+	}
+	if idle := time.Since(e.beat); e.cfg.WatchdogTimeout > 0 && e.isLeaderLocked(time.Now()) && idle > e.cfg.WatchdogTimeout {
+		return fmt.Errorf("leader task of term %d made no progress for %s (the watchdog steps it down)", e.ledTerm, idle.Round(time.Millisecond))
 	}
 	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Ready reports whether the elector is running, has had a definite answer
@@ -160,6 +191,8 @@ func (e *Elector) Ready() error {
 		return errors.New(e.rejected)
 	case e.unusable != "":
 		return errors.New(e.unusable)
+	case time.Now().Before(e.backoffUntil):
+		return fmt.Errorf("backing off for %s after %d leadership(s) in a row whose task made no progress", time.Until(e.backoffUntil).Round(time.Millisecond), e.stalls)
 	case e.lastReply.IsZero():
 		return noAnswer("yet", e.answers.lastUnexpected(time.Now()))
 	case time.Since(e.lastReply) > e.cfg.LeaseDuration:
@@ -185,7 +218,7 @@ func (e *Elector) stalled() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if idle := time.Since(e.beat); idle > e.cfg.WatchdogTimeout {
-		return fmt.Sprintf("watchdog: no task heartbeat for %s", idle.Round(time.Millisecond))
+		return fmt.Sprintf("watchdog: no progress for %s", idle.Round(time.Millisecond))
 	}
 	return ""
 }
