@@ -24,6 +24,15 @@
 // another holder — is a fence; our own term and holder is a request of ours
 // that landed (an Open that failed after its stamp, a create or append whose
 // answer was lost or that arrived late), and the writer carries on after it.
+//
+// A segment of another blob type (a segment re-uploaded as a block blob,
+// which takes no appends and keeps none of the metadata) is foreign: a
+// writer opening a new term reads it, seals it under its term (conditioned
+// on the ETag it read) and continues in the next segment after its last
+// entry; its lines stay as found, and ListSegments names it. A writer in the
+// middle of its term cannot tell whether a newer term's stamp went with the
+// metadata, so for it a foreign segment is a fence (a new term repairs it).
+// One that cannot be read is never written past: ErrCorrupt, for an operator.
 package ledger
 
 import (
@@ -94,6 +103,7 @@ type Writer struct {
 	term         int64
 	holder       string
 	segmentLimit int
+	onForeign    func(int, string)
 
 	seg    int         // current segment number
 	first  int64       // first seq of the current segment
@@ -106,13 +116,16 @@ type Writer struct {
 // Options tune a Writer; zero values take defaults.
 type Options struct {
 	SegmentLimit int // entries per segment; default DefaultSegmentLimit
+	// OnForeign, if set, is told once per foreign segment this writer sealed
+	// and continued past: its number and blob type.
+	OnForeign func(segment int, blobType string)
 }
 
 // Open fences the ledger for term and returns a writer positioned after the
 // last entry. It returns ErrFenced if a newer term already holds it (or an
 // older one: the same term again means a retry of our own Open).
 func Open(ctx context.Context, c *container.Client, blob string, term int64, holder string, opts Options) (*Writer, error) {
-	w := &Writer{c: c, blob: blob, term: term, holder: holder, segmentLimit: opts.SegmentLimit}
+	w := &Writer{c: c, blob: blob, term: term, holder: holder, segmentLimit: opts.SegmentLimit, onForeign: opts.OnForeign}
 	if w.segmentLimit <= 0 {
 		w.segmentLimit = DefaultSegmentLimit
 	}
@@ -188,7 +201,7 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 	}
 
 	// 2. Read the last segment's term, and check it.
-	seg := segs[len(segs)-1]
+	seg := segs[len(segs)-1].n
 	client := w.c.NewAppendBlobClient(segmentName(w.blob, seg))
 	props, err := client.GetProperties(storage.WithOp(ctx, "ledger_get"), nil)
 	if err != nil {
@@ -196,9 +209,24 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 	}
 	md := lower(props.Metadata)
 	etag, first, sealed := *props.ETag, atoi(md[metaFirst]), md[metaSealed] == "true"
+	foreign := props.BlobType != nil && *props.BlobType != blob.BlobTypeAppendBlob
 	switch t, ours := atoi(md[metaTerm]), md[metaHolder] == url.QueryEscape(w.holder); {
-	case t > w.term, t == w.term && !ours, t < w.term && mode == resume:
+	case t > w.term, t == w.term && !ours:
 		return fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
+	case t < w.term && mode == resume && foreign:
+		return fmt.Errorf("%w: segment %d was replaced by a %s outside the ledger, and a newer term's stamp may have gone with its metadata; a new term continues past it", ErrFenced, seg, *props.BlobType)
+	case t < w.term && mode == resume:
+		return fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
+	case foreign && !sealed:
+		// 3'. A segment written outside the ledger: seal it under our term
+		// and continue after its last entry.
+		if etag, first, err = w.sealForeign(ctx, segs, client, etag, md); err != nil {
+			return err
+		}
+		sealed = true
+		if w.onForeign != nil {
+			w.onForeign(seg, string(*props.BlobType))
+		}
 	case t < w.term:
 		// 3. Stamp our term, conditioned on what we read.
 		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, sealed),
@@ -237,6 +265,49 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 		}
 	}
 	return nil
+}
+
+// sealForeign reads the last segment — one of another blob type, not yet
+// sealed by us — as of etag, and stamps it sealed under our term,
+// conditioned on the same ETag. Its first seq is its first entry's, else
+// the one its metadata names, else the one after the previous segment's last
+// entry. A segment that cannot be read is left as it is: ErrCorrupt.
+func (w *Writer) sealForeign(ctx context.Context, segs []segment, client *appendblob.Client, etag azcore.ETag, md map[string]string) (azcore.ETag, int64, error) {
+	last := segs[len(segs)-1]
+	entries, err := readSegment(ctx, w.c, w.blob, last.n, &etag)
+	switch {
+	case storage.IsPreconditionFailed(err):
+		return "", 0, errRace
+	case errors.Is(err, ErrCorrupt):
+		return "", 0, fmt.Errorf("%w (segment %d is a %s written outside the ledger: move it aside, or put the ledger's own segment back, for the ledger to continue)", err, last.n, last.blobType)
+	case err != nil:
+		return "", 0, err
+	}
+	first := atoi(md[metaFirst])
+	switch {
+	case len(entries) > 0:
+		first = entries[0].Seq
+	case first == 0 && len(segs) > 1:
+		prev, err := readSegment(ctx, w.c, w.blob, segs[len(segs)-2].n, nil)
+		if err != nil {
+			return "", 0, err
+		}
+		first = 1
+		if len(prev) > 0 {
+			first = prev[len(prev)-1].Seq + 1
+		}
+	case first == 0:
+		first = 1
+	}
+	resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, true),
+		&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
+	if err != nil {
+		if storage.IsPreconditionFailed(err) {
+			return "", 0, errRace
+		}
+		return "", 0, fmt.Errorf("ledger: seal foreign segment %d: %w", last.n, err)
+	}
+	return *resp.ETag, first, nil
 }
 
 // create makes segment n (first seq `first`) stamped with our term, only if
@@ -357,6 +428,7 @@ func (w *Writer) rotate(ctx context.Context) error {
 // ledger with no segment (a name never written, a missing container) is
 // ErrNotFound, not an empty ledger: a reader that found nothing has checked
 // nothing.
+// Foreign segments (ListSegments) are read as found.
 func ReadAll(ctx context.Context, c *container.Client, blob string) ([]Entry, error) {
 	segs, err := segments(ctx, c, blob)
 	if err != nil {
@@ -366,8 +438,8 @@ func ReadAll(ctx context.Context, c *container.Client, blob string) ([]Entry, er
 		return nil, fmt.Errorf("%w: no segment under %s", ErrNotFound, Prefix(blob))
 	}
 	var all []Entry
-	for _, n := range segs {
-		es, err := readSegment(ctx, c, blob, n, nil)
+	for _, s := range segs {
+		es, err := readSegment(ctx, c, blob, s.n, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -392,10 +464,38 @@ func Verify(entries []Entry) error {
 	return nil
 }
 
-func segments(ctx context.Context, c *container.Client, blob string) ([]int, error) {
-	prefix := Prefix(blob)
+// Segment is one segment of a ledger as storage lists it.
+type Segment struct {
+	Name     string // the blob's name
+	BlobType string // "AppendBlob" for the ledger's own
+}
+
+// Foreign reports a segment of another blob type: written outside the
+// ledger (e.g. re-uploaded as a block blob), so its lines were not fenced by
+// the ledger's conditional appends; they are read as found.
+func (s Segment) Foreign() bool { return s.BlobType != string(blob.BlobTypeAppendBlob) }
+
+// ListSegments lists the segments of the ledger of the election blob `blob`,
+// in order.
+func ListSegments(ctx context.Context, c *container.Client, blob string) ([]Segment, error) {
+	segs, err := segments(ctx, c, blob)
+	out := make([]Segment, len(segs))
+	for i, s := range segs {
+		out[i] = Segment{Name: segmentName(blob, s.n), BlobType: s.blobType}
+	}
+	return out, err
+}
+
+// segment is one listed segment: its number and blob type.
+type segment struct {
+	n        int
+	blobType string
+}
+
+func segments(ctx context.Context, c *container.Client, name string) ([]segment, error) {
+	prefix := Prefix(name)
 	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-	var out []int
+	var out []segment
 	for pager.More() {
 		page, err := pager.NextPage(storage.WithOp(ctx, "ledger_list"))
 		if err != nil {
@@ -409,10 +509,14 @@ func segments(ctx context.Context, c *container.Client, blob string) ([]int, err
 			if err != nil || n < 1 {
 				continue // not ours
 			}
-			out = append(out, n)
+			s := segment{n: n, blobType: string(blob.BlobTypeAppendBlob)}
+			if b.Properties != nil && b.Properties.BlobType != nil {
+				s.blobType = string(*b.Properties.BlobType)
+			}
+			out = append(out, s)
 		}
 	}
-	sort.Ints(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
 	return out, nil
 }
 

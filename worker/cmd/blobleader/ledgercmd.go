@@ -20,7 +20,9 @@ import (
 // runLedger prints the ledgers of --blob — the election's, and each shard's
 // of a --shards pool on that blob — and with --verify checks each: seq
 // contiguous from 1, no duplicates, terms never decreasing. Exit 1 if one
-// breaks a rule, or if there is nothing to read.
+// breaks a rule, or if there is nothing to read. A verified ledger with
+// segments written outside it (another blob type) says so, one line each:
+// their lines are as found, not fenced.
 func runLedger(args []string, stdout, _ io.Writer) error {
 	var r readFlags
 	var verify, asJSON bool
@@ -59,6 +61,7 @@ type book struct {
 	shard   int
 	name    string // its base name (package ledger's blob)
 	entries []ledger.Entry
+	foreign []ledger.Segment // its segments written outside it (ledger.Segment.Foreign)
 }
 
 func (b book) what() string {
@@ -90,6 +93,17 @@ func readBooks(ctx context.Context, c *container.Client, containerName, blob str
 			return nil, fmt.Errorf("shard %d: %w", n, err)
 		}
 		books = append(books, book{shard: n, name: name, entries: es})
+	}
+	for i := range books {
+		segs, err := ledger.ListSegments(ctx, c, books[i].name)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range segs {
+			if s.Foreign() {
+				books[i].foreign = append(books[i].foreign, s)
+			}
+		}
 	}
 	if len(books) > 0 {
 		return books, nil
@@ -161,6 +175,7 @@ func verifyBooks(w io.Writer, books []book) error {
 		}
 		return fmt.Errorf("nothing to verify: no entry in %s", strings.Join(names, ", "))
 	}
+	defer noteForeign(w, books)
 	if len(books) == 1 && books[0].shard < 0 {
 		es := books[0].entries
 		fmt.Fprintf(w, "verified: %s, %s, no gaps or duplicates, terms never decrease\n", plural(len(es), "entry", "entries"), plural(terms(es), "term", "terms"))
@@ -179,6 +194,16 @@ func verifyBooks(w io.Writer, books []book) error {
 	}
 	fmt.Fprintf(w, "verified: %s, %s, no gaps or duplicates, terms never decrease\n", what, plural(total, "entry", "entries"))
 	return nil
+}
+
+// noteForeign prints, after the verdict, one line per segment written
+// outside its ledger: the check holds, but those lines were not fenced.
+func noteForeign(w io.Writer, books []book) {
+	for _, b := range books {
+		for _, s := range b.foreign {
+			fmt.Fprintf(w, "note: segment %s is a %s, written outside the ledger (re-uploaded?): its lines are as found, not fenced by the ledger's appends\n", s.Name, s.BlobType)
+		}
+	}
 }
 
 // terms counts the distinct terms of es.

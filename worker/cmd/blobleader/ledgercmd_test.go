@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
@@ -117,4 +119,56 @@ func TestLedgerCmd_VerifyFailsOnNothingAndVerifiesAPoolsShardLedgers(t *testing.
 			t.Fatalf("exit %d, want 1 naming shard 3 and seq 9\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
 	})
+}
+
+// `ledger --verify` over a ledger whose first segment was re-uploaded as a
+// block blob and continued past by a new term: the sequence verifies, and
+// the output names the segment written outside the ledger.
+func TestLedgerCmd_VerifyNamesSegmentsWrittenOutsideTheLedger(t *testing.T) {
+	az := azuritetest.StartT(t)
+	conn := az.ConnectionString()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := newContainerClient(storageOptions{connectionString: conn, container: "foreign"}, nil, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, err := ledger.Open(ctx, c, "leader", 1, "a", ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := w1.Append(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seg := ledger.Prefix("leader") + "00000001"
+	resp, err := c.NewBlobClient(seg).DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if _, err := c.NewBlockBlobClient(seg).UploadBuffer(ctx, body, &blockblob.UploadBufferOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var sealed []int
+	w2, err := ledger.Open(ctx, c, "leader", 2, "b", ledger.Options{OnForeign: func(n int, _ string) { sealed = append(sealed, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w2.Append(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(sealed) != 1 || sealed[0] != 1 {
+		t.Fatalf("OnForeign told %v, want segment 1 once", sealed)
+	}
+	code, out := runWorkerCmd(t, nil, "ledger", "--verify", "--connection-string", conn, "--container", "foreign", "--timeout", "10s")
+	if code != 0 || !strings.Contains(out, "verified: 3 entries, 2 terms") ||
+		!strings.Contains(out, "note: segment "+seg+" is a BlockBlob, written outside the ledger") {
+		t.Fatalf("ledger --verify: exit %d, want 0 with 3 entries verified and segment 1 named as written outside the ledger:\n%s", code, out)
+	}
+	if strings.Contains(out, "00000002 is a") {
+		t.Fatalf("ledger --verify names the ledger's own segment 2 as foreign:\n%s", out)
+	}
 }
