@@ -23,6 +23,30 @@ type Assignment struct {
 	Published time.Time `json:"published"` // leader's wall clock, for people
 }
 
+// validate checks the rules an assignment read from storage must keep
+// before anyone follows it.
+func (a *Assignment) validate() error {
+	switch {
+	case a.Term <= 0:
+		return fmt.Errorf("term %d is not positive", a.Term)
+	case a.Version <= 0:
+		return fmt.Errorf("version %d is not positive", a.Version)
+	case a.Shards < 1 || a.Shards > MaxShards:
+		return fmt.Errorf("shards %d is not between 1 and %d", a.Shards, MaxShards)
+	case len(a.Owners) != a.Shards || len(a.Standbys) != a.Shards:
+		return fmt.Errorf("%d owners and %d standbys for %d shards", len(a.Owners), len(a.Standbys), a.Shards)
+	}
+	members := set(a.Members)
+	for s := range a.Shards {
+		for _, m := range []string{a.Owners[s], a.Standbys[s]} {
+			if m != "" && !members[m] {
+				return fmt.Errorf("shard %d names %q, who is not a member", s, m)
+			}
+		}
+	}
+	return nil
+}
+
 // Newer reports whether a orders after b (a nil b is older than anything).
 func (a *Assignment) Newer(b *Assignment) bool {
 	if b == nil {

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -14,14 +15,22 @@ import (
 
 // coordinator is the leader's side of the pool for one term: every P it
 // lists the pool, plans, and publishes the assignment when the plan changed
-// (or was published under an older term); every SummaryEvery it aggregates
-// the members' reports into the summary.
+// (or was published under an older term, or the published one needs
+// repair); every SummaryEvery it aggregates the members' reports into the
+// summary.
+//
+// It reports progress to the stall watchdog for work that landed, not for
+// passes that turned (docs/architecture.md#shards): a pass whose listing
+// shows the assignment in force is ours and still the plan (confirmed), a
+// publication, a summary published.
 type coordinator struct {
 	w        *Worker
 	term     int64
 	leading  func() bool
 	started  time.Time
 	intent   *Assignment // the assignment in force: last read or published
+	highest  int64       // the highest assignment version read, published or reported seen
+	repair   string      // why the published assignment must be written again ("" if not)
 	doc      *fencedDoc  // the assignment blob
 	sumDoc   *fencedDoc  // the summary blob
 	absent   map[string]time.Time
@@ -29,6 +38,8 @@ type coordinator struct {
 	lastSum  time.Time
 	lastList poolState
 	odd      map[string]time.Time // member of another pool size → first listing that showed it (sizes.go)
+	unowned  time.Time            // since when some assigned shard has had no lease held (zero: none)
+	badSeen  map[string]string    // member → the last report of its we reported ignoring
 }
 
 // maxGCPerPass bounds the deletes of departed members' blobs in one pass.
@@ -47,16 +58,16 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 		absent:  map[string]time.Time{},
 		suspect: map[string]time.Time{},
 		odd:     map[string]time.Time{},
+		badSeen: map[string]string{},
 	}
 	defer func() {
 		w.mu.Lock()
-		w.leading, w.summary, w.conflict = nil, nil, ""
+		w.leading, w.summary, w.conflict, w.unowned = nil, nil, "", unownedShards{}
 		w.mu.Unlock()
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		election.Heartbeat(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -72,146 +83,149 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 	}
 }
 
-// call runs one storage step with the request timeout, then reports
-// progress to the stall watchdog: a step that returned (answered, failed or
-// timed out) is the coordinator making progress. A pass is many steps (the
-// listing, the assignment, departed members' blobs, the summary), so a
-// heartbeat once per pass would make leadership depend on the pool's size
-// times storage latency (docs/architecture.md#shards).
+// call runs one storage step with the request timeout.
 func (co *coordinator) call(ctx context.Context, f func(context.Context) error) error {
-	err := co.w.cfg.Election.WithinRequestTimeout(ctx, f)
-	election.Heartbeat(ctx)
-	return err
-}
-
-// maxReportReads bounds the report reads one summary keeps in flight.
-const maxReportReads = 128
-
-// readReports reads the reports of members, up to maxReportReads at once,
-// each under its own request timeout and each reporting progress when it
-// returns (call): a summary costs about ⌈members / maxReportReads⌉ round
-// trips instead of one per member, and the watchdog sees progress all along
-// at any pool size. It returns the reports it could read, in members' order;
-// a report that is missing, unreadable or late is left out (the summary
-// says whose it read).
-func (co *coordinator) readReports(ctx context.Context, members []string) []memberReport {
-	w := co.w
-	reports := make([]Report, len(members))
-	found := make([]bool, len(members))
-	slots := make(chan struct{}, maxReportReads)
-	var wg sync.WaitGroup
-	for i, m := range members {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			_ = co.call(ctx, func(c context.Context) error {
-				ok, err := readJSON(c, w.cfg.Container, w.layout.Report(m), "report_read", &reports[i])
-				found[i] = ok && err == nil
-				return err
-			})
-		})
-	}
-	wg.Wait()
-	var out []memberReport
-	for i, m := range members {
-		if found[i] {
-			out = append(out, memberReport{member: m, report: reports[i]})
-		}
-	}
-	return out
-}
-
-// memberReport is one member's report as the summary read it.
-type memberReport struct {
-	member string
-	report Report
+	return co.w.cfg.Election.WithinRequestTimeout(ctx, f)
 }
 
 // pass is one round of coordination.
 func (co *coordinator) pass(ctx context.Context) error {
 	w := co.w
-	n := w.cfg.Shards
 	// 1. One listing: members, shard leases and holders, documents.
 	var st poolState
-	if err := co.call(ctx, func(c context.Context) (err error) { st, err = listPool(c, w.cfg.Container, w.layout, n); return err }); err != nil {
+	if err := co.call(ctx, func(c context.Context) (err error) {
+		st, err = listPool(c, w.cfg.Container, w.layout, w.cfg.Shards)
+		return err
+	}); err != nil {
 		return err
 	}
 	co.lastList = st
 	co.checkSizes(st, time.Now())
 	// 2. Adopt the published assignment when it changed under us (or at
-	// the start of our term): it is the intent we stay close to.
+	// the start of our term): it is the intent we stay close to — unless it
+	// is gone, older than ours, or not valid, which we repair.
 	if co.intent == nil || !co.doc.is(st.AssignmentETag) {
 		if err := co.readIntent(ctx); err != nil {
 			return err
 		}
 	}
+	// 3. The members' reports, when a summary is due: they also say the
+	// newest assignment each has seen.
 	now := time.Now()
-	f := co.facts(st, now)
-	owners, standbys := plan(f)
-	next := &Assignment{
-		Term: co.term, Leader: w.cfg.Election.Identity, Shards: n,
-		Members: sortedUnion(f.active, f.retained), Owners: owners, Standbys: standbys, Published: now.UTC(),
-	}
-	if co.intent != nil {
-		next.Version = co.intent.Version
-	}
-	next.Version++
-	// 3. Publish when the plan changed or our term has not stamped it yet.
-	if len(next.Members) > 0 && (!next.samePlan(co.intent) || co.intent.Term < co.term) {
-		if !co.leading() {
-			return nil
+	var reports []memberReport
+	summaryDue := now.Sub(co.lastSum) >= w.cfg.SummaryEvery
+	if summaryDue {
+		co.lastSum = now
+		reports = co.readReports(ctx, reporters(st, co.intent))
+		if co.intent == nil && co.highest > 0 {
+			co.needRepair(fmt.Sprintf("the assignment is missing; members have seen version %d", co.highest))
 		}
-		err := co.call(ctx, func(c context.Context) error { return co.doc.write(c, co.term, next) })
-		switch {
-		case errors.Is(err, errConflict):
-			return co.readIntent(ctx) // decide again next pass
-		case err != nil:
+	}
+	// 4. Publish when the plan changed, our term has not stamped it yet, or
+	// the published one needs repair; otherwise it is confirmed.
+	if err := co.publishOrConfirm(ctx, st, now); err != nil {
+		return err
+	}
+	co.countUnowned(st, now)
+	if summaryDue {
+		if err := co.publishSummary(ctx, st, reports); err != nil {
 			return err
 		}
-		co.intent = next
-		w.mu.Lock()
-		w.leading = next
-		w.mu.Unlock()
-		w.emit(Event{Kind: EventAssignmentPublished, Shard: -1, Term: co.term, Assignment: next, Reason: co.why(f)})
-		w.log.Info("assignment published", "term", co.term, "version", next.Version, "members", strings.Join(next.Members, ","), "counts", countsText(next.Counts()))
-	} else {
-		w.mu.Lock()
-		w.leading = co.intent
-		w.mu.Unlock()
 	}
 	co.collect(ctx, st, now)
-	if now.Sub(co.lastSum) >= w.cfg.SummaryEvery {
-		co.lastSum = now
-		if err := co.publishSummary(ctx, st); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
+// publishOrConfirm plans from the listing and publishes the plan when it
+// differs from the assignment in force, that one is of an older term, or
+// it needs repair; with nothing to publish and our assignment confirmed by
+// the listing, that is progress too.
+func (co *coordinator) publishOrConfirm(ctx context.Context, st poolState, now time.Time) error {
+	w := co.w
+	f := co.facts(st, now)
+	owners, standbys := plan(f)
+	next := &Assignment{
+		Term: co.term, Leader: w.cfg.Election.Identity, Shards: w.cfg.Shards,
+		Members: sortedUnion(f.active, f.retained), Owners: owners, Standbys: standbys, Published: now.UTC(),
+	}
+	next.Version = co.highest + 1
+	if len(next.Members) == 0 || (co.repair == "" && next.samePlan(co.intent) && co.intent.Term == co.term) {
+		w.mu.Lock()
+		w.leading = co.intent
+		w.mu.Unlock()
+		if co.intent != nil && co.intent.Term == co.term && co.doc.is(st.AssignmentETag) {
+			election.Heartbeat(ctx) // the pool follows our assignment, and it is still the plan
+		}
+		return nil
+	}
+	if !co.leading() {
+		return nil
+	}
+	err := co.call(ctx, func(c context.Context) error { return co.doc.write(c, co.term, next) })
+	switch {
+	case errors.Is(err, errConflict):
+		return co.readIntent(ctx) // decide again next pass
+	case err != nil:
+		return err
+	}
+	why := co.why(f)
+	co.intent, co.highest, co.repair = next, next.Version, ""
+	w.mu.Lock()
+	w.leading = next
+	w.mu.Unlock()
+	election.Heartbeat(ctx)
+	w.emit(Event{Kind: EventAssignmentPublished, Shard: -1, Term: co.term, Assignment: next, Reason: why})
+	w.log.Info("assignment published", "term", co.term, "version", next.Version, "members", strings.Join(next.Members, ","), "counts", countsText(next.Counts()), "reason", why)
+	return nil
+}
+
+// readIntent reads the published assignment and decides what is in force.
+// The document is validated, never trusted (docs/architecture.md#shards):
+// one of a newer term deposes us; one that is missing while we had one,
+// older than the assignment this term has published, or not valid, is this
+// coordinator's to repair — the next publication
+// writes the assignment in force again, numbered above every version read,
+// published or reported seen, so no member that saw a later one ignores it.
 func (co *coordinator) readIntent(ctx context.Context) error {
 	var a Assignment
 	var term int64
 	var found bool
-	if err := co.call(ctx, func(c context.Context) (err error) { term, found, err = co.doc.read(c, &a); return err }); err != nil {
-		return err
-	}
-	if !found {
-		co.intent = nil
+	err := co.call(ctx, func(c context.Context) (err error) { term, found, err = co.doc.read(c, &a); return err })
+	switch {
+	case errors.Is(err, errMalformed) && term > co.term:
+		return fmt.Errorf("%w (%v)", ErrDeposed, err)
+	case errors.Is(err, errMalformed):
+		co.needRepair(err.Error())
 		return nil
-	}
-	if term > co.term || a.Term > co.term {
+	case err != nil:
+		return err
+	case !found:
+		if co.intent != nil {
+			co.needRepair("the assignment is missing")
+		}
+		return nil
+	case term > co.term || a.Term > co.term:
 		return ErrDeposed
+	}
+	co.noteVersion(a.Version)
+	if co.intent != nil && co.intent.Term == co.term && co.intent.Newer(&a) {
+		co.needRepair(fmt.Sprintf("the assignment went back to version %d of term %d (ours: version %d)", a.Version, a.Term, co.intent.Version))
+		return nil
 	}
 	co.intent = &a
 	return nil
 }
+
+// needRepair marks the published assignment for repair, reporting it once.
+func (co *coordinator) needRepair(why string) {
+	if co.repair == "" {
+		co.w.log.Warn("the published assignment needs repair; writing ours again above every version seen", "term", co.term, "why", why)
+	}
+	co.repair = why
+}
+
+// noteVersion raises the highest assignment version known.
+func (co *coordinator) noteVersion(v int64) { co.highest = max(co.highest, v) }
 
 // facts turns a listing into the planner's input: who is active, who is
 // retained (absent within the grace, or suspect), who holds what.
@@ -282,6 +296,8 @@ func (co *coordinator) facts(st poolState, now time.Time) facts {
 // why explains a publication for the history.
 func (co *coordinator) why(f facts) string {
 	switch {
+	case co.repair != "":
+		return "repair: " + co.repair
 	case co.intent == nil:
 		return "first assignment"
 	case co.intent.Term < co.term:
@@ -292,86 +308,52 @@ func (co *coordinator) why(f facts) string {
 	return "holders changed"
 }
 
+// countUnowned records, as this leader's listing shows it, how many shards
+// the assignment in force gives an owner while no lease on them is held,
+// and since when there have been such shards without a break.
+func (co *coordinator) countUnowned(st poolState, now time.Time) {
+	n := 0
+	for s := range co.w.cfg.Shards {
+		if co.intent.owner(s) != "" && !st.Shards[s].Leased {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		co.unowned = time.Time{}
+	case co.unowned.IsZero():
+		co.unowned = now
+	}
+	co.w.mu.Lock()
+	co.w.unowned = unownedShards{count: n, since: co.unowned, leading: true}
+	co.w.mu.Unlock()
+}
+
 // collect deletes the blobs of members gone for longer than the grace
 // (their leases are free; a delete of a leased blob fails, so a member that
-// came back in between keeps its blob).
+// came back in between keeps its blob), all at once under one request
+// timeout.
 func (co *coordinator) collect(ctx context.Context, st poolState, now time.Time) {
 	w := co.w
-	k := 0
+	var names []string
 	for m, since := range co.absent {
-		if now.Sub(since) < w.cfg.MemberGrace() || st.Members[m] || k >= maxGCPerPass {
+		if now.Sub(since) < w.cfg.MemberGrace() || st.Members[m] || len(names) >= 2*maxGCPerPass {
 			continue
 		}
-		k++
-		_ = co.call(ctx, func(c context.Context) error {
-			_, err := w.cfg.Container.NewBlobClient(w.layout.Member(m)).Delete(storage.WithOp(c, "member_gc"), nil)
-			return err
-		})
+		names = append(names, w.layout.Member(m))
 		if st.Reports[m] {
-			_ = co.call(ctx, func(c context.Context) error {
-				_, err := w.cfg.Container.NewBlobClient(w.layout.Report(m)).Delete(storage.WithOp(c, "member_gc"), nil)
-				return err
-			})
+			names = append(names, w.layout.Report(m))
 		}
 		delete(co.absent, m)
 	}
-}
-
-// publishSummary aggregates the reports of the members it counts into the
-// summary: per shard the holder and its shard term (from the listing) and
-// the highest sequence any member reported for it.
-func (co *coordinator) publishSummary(ctx context.Context, st poolState) error {
-	w := co.w
-	a := co.intent
-	if a == nil || !co.leading() {
-		return nil
-	}
-	sum := &Summary{Term: co.term, Leader: w.cfg.Election.Identity, Version: a.Version, At: time.Now().UTC(),
-		Members: a.Members, Shards: make([]ShardSummary, w.cfg.Shards), ReportedBy: []string{}}
-	for s := range sum.Shards {
-		sl := st.Shards[s]
-		sum.Shards[s] = ShardSummary{Shard: s, Term: sl.Term, Standby: a.standby(s)}
-		if sl.Leased {
-			sum.Shards[s].Owner = sl.Holder
-		}
-	}
-	var members []string
-	for _, m := range a.Members {
-		if st.Reports[m] {
-			members = append(members, m)
-		}
-	}
-	for _, mr := range co.readReports(ctx, members) {
-		sum.ReportedBy = append(sum.ReportedBy, mr.member)
-		for _, p := range mr.report.Shards {
-			if p.Shard >= 0 && p.Shard < len(sum.Shards) && p.Seq > sum.Shards[p.Shard].Progress {
-				sum.Shards[p.Shard].Progress = p.Seq
-			}
-		}
-	}
-	err := co.call(ctx, func(c context.Context) error { return co.sumDoc.write(c, co.term, sum) })
-	if errors.Is(err, errConflict) {
-		// Re-read to learn the ETag (and whether a newer term holds it).
-		var old Summary
-		return co.call(ctx, func(c context.Context) error {
-			term, _, err := co.sumDoc.read(c, &old)
-			if err == nil && term > co.term {
-				return ErrDeposed
-			}
-			return err
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			_ = co.call(ctx, func(c context.Context) error {
+				_, err := w.cfg.Container.NewBlobClient(name).Delete(storage.WithOp(c, "member_gc"), nil)
+				return err
+			})
 		})
 	}
-	if err == nil {
-		co.w.mu.Lock()
-		co.w.summary = sum
-		co.w.mu.Unlock()
-	}
-	return err
-}
-
-// Summary returns the summary this worker last published while it leads.
-func (w *Worker) Summary() *Summary {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.summary
+	wg.Wait()
 }

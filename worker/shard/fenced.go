@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +25,26 @@ var (
 	// errConflict: someone wrote the document since we last read it; read
 	// again and decide anew.
 	errConflict = errors.New("shard: document changed since read")
+	// errMalformed: the document is there but is not one (not JSON, or it
+	// breaks its own rules). Its ETag and writer's term are known, so its
+	// owner can overwrite it; nobody follows it.
+	errMalformed = errors.New("shard: document is not valid")
 )
+
+// validator is a document that can check its own rules.
+type validator interface{ validate() error }
+
+// decode parses a document and checks its rules: state read from storage is
+// validated, never trusted.
+func decode(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return err
+	}
+	if vd, ok := v.(validator); ok {
+		return vd.validate()
+	}
+	return nil
+}
 
 // metaTerm is the metadata key carrying the writer's term on fenced documents.
 const metaTerm = "term"
@@ -49,7 +67,10 @@ func newFencedDoc(c *container.Client, name, op string) *fencedDoc {
 }
 
 // read downloads the document into v and remembers its ETag. found is false
-// when it does not exist yet; term is the writer's term from metadata.
+// when it does not exist yet; term is the writer's term from metadata. A
+// document that is not valid JSON or breaks its rules is errMalformed, with
+// its ETag remembered and its metadata term returned, so that its owner can
+// overwrite it (conditioned on that ETag) and a newer term's still deposes.
 func (d *fencedDoc) read(ctx context.Context, v any) (term int64, found bool, err error) {
 	resp, err := d.blob.DownloadStream(storage.WithOp(ctx, d.op+"_read"), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
@@ -64,10 +85,10 @@ func (d *fencedDoc) read(ctx context.Context, v any) (term int64, found bool, er
 	if err != nil {
 		return 0, false, err
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return 0, true, fmt.Errorf("shard: %s is not valid JSON: %w", d.op, err)
-	}
 	d.etag, d.seen = *resp.ETag, true
+	if err := decode(b, v); err != nil {
+		return termOf(resp.Metadata), true, fmt.Errorf("%w: the %s: %v", errMalformed, d.op, err)
+	}
 	return termOf(resp.Metadata), true, nil
 }
 
@@ -130,8 +151,8 @@ func termOf(md map[string]*string) int64 {
 	return 0
 }
 
-// readJSON downloads a small JSON blob into v (reports). found is false when
-// it does not exist.
+// readJSON downloads a small JSON blob into v (reports) and checks its
+// rules. found is false when it does not exist.
 func readJSON(ctx context.Context, c *container.Client, name, op string, v any) (found bool, err error) {
 	resp, err := c.NewBlobClient(name).DownloadStream(storage.WithOp(ctx, op), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
@@ -145,5 +166,8 @@ func readJSON(ctx context.Context, c *container.Client, name, op string, v any) 
 	if err != nil {
 		return false, err
 	}
-	return true, json.NewDecoder(bytes.NewReader(b)).Decode(v)
+	if err := decode(b, v); err != nil {
+		return true, fmt.Errorf("%w: %s: %v", errMalformed, name, err)
+	}
+	return true, nil
 }

@@ -26,7 +26,7 @@ func TestFencedDoc_DeposedLeadersWriteIsRefused(t *testing.T) {
 	b := newFencedDoc(c, l.Assignment(), "assignment")
 
 	// 1. A (term 10) publishes the first assignment.
-	if err := a.write(ctx, 10, &Assignment{Term: 10, Version: 1, Leader: "A"}); err != nil {
+	if err := a.write(ctx, 10, doc(10, 1, "A")); err != nil {
 		t.Fatalf("first write by A: %v", err)
 	}
 	// 2. B (term 11) reads it, then publishes its own.
@@ -34,18 +34,18 @@ func TestFencedDoc_DeposedLeadersWriteIsRefused(t *testing.T) {
 	if term, found, err := b.read(ctx, &got); err != nil || !found || term != 10 {
 		t.Fatalf("B's read: term %d found %v err %v; expected A's term 10", term, found, err)
 	}
-	if err := b.write(ctx, 11, &Assignment{Term: 11, Version: 2, Leader: "B"}); err != nil {
+	if err := b.write(ctx, 11, doc(11, 2, "B")); err != nil {
 		t.Fatalf("B's write: %v", err)
 	}
 	// 3. A, deposed, writes with the ETag it knows: storage refuses it.
-	err := a.write(ctx, 10, &Assignment{Term: 10, Version: 2, Leader: "A"})
+	err := a.write(ctx, 10, doc(10, 2, "A"))
 	if !errors.Is(err, ErrDeposed) {
 		t.Fatalf("expected A's write to be refused as deposed, got %v", err)
 	}
 	// 4. A deposed leader that never read the blob (If-None-Match: *) is
 	// refused too.
 	fresh := newFencedDoc(c, l.Assignment(), "assignment")
-	if err := fresh.write(ctx, 9, &Assignment{Term: 9, Leader: "C"}); !errors.Is(err, ErrDeposed) {
+	if err := fresh.write(ctx, 9, doc(9, 1, "C")); !errors.Is(err, ErrDeposed) {
 		t.Fatalf("expected a blind write of term 9 to be refused as deposed, got %v", err)
 	}
 	if term, _, err := b.read(ctx, &got); err != nil || term != 11 || got.Leader != "B" {
@@ -101,7 +101,7 @@ func TestListPool_ShowsTheAssignmentETagTheLeaderWrote(t *testing.T) {
 	}
 	l := Layout{Blob: "leader"}
 	d := newFencedDoc(c, l.Assignment(), "assignment")
-	if err := d.write(ctx, 10, &Assignment{Term: 10, Version: 1}); err != nil {
+	if err := d.write(ctx, 10, doc(10, 1, "A")); err != nil {
 		t.Fatal(err)
 	}
 	st, err := listPool(ctx, c, l, 4)
@@ -111,4 +111,9 @@ func TestListPool_ShowsTheAssignmentETagTheLeaderWrote(t *testing.T) {
 	if !d.is(st.AssignmentETag) {
 		t.Fatalf("the listing shows ETag %q, the write returned %q: the leader would re-read the assignment on every pass", st.AssignmentETag, d.etag)
 	}
+}
+
+// doc is a valid one-shard assignment (the reader checks its rules).
+func doc(term, version int64, leader string) *Assignment {
+	return &Assignment{Term: term, Version: version, Leader: leader, Shards: 1, Members: []string{leader}, Owners: []string{leader}, Standbys: []string{""}}
 }

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -21,11 +22,34 @@ type ShardProgress struct {
 }
 
 // Report is what a member tells the leader: the progress of the shards it
-// works (followers report back; the leader aggregates).
+// works (followers report back; the leader aggregates), and the newest
+// assignment it has seen, so that a leader that finds the assignment gone
+// numbers its next one above it.
 type Report struct {
-	Identity string          `json:"identity"`
-	At       time.Time       `json:"at"`
-	Shards   []ShardProgress `json:"shards"`
+	Identity   string          `json:"identity"`
+	At         time.Time       `json:"at"`
+	Shards     []ShardProgress `json:"shards"`
+	Assignment *AssignmentRef  `json:"assignment,omitempty"`
+}
+
+// AssignmentRef names one assignment by its order: term, then version.
+type AssignmentRef struct {
+	Term    int64 `json:"term"`
+	Version int64 `json:"version"`
+}
+
+// validate checks a report read from storage: a shard number out of range
+// is left to the reader (a pool of another N), a negative one is not a report.
+func (r *Report) validate() error {
+	for _, p := range r.Shards {
+		if p.Shard < 0 || p.Seq < 0 {
+			return fmt.Errorf("shard %d seq %d", p.Shard, p.Seq)
+		}
+	}
+	if r.Assignment != nil && (r.Assignment.Term < 0 || r.Assignment.Version < 0) {
+		return fmt.Errorf("assignment term %d version %d", r.Assignment.Term, r.Assignment.Version)
+	}
+	return nil
 }
 
 // ShardSummary is one shard in the leader's summary.
@@ -35,6 +59,19 @@ type ShardSummary struct {
 	Term     int64  `json:"term"`     // the owner's shard term (from the shard blob)
 	Progress int64  `json:"progress"` // the last ledger sequence reported for the shard (0: none yet)
 	Standby  string `json:"standby"`  // from the assignment
+}
+
+// validate checks a summary read from storage.
+func (s *Summary) validate() error {
+	if s.Term <= 0 {
+		return fmt.Errorf("term %d is not positive", s.Term)
+	}
+	for i, sh := range s.Shards {
+		if sh.Shard != i {
+			return fmt.Errorf("entry %d is shard %d", i, sh.Shard)
+		}
+	}
+	return nil
 }
 
 // Summary is the leader's aggregate of the pool, published under its term.
@@ -56,8 +93,9 @@ func (w *Worker) setProgress(s int, term, seq int64) {
 	}
 }
 
-// writeReport uploads our progress when it changed. Only this member writes
-// its report, so the write is unconditional; a failed one waits for the next.
+// writeReport uploads our progress and the newest assignment we have seen,
+// when either changed. Only this member writes its report, so the write is
+// unconditional; a failed one waits for the next.
 func (w *Worker) writeReport(ctx context.Context) {
 	w.mu.Lock()
 	r := Report{Identity: w.cfg.Election.Identity, Shards: make([]ShardProgress, 0, len(w.progress))}
@@ -66,9 +104,12 @@ func (w *Worker) writeReport(ctx context.Context) {
 	}
 	last := w.reported
 	w.mu.Unlock()
+	if a, _ := w.view.current(time.Now()); a != nil {
+		r.Assignment = &AssignmentRef{Term: a.Term, Version: a.Version}
+	}
 	slices.SortFunc(r.Shards, func(a, b ShardProgress) int { return a.Shard - b.Shard })
-	body, _ := json.Marshal(r.Shards)
-	if len(r.Shards) == 0 || string(body) == last {
+	body, _ := json.Marshal([]any{r.Shards, r.Assignment})
+	if (len(r.Shards) == 0 && r.Assignment == nil) || string(body) == last {
 		return
 	}
 	r.At = time.Now().UTC()

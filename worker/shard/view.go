@@ -2,7 +2,6 @@ package shard
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,13 +36,18 @@ type view struct {
 	warmup     time.Duration
 	a          *Assignment
 	etag       azcore.ETag
-	lastSent   time.Time // send time of the last successful read
-	freshSince time.Time // send time of the first successful read after the view was stale
-	changedAt  time.Time // when we adopted the current assignment
+	lastSent   time.Time   // send time of the last successful read
+	freshSince time.Time   // send time of the first successful read after the view was stale
+	changedAt  time.Time   // when we adopted the current assignment
+	told       azcore.ETag // the last assignment we reported ignoring (each is reported once)
 }
 
 // refresh reads the assignment (a conditional GET: unchanged costs one
 // request and no body) and adopts it if it orders after the one we have.
+// One that is not valid is no view at all: not followed, and not a fresh
+// read either (the leader, which owns it, writes it again); one from an
+// older term is ignored, the read still fresh. Each ignored assignment is
+// logged once.
 func (v *view) refresh(ctx context.Context, w *Worker) error {
 	sent := time.Now()
 	v.mu.Lock()
@@ -67,12 +71,18 @@ func (v *view) refresh(ctx context.Context, w *Worker) error {
 			return rerr
 		}
 		var a Assignment
-		if jerr := json.Unmarshal(b, &a); jerr != nil {
-			return fmt.Errorf("shard: assignment is not valid JSON: %w", jerr)
+		if derr := decode(b, &a); derr != nil {
+			err := fmt.Errorf("%w: the assignment: %v", errMalformed, derr)
+			if v.tell(*resp.ETag) {
+				w.log.Warn("ignoring an assignment that is not valid; the leader writes it again", "err", err)
+			}
+			return err
 		}
 		err = v.adopt(&a, *resp.ETag, sent)
 		if errors.Is(err, errOlderTerms) {
-			w.log.Warn("ignoring an assignment from an older term", "term", a.Term, "version", a.Version)
+			if v.tell(*resp.ETag) {
+				w.log.Warn("ignoring an assignment from an older term", "term", a.Term, "version", a.Version)
+			}
 			return nil
 		}
 		return err
@@ -82,6 +92,18 @@ func (v *view) refresh(ctx context.Context, w *Worker) error {
 		return nil
 	}
 	return err
+}
+
+// tell reports whether the assignment with etag is yet to be reported as
+// ignored, and notes that it now is.
+func (v *view) tell(etag azcore.ETag) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.told == etag {
+		return false
+	}
+	v.told = etag
+	return true
 }
 
 func (v *view) touch(sent time.Time) {

@@ -33,9 +33,28 @@ type Worker struct {
 	reported string // the last report written, to skip unchanged ones
 	leading  *Assignment
 	summary  *Summary
+	unowned  unownedShards
 	member   *election.Elector
 	conflict string    // while leading: members of another pool size (sizes.go)
 	toldAt   time.Time // when conflict was last logged
+}
+
+// unownedShards is what the coordinator's last listing showed of assigned
+// shards with no lease held.
+type unownedShards struct {
+	count   int
+	since   time.Time // since when some have been unowned without a break
+	leading bool      // this worker coordinates (the fields are its)
+}
+
+// Unowned returns, while this worker coordinates the pool, how many shards
+// the assignment in force gives an owner while its last listing showed no
+// lease held on them, and since when there have been such shards without a
+// break (zero when none); ok is false when it does not coordinate.
+func (w *Worker) Unowned() (count int, since time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unowned.count, w.unowned.since, w.unowned.leading
 }
 
 // New validates cfg and returns a worker; call Run.

@@ -1,0 +1,194 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// The pool documents are the coordinator's: deleted, rolled back or
+// corrupted from outside, it writes them again under its term, above any
+// version a member has seen, and the pool goes on (docs/architecture.md#shards).
+
+func readRaw(t *testing.T, c *container.Client, name string) ([]byte, map[string]*string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, resp.Metadata
+}
+
+func writeRaw(t *testing.T, c *container.Client, name string, body []byte, md map[string]*string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, body, &blockblob.UploadBufferOptions{Metadata: md}); err != nil {
+		t.Fatalf("write %s: %v", name, err)
+	}
+}
+
+// leaderOf returns the member that leads the election.
+func leaderOf(t *testing.T, ms []*poolMember) *poolMember {
+	t.Helper()
+	for _, m := range ms {
+		if m.el.IsLeader() {
+			return m
+		}
+	}
+	t.Fatal("expected one member to lead")
+	return nil
+}
+
+// waitVersion waits until the assignment blob holds valid JSON of version
+// above v and returns it.
+func waitVersion(t *testing.T, c *container.Client, v int64, timeout time.Duration) Assignment {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := c.NewBlobClient(Layout{Blob: "leader"}.Assignment()).DownloadStream(ctx, nil)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var a Assignment
+			if json.Unmarshal(b, &a) == nil && a.Version > v {
+				cancel()
+				return a
+			}
+			last = string(b)
+		} else {
+			last = err.Error()
+		}
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the assignment did not reach a version above %d within %v; last: %s", v, timeout, last)
+	return Assignment{}
+}
+
+func TestPool_DeletedAssignmentIsWrittenAboveWhatMembersSaw(t *testing.T) {
+	t.Parallel()
+	c := newContainer(t)
+	tr := newTracker(t)
+	const n = 6
+	ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
+	waitSettled(t, n, ms, 60*time.Second)
+	seen := leaderOf(t, ms).w.Assignment().Version
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.NewBlobClient(Layout{Blob: "leader"}.Assignment()).Delete(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	a := waitVersion(t, c, seen, 5*time.Second)
+	t.Logf("deleted at version %d; written again as version %d", seen, a.Version)
+	ms = append(ms, startMember(t, c, n, "w3", tr))
+	waitSettled(t, n, ms, 30*time.Second)
+}
+
+func TestPool_RolledBackAssignmentIsWrittenAboveWhatMembersSaw(t *testing.T) {
+	t.Parallel()
+	c := newContainer(t)
+	tr := newTracker(t)
+	const n = 6
+	name := Layout{Blob: "leader"}.Assignment()
+	ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
+	waitSettled(t, n, ms, 60*time.Second)
+	old, md := readRaw(t, c, name)
+	ms = append(ms, startMember(t, c, n, "w3", tr))
+	waitSettled(t, n, ms, 30*time.Second)
+	seen := leaderOf(t, ms).w.Assignment().Version
+	time.Sleep(2 * testElection("x").RetryPeriod) // every member reads it
+	writeRaw(t, c, name, old, md)
+	a := waitVersion(t, c, seen, 5*time.Second)
+	t.Logf("rolled back below version %d; written again as version %d", seen, a.Version)
+	ms = append(ms, startMember(t, c, n, "w4", tr))
+	waitSettled(t, n, ms, 30*time.Second)
+}
+
+func TestPool_CorruptAssignmentIsRepairedAndTheViewsStayFresh(t *testing.T) {
+	t.Parallel()
+	c := newContainer(t)
+	tr := newTracker(t)
+	const n = 6
+	name := Layout{Blob: "leader"}.Assignment()
+	ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr), startMember(t, c, n, "w3", tr)}
+	waitSettled(t, n, ms, 60*time.Second)
+	leader := leaderOf(t, ms)
+	seen := leader.w.Assignment().Version
+	term := strconv.FormatInt(leader.w.Assignment().Term, 10)
+	good, _ := readRaw(t, c, name)
+	writeRaw(t, c, name, good[:len(good)/2], map[string]*string{"term": &term})
+	a := waitVersion(t, c, seen, 5*time.Second)
+	t.Logf("corrupted at version %d; repaired as version %d", seen, a.Version)
+	for _, m := range ms {
+		if _, fresh := m.w.view.current(time.Now()); !fresh {
+			t.Errorf("%s's view went stale over a corruption the leader repaired", m.id)
+		}
+	}
+	// A departure is handled as usual.
+	var gone *poolMember
+	for _, m := range ms {
+		if m != leader {
+			gone = m
+		}
+	}
+	gone.stop()
+	var left []*poolMember
+	for _, m := range ms {
+		if m != gone {
+			left = append(left, m)
+		}
+	}
+	waitSettled(t, n, left, 30*time.Second)
+}
+
+func TestPool_CorruptSummaryIsWrittenAgain(t *testing.T) {
+	t.Parallel()
+	c := newContainer(t)
+	tr := newTracker(t)
+	const n = 4
+	name := Layout{Blob: "leader"}.Summary()
+	ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
+	waitSettled(t, n, ms, 60*time.Second)
+	p := testElection("x").RetryPeriod
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		if sum, err := ReadSummary(ctx, c, "leader"); err == nil && sum != nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no summary within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	good, md := readRaw(t, c, name)
+	writeRaw(t, c, name, good[:len(good)/2], md)
+	bound := 5*p + p*11/10 + 6*time.Second + 2*time.Second
+	deadline := time.Now().Add(bound)
+	for {
+		sum, err := ReadSummary(ctx, c, "leader")
+		if err == nil && sum != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the summary was not readable again within %v of the corruption: %v", bound, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
