@@ -361,12 +361,12 @@ variable "watchdog_timeout_seconds" {
     error_message = "watchdog_timeout_seconds must be 0 (off) or at least renew_interval_seconds (${var.renew_interval_seconds}), got ${var.watchdog_timeout_seconds}."
   }
   validation {
-    condition     = var.watchdog_timeout_seconds == 0 || max(var.tick_seconds, 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)) < var.watchdog_timeout_seconds
-    error_message = "watchdog_timeout_seconds (${var.watchdog_timeout_seconds}) must be 0 (off) or greater than max(tick_seconds, 2 x request timeout) = ${max(var.tick_seconds, 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3))}: the leader task heartbeats once per tick and per ledger append (up to 2 x the request timeout min(renew_interval_seconds, renew_deadline_seconds / 3)), or its own watchdog steps every leader down. Lower tick_seconds or raise watchdog_timeout_seconds."
+    condition     = var.watchdog_timeout_seconds == 0 || var.tick_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) < var.watchdog_timeout_seconds
+    error_message = "watchdog_timeout_seconds (${var.watchdog_timeout_seconds}) must be 0 (off) or greater than tick_seconds + 2 x request timeout = ${var.tick_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)}: the leader task reports progress once per ledger append that lands, one per tick, each up to 2 x the request timeout min(renew_interval_seconds, renew_deadline_seconds / 3), or its own watchdog steps every leader down. Lower tick_seconds or raise watchdog_timeout_seconds."
   }
   validation {
     condition     = var.shards == 0 || var.watchdog_timeout_seconds == 0 || 1.1 * var.retry_period_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3) <= var.watchdog_timeout_seconds
-    error_message = "With shards > 0, watchdog_timeout_seconds (${var.watchdog_timeout_seconds}) must be 0 (off) or at least 1.1 x retry_period_seconds + 2 x request timeout = ${1.1 * var.retry_period_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)}: the shard coordinator heartbeats once per pass, one pass per poll period. Lower retry_period_seconds or raise watchdog_timeout_seconds."
+    error_message = "With shards > 0, watchdog_timeout_seconds (${var.watchdog_timeout_seconds}) must be 0 (off) or at least 1.1 x retry_period_seconds + 2 x request timeout = ${1.1 * var.retry_period_seconds + 2 * min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)}: the shard coordinator reports progress once per pass that confirms or publishes the assignment, one pass per poll period. Lower retry_period_seconds or raise watchdog_timeout_seconds."
   }
 }
 

@@ -48,6 +48,22 @@ func NewShardOwnership(owned func() []int) prometheus.Collector {
 	}
 }
 
+// NewShardsUnowned exports blobleader_shards_unowned, read at scrape time
+// from unowned: on the worker that coordinates a shard pool, the shards the
+// assignment in force gives an owner while its last listing showed no lease
+// held on them; 0 on every other worker.
+func NewShardsUnowned(unowned func() (count int, coordinating bool)) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "blobleader_shards_unowned",
+		Help: "On the pool's leader: shards assigned an owner while no lease on them is held, as its last listing (every retry period) showed. 0 on other workers.",
+	}, func() float64 {
+		if n, ok := unowned(); ok {
+			return float64(n)
+		}
+		return 0
+	})
+}
+
 type shardOwnership struct {
 	owned func() []int
 	one   *prometheus.Desc

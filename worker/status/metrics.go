@@ -75,7 +75,16 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 		}
 		return 0
 	})
-	m.Registry.MustRegister(isLeader, term, unusable, m.transitions, m.requests, m.durations)
+	stalled := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "blobleader_no_progress_stepdowns_total",
+		Help: "Leaderships this worker's stall watchdog ended: its leader task reported no progress (work that landed) for the watchdog timeout.",
+	}, func() float64 {
+		if e := get(); e != nil {
+			return float64(e.NoProgressStepDowns())
+		}
+		return 0
+	})
+	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.requests, m.durations)
 	return m
 }
 

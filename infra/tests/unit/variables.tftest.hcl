@@ -30,7 +30,7 @@ run "timings_at_the_edges_are_valid" {
     renew_deadline_seconds   = 57
     renew_interval_seconds   = 19
     retry_period_seconds     = 0.5
-    watchdog_timeout_seconds = 39
+    watchdog_timeout_seconds = 40
   }
 
   assert {
@@ -308,6 +308,14 @@ run "tick_above_the_watchdog" {
   command = plan
   variables {
     tick_seconds = 30
+  }
+  expect_failures = [var.watchdog_timeout_seconds]
+}
+
+run "tick_plus_append_timeout_above_the_watchdog" {
+  command = plan
+  variables {
+    tick_seconds = 7
   }
   expect_failures = [var.watchdog_timeout_seconds]
 }

@@ -20,6 +20,8 @@ func TestWorker_FlagCombinationsThatCannotWorkExitTwoNamingBoth(t *testing.T) {
 	}{
 		{"worker: tick above the watchdog", []string{conn, "--tick=30s"}, []string{"--tick", "--watchdog-timeout", "heartbeat"}},
 		{"worker: an append's timeout above the watchdog", []string{conn, "--watchdog-timeout=3s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
+		{"worker: a tick plus an append's timeout above the watchdog", []string{conn, "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
+		{"shards: a tick plus an append's timeout above the watchdog", []string{conn, "--shards=4", "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
 		{"worker: request timeout below what storage answers in", []string{conn, "--renew-interval=50ms"}, []string{"--renew-interval", "--renew-deadline", "request timeout"}},
 		{"worker: request timeout from the deadline below the floor", []string{conn, "--renew-deadline=1200ms", "--renew-interval=400ms"}, []string{"--renew-interval", "--renew-deadline", "request timeout"}},
 		{"shards: tick above the watchdog", []string{conn, "--shards=4", "--tick=30s"}, []string{"--tick", "--watchdog-timeout"}},

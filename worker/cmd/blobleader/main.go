@@ -128,7 +128,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		}
 		leaderTask = shards.lead
 		companions = append(companions, shards)
-		n.metrics.Registry.MustRegister(status.NewShardOwnership(shards.w.Owned))
+		n.metrics.Registry.MustRegister(status.NewShardOwnership(shards.w.Owned), status.NewShardsUnowned(shards.unowned))
 		n.metrics.AlsoUnusable(shards.w.Unusable)
 	} else {
 		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}

@@ -144,10 +144,15 @@ func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (s
 		"--container", "status-test", "--log-format", "json")
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
+	logs, err := os.Create(historyPath + ".log") // the worker's JSON log lines
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logs.Close() })
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -52,6 +52,20 @@ func (b *buildOptions) task(run func(ctx context.Context, term int64) error, tic
 		return run
 	}
 	return func(ctx context.Context, term int64) error {
+		// It also reports progress every tick whatever lands, so its own
+		// watchdog never deposes it: the control keeps claiming.
+		go func() {
+			t := time.NewTicker(tick)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					election.Heartbeat(ctx)
+				}
+			}
+		}()
 		for {
 			err := run(ctx, term)
 			if ctx.Err() != nil || !errors.Is(err, ledger.ErrFenced) {

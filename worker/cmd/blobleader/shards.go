@@ -37,7 +37,9 @@ func (o *options) validateShards() error {
 
 // shardMode is the worker's side of a shard pool.
 type shardMode struct {
-	w *shard.Worker
+	w   *shard.Worker
+	log *slog.Logger
+	cfg election.Config
 }
 
 // newShardMode builds the pool member. record writes one history record.
@@ -56,7 +58,7 @@ func newShardMode(o *options, c *container.Client, cfg election.Config, log *slo
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return &shardMode{w: w}, nil
+	return &shardMode{w: w, log: log, cfg: cfg}, nil
 }
 
 // shardRecord turns a shard event into a history record: shard events carry
@@ -82,8 +84,71 @@ func (m *shardMode) lead(ctx context.Context, term int64) error {
 	return m.w.Lead(ctx, term, func() bool { return election.Leading(ctx) })
 }
 
-// run works this member's shards beside the election.
-func (m *shardMode) run(ctx context.Context) error { return m.w.Run(ctx) }
+// run works this member's shards beside the election, and while it
+// coordinates the pool writes the shards log line the alerts read.
+func (m *shardMode) run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.logShards(ctx)
+	}()
+	err := m.w.Run(ctx)
+	<-done
+	return err
+}
+
+// unowned is blobleader_shards_unowned's reading: the coordinator's count of
+// assigned shards with no lease held, and whether this worker coordinates.
+func (m *shardMode) unowned() (int, bool) {
+	n, _, ok := m.w.Unowned()
+	return n, ok
+}
+
+// logEventShards is the `event` of the line the shards-unowned alert reads
+// (docs/architecture.md#log-lines-the-alerts-read).
+const logEventShards = "shards"
+
+// shardsLine is what one shards line says.
+type shardsLine struct {
+	term    int64
+	unowned int
+	since   time.Time
+}
+
+// logShards writes, while this worker coordinates the pool, one shards line
+// once per lease duration and within one retry period of a change in the
+// count of assigned shards with no lease held, until ctx ends. It runs
+// beside the election, never on its path.
+func (m *shardMode) logShards(ctx context.Context) {
+	t := time.NewTicker(m.cfg.RetryPeriod)
+	defer t.Stop()
+	var last shardsLine
+	var lastAt time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n, since, ok := m.w.Unowned()
+			a := m.w.Assignment()
+			if !ok || a == nil {
+				lastAt = time.Time{}
+				continue
+			}
+			l := shardsLine{term: a.Term, unowned: n, since: since}
+			if !lastAt.IsZero() && now.Sub(lastAt) < m.cfg.LeaseDuration && l == last {
+				continue
+			}
+			last, lastAt = l, now
+			args := []any{"event", logEventShards, "term", l.term, "shards", a.Shards, "unowned", l.unowned, "unowned_since", rfc3339(l.since)}
+			if l.unowned > 0 {
+				m.log.Warn("shards", args...)
+			} else {
+				m.log.Info("shards", args...)
+			}
+		}
+	}
+}
 
 // healthy is the pool member's part of /healthz: its shard tasks' health.
 func (m *shardMode) healthy() error { return m.w.Healthy() }

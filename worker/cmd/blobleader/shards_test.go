@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,7 +140,27 @@ func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = w3.Wait()
+	// Until their leases expire, w3's shards are assigned and unowned: the
+	// leader says so in its metric, the others say 0.
+	awaitMetric(t, url1, "blobleader_shards_unowned", func(v float64) bool { return v >= 1 }, 30*time.Second)
+	if v := metric(t, url2, "blobleader_shards_unowned"); v != 0 {
+		t.Errorf("blobleader_shards_unowned = %v on a follower, want 0", v)
+	}
 	after := balanced(map[string]string{"w1": url1, "w2": url2}, 45*time.Second)
+	awaitMetric(t, url1, "blobleader_shards_unowned", func(v float64) bool { return v == 0 }, 10*time.Second)
+	// The leader's shards log line (the Azure alert's input) said so too.
+	var sawUnowned, sawNone bool
+	for _, l := range logLines(t, filepath.Join(dir, "w1.jsonl.log"), "shards") {
+		switch n, _ := l["unowned"].(float64); {
+		case n >= 1 && l["unowned_since"] != "" && l["level"] == "WARN":
+			sawUnowned = true
+		case n == 0 && sawUnowned && l["unowned_since"] == "":
+			sawNone = true
+		}
+	}
+	if !sawUnowned || !sawNone {
+		t.Errorf("w1's shards log lines: unowned shown %v, back to none after %v; want both", sawUnowned, sawNone)
+	}
 	for s, o := range owner {
 		if o != "w3" && after[s] != o {
 			t.Errorf("shard %d moved from %s to %s although its owner lives: only w3's shards %v had to move", s, o, after[s], lost)
@@ -219,5 +242,44 @@ func TestShardsCmd_NoSummaryYetExitsOne(t *testing.T) {
 	code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}, "shards", "--container", "empty-pool")
 	if code != 1 || !strings.Contains(out, "no shard summary yet") {
 		t.Fatalf("exit %d, want 1 saying there is no summary yet:\n%s", code, out)
+	}
+}
+
+// metric reads an unlabelled metric from the worker at base (fails when
+// it has none).
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("%s has no metric %s", base, name)
+	return 0
+}
+
+// awaitMetric polls the metric until ok accepts it, and returns it.
+func awaitMetric(t *testing.T, base, name string, ok func(float64) bool, timeout time.Duration) float64 {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v := metric(t, base, name)
+		if ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s on %s stayed %v for %v", name, base, v, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

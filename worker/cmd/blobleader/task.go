@@ -17,8 +17,11 @@ import (
 // real task needs: every side effect carries the term, is skipped the moment
 // leadership lapses (election.Leading, even before the election loop
 // notices), and stops for good when storage says a newer term has taken
-// over. In shard mode ctx is a shard task's, so the leadership is the
-// shard's.
+// over. It reports progress to the stall watchdog only when an append
+// landed: a leader whose appends all fail (a ledger nobody can append to)
+// is stepped down by its watchdog and backs off, instead of holding the
+// lease for ever (docs/architecture.md#the-election). In shard mode ctx is
+// a shard task's, so the leadership is the shard's.
 type ledgerTask struct {
 	c              *container.Client
 	blob, identity string
@@ -34,8 +37,6 @@ func (t *ledgerTask) run(ctx context.Context, term int64) error {
 	ticker := time.NewTicker(t.tick)
 	defer ticker.Stop()
 	for {
-		// Progress for the stall watchdog: the task loop is alive.
-		election.Heartbeat(ctx)
 		if election.Leading(ctx) {
 			if err := t.step(ctx, term, &w); err != nil {
 				if errors.Is(err, ledger.ErrFenced) {
@@ -59,7 +60,9 @@ func (t *ledgerTask) step(ctx context.Context, term int64, w **ledger.Writer) er
 	rctx, cancel := context.WithTimeout(ctx, 2*t.requestTimeout)
 	defer cancel()
 	if *w == nil {
-		nw, err := ledger.Open(rctx, t.c, t.blob, term, t.identity, ledger.Options{})
+		nw, err := ledger.Open(rctx, t.c, t.blob, term, t.identity, ledger.Options{OnForeign: func(seg int, blobType string) {
+			t.log.Warn("ledger segment written outside the ledger: sealed it under our term and continued in the next", "term", term, "segment", seg, "blob_type", blobType)
+		}})
 		if err != nil {
 			return err
 		}
@@ -67,11 +70,14 @@ func (t *ledgerTask) step(ctx context.Context, term int64, w **ledger.Writer) er
 		t.log.Info("ledger opened for our term", "term", term)
 	}
 	e, err := (*w).Append(rctx)
-	if err == nil {
-		t.log.Debug("ledger append", "seq", e.Seq, "term", e.Term)
-		if t.onAppend != nil {
-			t.onAppend(e.Seq)
-		}
+	if err != nil {
+		return err
 	}
-	return err
+	// Work landed: progress for the stall watchdog.
+	election.Heartbeat(ctx)
+	t.log.Debug("ledger append", "seq", e.Seq, "term", e.Term)
+	if t.onAppend != nil {
+		t.onAppend(e.Seq)
+	}
+	return nil
 }
