@@ -43,6 +43,11 @@ const (
 	// FaultSlowReads: Target's reads of some blobs (a --shards leader's
 	// member reports) slowed below the request timeout, Start..End.
 	FaultSlowReads = "slow_member_reads"
+	// FaultLedgerBlobType: a ledger's last segment re-uploaded as a block
+	// blob at Start: its writer hands on and the next one continues past it
+	// (the ledger's S2 rules still hold). In a shard pool it hands the
+	// shard to its standby, and the pool rebalances after.
+	FaultLedgerBlobType = "ledger_blob_type"
 
 	// Run mode's host-side faults (chaos.Kind values).
 	FaultSupervisorFreeze = "supervisor_freeze" // a supervisor SIGSTOPped alone (its command runs on), Start..End

@@ -271,6 +271,25 @@ func (sc *shardChecker) faultDuring(a, b time.Time) bool {
 	return false
 }
 
+// handoverDuring reports a fault that hands a shard over on purpose (its
+// ledger replaced: the task exits, the standby takes it) whose effects —
+// the handover and the rebalancing after it, within Settle — reach [a, b].
+func (sc *shardChecker) handoverDuring(a, b time.Time) bool {
+	for _, f := range sc.run.Faults {
+		if f.Kind != FaultLedgerBlobType {
+			continue
+		}
+		end := f.End
+		if end.IsZero() || end.Before(f.Start) {
+			end = f.Start
+		}
+		if !f.Start.After(b) && !end.Add(sc.p.Settle).Before(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // change is one membership transition.
 type change struct {
 	at       time.Time
@@ -461,7 +480,10 @@ func (sc *shardChecker) checkBalance() {
 }
 
 // checkLeaderChanges: a leader change with no membership change within
-// Settle before or after it moves no shard.
+// Settle before or after it moves no shard. A shard ledger replaced by
+// another blob type (FaultLedgerBlobType) hands the shard to its standby on
+// purpose, and the planner rebalances after it within Settle: a leader
+// change in that stretch is not judged either.
 func (sc *shardChecker) checkLeaderChanges(cs []change) {
 	var starts []Event
 	for _, e := range sc.run.Events {
@@ -474,7 +496,7 @@ func (sc *shardChecker) checkLeaderChanges(cs []change) {
 			continue // the first leader: nothing to change from
 		}
 		at := e.T.Add(sc.p.Settle)
-		if at.After(sc.end) || sc.faultDuring(e.T, at) {
+		if at.After(sc.end) || sc.faultDuring(e.T, at) || sc.handoverDuring(e.T, at) {
 			continue
 		}
 		quiet := true

@@ -120,6 +120,21 @@ func TestCheckShards(t *testing.T) {
 			want: []string{"stickiness:leader change"},
 		},
 		{
+			name: "a shard ledger replaced hands its shard over and the planner rebalances: not the leader change's doing",
+			events: hist(shardBase(owns("w1", 0, 1000, 1, 69, 70), owns("w1", 1, 1010, 1, 69, 70),
+				moved(2, "w2", "w3", 1020, 1, 35, 70), moved(3, "w3", "w2", 1030, 1, 35.5, 70)),
+				one(ev(30, "w2", EventStartedLeading, 101, 40))),
+			faults: []Fault{{Kind: FaultLedgerBlobType, Target: AllWorkers, Start: at(12), End: at(12.5)}},
+		},
+		{
+			name: "a shard ledger replaced longer than Settle before the leader change excuses nothing",
+			events: hist(shardBase(owns("w1", 0, 1000, 1, 69, 70), owns("w1", 1, 1010, 1, 69, 70),
+				moved(2, "w2", "w3", 1020, 1, 35, 70), moved(3, "w3", "w2", 1030, 1, 35.5, 70)),
+				one(ev(30, "w2", EventStartedLeading, 101, 40))),
+			faults: []Fault{{Kind: FaultLedgerBlobType, Target: AllWorkers, Start: at(5), End: at(5.5)}},
+			want:   []string{"stickiness:leader change"},
+		},
+		{
 			name: "a shard released on purpose and owned again too late",
 			events: shardBase(append(steady, owns("w3", 3, 1030, 1, 39.9, 40), leaseReleased("w3", 3, 1030, 40),
 				owns("w2", 3, 1031, 45, 69, 70))...),

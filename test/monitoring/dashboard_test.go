@@ -178,7 +178,7 @@ func workerMetricNames(t *testing.T) map[string]bool {
 	m.ObserveRequest("renew", "201", 3*time.Millisecond)
 	m.ObserveEvent(election.Event{Kind: election.EventStartedLeading})
 	m.Registry.MustRegister(status.NewHealthGauge(func() error { return errors.New("wedged") }),
-		status.NewShardOwnership(func() []int { return []int{0, 3} }))
+		status.NewShardOwnership(func() []int { return []int{0, 3} }), status.NewShardsUnowned(func() (int, bool) { return 1, true }))
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -34,3 +34,13 @@ func TestElection_StorageRolledBack(t *testing.T) {
 	t.Parallel()
 	RunScenario(t, Local, StorageRolledBack)
 }
+
+func TestElection_LedgerSegmentReplaced(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LedgerSegmentReplaced)
+}
+
+func TestElection_LedgerPoisonedLeadersStepDown(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LedgerPoisoned)
+}

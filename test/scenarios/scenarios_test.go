@@ -76,7 +76,7 @@ func TestElection_SeededSoak(t *testing.T) {
 	t.Parallel()
 	cfg := SoakFromEnv(t, 60*time.Second)
 	c := Local(t, 3, cluster.BlockableOutput()) // the mix blocks their output too
-	_, res := Soak(t, c, cfg, reportName(t), operatorActions()...)
+	_, res := Soak(t, c, cfg, reportName(t), append(operatorActions(), ledgerActions()...)...)
 	if err := res.Err(); err != nil {
 		t.Error(err)
 	}

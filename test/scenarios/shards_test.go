@@ -127,3 +127,18 @@ func TestShards_CheckerReportsShardS1ForUnsafeOwner(t *testing.T) {
 	}
 	t.Logf("caught as expected (%d shard S1 violations): %s", len(s1), s1[0].Message)
 }
+
+func TestShards_AssignmentDeleted(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsAssignmentDeleted)
+}
+
+func TestShards_AssignmentRolledBack(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsAssignmentRolledBack)
+}
+
+func TestShards_AssignmentCorrupted(t *testing.T) {
+	t.Parallel()
+	RunShardScenario(t, Local, ShardsAssignmentCorrupted)
+}

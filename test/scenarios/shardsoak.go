@@ -14,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
+	"github.com/blobleader/blobleader/worker/shard"
 )
 
 // The seeded soak in shard mode: a --shards pool under the soak's
@@ -59,6 +60,7 @@ func shardSoakActions(p cluster.Params, cfg ShardSoakConfig, moves map[string]in
 		prefix := s.c.LockBlob() + "-shards/reports/"
 		return []chaos.Fault{s.bind(&chaos.SlowReads{Prefix: prefix, Delay: s.fraction(0.5, 0.9, rt)}, s.leaderOrAny())}
 	}})
+	out = append(out, poolStateActions(cfg)...)
 	grace := (p.ShutdownGrace + 10*time.Second).Milliseconds()
 	settled := settle(p) + time.Second
 	return append(out, action{"member", 3, settled, settled, false, func(s *soak) []chaos.Fault {
@@ -83,6 +85,62 @@ func shardSoakActions(p cluster.Params, cfg ShardSoakConfig, moves map[string]in
 		s.t.Logf("soak: %s leaves (%d live)", w.Identity(), len(live)-1)
 		return []chaos.Fault{s.bind(&chaos.Stop{Grace: grace}, w)}
 	}})
+}
+
+// poolStateActions are the operator's edits to the pool's state in the
+// shard soak's mix: the assignment deleted, rolled back to the copy taken at
+// the previous rollback step, or corrupted (or the summary corrupted) — the
+// leader writes it again above every version seen —, and a shard's ledger
+// segment re-uploaded as a block blob (its owner hands the shard to its
+// standby, which continues the ledger past it).
+func poolStateActions(cfg ShardSoakConfig) []action {
+	var saved *chaos.RollbackDocument // the copy the next rollback goes back to
+	return []action{
+		{"delete_assignment", 1, 0, 0, false, func(s *soak) []chaos.Fault {
+			name := shard.Layout{Blob: s.c.LockBlob()}.Assignment()
+			if !blobExists(s, name) {
+				return nil
+			}
+			return []chaos.Fault{s.bind(&chaos.DeleteDocument{Blob: name}, nil)}
+		}},
+		{"assignment_rollback", 1, 0, 0, false, func(s *soak) []chaos.Fault {
+			name := shard.Layout{Blob: s.c.LockBlob()}.Assignment()
+			back := saved
+			saved = &chaos.RollbackDocument{Container: s.c.Storage(), Blob: name}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := saved.Snapshot(ctx); err != nil {
+				saved = nil
+			}
+			if back == nil {
+				return nil // the first one only takes the copy
+			}
+			return []chaos.Fault{s.bind(back, nil)}
+		}},
+		{"corrupt_document", 1, 0, 0, false, func(s *soak) []chaos.Fault {
+			l := shard.Layout{Blob: s.c.LockBlob()}
+			name := []string{l.Assignment(), l.Summary()}[s.rng.IntN(2)]
+			if !blobExists(s, name) {
+				return nil
+			}
+			return []chaos.Fault{s.bind(&chaos.CorruptDocument{Blob: name, DropMetadata: s.rng.IntN(2) == 0}, nil)}
+		}},
+		{"shard_ledger_blob_type", 1, 0, 0, false, func(s *soak) []chaos.Fault {
+			name := shard.Layout{Blob: s.c.LockBlob()}.Ledger(s.rng.IntN(cfg.Shards))
+			if !hasSegments(s, name) {
+				return nil
+			}
+			return []chaos.Fault{s.bind(&chaos.LedgerBlobType{Ledger: name}, nil)}
+		}},
+	}
+}
+
+// blobExists reports whether the blob is there (errors read as no).
+func blobExists(s *soak, name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.c.Storage().NewBlobClient(name).GetProperties(ctx, nil)
+	return err == nil
 }
 
 // awaitStandbys waits, without failing, until the leader's assignment names

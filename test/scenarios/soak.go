@@ -16,6 +16,7 @@ import (
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
+	"github.com/blobleader/blobleader/worker/ledger"
 )
 
 // SoakConfig is the seeded randomized soak's input.
@@ -257,6 +258,32 @@ func operatorActions() []action {
 			return []chaos.Fault{s.bind(&chaos.OperatorMetadata{Term: typo}, nil)}
 		}},
 	}
+}
+
+// ledgerActions are the operator's edits to the ledger in the election
+// soak's mix: the last segment re-uploaded as a block blob with the same
+// lines (`az storage blob upload`'s default). The leader hands on and the
+// next one seals it and continues; the checker's S2 judges the ledger as
+// read back. (A segment that is not a ledger at all stops every leader
+// until an operator repairs it: TestElection_LedgerPoisonedLeadersStepDown,
+// not the mix, whose other faults' L1 bounds assume contenders that poll.)
+func ledgerActions() []action {
+	return []action{
+		{"ledger_blob_type", 1, 0, 0, false, func(s *soak) []chaos.Fault {
+			if s.leader == nil || !hasSegments(s, s.c.LockBlob()) {
+				return nil // no ledger to edit yet
+			}
+			return []chaos.Fault{s.bind(&chaos.LedgerBlobType{Ledger: s.c.LockBlob()}, nil)}
+		}},
+	}
+}
+
+// hasSegments reports whether the ledger named blob has a segment.
+func hasSegments(s *soak, blob string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	segs, err := ledger.ListSegments(ctx, s.c.Storage(), blob)
+	return err == nil && len(segs) > 0
 }
 
 // bound is a fault with the worker it is for, until the soak injects it.

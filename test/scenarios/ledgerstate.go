@@ -1,0 +1,160 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// A ledger segment edited from outside (docs/chaos.md#scenarios), judged by
+// the ledger's own entries: the work must go on, or — when nothing can make
+// progress — the leaders must step down rather than hold the lease for ever.
+var (
+	// LedgerSegmentReplaced: the ledger's last segment re-uploaded as a
+	// block blob with the same lines (`az storage blob upload`'s default).
+	LedgerSegmentReplaced = Scenario{Name: "LedgerSegmentReplaced", Workers: 3, Run: ledgerSegmentReplaced,
+		Requires: checker.Requirements{LeadershipsBeforeFault: 1, LedgerEntries: 1}}
+	// LedgerPoisoned: the last segment replaced by a file that is not a
+	// ledger, so no leader can append until an operator puts it back.
+	LedgerPoisoned = Scenario{Name: "LedgerPoisoned", Workers: 3, Run: ledgerPoisoned,
+		Requires: checker.Requirements{LeadershipsBeforeFault: 1, LeadershipsAfterFault: 1}}
+)
+
+// Worker defaults the ledger scenarios rely on.
+const (
+	watchdogTimeout = 10 * time.Second // --watchdog-timeout's default
+	maxBackoff      = 4                // × L: the longest pause after leaderships without progress
+)
+
+// ledgerRepairBound is how long after a segment is replaced the ledger takes
+// new entries again: the leader's next append fails (one tick), the one after
+// finds a segment it cannot tell is its own (a tick) and hands on; a follower
+// takes over within P·1.1 of the release and its first append opens the
+// ledger under its new term, sealing the replaced segment and creating the
+// next (two request timeouts each step).
+func ledgerRepairBound(p cluster.Params) time.Duration {
+	return 2*(p.Tick+2*p.RequestTimeout()) + p.RetryPeriod*11/10 + 2*p.RequestTimeout()
+}
+
+func ledgerSegmentReplaced(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	leading(t, c)
+	f := &chaos.LedgerBlobType{Ledger: c.LockBlob()}
+	inject(t, c, f, nil)
+	at := time.Now()
+	bound := ledgerRepairBound(p)
+	waitLedgerAfter(t, c, at, 3, bound+slack)
+	remove(t, c, f)
+}
+
+// ledgerPoisoned: nobody can append. No leadership may last longer than
+// the watchdog timeout plus a renew interval (no append lands, so no
+// progress), the step-downs must be counted where the alerts read them, and
+// after the operator puts the segment back a leader appends again within
+// the longest backoff plus a failover.
+func ledgerPoisoned(t *testing.T, c cluster.Cluster) {
+	p := c.Params()
+	leading(t, c)
+	f := &chaos.LedgerBlobType{Ledger: c.LockBlob(), Content: "not a ledger\n"}
+	inject(t, c, f, nil)
+	shortLeaderships(t, c, 3*watchdogTimeout, watchdogTimeout+p.RenewInterval+slack)
+	total := 0.0
+	for _, w := range c.Workers() {
+		total += metricValue(t, w, "blobleader_no_progress_stepdowns_total")
+	}
+	if total < 1 {
+		t.Errorf("blobleader_no_progress_stepdowns_total sums to %v over the workers after %v of a ledger nobody can append to, want at least 1", total, 3*watchdogTimeout)
+	}
+	remove(t, c, f) // the operator puts the segment back
+	healed := time.Now()
+	bound := maxBackoff*p.LeaseDuration + p.RetryPeriod*11/10 + p.Tick + 4*p.RequestTimeout()
+	waitLedgerAfter(t, c, healed, 3, bound+slack)
+}
+
+// shortLeaderships watches the workers for d and fails t when one
+// leadership (identity and term) lasts longer than limit.
+func shortLeaderships(t *testing.T, c cluster.Cluster, d, limit time.Duration) {
+	t.Helper()
+	type key struct {
+		id   string
+		term int64
+	}
+	since := map[key]time.Time{}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		for _, w := range c.Workers() {
+			st, err := w.Status(ctxFor(t, 2*time.Second))
+			if err != nil || st.Role != "leader" {
+				continue
+			}
+			k := key{st.Identity, st.Term}
+			first, ok := since[k]
+			if !ok {
+				since[k] = time.Now()
+				t.Logf("%s leads term %d", k.id, k.term)
+				continue
+			}
+			if held := time.Since(first); held > limit {
+				t.Fatalf("%s has led term %d for %v with a ledger nobody can append to; a leader without progress must step down within %v", k.id, k.term, held.Round(time.Millisecond), limit)
+			}
+		}
+		hold(t, 200*time.Millisecond)
+	}
+	if len(since) < 2 {
+		t.Errorf("only %d leadership(s) in %v of a ledger nobody can append to: the leaders did not take turns", len(since), d)
+	}
+}
+
+// waitLedgerAfter waits until the ledger holds at least n entries stamped
+// after `after`, and fails t after timeout. It logs when the first came.
+func waitLedgerAfter(t *testing.T, c cluster.Cluster, after time.Time, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		es, err := ReadLedger(ctxFor(t, 10*time.Second), c.Storage(), c.LockBlob())
+		var newer []checker.LedgerEntry
+		for _, e := range es {
+			if e.At.After(after) {
+				newer = append(newer, e)
+			}
+		}
+		if err == nil && len(newer) >= n {
+			t.Logf("the ledger took entry %d (term %d, %s) %v after the fault", newer[0].Seq, newer[0].Term, newer[0].Holder, newer[0].At.Sub(after).Round(time.Millisecond))
+			return
+		}
+		last = fmt.Sprintf("%d entries after it (read error %v)", len(newer), err)
+		if time.Now().After(deadline) {
+			t.Fatalf("the ledger took no %d entries within %v: %s", n, timeout, last)
+		}
+		hold(t, 200*time.Millisecond)
+	}
+}
+
+// metricValue reads an unlabelled metric from w's /metrics (0 when w does
+// not answer or has no such metric).
+func metricValue(t *testing.T, w cluster.Worker, name string) float64 {
+	t.Helper()
+	pr, ok := w.(cluster.Prober)
+	if !ok {
+		t.Fatalf("the backend's worker %T cannot be probed", w)
+	}
+	_, body, err := pr.Probe(ctxFor(t, 5*time.Second), "/metrics")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			var v float64
+			if _, err := fmt.Sscan(rest, &v); err == nil {
+				return v
+			}
+		}
+	}
+	return 0
+}
