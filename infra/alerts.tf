@@ -36,6 +36,16 @@ locals {
   alert_forbidden_window_minutes = [for w in [10, 15, 30, 45, 60] : w if w >= var.alerts.rbac_propagation_minutes + 5][0]
   # As the API spells it (an hour is PT1H, never PT60M).
   alert_forbidden_window = local.alert_forbidden_window_minutes == 60 ? "PT1H" : "PT${local.alert_forbidden_window_minutes}M"
+  # Shard mode: the pool is balanced again within BalanceBound = SettleBound
+  # (L + 3·1.1·P + view TTL 2·(1.1·P + request timeout) + 3 request timeouts)
+  # + SuspectFor (L + 1.1·P + request timeout) of the last membership change
+  # (docs/architecture.md#shards); shards unowned for longer are not moving.
+  alert_poll_seconds          = 1.1 * var.retry_period_seconds
+  alert_balance_bound_seconds = 2 * var.lease_duration_seconds + 6 * local.alert_poll_seconds + 6 * local.alert_request_timeout_seconds
+  alert_unowned_seconds       = ceil(local.alert_balance_bound_seconds)
+  # Leaderships ended by the stall watchdog (no progress) in the window
+  # before the no-progress alert fires: one may be a storage blip.
+  alert_min_stalls = 2
 
   # No line from any worker for this long is its own, lower alert (no_logs):
   # no lines is not no leader (a new deployment, the daily cap, a broken
@@ -52,7 +62,30 @@ locals {
     groups = local.alert_groups
   })
 
-  alert_rules = {
+  alert_rules = merge(local.alert_rules_election, { for k, v in local.alert_rules_shards : k => v if var.shards > 0 })
+
+  alert_rules_shards = {
+    shards_unowned = {
+      display_name = "blobleader: shards assigned but owned by nobody"
+      description  = "The pool's leader has seen assigned shards with no lease held for more than ${local.alert_unowned_seconds} s (the balance bound, SettleBound + SuspectFor): their work is not being done. docs/operations.md#alert-shards-unowned"
+      severity     = 0
+      window       = "PT15M"
+      frequency    = "PT5M"
+      threshold    = local.alert_unowned_seconds
+      query        = templatefile("${path.module}/alerts/shards_unowned.kql", { workers = local.alert_worker_lines, unowned_seconds = local.alert_unowned_seconds })
+    }
+  }
+
+  alert_rules_election = {
+    no_progress = {
+      display_name = "blobleader: leaders step down without making progress"
+      description  = "At least ${local.alert_min_stalls} leaderships in 15 minutes ended by the stall watchdog: the leader task got no work done for ${var.watchdog_timeout_seconds} s (e.g. every ledger append refused). docs/operations.md#alert-no-progress"
+      severity     = 1
+      window       = "PT15M"
+      frequency    = "PT5M"
+      threshold    = local.alert_min_stalls
+      query        = templatefile("${path.module}/alerts/no_progress.kql", { workers = local.alert_worker_lines, min_stalls = local.alert_min_stalls })
+    }
     no_leader = {
       display_name = "blobleader: no leader for longer than the failover bound"
       description  = "Workers logged, but none showed a leader for more than ${local.alert_leader_gap_seconds} s (failover bound L + 1.1·P + request timeout = ${local.alert_failover_bound_seconds} s, plus one status interval L + P). No lines at all is the no-logs alert. docs/operations.md#alert-no-leader"

@@ -111,7 +111,7 @@ output "alert_rule_ids" {
 }
 
 output "alert_thresholds" {
-  description = "The thresholds the alert rules use, derived from the election timing: seconds without a leader line, the forced-break overlap allowed, leaders started per 15 minutes, seconds of 403s."
+  description = "The thresholds the alert rules use, derived from the election timing: seconds without a leader line, the forced-break overlap allowed, leaders started per 15 minutes, seconds of 403s, seconds of shards unowned (shard mode), watchdog step-downs without progress per 15 minutes."
   value = {
     no_leader_gap_seconds    = local.alert_leader_gap_seconds
     failover_bound_seconds   = local.alert_failover_bound_seconds
@@ -120,5 +120,7 @@ output "alert_thresholds" {
     forbidden_seconds        = var.alerts.rbac_propagation_minutes * 60
     forbidden_window_minutes = local.alert_forbidden_window_minutes
     unhealthy_after_seconds  = var.lease_duration_seconds
+    shards_unowned_seconds   = local.alert_unowned_seconds
+    no_progress_stalls       = local.alert_min_stalls
   }
 }

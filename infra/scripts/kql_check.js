@@ -51,6 +51,8 @@ const values = {
   skew: "1",
   max_handovers: "4",
   forbidden_seconds: "900",
+  unowned_seconds: "49",
+  min_stalls: "2",
 };
 
 function render(text, extra) {

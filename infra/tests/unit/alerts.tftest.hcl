@@ -72,8 +72,8 @@ run "every_alert_exists_and_pages_the_action_group" {
     error_message = "The action group must e-mail exactly the receivers given, in order."
   }
   assert {
-    condition     = toset(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs"])
-    error_message = "Expected the six alert rules: no_leader, two_leaders, flapping, storage_forbidden, unhealthy, no_logs."
+    condition     = toset(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs", "no_progress"])
+    error_message = "Expected the seven alert rules of the single-task mode: no_leader, two_leaders, flapping, storage_forbidden, unhealthy, no_logs, no_progress."
   }
   assert {
     condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
@@ -209,7 +209,7 @@ run "alerts_off_creates_nothing_and_needs_no_receiver" {
     error_message = "alerts.enabled = false must create no action group and no rule."
   }
   assert {
-    condition     = toset(keys(output.alert_queries)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs"]) && output.alert_queries["no_logs"].window == "PT6H"
+    condition     = toset(keys(output.alert_queries)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs", "no_progress"]) && output.alert_queries["no_logs"].window == "PT6H"
     error_message = "The alert_queries output (what make verify-azure runs) must carry every rule's query and window, also with alerts off (the Azure suite)."
   }
 }
@@ -258,5 +258,28 @@ run "logs_reach_the_alerts_table_through_a_diagnostic_setting" {
   assert {
     condition     = alltrue([for g in azurerm_container_group.worker : g.diagnostics[0].log_analytics[0].log_type == null || g.diagnostics[0].log_analytics[0].log_type == ""])
     error_message = "The legacy integration keeps Microsoft's documented form: no log_type."
+  }
+}
+
+run "shard_mode_adds_the_unowned_shards_alert" {
+  command = plan
+
+  variables {
+    shards = 8
+  }
+
+  # Default timing: balance bound 2·15 + 6·1.1 + 6·2 = 48.6 s, rounded up.
+  assert {
+    condition     = contains(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this), "shards_unowned") && output.alert_thresholds.shards_unowned_seconds == 49
+    error_message = "Shard mode must add the shards_unowned rule with a 49 s threshold (the balance bound), got ${output.alert_thresholds.shards_unowned_seconds}."
+  }
+  assert {
+    condition = (strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["shards_unowned"].criteria[0].query, "datetime_diff('second', t, since) > 49") &&
+    strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["shards_unowned"].criteria[0].query, "event == \"shards\""))
+    error_message = "The unowned-shards query must read the leader's shards lines and fire past 49 s."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["no_progress"].criteria[0].query, "stalls >= 2")
+    error_message = "The no-progress query must fire on two watchdog step-downs without progress in its window."
   }
 }

@@ -25,6 +25,9 @@ const status = (sec, g, role, term, leader, healthy = true) =>
     event: "status", role, term, leader, valid_until: role === "leader" ? iso(sec + 10) : "", healthy,
     ...(healthy ? {} : { health: "leader task did not return within the shutdown grace" }),
   });
+// shards: the pool leader's line (docs/architecture.md#log-lines-the-alerts-read).
+const shards = (sec, g, term, unowned, since) =>
+  line(sec, g, unowned > 0 ? "WARN" : "INFO", "shards", { event: "shards", term, shards: 8, unowned, unowned_since: since });
 const every = (from, to, step, f) => {
   const out = [];
   for (let s = from; s <= to; s += step) out.push(f(s));
@@ -128,6 +131,36 @@ module.exports = [
     query: "unhealthy", expect: "quiet", name: "every status line healthy",
     now: now(300),
     rows: [...leads(W[0], TERM, 0, 240), ...follows(W[1], 0, 240, TERM, W[0])],
+  },
+
+  // --- no_progress ----------------------------------------------------------------
+  {
+    query: "no_progress", expect: "fire", name: "two leaders stepped down by their watchdog without progress (a poisoned ledger)",
+    now: now(900),
+    rows: [...leads(W[0], TERM, 0, 10), stopped(12, W[0], TERM, "watchdog: no progress for 10.2s", 20),
+      ...leads(W[1], TERM + 1, 14, 24), stopped(26, W[1], TERM + 1, "watchdog: no progress for 10.1s", 34),
+      ...leads(W[2], TERM + 2, 40, 300)],
+  },
+  {
+    query: "no_progress", expect: "quiet", name: "one watchdog step-down (a storage blip) and other endings",
+    now: now(900),
+    rows: [...leads(W[0], TERM, 0, 10), stopped(12, W[0], TERM, "watchdog: no progress for 10.2s", 20),
+      ...leads(W[1], TERM + 1, 14, 100), stopped(101, W[1], TERM + 1, "renew deadline exceeded", 101),
+      ...leads(W[2], TERM + 2, 110, 200), stopped(201, W[2], TERM + 2, "task exited: ledger: fenced by a newer term", 205)],
+  },
+
+  // --- shards_unowned -------------------------------------------------------------
+  {
+    query: "shards_unowned", expect: "fire", name: "two shards unowned for 90 s by the leader's lines",
+    now: now(600),
+    rows: [...leads(W[0], TERM, 0, 300), shards(100, W[0], TERM, 0, ""),
+      ...every(110, 200, 15, (s) => shards(s, W[0], TERM, 2, iso(110)))],
+  },
+  {
+    query: "shards_unowned", expect: "quiet", name: "a crashed owner's shards unowned for 16 s, then owned",
+    now: now(600),
+    rows: [...leads(W[0], TERM, 0, 300), shards(100, W[0], TERM, 3, iso(100)), shards(115, W[0], TERM, 3, iso(100)),
+      shards(116, W[0], TERM, 0, ""), ...every(131, 300, 15, (s) => shards(s, W[0], TERM, 0, ""))],
   },
 
   // --- no_logs --------------------------------------------------------------------
