@@ -23,14 +23,17 @@ import (
 // as a block blob — what `az storage blob upload --overwrite` makes of a
 // downloaded segment by default: the same lines, but a blob that takes no
 // appends (409 InvalidBlobType) and none of the segment's metadata (term,
-// holder, first seq). The overwrite is conditioned on the ETag it read, so
-// no append that landed in between is lost. Remove puts the segment back as
-// an append blob with its metadata — but only while the block blob is still
-// the one Inject wrote: a writer that has since moved past it has repaired
-// the ledger.
+// holder, first seq). With Content set, the block blob holds that instead
+// of the segment's lines (the wrong file uploaded: a ledger nobody can
+// read past). The overwrite is conditioned on the ETag it read, so no append
+// that landed in between is lost. Remove puts the segment back as an append
+// blob with its metadata — but only while the block blob is still the one
+// Inject wrote: a writer that has since moved past it has repaired the
+// ledger.
 type LedgerBlobType struct {
-	Container *container.Client `json:"-"`      // the ledger's container, reached directly
-	Ledger    string            `json:"ledger"` // the ledger's base name (package ledger's blob), e.g. "leader"
+	Container *container.Client `json:"-"`                 // the ledger's container, reached directly
+	Ledger    string            `json:"ledger"`            // the ledger's base name (package ledger's blob), e.g. "leader"
+	Content   string            `json:"content,omitempty"` // written instead of the segment's lines; empty: the same lines
 
 	mu      sync.Mutex
 	active  bool
@@ -93,7 +96,11 @@ func (f *LedgerBlobType) replaceLast(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	up, err := f.Container.NewBlockBlobClient(name).UploadBuffer(ctx, body, &blockblob.UploadBufferOptions{
+	upload := body
+	if f.Content != "" {
+		upload = []byte(f.Content)
+	}
+	up, err := f.Container.NewBlockBlobClient(name).UploadBuffer(ctx, upload, &blockblob.UploadBufferOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
 	})
 	if err != nil {

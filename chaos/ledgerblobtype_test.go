@@ -88,6 +88,22 @@ func TestLedgerBlobType_ReplacesTheLastSegmentWithABlockBlob(t *testing.T) {
 		t.Fatalf("Remove after a repair: type %v metadata %v, want the repaired block blob left alone", *props.BlobType, props.Metadata)
 	}
 
+	// The wrong file uploaded: other content, restored by Remove.
+	h := &LedgerBlobType{Container: direct, Ledger: "leader", Content: "not a ledger\n"}
+	lines, _ := readDoc(t, direct, g.Segment())
+	if err := h.Inject(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := readDoc(t, direct, h.Segment()); body != "not a ledger\n" {
+		t.Fatalf("segment body = %q, want the content verbatim", body)
+	}
+	if err := h.Remove(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := readDoc(t, direct, h.Segment()); body != lines {
+		t.Fatalf("segment body after Remove = %q, want the lines back (%q)", body, lines)
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := (&LedgerBlobType{Container: direct, Ledger: "leader"}).Inject(ctx); !errors.Is(err, context.Canceled) {
