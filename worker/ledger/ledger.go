@@ -200,44 +200,11 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 		return nil
 	}
 
-	// 2. Read the last segment's term, and check it.
+	// 2–3. Check the last segment's term, and make it ours.
 	seg := segs[len(segs)-1].n
-	client := w.c.NewAppendBlobClient(segmentName(w.blob, seg))
-	props, err := client.GetProperties(storage.WithOp(ctx, "ledger_get"), nil)
+	etag, first, sealed, err := w.claimLast(ctx, segs, mode)
 	if err != nil {
-		return fmt.Errorf("ledger: read segment %d: %w", seg, err)
-	}
-	md := lower(props.Metadata)
-	etag, first, sealed := *props.ETag, atoi(md[metaFirst]), md[metaSealed] == "true"
-	foreign := props.BlobType != nil && *props.BlobType != blob.BlobTypeAppendBlob
-	switch t, ours := atoi(md[metaTerm]), md[metaHolder] == url.QueryEscape(w.holder); {
-	case t > w.term, t == w.term && !ours:
-		return fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
-	case t < w.term && mode == resume && foreign:
-		return fmt.Errorf("%w: segment %d was replaced by a %s outside the ledger, and a newer term's stamp may have gone with its metadata; a new term continues past it", ErrFenced, seg, *props.BlobType)
-	case t < w.term && mode == resume:
-		return fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
-	case foreign && !sealed:
-		// 3'. A segment written outside the ledger: seal it under our term
-		// and continue after its last entry.
-		if etag, first, err = w.sealForeign(ctx, segs, client, etag, md); err != nil {
-			return err
-		}
-		sealed = true
-		if w.onForeign != nil {
-			w.onForeign(seg, string(*props.BlobType))
-		}
-	case t < w.term:
-		// 3. Stamp our term, conditioned on what we read.
-		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, sealed),
-			&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
-		if err != nil {
-			if storage.IsPreconditionFailed(err) {
-				return errRace
-			}
-			return fmt.Errorf("ledger: fence segment %d: %w", seg, err)
-		}
-		etag = *resp.ETag
+		return err
 	}
 
 	// 4. The segment is ours: read it as of that ETag to find where the
@@ -265,6 +232,53 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 		}
 	}
 	return nil
+}
+
+// claimLast reads the last segment's term under its ETag and decides from
+// it (see catchUp): a fence, or a segment to make ours — stamped with our
+// term if an older one holds it (claim), sealed if it is foreign. It
+// returns the segment's ETag after any stamp, its first seq and whether it
+// is sealed.
+func (w *Writer) claimLast(ctx context.Context, segs []segment, mode catchUpMode) (azcore.ETag, int64, bool, error) {
+	seg := segs[len(segs)-1].n
+	client := w.c.NewAppendBlobClient(segmentName(w.blob, seg))
+	props, err := client.GetProperties(storage.WithOp(ctx, "ledger_get"), nil)
+	if err != nil {
+		return "", 0, false, fmt.Errorf("ledger: read segment %d: %w", seg, err)
+	}
+	md := lower(props.Metadata)
+	etag, first, sealed := *props.ETag, atoi(md[metaFirst]), md[metaSealed] == "true"
+	foreign := props.BlobType != nil && *props.BlobType != blob.BlobTypeAppendBlob
+	switch t, ours := atoi(md[metaTerm]), md[metaHolder] == url.QueryEscape(w.holder); {
+	case t > w.term, t == w.term && !ours:
+		return "", 0, false, fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
+	case t < w.term && mode == resume && foreign:
+		return "", 0, false, fmt.Errorf("%w: segment %d was replaced by a %s outside the ledger, and a newer term's stamp may have gone with its metadata; a new term continues past it", ErrFenced, seg, *props.BlobType)
+	case t < w.term && mode == resume:
+		return "", 0, false, fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
+	case foreign && !sealed:
+		// 3'. A segment written outside the ledger: seal it under our term
+		// and continue after its last entry.
+		if etag, first, err = w.sealForeign(ctx, segs, client, etag, md); err != nil {
+			return "", 0, false, err
+		}
+		if w.onForeign != nil {
+			w.onForeign(seg, string(*props.BlobType))
+		}
+		return etag, first, true, nil
+	case t < w.term:
+		// 3. Stamp our term, conditioned on what we read.
+		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, sealed),
+			&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
+		if err != nil {
+			if storage.IsPreconditionFailed(err) {
+				return "", 0, false, errRace
+			}
+			return "", 0, false, fmt.Errorf("ledger: fence segment %d: %w", seg, err)
+		}
+		etag = *resp.ETag
+	}
+	return etag, first, sealed, nil
 }
 
 // sealForeign reads the last segment — one of another blob type, not yet
