@@ -122,7 +122,7 @@ type Config struct {
 	// bytes.
 	Mode string
 
-	// WatchdogTimeout: a leader whose task reports no progress (Heartbeat:
+	// WatchdogTimeout: a leader whose task reports no progress (Progress:
 	// work that landed, not a loop that turned) for this long steps down and
 	// releases; after each such leadership in a row without any progress the
 	// elector waits twice as long before contending again, up to 4·L

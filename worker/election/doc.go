@@ -30,9 +30,12 @@
 // the lease is gone, it steps down at once: cancels the task, waits (bounded)
 // for it, reports OnStoppedLeading. On cancel of Run it stops the task and
 // releases the lease so a follower takes over within one poll. A stall
-// watchdog steps a leader down when its task stops reporting progress (work
-// that landed), and an elector whose leaderships make none backs off,
-// doubling its pause before it contends again up to 4·LeaseDuration.
+// watchdog steps a leader down when its task stops reporting progress
+// (Progress: work that landed), and an elector whose leaderships make none
+// backs off, doubling its pause before it contends again up to
+// 4·LeaseDuration. Progress is the task's word; a heartbeat is the lease's:
+// with early takeover on, a counter the leader writes into the lock's
+// record after every renew, whatever its task does.
 //
 // # Guarantees
 //

@@ -54,7 +54,7 @@ type Elector struct {
 	since        time.Time // when the current role began
 	lastLoop     time.Time // last progress of the election loop
 	lastReply    time.Time // last definite answer from storage
-	beat         time.Time // last progress the leader task reported (Heartbeat), or the leadership's start
+	lastProgress time.Time // last progress the leader task reported (Progress), or the leadership's start
 	progressed   bool      // the current (or last) leadership's task reported progress at least once
 	stalls       int       // leaderships in a row the watchdog ended without any progress
 	stallsTotal  int64     // leaderships the watchdog ended, ever (NoProgressStepDowns)

@@ -349,7 +349,7 @@ func TestElector_WatchdogStepsDownAStalledTaskAndReleases(t *testing.T) {
 		a := start(t, store, cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
 			// Makes progress for 3s, then stalls (but still honours cancel).
 			for range 3 {
-				Heartbeat(ctx)
+				Progress(ctx)
 				time.Sleep(time.Second)
 			}
 			<-ctx.Done()

@@ -63,7 +63,7 @@ func (e *Elector) lead(ctx context.Context, w won) ending {
 	now := time.Now()
 	deadline := e.cfg.claim.until(w.validUntil)
 	e.mu.Lock()
-	e.leading, e.ledTerm, e.deadline, e.since, e.beat, e.progressed = true, w.term, deadline, now, now, false
+	e.leading, e.ledTerm, e.deadline, e.since, e.lastProgress, e.progressed = true, w.term, deadline, now, now, false
 	e.seenBy, e.seenTerm, e.confirmed = e.cfg.Identity, w.term, now
 	e.setup = setupWatch{} // we hold the lease: nobody else does
 	e.noteTerm(w.term)

@@ -74,7 +74,7 @@ func TestElector_ProgressResetsTheBackoff(t *testing.T) {
 		var n atomic.Int32
 		a := start(t, NewMemStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
 			if n.Add(1) == 3 {
-				Heartbeat(ctx) // the third leadership gets some work done, then stalls
+				Progress(ctx) // the third leadership gets some work done, then stalls
 			}
 			<-ctx.Done()
 			return nil

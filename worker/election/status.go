@@ -1,7 +1,6 @@
 package election
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -79,67 +78,6 @@ func (e *Elector) Status() Status {
 	return s
 }
 
-// Heartbeat records progress of the leader task for the stall watchdog:
-// work that landed (an append storage accepted, a document published), not
-// a loop that turned (docs/architecture.md#the-election). A leader whose
-// task reports none for WatchdogTimeout steps down, and backs off before it
-// contends again. Tasks can also call the package-level Heartbeat(ctx).
-func (e *Elector) Heartbeat() {
-	e.mu.Lock()
-	e.beat = time.Now()
-	if e.leading {
-		e.progressed = true
-	}
-	e.mu.Unlock()
-}
-
-// taskKey carries a leader task's leadership in the task's context.
-type taskKey struct{}
-
-// taskLeadership is the leadership a leader task runs for.
-type taskLeadership struct {
-	e    *Elector
-	term int64
-}
-
-// Heartbeat records progress of the leader task whose context is ctx (the
-// one passed to OnStartedLeading): see Elector.Heartbeat. It does nothing
-// for other contexts, nor for a task whose leadership has ended.
-func Heartbeat(ctx context.Context) {
-	if l, ok := ctx.Value(taskKey{}).(taskLeadership); ok {
-		l.e.mu.Lock()
-		current := l.e.leading && l.e.ledTerm == l.term
-		l.e.mu.Unlock()
-		if current {
-			l.e.Heartbeat()
-		}
-	}
-}
-
-// NoProgressStepDowns counts the leaderships the stall watchdog ended: the
-// task reported no progress for WatchdogTimeout.
-func (e *Elector) NoProgressStepDowns() int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stallsTotal
-}
-
-// Leading reports whether the leadership a leader task runs for (its ctx is
-// the one passed to OnStartedLeading, or derived from it) holds right now,
-// checked against the renew deadline at the moment of asking: a task skips a
-// side effect the moment leadership lapses, even before its context is
-// cancelled. It is false for any other context, and for a task whose
-// leadership ended even if the elector leads again under a later term.
-func Leading(ctx context.Context) bool {
-	l, ok := ctx.Value(taskKey{}).(taskLeadership)
-	if !ok {
-		return false
-	}
-	l.e.mu.Lock()
-	defer l.e.mu.Unlock()
-	return l.e.ledTerm == l.term && l.e.isLeaderLocked(time.Now())
-}
-
 // Healthy returns nil unless the election loop or a leading task is wedged,
 // or storage keeps refusing our term write (see ErrRejected).
 func (e *Elector) Healthy() error {
@@ -166,7 +104,7 @@ func (e *Elector) Healthy() error {
 	if idle := time.Since(later(e.lastLoop, e.backoffUntil)); e.running && idle > e.cfg.LeaseDuration {
 		return fmt.Errorf("election loop made no progress for %s", idle.Round(time.Millisecond))
 	}
-	if idle := time.Since(e.beat); e.cfg.WatchdogTimeout > 0 && e.isLeaderLocked(time.Now()) && idle > e.cfg.WatchdogTimeout {
+	if idle := time.Since(e.lastProgress); e.cfg.WatchdogTimeout > 0 && e.isLeaderLocked(time.Now()) && idle > e.cfg.WatchdogTimeout {
 		return fmt.Errorf("leader task of term %d made no progress for %s (the watchdog steps it down)", e.ledTerm, idle.Round(time.Millisecond))
 	}
 	return nil
@@ -209,16 +147,4 @@ func noAnswer(when, last string) error {
 		return errors.New("no answer from storage " + when)
 	}
 	return fmt.Errorf("no expected answer from storage %s; the last unexpected answer: %s", when, last)
-}
-
-func (e *Elector) stalled() string {
-	if e.cfg.WatchdogTimeout <= 0 {
-		return ""
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if idle := time.Since(e.beat); idle > e.cfg.WatchdogTimeout {
-		return fmt.Sprintf("watchdog: no progress for %s", idle.Round(time.Millisecond))
-	}
-	return ""
 }

@@ -37,7 +37,7 @@ type Config struct {
 	// Task is one shard's work. It runs while this worker holds the shard's
 	// lease, with the shard's fencing term and a context cancelled the moment
 	// ownership ends. It should pass the term to every side effect, call
-	// election.Heartbeat(ctx) as it makes progress, and may call
+	// election.Progress(ctx) as it makes progress, and may call
 	// ReportProgress(ctx, seq) so the leader's summary shows it. If it
 	// returns, the shard is released (and a standby takes it over).
 	Task func(ctx context.Context, shard int, term int64) error

@@ -154,7 +154,7 @@ func (co *coordinator) publishOrConfirm(ctx context.Context, st poolState, now t
 		w.leading = co.intent
 		w.mu.Unlock()
 		if co.intent != nil && co.intent.Term == co.term && co.doc.is(st.AssignmentETag) {
-			election.Heartbeat(ctx) // the pool follows our assignment, and it is still the plan
+			election.Progress(ctx) // the pool follows our assignment, and it is still the plan
 		}
 		return nil
 	}
@@ -173,7 +173,7 @@ func (co *coordinator) publishOrConfirm(ctx context.Context, st poolState, now t
 	w.mu.Lock()
 	w.leading = next
 	w.mu.Unlock()
-	election.Heartbeat(ctx)
+	election.Progress(ctx)
 	w.emit(Event{Kind: EventAssignmentPublished, Shard: -1, Term: co.term, Assignment: next, Reason: why})
 	w.log.Info("assignment published", "term", co.term, "version", next.Version, "members", strings.Join(next.Members, ","), "counts", countsText(next.Counts()), "reason", why)
 	return nil

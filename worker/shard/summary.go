@@ -122,7 +122,7 @@ func (co *coordinator) publishSummary(ctx context.Context, st poolState, reports
 		w.mu.Lock()
 		w.summary = sum
 		w.mu.Unlock()
-		election.Heartbeat(ctx)
+		election.Progress(ctx)
 	}
 	return err
 }

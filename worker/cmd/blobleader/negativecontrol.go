@@ -62,7 +62,7 @@ func (b *buildOptions) task(run func(ctx context.Context, term int64) error, tic
 				case <-ctx.Done():
 					return
 				case <-t.C:
-					election.Heartbeat(ctx)
+					election.Progress(ctx)
 				}
 			}
 		}()

@@ -74,7 +74,7 @@ func (t *ledgerTask) step(ctx context.Context, term int64, w **ledger.Writer) er
 		return err
 	}
 	// Work landed: progress for the stall watchdog.
-	election.Heartbeat(ctx)
+	election.Progress(ctx)
 	t.log.Debug("ledger append", "seq", e.Seq, "term", e.Term)
 	if t.onAppend != nil {
 		t.onAppend(e.Seq)

@@ -14,10 +14,10 @@ import (
 // watch waits for the command to exit, for leadership to end or for a
 // shutdown, stops the whole group (stop, below) and says why it ended. It
 // returns only once the group is reaped, or with ErrSurvived. A member out
-// of reach keeps it here, heartbeating (so the lease is held), until that
+// of reach keeps it here, reporting progress (so the lease is held), until that
 // member is gone.
 func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) (cause string, err error) {
-	// The command cannot heartbeat the stall watchdog; we do while it lives.
+	// The command cannot report progress to the stall watchdog; we do while it lives.
 	beat := time.NewTicker(max(s.n.cfg.RenewInterval/2, 10*time.Millisecond))
 	defer beat.Stop()
 	// A member that changes its user is found within one renew interval.
@@ -67,7 +67,7 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 				s.reportOutOfReach(term, g, rerr)
 			}
 		case <-beat.C:
-			election.Heartbeat(ctx)
+			election.Progress(ctx)
 		}
 	}
 	err = s.stop(g, term, cause)
@@ -76,7 +76,7 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 
 // settle turns the outcome of a stop into watch's: nil once the group is
 // reaped; for a member out of reach, a report and then a wait, without
-// deadline, for it to be gone (heartbeating, SIGKILL again every second),
+// deadline, for it to be gone (reporting progress, SIGKILL again every second),
 // because releasing while it may run would start a second copy.
 func (s *supervisor) settle(ctx context.Context, term int64, g *supervise.Group, cause string, err error, beat *time.Ticker) (string, error) {
 	if !errors.Is(err, supervise.ErrOutOfReach) {
@@ -94,7 +94,7 @@ func (s *supervisor) settle(ctx context.Context, term int64, g *supervise.Group,
 		case loss := <-g.GuardLost():
 			s.guardLost(term, g, loss)
 		case <-beat.C:
-			election.Heartbeat(ctx)
+			election.Progress(ctx)
 		}
 	}
 }
