@@ -14,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // errCrashed is what a crashed contender's lock answers: nothing reaches
@@ -23,7 +24,7 @@ var errCrashed = errors.New("bench: contender crashed")
 // crashLock refuses every call once crashed, so a cancelled contender can
 // neither renew nor release: storage sees what it sees after a SIGKILL.
 type crashLock struct {
-	election.Lock
+	lease.Lock
 	dead atomic.Bool
 }
 
@@ -55,14 +56,14 @@ func (l *crashLock) Release(ctx context.Context, id string) error {
 	return l.Lock.Release(ctx, id)
 }
 
-func (l *crashLock) Get(ctx context.Context) (election.Record, error) {
+func (l *crashLock) Get(ctx context.Context) (lease.Record, error) {
 	if err := l.guard(); err != nil {
-		return election.Record{}, err
+		return lease.Record{}, err
 	}
 	return l.Lock.Get(ctx)
 }
 
-func (l *crashLock) Update(ctx context.Context, id string, r election.Record) error {
+func (l *crashLock) Update(ctx context.Context, id string, r lease.Record) error {
 	if err := l.guard(); err != nil {
 		return err
 	}

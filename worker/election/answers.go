@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"sync"
 	"time"
 )
@@ -46,8 +47,8 @@ type told struct {
 // expectedAnswer reports whether err (nil: success) is an answer the
 // protocol expects.
 func expectedAnswer(err error) bool {
-	return err == nil || errors.Is(err, ErrLockHeld) || errors.Is(err, ErrLockLost) ||
-		errors.Is(err, ErrUnusableRecord) // storage answered; the record is the problem, reported on its own
+	return err == nil || errors.Is(err, lease.ErrHeld) || errors.Is(err, lease.ErrLost) ||
+		errors.Is(err, lease.ErrUnusableRecord) // storage answered; the record is the problem, reported on its own
 }
 
 // noteAnswer records the outcome of one storage call made under ctx, and
@@ -65,7 +66,7 @@ func (e *Elector) noteAnswer(ctx context.Context, err error) {
 		e.answers.mu.Unlock()
 		return
 	}
-	var se StorageError
+	var se lease.StorageError
 	if !errors.As(err, &se) {
 		return
 	}

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -34,7 +35,7 @@ func TestElector_CancelledMidAcquireReleasesAMaybeGrantedLease(t *testing.T) {
 		c.cancel()
 		<-c.exited
 		other := store.NewLock("b")
-		if err := other.Acquire(context.Background(), newLeaseID(), 15*time.Second); errors.Is(err, ErrLockHeld) {
+		if err := other.Acquire(context.Background(), newLeaseID(), 15*time.Second); errors.Is(err, lease.ErrHeld) {
 			t.Fatalf("after a follower was stopped mid-acquire the lease is still held: its granted lease blocks everyone for L (%v)", err)
 		} else if err != nil {
 			t.Fatal(err)

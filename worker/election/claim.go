@@ -4,6 +4,7 @@ package election
 
 import (
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
 )
 
@@ -24,4 +25,4 @@ func (claimRule) reported(t time.Time) time.Time { return t }
 
 // ends reports whether a renew's error ends the leadership: a definite loss
 // (the lease broken, taken or deleted) does; anything else is retried.
-func (claimRule) ends(err error) bool { return errors.Is(err, ErrLockLost) }
+func (claimRule) ends(err error) bool { return errors.Is(err, lease.ErrLost) }

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -186,6 +187,9 @@ func DefaultConfig(identity string) Config {
 		ObserveEvery:  10,
 	}
 }
+
+// ErrInvalidConfig is wrapped by every *ConfigError.
+var ErrInvalidConfig = errors.New("election: invalid config")
 
 // ConfigError names the field that broke a rule, and the rule.
 type ConfigError struct {

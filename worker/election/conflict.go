@@ -2,6 +2,7 @@ package election
 
 import (
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"os"
 	"strconv"
 	"time"
@@ -12,7 +13,7 @@ import (
 // itself:
 //
 //   - identity: the record names our identity but was written by another
-//     process (Record.Process), or by a writer that did not say which: a
+//     process (lease.Record.Process), or by a writer that did not say which: a
 //     second process runs under our identity;
 //   - mode: the record was written by a contender of another Config.Mode (a
 //     `run` supervisor and a worker on one lock; pools of different sizes).
@@ -77,7 +78,7 @@ type setupWatch struct {
 
 // checkSetup compares a record of a lease held by someone else (read at now)
 // with this contender, and reports a conflict that has lasted ConflictAfter.
-func (e *Elector) checkSetup(rec Record, now time.Time) {
+func (e *Elector) checkSetup(rec lease.Record, now time.Time) {
 	kind := ""
 	switch {
 	case rec.Holder == e.cfg.Identity && rec.Process != thisProcess:
@@ -109,7 +110,7 @@ func (e *Elector) checkSetup(rec Record, now time.Time) {
 	}
 }
 
-func (e *Elector) conflictReason(kind string, rec Record, lasted time.Duration) string {
+func (e *Elector) conflictReason(kind string, rec lease.Record, lasted time.Duration) string {
 	if kind == conflictIdentity {
 		other := rec.Process
 		if other == "" {

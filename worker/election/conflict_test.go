@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"log/slog"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 // holdAs takes the store's lease as another lock and stamps rec, renewing
 // it every 2 s while renew is true; the returned func stops the renews.
-func holdAs(t *testing.T, store *MemStore, rec Record) (stop func()) {
+func holdAs(t *testing.T, store *MemStore, rec lease.Record) (stop func()) {
 	t.Helper()
 	other := store.NewLock("other")
 	id := uuid.NewString()
@@ -64,12 +65,12 @@ func startLogged(t *testing.T, store *MemStore, cfg Config) (*Elector, *lockedBu
 func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		rec  Record
+		rec  lease.Record
 		kind string
 	}{
-		{"another process under our identity", Record{Holder: "w1", Term: 7, Mode: "worker", Process: "elsewhere/1/1"}, conflictIdentity},
-		{"our identity, writer did not say which process", Record{Holder: "w1", Term: 7}, conflictIdentity},
-		{"a contender of another mode", Record{Holder: "sup", Term: 7, Mode: "run", Process: "elsewhere/1/1"}, conflictMode},
+		{"another process under our identity", lease.Record{Holder: "w1", Term: 7, Mode: "worker", Process: "elsewhere/1/1"}, conflictIdentity},
+		{"our identity, writer did not say which process", lease.Record{Holder: "w1", Term: 7}, conflictIdentity},
+		{"a contender of another mode", lease.Record{Holder: "sup", Term: 7, Mode: "run", Process: "elsewhere/1/1"}, conflictMode},
 	} {
 		t.Run(tt.name+", renewed", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -101,7 +101,7 @@
 //     account failover to a geo-replica behind by its replication lag, a
 //     point-in-time restore) — only as far as the term floor reaches. Every
 //     new term is above the record's, above the highest this process has seen
-//     or led, and above the lock's term floor (Lock.TermFloor; bloblock: the
+//     or led, and above the lock's term floor (lease.Lock.TermFloor; bloblock: the
 //     wall-clock millisecond at the stamp). The assumption: every term handed
 //     out before is below the stamping process's wall clock in milliseconds.
 //     That holds while (a) terms do not run ahead of the clock — fewer than
@@ -115,7 +115,7 @@
 //   - A record whose term cannot give the next one (not a non-negative
 //     integer, or math.MaxInt64) is never rewritten by an elector and never
 //     wrapped: no contender leads until an operator repairs it, and each says
-//     so in Healthy, Ready and Status (ErrUnusableRecord).
+//     so in Healthy, Ready and Status (lease.ErrUnusableRecord).
 //   - Storage that answers, but never as the election expects (a 400 from an
 //     emulator that does not know the API version, 403, 5xx, no answer at
 //     all), is logged (event=storage_error, rate-limited), named by Ready,

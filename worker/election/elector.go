@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"log/slog"
 	"sync"
 	"time"
@@ -37,7 +38,7 @@ type Callbacks struct {
 // NewElector, then call Run.
 type Elector struct {
 	cfg  Config
-	lock Lock
+	lock lease.Lock
 	cb   Callbacks
 	log  *slog.Logger
 
@@ -60,8 +61,8 @@ type Elector struct {
 	stallsTotal  int64     // leaderships the watchdog ended, ever (NoProgressStepDowns)
 	backoffUntil time.Time // end of the pause after a leadership without progress (zero: none)
 	wedged       string    // non-empty while a cancelled task has not returned
-	rejected     string    // non-empty while storage refuses our term write (ErrRejected)
-	unusable     string    // non-empty while the lock's record cannot give a next term (ErrUnusableRecord)
+	rejected     string    // non-empty while storage refuses our term write (lease.ErrRejected)
+	unusable     string    // non-empty while the lock's record cannot give a next term (lease.ErrUnusableRecord)
 	toldAt       time.Time // when unusable was last logged and emitted (once per LeaseDuration)
 
 	setup   setupWatch // a conflicting set-up seen in the lock's record (conflict.go)
@@ -69,14 +70,14 @@ type Elector struct {
 }
 
 // NewElector validates cfg and returns an elector on lock.
-func NewElector(cfg Config, lock Lock, cb Callbacks) (*Elector, error) {
+func NewElector(cfg Config, lock lease.Lock, cb Callbacks) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if lock == nil {
 		return nil, fmt.Errorf("%w: lock is nil", ErrInvalidConfig)
 	}
-	if _, ok := lock.(Breaker); cfg.TakeoverEnabled() && !ok {
+	if _, ok := lock.(lease.Breaker); cfg.TakeoverEnabled() && !ok {
 		return nil, fmt.Errorf("%w: TakeoverAfter is set but %s cannot break leases (no Breaker)", ErrInvalidConfig, lock.Describe())
 	}
 	log := cfg.Logger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -72,7 +73,7 @@ func start(t *testing.T, store *MemStore, cfg Config, cb Callbacks) *contender {
 }
 
 // startOn is start with the elector on lock, a wrapper of mem.
-func startOn(t *testing.T, cfg Config, lock Lock, mem *MemLock, cb Callbacks) *contender {
+func startOn(t *testing.T, cfg Config, lock lease.Lock, mem *MemLock, cb Callbacks) *contender {
 	t.Helper()
 	c := &contender{lock: mem, rec: &recorder{}, exited: make(chan struct{})}
 	user := cb.OnEvent
@@ -246,7 +247,7 @@ func TestElector_StepsDownImmediatelyOnDefiniteLoss(t *testing.T) {
 		synctest.Wait()
 		oneLeader(t, a)
 		time.Sleep(500 * time.Millisecond)
-		a.lock.SetFault(fail(fmt.Errorf("LeaseIdMismatchWithLeaseOperation: %w", ErrLockLost), "renew"))
+		a.lock.SetFault(fail(fmt.Errorf("LeaseIdMismatchWithLeaseOperation: %w", lease.ErrLost), "renew"))
 		t1 := time.Now()
 		time.Sleep(1600 * time.Millisecond) // the next renew is due 2s after acquiring
 		synctest.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"math"
 	"time"
 )
@@ -44,7 +45,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 		// it at or after `sent`, so it lasts past sent + L.
 		sent := time.Now()
 		err := e.call(ctx, func(c context.Context) error { return e.lock.Acquire(c, leaseID, e.cfg.LeaseDuration) })
-		tw.unsure = err != nil && !errors.Is(err, ErrLockHeld)
+		tw.unsure = err != nil && !errors.Is(err, lease.ErrHeld)
 		switch {
 		case ctx.Err() != nil:
 			// Stopping. Unless storage definitely said no, the lease may be
@@ -52,7 +53,7 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			// by the cancel — so release it as this attempt's lease ID (a
 			// no-op at storage if it was never granted): a granted lease left
 			// behind would make everyone wait L.
-			if !errors.Is(err, ErrLockHeld) {
+			if !errors.Is(err, lease.ErrHeld) {
 				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
 			}
 			return won{}, false
@@ -67,12 +68,12 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 				e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
 				e.log.Warn("acquired the lease but could not start leading; releasing", "err", err)
 			}
-			if !errors.Is(err, ErrLockLost) {
+			if !errors.Is(err, lease.ErrLost) {
 				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
 			}
 			leaseID = newLeaseID() // the release may yet arrive late
 			heldPolls = 0
-		case errors.Is(err, ErrLockHeld):
+		case errors.Is(err, lease.ErrHeld):
 			e.touch(true)
 			// Someone leads. Read who (not every poll: it costs an operation),
 			// but every poll while we know nobody: the winner may not have
@@ -93,11 +94,11 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 
 // stampTerm writes the new term under the lease just won. The term is above
 // the stored one, above every term this process has seen or led, and above
-// the lock's term floor (Lock.TermFloor), so neither a record recreated after an
+// the lock's term floor (lease.Lock.TermFloor), so neither a record recreated after an
 // operator deleted it nor one restored to an older copy can hand out a term
 // at or below one already used (under the assumption in the package doc).
 func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time) (int64, error) {
-	var rec Record
+	var rec lease.Record
 	if err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err }); err != nil {
 		e.noteRecord(err)
 		return 0, err
@@ -111,17 +112,17 @@ func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time)
 	if base == math.MaxInt64 {
 		// The next term would wrap to the most negative int64: terms would
 		// go backwards. Leave the record as it is and say so.
-		err := fmt.Errorf("%w: term %d cannot grow (the next would overflow int64)", ErrUnusableRecord, base)
+		err := fmt.Errorf("%w: term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, base)
 		e.noteRecord(err)
 		return 0, err
 	}
 	e.noteRecord(nil)
-	next := Record{Holder: e.cfg.Identity, Term: base + 1, Acquired: time.Now().UTC(), Mode: e.cfg.Mode, Process: thisProcess}
+	next := lease.Record{Holder: e.cfg.Identity, Term: base + 1, Acquired: time.Now().UTC(), Mode: e.cfg.Mode, Process: thisProcess}
 	e.publishContract(&next) // heartbeat 0: early takeover covers us from the term write (takeover.go)
 	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
 	e.mu.Lock()
 	switch {
-	case errors.Is(err, ErrRejected):
+	case errors.Is(err, lease.ErrRejected):
 		e.rejected = "storage refuses our term write: " + err.Error()
 	case err == nil:
 		e.rejected = ""
@@ -151,7 +152,7 @@ func (e *Elector) knownLeader() string {
 // follow is stale — the new holder has not stamped its term yet — so it
 // tells us nobody: we keep asking on every poll until the holder has written.
 func (e *Elector) observe(ctx context.Context) {
-	var rec Record
+	var rec lease.Record
 	err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err })
 	e.noteRecord(err)
 	if err != nil {
@@ -163,7 +164,7 @@ func (e *Elector) observe(ctx context.Context) {
 
 // observeRecord applies a record read while following, of a lease someone
 // else holds.
-func (e *Elector) observeRecord(rec Record) {
+func (e *Elector) observeRecord(rec lease.Record) {
 	e.checkSetup(rec, time.Now())
 	stamped := rec.Holder != "" // a term someone led (not a bare floor)
 	if rec.Holder == e.cfg.Identity {
@@ -193,14 +194,14 @@ func (e *Elector) observeRecord(rec Record) {
 }
 
 // noteRecord sets or clears the unusable-record state from the outcome of a
-// read of the lock's record: an ErrUnusableRecord sets it, and forgets the
+// read of the lock's record: a lease.ErrUnusableRecord sets it, and forgets the
 // leader we knew (nobody can lead on that record); a good read clears it; a
 // transient failure says nothing either way.
 func (e *Elector) noteRecord(err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
-	case errors.Is(err, ErrUnusableRecord):
+	case errors.Is(err, lease.ErrUnusableRecord):
 		e.unusable = "cannot lead: " + err.Error() + " — an operator must set the lock's term (docs/operations.md#recovering-the-term)"
 		e.seenBy = ""
 	case err == nil:
@@ -215,7 +216,7 @@ func (e *Elector) noteRecord(err error) {
 // emitted now: always for other errors, but for an unusable record once per
 // LeaseDuration, not once per poll.
 func (e *Elector) tellUnusable(err error) bool {
-	if !errors.Is(err, ErrUnusableRecord) {
+	if !errors.Is(err, lease.ErrUnusableRecord) {
 		return true
 	}
 	e.mu.Lock()

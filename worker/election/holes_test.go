@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"strings"
 	"sync"
 	"testing"
@@ -262,7 +263,7 @@ func TestElector_RejectedTermWriteSurfacesInHealthAndReadiness(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			if op == "update" && reject {
-				return fmt.Errorf("update: 403 AuthorizationFailure: %w", ErrRejected)
+				return fmt.Errorf("update: 403 AuthorizationFailure: %w", lease.ErrRejected)
 			}
 			return nil
 		})

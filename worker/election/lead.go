@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
 )
 
@@ -299,7 +300,7 @@ func (l *leadership) release(reason string) {
 	var err error
 	for attempt := 1; attempt <= releaseAttempts; attempt++ {
 		err = e.call(context.WithoutCancel(l.ctx), func(c context.Context) error { return e.lock.Release(c, l.leaseID) })
-		if err == nil || errors.Is(err, ErrLockLost) || errors.Is(err, ErrLockHeld) || errors.Is(err, ErrRejected) {
+		if err == nil || errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrHeld) || errors.Is(err, lease.ErrRejected) {
 			break
 		}
 		if attempt < releaseAttempts {

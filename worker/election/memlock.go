@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"math"
 	"sync"
 	"time"
@@ -24,8 +25,8 @@ type MemStore struct {
 	// breakEnds: a break with a period is under way and ends then (zero:
 	// none); see BreakFor in memlock_break.go.
 	breakEnds time.Time
-	rec       Record
-	// version counts the writes of rec (LeaseView.Version): every record
+	rec       lease.Record
+	// version counts the writes of rec (lease.View.Version): every record
 	// write changes it, as a write changes a blob's ETag; lease operations
 	// do not.
 	version int64
@@ -52,13 +53,13 @@ func (s *MemStore) Break() {
 func (s *MemStore) Delete() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.leaseID, s.broken, s.breakEnds, s.rec = "", false, time.Time{}, Record{}
+	s.leaseID, s.broken, s.breakEnds, s.rec = "", false, time.Time{}, lease.Record{}
 	s.version++
 }
 
 // SetRecord overwrites the record, as an operator writing the lock's
 // metadata by hand does (after breaking the lease the write needs).
-func (s *MemStore) SetRecord(r Record) {
+func (s *MemStore) SetRecord(r lease.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leaseID != "" {
@@ -69,7 +70,7 @@ func (s *MemStore) SetRecord(r Record) {
 }
 
 // Record returns the stored record.
-func (s *MemStore) Record() Record {
+func (s *MemStore) Record() lease.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rec
@@ -143,7 +144,7 @@ func (l *MemLock) Acquire(ctx context.Context, leaseID string, d time.Duration) 
 	defer s.mu.Unlock()
 	now := time.Now()
 	if s.held(now) && s.leaseID != leaseID {
-		return fmt.Errorf("memlock %s: %w", l.name, ErrLockHeld)
+		return fmt.Errorf("memlock %s: %w", l.name, lease.ErrHeld)
 	}
 	// A new lease, or (as in Azure) the same lease ID extending its own.
 	s.leaseID, s.expires, s.period, s.broken, s.breakEnds = leaseID, now.Add(d), d, false, time.Time{}
@@ -159,11 +160,11 @@ func (l *MemLock) Renew(ctx context.Context, leaseID string) error {
 	defer s.mu.Unlock()
 	switch {
 	case s.leaseID == "":
-		return fmt.Errorf("memlock %s: no lease: %w", l.name, ErrLockLost)
+		return fmt.Errorf("memlock %s: no lease: %w", l.name, lease.ErrLost)
 	case s.leaseID != leaseID:
-		return fmt.Errorf("memlock %s: lease ID mismatch: %w", l.name, ErrLockLost)
+		return fmt.Errorf("memlock %s: lease ID mismatch: %w", l.name, lease.ErrLost)
 	case s.broken || !s.breakEnds.IsZero():
-		return fmt.Errorf("memlock %s: lease is broken or breaking: %w", l.name, ErrLockLost)
+		return fmt.Errorf("memlock %s: lease is broken or breaking: %w", l.name, lease.ErrLost)
 	}
 	// As in Azure, an expired lease that nobody else took is still ours.
 	s.expires = time.Now().Add(s.period)
@@ -178,7 +179,7 @@ func (l *MemLock) Release(ctx context.Context, leaseID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leaseID != leaseID || s.leaseID == "" {
-		return fmt.Errorf("memlock %s: release of a lease not held: %w", l.name, ErrLockLost)
+		return fmt.Errorf("memlock %s: release of a lease not held: %w", l.name, lease.ErrLost)
 	}
 	s.leaseID, s.broken, s.breakEnds = "", false, time.Time{}
 	return nil
@@ -186,9 +187,9 @@ func (l *MemLock) Release(ctx context.Context, leaseID string) error {
 
 // Get reads the record; like bloblock's, a term that cannot give the next
 // one comes back with an error wrapping ErrUnusableRecord.
-func (l *MemLock) Get(ctx context.Context) (Record, error) {
+func (l *MemLock) Get(ctx context.Context) (lease.Record, error) {
 	if err := l.begin(ctx, "get", ""); err != nil {
-		return Record{}, err
+		return lease.Record{}, err
 	}
 	r := l.s.Record()
 	return r, unusableTerm(r.Term)
@@ -198,12 +199,12 @@ func (l *MemLock) Get(ctx context.Context) (Record, error) {
 // next one (negative, or the top of the int64 range), nil otherwise.
 func unusableTerm(t int64) error {
 	if t < 0 || t == math.MaxInt64 {
-		return fmt.Errorf("%w: term %d cannot grow (negative, or the next would overflow int64)", ErrUnusableRecord, t)
+		return fmt.Errorf("%w: term %d cannot grow (negative, or the next would overflow int64)", lease.ErrUnusableRecord, t)
 	}
 	return nil
 }
 
-func (l *MemLock) Update(ctx context.Context, leaseID string, r Record) error {
+func (l *MemLock) Update(ctx context.Context, leaseID string, r lease.Record) error {
 	if err := l.begin(ctx, "update", leaseID); err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func (l *MemLock) Update(ctx context.Context, leaseID string, r Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leaseID != leaseID || !s.held(time.Now()) {
-		return fmt.Errorf("memlock %s: write without a live lease: %w", l.name, ErrLockLost)
+		return fmt.Errorf("memlock %s: write without a live lease: %w", l.name, lease.ErrLost)
 	}
 	s.rec = r
 	s.version++

@@ -3,11 +3,12 @@ package election
 import (
 	"context"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"strconv"
 	"time"
 )
 
-var _ Breaker = (*MemLock)(nil)
+var _ lease.Breaker = (*MemLock)(nil)
 
 // breakOver reports whether a break with a period has run out by now; s.mu
 // must be held.
@@ -44,29 +45,29 @@ func (s *MemStore) breakLocked(period time.Duration) {
 }
 
 // state is the lease state as Azure reports it; s.mu must be held.
-func (s *MemStore) state(now time.Time) LeaseState {
+func (s *MemStore) state(now time.Time) lease.State {
 	switch {
 	case s.leaseID == "":
-		return LeaseAvailable
+		return lease.Available
 	case s.broken || s.breakOver(now):
-		return LeaseBroken
+		return lease.Broken
 	case !now.Before(s.expires):
-		return LeaseExpired
+		return lease.Expired
 	case !s.breakEnds.IsZero():
-		return LeaseBreaking
+		return lease.Breaking
 	}
-	return LeaseLeased
+	return lease.Leased
 }
 
 // Inspect reads the lease state and the record ("inspect").
-func (l *MemLock) Inspect(ctx context.Context) (LeaseView, error) {
+func (l *MemLock) Inspect(ctx context.Context) (lease.View, error) {
 	if err := l.begin(ctx, "inspect", ""); err != nil {
-		return LeaseView{}, err
+		return lease.View{}, err
 	}
 	s := l.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return LeaseView{State: s.state(time.Now()), Record: s.rec, Version: strconv.FormatInt(s.version, 10)}, unusableTerm(s.rec.Term)
+	return lease.View{State: s.state(time.Now()), Record: s.rec, Version: strconv.FormatInt(s.version, 10)}, unusableTerm(s.rec.Term)
 }
 
 // Break breaks the lease with period ("break") while the record is still

@@ -4,6 +4,7 @@ package election
 
 import (
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
 )
 
@@ -36,7 +37,7 @@ func (r claimRule) reported(t time.Time) time.Time {
 	return t
 }
 
-func (r claimRule) ends(err error) bool { return !r.noStepDown && errors.Is(err, ErrLockLost) }
+func (r claimRule) ends(err error) bool { return !r.noStepDown && errors.Is(err, lease.ErrLost) }
 
 // EnableUnsafeNoStepDown switches on the negative control in c: a leader
 // built from it ignores its renew deadline and definite lease losses, keeps

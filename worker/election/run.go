@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // RunTaskWhenLeader is the one-call form for services that only need "exactly
@@ -10,7 +11,7 @@ import (
 // is cancelled the moment leadership ends. The task should pass the term to
 // every side effect and call Progress(ctx) each time work lands (not each
 // time a loop turns) when cfg.WatchdogTimeout is set. If the task returns, leadership is handed on.
-func RunTaskWhenLeader(ctx context.Context, cfg Config, lock Lock, task func(ctx context.Context, term int64) error) error {
+func RunTaskWhenLeader(ctx context.Context, cfg Config, lock lease.Lock, task func(ctx context.Context, term int64) error) error {
 	e, err := NewElector(cfg, lock, Callbacks{OnStartedLeading: task})
 	if err != nil {
 		return err

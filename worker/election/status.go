@@ -31,7 +31,7 @@ type Status struct {
 	// empty.
 	LeaderConfirmed time.Time
 	// Unusable says why this contender cannot lead whatever it wins (the
-	// lock's record cannot give a next term; see ErrUnusableRecord); empty
+	// lock's record cannot give a next term; see lease.ErrUnusableRecord); empty
 	// otherwise.
 	Unusable string
 	// Conflict says how this contender's set-up conflicts with another's
@@ -79,7 +79,7 @@ func (e *Elector) Status() Status {
 }
 
 // Healthy returns nil unless the election loop or a leading task is wedged,
-// or storage keeps refusing our term write (see ErrRejected).
+// or storage keeps refusing our term write (see lease.ErrRejected).
 func (e *Elector) Healthy() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

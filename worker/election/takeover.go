@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
 )
 
@@ -21,7 +22,7 @@ import (
 //     that showed them to the send of the current read, breaks the lease
 //     with a break period B ≥ StopWithin + TakeoverMargin + BreakRounding
 //     (StopWithin as the holder published it), conditioned on the read that
-//     judged it (LeaseView.Version): storage refuses the break once the
+//     judged it (lease.View.Version): storage refuses the break once the
 //     record changed — a heartbeat landed, or a later leadership wrote its
 //     term — so a break delivered late never ends a leadership nobody judged.
 //     It reads again once B has passed.
@@ -57,8 +58,6 @@ const (
 	// second early must still end after the holder stopped
 	// (docs/failover.md#early-takeover).
 	BreakRounding = time.Second
-	// MaxBreakPeriod is the longest break period storage accepts.
-	MaxBreakPeriod = 60 * time.Second
 	// breakSlack is added after our break's period before reading again, so
 	// storage (which counts from its own receipt) has ended it.
 	breakSlack = 50 * time.Millisecond
@@ -67,45 +66,9 @@ const (
 	breakRecheck = 100 * time.Millisecond
 )
 
-// LeaseState is a lease's state as storage reports it.
-type LeaseState string
-
-const (
-	LeaseAvailable LeaseState = "available"
-	LeaseLeased    LeaseState = "leased"
-	LeaseExpired   LeaseState = "expired"
-	LeaseBreaking  LeaseState = "breaking"
-	LeaseBroken    LeaseState = "broken"
-)
-
-// free reports whether an acquire can succeed.
-func (s LeaseState) free() bool {
-	return s == LeaseAvailable || s == LeaseExpired || s == LeaseBroken
-}
-
-// LeaseView is one read of the lock: the lease's state and the record.
-type LeaseView struct {
-	State  LeaseState
-	Record Record
-	// Version names the record as read (bloblock: the blob's ETag). Every
-	// write of the record changes it; lease operations do not.
-	Version string
-}
-
-// Breaker is what a Lock needs for early takeover (Config.TakeoverAfter).
-type Breaker interface {
-	// Inspect reads the lease state and the record in one request. No
-	// object yet reads as available, with the term floor as the term. A
-	// record whose term cannot give the next one is returned with an error
-	// wrapping ErrUnusableRecord, State and Version set.
-	Inspect(ctx context.Context) (LeaseView, error)
-	// Break ends the lease after period (whole seconds, ≤ 60 s), but only
-	// while the lock is still at version (LeaseView.Version of the read
-	// that judged the leadership): once the record changed, storage refuses
-	// it and the lease stays. Nobody can acquire before the period has
-	// passed at storage. The empty version breaks whatever lease there is:
-	// an operator's forced break, never the elector's.
-	Break(ctx context.Context, version string, period time.Duration) error
+// free reports whether an acquire can succeed on a lease in state s.
+func free(s lease.State) bool {
+	return s == lease.Available || s == lease.Expired || s == lease.Broken
 }
 
 // TakeoverEnabled reports whether early takeover is on.
@@ -165,8 +128,8 @@ func (c Config) validateTakeover() error {
 		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval and RenewInterval + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", max(2*c.RenewInterval, c.BeatGap()))
 	case c.BreakPeriod%time.Second != 0:
 		return bad("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
-	case b > MaxBreakPeriod:
-		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", MaxBreakPeriod, TakeoverMargin+BreakRounding, c.MinBreakPeriod())
+	case b > lease.MaxBreakPeriod:
+		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", lease.MaxBreakPeriod, TakeoverMargin+BreakRounding, c.MinBreakPeriod())
 	case b < c.MinBreakPeriod():
 		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds: %s of clock margin and %s because storage counts break periods in whole seconds), so the holder has stopped before anyone can acquire", TakeoverMargin+BreakRounding, stopAfterText(c), c.MinBreakPeriod(), TakeoverMargin, BreakRounding)
 	case c.TakeoverAfter+b >= c.LeaseDuration:
@@ -185,7 +148,7 @@ func stopAfterText(c Config) string {
 // publishContract adds the early-takeover contract to a record about to be
 // written, with heartbeat 0 (the term write), when early takeover is on: a
 // leader that dies before its first renew can then be broken early too.
-func (e *Elector) publishContract(r *Record) {
+func (e *Elector) publishContract(r *lease.Record) {
 	if e.cfg.TakeoverEnabled() {
 		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, e.cfg.BeatGap(), e.cfg.StopWithin()
 	}
@@ -206,24 +169,24 @@ func (e *Elector) stillLeased(ctx context.Context) error {
 	if !e.cfg.TakeoverEnabled() {
 		return nil
 	}
-	br := e.lock.(Breaker) // NewElector checked
-	var v LeaseView
+	br := e.lock.(lease.Breaker) // NewElector checked
+	var v lease.View
 	if err := e.call(ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err }); err != nil {
 		return fmt.Errorf("read the lease after the term write: %w", err)
 	}
-	if v.State != LeaseLeased {
+	if v.State != lease.Leased {
 		return fmt.Errorf("%w: it reads %s", errBreakingAtStart, v.State)
 	}
 	return nil
 }
 
 // heartbeatRecord is what a leader writes with heartbeat n.
-func (l *leadership) heartbeatRecord(n int64) Record {
+func (l *leadership) heartbeatRecord(n int64) lease.Record {
 	e := l.e
 	e.mu.Lock()
 	acquired := e.since
 	e.mu.Unlock()
-	return Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(), Mode: e.cfg.Mode, Process: thisProcess,
+	return lease.Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(), Mode: e.cfg.Mode, Process: thisProcess,
 		Heartbeat: n, BeatEvery: e.cfg.BeatGap(), StopWithin: e.cfg.StopWithin()}
 }
 
@@ -251,7 +214,7 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResu
 	switch {
 	case berr == nil:
 		return renewResult{sent: sent, beat: l.beats}
-	case errors.Is(berr, ErrLockLost):
+	case errors.Is(berr, lease.ErrLost):
 		return renewResult{sent: sent, err: berr}
 	}
 	return renewResult{sent: sent, beatErr: berr}
@@ -287,16 +250,16 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 	if !e.cfg.TakeoverEnabled() || w.unsure {
 		return 0, false
 	}
-	br := e.lock.(Breaker) // NewElector checked
+	br := e.lock.(lease.Breaker) // NewElector checked
 	sent := time.Now()
-	var v LeaseView
+	var v lease.View
 	err := e.call(ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err })
 	answered := time.Now()
-	if errors.Is(err, ErrUnusableRecord) {
+	if errors.Is(err, lease.ErrUnusableRecord) {
 		e.touch(true) // a definite answer: the record is there, and unusable
 		e.noteRecord(err)
 	}
-	if err != nil || v.State.free() {
+	if err != nil || free(v.State) {
 		// Staleness is measured only across our own consecutive reads: a
 		// failed read (or a free lease) starts the measurement again.
 		w.seen, w.since, w.brokeAt = beatKey{}, time.Time{}, time.Time{}
@@ -309,7 +272,7 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 	if v.Record.Holder != "" {
 		e.observeRecord(v.Record)
 	}
-	if v.State == LeaseBreaking {
+	if v.State == lease.Breaking {
 		w.seen, w.since = beatKey{}, time.Time{}
 		if w.brokeAt.IsZero() {
 			return e.cfg.JitteredRetryPeriod(), true // someone else's break
@@ -368,13 +331,13 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 // the holder (a rolling change of --renew-deadline, --kill-grace or
 // --break-period) never breaks it too early; our own settings can only make
 // them longer.
-func (e *Elector) breakTerms(r Record) (need, period time.Duration, why string) {
+func (e *Elector) breakTerms(r lease.Record) (need, period time.Duration, why string) {
 	if r.BeatEvery <= 0 || r.StopWithin <= 0 {
 		return 0, 0, "the holder publishes no heartbeat contract (early takeover off on it)"
 	}
 	need = max(e.cfg.TakeoverAfter, r.BeatEvery)
 	period = max(breakPeriodFor(r.StopWithin), e.cfg.BreakPeriod)
-	if period > MaxBreakPeriod {
+	if period > lease.MaxBreakPeriod {
 		return 0, 0, fmt.Sprintf("the holder stops within %s of a renew, more than a break period can cover", r.StopWithin)
 	}
 	return need, period, ""

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"strings"
 	"sync"
 	"testing"
@@ -239,7 +240,7 @@ func (f *frozenAnswers) frozen() int {
 	return f.paused
 }
 
-func (f *frozenAnswers) Inspect(ctx context.Context) (LeaseView, error) {
+func (f *frozenAnswers) Inspect(ctx context.Context) (lease.View, error) {
 	v, err := f.l.Inspect(ctx)
 	f.mu.Lock()
 	d := f.next
@@ -417,10 +418,10 @@ type plainLock struct{ l *MemLock }
 func (p plainLock) Acquire(ctx context.Context, id string, d time.Duration) error {
 	return p.l.Acquire(ctx, id, d)
 }
-func (p plainLock) Renew(ctx context.Context, id string) error   { return p.l.Renew(ctx, id) }
-func (p plainLock) Release(ctx context.Context, id string) error { return p.l.Release(ctx, id) }
-func (p plainLock) Get(ctx context.Context) (Record, error)      { return p.l.Get(ctx) }
-func (p plainLock) Update(ctx context.Context, id string, r Record) error {
+func (p plainLock) Renew(ctx context.Context, id string) error    { return p.l.Renew(ctx, id) }
+func (p plainLock) Release(ctx context.Context, id string) error  { return p.l.Release(ctx, id) }
+func (p plainLock) Get(ctx context.Context) (lease.Record, error) { return p.l.Get(ctx) }
+func (p plainLock) Update(ctx context.Context, id string, r lease.Record) error {
 	return p.l.Update(ctx, id, r)
 }
 func (p plainLock) Describe() string { return "plain " + p.l.Describe() }
@@ -522,7 +523,7 @@ type lateBreaker struct {
 	delivered []time.Time
 }
 
-func (l *lateBreaker) Inspect(ctx context.Context) (LeaseView, error) { return l.l.Inspect(ctx) }
+func (l *lateBreaker) Inspect(ctx context.Context) (lease.View, error) { return l.l.Inspect(ctx) }
 
 func (l *lateBreaker) Break(ctx context.Context, version string, period time.Duration) error {
 	l.mu.Lock()
@@ -557,7 +558,7 @@ func (l *lateBreaker) deliveries() []time.Time {
 func TestTakeover_BreakLandingBeforeTheTermWriteIsNotLedOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := NewMemStore()
-		store.SetRecord(Record{Holder: "a", Term: 5, Heartbeat: 9, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond})
+		store.SetRecord(lease.Record{Holder: "a", Term: 5, Heartbeat: 9, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond})
 		bl := &breakBeforeFirstWrite{plainLock: plainLock{store.NewLock("b")}, other: store.NewLock("late")}
 		b := startOn(t, fastConfig("b"), bl, bl.l, Callbacks{})
 		time.Sleep(10 * time.Second)
@@ -588,7 +589,7 @@ type breakBeforeFirstWrite struct {
 	landed bool
 }
 
-func (l *breakBeforeFirstWrite) Inspect(ctx context.Context) (LeaseView, error) {
+func (l *breakBeforeFirstWrite) Inspect(ctx context.Context) (lease.View, error) {
 	return l.l.Inspect(ctx)
 }
 
@@ -596,7 +597,7 @@ func (l *breakBeforeFirstWrite) Break(ctx context.Context, version string, perio
 	return l.l.Break(ctx, version, period)
 }
 
-func (l *breakBeforeFirstWrite) Update(ctx context.Context, id string, r Record) error {
+func (l *breakBeforeFirstWrite) Update(ctx context.Context, id string, r lease.Record) error {
 	if !l.landed {
 		v, err := l.other.Inspect(ctx)
 		if err != nil {

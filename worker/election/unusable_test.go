@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"math"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 func TestElector_TermThatCannotGrowIsLoudAndNeverWraps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := NewMemStore()
-		store.SetRecord(Record{Holder: "operator", Term: math.MaxInt64})
+		store.SetRecord(lease.Record{Holder: "operator", Term: math.MaxInt64})
 		a := start(t, store, testConfig("a"), Callbacks{})
 		b := start(t, store, testConfig("b"), Callbacks{})
 		for range 20 { // 20 s: more than one lease duration
@@ -49,7 +50,7 @@ func TestElector_TermThatCannotGrowIsLoudAndNeverWraps(t *testing.T) {
 		}
 
 		// The operator repairs it: a leader within two polls, above the repair.
-		store.SetRecord(Record{Holder: "operator", Term: 100})
+		store.SetRecord(lease.Record{Holder: "operator", Term: 100})
 		time.Sleep(2*1100*time.Millisecond + time.Millisecond)
 		synctest.Wait()
 		l := oneLeader(t, a, b)
@@ -82,7 +83,7 @@ func TestElector_UnusableRecordStaysLoudWhileTheLeaseIsHeld(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := NewMemStore()
-				store.SetRecord(Record{Holder: "old-leader", Term: math.MaxInt64})
+				store.SetRecord(lease.Record{Holder: "old-leader", Term: math.MaxInt64})
 				holder := store.NewLock("operator")
 				if err := holder.Acquire(context.Background(), newLeaseID(), 60*time.Second); err != nil {
 					t.Fatal(err)

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
@@ -34,7 +35,7 @@ type shardRun struct {
 // gatedLock lets the shard's elector acquire only while the worker allows
 // it (see Worker.mayAcquire); every other call goes straight to the lease.
 type gatedLock struct {
-	election.Lock
+	lease.Lock
 	allow func(ctx context.Context) error
 }
 
@@ -129,7 +130,7 @@ func (w *Worker) mayAcquire(ctx context.Context, n int) error {
 		return nil // never leased, or deleted: no owner to wait for
 	case perr != nil:
 		return fmt.Errorf("%w (and its lease state is unknown: %v)", err, perr)
-	case props.LeaseState != nil && (*props.LeaseState == lease.StateTypeAvailable || *props.LeaseState == lease.StateTypeBroken):
+	case props.LeaseState != nil && (*props.LeaseState == azlease.StateTypeAvailable || *props.LeaseState == azlease.StateTypeBroken):
 		return nil
 	}
 	return err

@@ -23,7 +23,7 @@ type Document struct {
 	Since         string `json:"since"`
 	// Unusable (additive, omitted when empty) says why this contender
 	// cannot lead whatever it wins: the lock's record cannot give a next
-	// term (election.ErrUnusableRecord).
+	// term (lease.ErrUnusableRecord).
 	Unusable string `json:"unusable,omitempty"`
 	// LeaderConfirmedAt (additive, omitted when no leader is known) is when
 	// storage last confirmed the leader named in Leader (RFC 3339, UTC):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // recoverHolder is the holder recover-term writes in the lock's record.
@@ -92,7 +93,7 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 		return err
 	}
 	// 3. Write floor+1 under our lease, then release.
-	rec := election.Record{Holder: recoverHolder, Term: n + 1, Acquired: time.Now().UTC()}
+	rec := lease.Record{Holder: recoverHolder, Term: n + 1, Acquired: time.Now().UTC()}
 	if err := lock.Update(ctx, leaseID, rec); err != nil {
 		release()
 		return fmt.Errorf("write the term: %w", err)
@@ -117,7 +118,7 @@ func takeLease(ctx context.Context, lock *bloblock.Lock, leaseID string, stdout 
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, election.ErrLockHeld) {
+		if !errors.Is(err, lease.ErrHeld) {
 			return fmt.Errorf("take the lease: %w", err)
 		}
 		fmt.Fprintf(stdout, "lease held: breaking it (attempt %d)\n", attempt)

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
-	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // A failed call says what storage answered — op, status, code and the
@@ -47,9 +47,9 @@ func TestError_SaysWhatStorageAnsweredWithoutTheURL(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err = lock.Acquire(ctx, uuid.NewString(), 15*time.Second)
-			var se election.StorageError
+			var se lease.StorageError
 			if !errors.As(err, &se) {
-				t.Fatalf("Acquire = %v (%T), want an election.StorageError", err, err)
+				t.Fatalf("Acquire = %v (%T), want an lease.StorageError", err, err)
 			}
 			op, status, code, message := se.StorageAnswer()
 			if op != "acquire" || status != tt.status || code != tt.code || !strings.Contains(message, tt.message) {

@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
-	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // These tests run against a real Azurite that TestMain starts and stops.
@@ -85,23 +85,23 @@ func TestLock_ClassifiesStorageAnswers(t *testing.T) {
 	if err := a.Acquire(ctx, idA, 15*time.Second); err != nil {
 		t.Fatalf("first Acquire on a missing container: %v", err)
 	}
-	if err := b.Acquire(ctx, idB, 15*time.Second); !errors.Is(err, election.ErrLockHeld) {
-		t.Fatalf("Acquire while held = %v, want ErrLockHeld", err)
+	if err := b.Acquire(ctx, idB, 15*time.Second); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("Acquire while held = %v, want lease.ErrHeld", err)
 	}
 	if err := a.Acquire(ctx, idA, 15*time.Second); err != nil {
 		t.Fatalf("re-acquire of our own lease (same ID) = %v, want nil", err)
 	}
-	if err := a.Update(ctx, idA, election.Record{Holder: "a", Term: 7, Acquired: time.Now()}); err != nil {
+	if err := a.Update(ctx, idA, lease.Record{Holder: "a", Term: 7, Acquired: time.Now()}); err != nil {
 		t.Fatalf("Update under our lease: %v", err)
 	}
 	if rec, err := b.Get(ctx); err != nil || rec.Holder != "a" || rec.Term != 7 {
 		t.Fatalf("Get = %+v, %v; want holder a, term 7", rec, err)
 	}
-	if err := b.Update(ctx, idB, election.Record{Holder: "b", Term: 8}); !errors.Is(err, election.ErrLockLost) {
-		t.Fatalf("Update without the lease = %v, want ErrLockLost (412)", err)
+	if err := b.Update(ctx, idB, lease.Record{Holder: "b", Term: 8}); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Update without the lease = %v, want lease.ErrLost (412)", err)
 	}
-	if err := b.Renew(ctx, idB); !errors.Is(err, election.ErrLockLost) {
-		t.Fatalf("Renew of a lease someone else holds = %v, want ErrLockLost", err)
+	if err := b.Renew(ctx, idB); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Renew of a lease someone else holds = %v, want lease.ErrLost", err)
 	}
 
 	// An operator breaks the lease: the holder's renew is a definite loss.
@@ -109,8 +109,8 @@ func TestLock_ClassifiesStorageAnswers(t *testing.T) {
 		t.Fatalf("Break: %v", err)
 	}
 	err := a.Renew(ctx, idA)
-	if !errors.Is(err, election.ErrLockLost) {
-		t.Fatalf("Renew after BreakLease(0) = %v, want ErrLockLost", err)
+	if !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Renew after BreakLease(0) = %v, want lease.ErrLost", err)
 	}
 	var se *bloblock.Error
 	if !errors.As(err, &se) || se.Status != 409 || se.Code != "LeaseIsBrokenAndCannotBeRenewed" {
@@ -123,8 +123,8 @@ func TestLock_ClassifiesStorageAnswers(t *testing.T) {
 	if err := b.Acquire(ctx, idB, 15*time.Second); err != nil {
 		t.Fatalf("Acquire after break: %v", err)
 	}
-	if err := a.Release(ctx, idA); !errors.Is(err, election.ErrLockLost) {
-		t.Fatalf("Release of a lease we lost = %v, want ErrLockLost", err)
+	if err := a.Release(ctx, idA); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Release of a lease we lost = %v, want lease.ErrLost", err)
 	}
 	if err := b.Release(ctx, idB); err != nil {
 		t.Fatalf("Release: %v", err)
@@ -147,7 +147,7 @@ func TestLock_RefusesOutOfRangeLeaseLikeAzure(t *testing.T) {
 	if !errors.As(err, &se) || se.Status != 400 {
 		t.Fatalf("Acquire(5s) = %v, want 400 from storage", err)
 	}
-	if errors.Is(err, election.ErrLockHeld) || errors.Is(err, election.ErrLockLost) {
+	if errors.Is(err, lease.ErrHeld) || errors.Is(err, lease.ErrLost) {
 		t.Fatalf("a 400 must not be classified as a definite lease answer: %v", err)
 	}
 }
@@ -160,7 +160,7 @@ func TestLock_TimeoutIsTransient(t *testing.T) {
 	defer cancel()
 	<-ctx.Done()
 	err := l.Renew(ctx, uuid.NewString())
-	if err == nil || errors.Is(err, election.ErrLockLost) || errors.Is(err, election.ErrLockHeld) {
+	if err == nil || errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("Renew with an expired context = %v, want a transient error", err)
 	}
 	if !strings.Contains(err.Error(), "timed out") && !strings.Contains(err.Error(), "deadline") {
@@ -202,8 +202,8 @@ func TestLock_LateReleaseOfAnEndedLeadershipCannotFreeALaterOne(t *testing.T) {
 	}
 	// The first leadership ends; its release is held in flight. The lease is
 	// still live at storage, so nobody else can take it…
-	if err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); !errors.Is(err, election.ErrLockHeld) {
-		t.Fatalf("Acquire by b while a's lease is live = %v, want ErrLockHeld", err)
+	if err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("Acquire by b while a's lease is live = %v, want lease.ErrHeld", err)
 	}
 	// …until it is released or expires. Model the release landing first (as
 	// a fresh Acquire would need), then the next leadership of the same
@@ -216,10 +216,10 @@ func TestLock_LateReleaseOfAnEndedLeadershipCannotFreeALaterOne(t *testing.T) {
 	}
 	// A duplicate of the first release (retried by a proxy, delivered late).
 	err := a.Release(ctx, first)
-	if !errors.Is(err, election.ErrLockLost) {
-		t.Fatalf("late Release with the ended leadership's ID = %v, want a refusal (ErrLockLost)", err)
+	if !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("late Release with the ended leadership's ID = %v, want a refusal (lease.ErrLost)", err)
 	}
-	if err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); !errors.Is(err, election.ErrLockHeld) {
+	if err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("after the late release b could acquire (%v): the later leadership's lease was freed", err)
 	}
 	if err := a.Renew(ctx, second); err != nil {
@@ -242,7 +242,7 @@ func TestLock_DeletedContainerOrBlobIsALossAndTermsStayAbove(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := time.Now().UnixMilli()
-			if err := a.Update(ctx, id, election.Record{Holder: "a", Term: before, Acquired: time.Now()}); err != nil {
+			if err := a.Update(ctx, id, lease.Record{Holder: "a", Term: before, Acquired: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			switch what {
@@ -258,14 +258,14 @@ func TestLock_DeletedContainerOrBlobIsALossAndTermsStayAbove(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := a.Renew(ctx, id); !errors.Is(err, election.ErrLockLost) {
-				t.Fatalf("Renew after the %s was deleted = %v, want ErrLockLost (404 is a definite loss)", what, err)
+			if err := a.Renew(ctx, id); !errors.Is(err, lease.ErrLost) {
+				t.Fatalf("Renew after the %s was deleted = %v, want lease.ErrLost (404 is a definite loss)", what, err)
 			}
-			if err := a.Update(ctx, id, election.Record{Holder: "a", Term: before + 1}); !errors.Is(err, election.ErrLockLost) {
-				t.Fatalf("guarded Update after the %s was deleted = %v, want ErrLockLost", what, err)
+			if err := a.Update(ctx, id, lease.Record{Holder: "a", Term: before + 1}); !errors.Is(err, lease.ErrLost) {
+				t.Fatalf("guarded Update after the %s was deleted = %v, want lease.ErrLost", what, err)
 			}
-			if err := a.Release(ctx, id); !errors.Is(err, election.ErrLockLost) {
-				t.Fatalf("Release after the %s was deleted = %v, want ErrLockLost", what, err)
+			if err := a.Release(ctx, id); !errors.Is(err, lease.ErrLost) {
+				t.Fatalf("Release after the %s was deleted = %v, want lease.ErrLost", what, err)
 			}
 			// Recreated by the next acquire (a deleted container may take a
 			// moment before Azurite lets it be created again).
@@ -300,8 +300,8 @@ func TestLock_MetadataStorageCannotCarryIsRejected(t *testing.T) {
 	if err := l.Acquire(ctx, id, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	err := l.Update(ctx, id, election.Record{Holder: "wörker-ü", Term: 1, Acquired: time.Now()})
-	if !errors.Is(err, election.ErrRejected) || errors.Is(err, election.ErrLockLost) {
+	err := l.Update(ctx, id, lease.Record{Holder: "wörker-ü", Term: 1, Acquired: time.Now()})
+	if !errors.Is(err, lease.ErrRejected) || errors.Is(err, lease.ErrLost) {
 		t.Fatalf("Update with non-ASCII metadata = %v, want ErrRejected", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // The election end to end on Azurite, with real time and the default timings
@@ -26,7 +27,7 @@ var errCrashed = errors.New("process is dead (test)")
 // crashable wraps a lock so that a test can "kill" its process: from then on
 // no request reaches storage, exactly as after SIGKILL.
 type crashable struct {
-	election.Lock
+	lease.Lock
 	dead atomic.Bool
 }
 
@@ -48,13 +49,13 @@ func (c *crashable) Release(ctx context.Context, id string) error {
 	}
 	return c.Lock.Release(ctx, id)
 }
-func (c *crashable) Get(ctx context.Context) (election.Record, error) {
+func (c *crashable) Get(ctx context.Context) (lease.Record, error) {
 	if c.dead.Load() {
-		return election.Record{}, errCrashed
+		return lease.Record{}, errCrashed
 	}
 	return c.Lock.Get(ctx)
 }
-func (c *crashable) Update(ctx context.Context, id string, r election.Record) error {
+func (c *crashable) Update(ctx context.Context, id string, r lease.Record) error {
 	if c.dead.Load() {
 		return errCrashed
 	}

@@ -15,18 +15,18 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
-	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // Error is one failed storage call, compact enough for a log line or a
 // history event ("renew: 409 LeaseIdMismatchWithLeaseOperation"). It unwraps
-// to election.ErrLockHeld or election.ErrLockLost when storage gave a
+// to lease.ErrHeld or lease.ErrLost when storage gave a
 // definite answer, and always to the underlying SDK error.
 type Error struct {
 	Op     string // acquire, renew, release, get, update, …
 	Status int    // HTTP status; 0 when no response came back
 	Code   string // storage error code, e.g. LeaseAlreadyPresent
-	Kind   error  // election.ErrLockHeld, election.ErrLockLost, or nil (transient)
+	Kind   error  // lease.ErrHeld, lease.ErrLost, or nil (transient)
 	Err    error
 	// Message is the service's message (the first line of the error body's
 	// <Message>) or, when no response came back, why (the transport's error
@@ -34,9 +34,9 @@ type Error struct {
 	Message string
 }
 
-var _ election.StorageError = (*Error)(nil)
+var _ lease.StorageError = (*Error)(nil)
 
-// StorageAnswer says what storage answered (election.StorageError). With
+// StorageAnswer says what storage answered (lease.StorageError). With
 // no response, code is "timeout" or "error".
 func (e *Error) StorageAnswer() (op string, status int, code, message string) {
 	code = e.Code
@@ -120,19 +120,19 @@ func classify(op string, err error, kind callKind) error {
 		kind == plainCall && bloberror.HasCode(err, bloberror.LeaseIsBreakingAndCannotBeAcquired):
 		// A breaking lease is still held: nobody can take it until the
 		// break period has passed.
-		e.Kind = election.ErrLockHeld
+		e.Kind = lease.ErrHeld
 	case bloberror.HasCode(err, lostCodes...):
-		e.Kind = election.ErrLockLost
+		e.Kind = lease.ErrLost
 	case kind != plainCall && (e.Status == http.StatusNotFound || bloberror.HasCode(err, goneCodes...)):
-		e.Kind = election.ErrLockLost
+		e.Kind = lease.ErrLost
 	case kind == guardedWrite && e.Status == http.StatusPreconditionFailed:
-		e.Kind = election.ErrLockLost
+		e.Kind = lease.ErrLost
 	case kind == guardedWrite && e.Status >= 400 && e.Status < 500 &&
 		e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests:
 		// 403 for metadata storage cannot carry, 400 for an oversized one…
 		// Retrying the same write will not help; the elector keeps contending
 		// (a 403 may also be a role assignment still propagating) but says so.
-		e.Kind = election.ErrRejected
+		e.Kind = lease.ErrRejected
 	}
 	return e
 }

@@ -1,4 +1,4 @@
-// Package bloblock implements election.Lock with an Azure Blob Storage lease
+// Package bloblock implements lease.Lock with an Azure Blob Storage lease
 // on one blob. The blob's metadata carries the record: holder, term (the
 // fencing token) and acquired.
 //
@@ -32,10 +32,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/google/uuid"
 
-	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
@@ -44,8 +44,8 @@ const (
 	MetaHolder   = "holder"
 	MetaTerm     = "term"
 	MetaAcquired = "acquired"
-	MetaMode     = "mode"    // election.Record.Mode; written when not empty
-	MetaProcess  = "process" // election.Record.Process; written when not empty
+	MetaMode     = "mode"    // lease.Record.Mode; written when not empty
+	MetaProcess  = "process" // lease.Record.Process; written when not empty
 )
 
 // Lock is a lease on one blob. It is used by one elector at a time.
@@ -57,7 +57,7 @@ type Lock struct {
 	now func() time.Time
 }
 
-var _ election.Lock = (*Lock)(nil)
+var _ lease.Lock = (*Lock)(nil)
 
 // New returns a lock on blob name in container c (see NewContainerClient).
 func New(c *container.Client, name string) (*Lock, error) {
@@ -69,11 +69,11 @@ func New(c *container.Client, name string) (*Lock, error) {
 
 // leaseClient is the lease client for one lease ID: every lease operation
 // names the lease it acts on.
-func (l *Lock) leaseClient(leaseID string) (*lease.BlobClient, error) {
+func (l *Lock) leaseClient(leaseID string) (*azlease.BlobClient, error) {
 	if _, err := uuid.Parse(leaseID); err != nil {
 		return nil, fmt.Errorf("bloblock: lease ID %q is not a GUID: %w", leaseID, err)
 	}
-	return lease.NewBlobClient(l.blob, &lease.BlobClientOptions{LeaseID: &leaseID})
+	return azlease.NewBlobClient(l.blob, &azlease.BlobClientOptions{LeaseID: &leaseID})
 }
 
 // Describe names the lock for logs: "blob <container>/<name>", from the
@@ -151,13 +151,13 @@ func (l *Lock) Release(ctx context.Context, leaseID string) error {
 
 // Get reads the record from the blob's metadata. A blob without a term (or no
 // blob at all: first use, or deleted by an operator) returns the term floor.
-func (l *Lock) Get(ctx context.Context) (election.Record, error) {
+func (l *Lock) Get(ctx context.Context) (lease.Record, error) {
 	props, err := l.blob.GetProperties(storage.WithOp(ctx, "get"), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
-		return election.Record{Term: l.termFloor()}, nil
+		return lease.Record{Term: l.termFloor()}, nil
 	}
 	if err != nil {
-		return election.Record{}, classify("get", err, plainCall)
+		return lease.Record{}, classify("get", err, plainCall)
 	}
 	r, err := RecordFromMetadata(props.Metadata)
 	if err == nil && r.Term == 0 {
@@ -175,7 +175,7 @@ func (l *Lock) Get(ctx context.Context) (election.Record, error) {
 // they have seen; docs/failover.md has the argument).
 func (l *Lock) termFloor() int64 { return l.now().UnixMilli() }
 
-// TermFloor is the election's term floor (election.Lock): every new term is above the wall-clock
+// TermFloor is the election's term floor (lease.Lock): every new term is above the wall-clock
 // millisecond, not only on a record without a term. Storage can go back in
 // time — an account failover to a geo-replica or a restore hands back the
 // record as it was up to the replication lag earlier — and then the record's
@@ -185,11 +185,11 @@ func (l *Lock) TermFloor() int64 { return l.termFloor() }
 // RecordFromMetadata reads a record from a lock blob's metadata (holder,
 // term, acquired), as Get does and as a listing of lock blobs with their
 // metadata returns it. Every field it can read is set; the error (wrapping
-// election.ErrUnusableRecord) says that the term cannot give the next one:
+// lease.ErrUnusableRecord) says that the term cannot give the next one:
 // not a non-negative integer (the term is then 0), or 9223372036854775807
 // (kept as the term), whose successor would wrap negative.
-func RecordFromMetadata(md map[string]*string) (election.Record, error) {
-	var r election.Record
+func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
+	var r lease.Record
 	var err error
 	// Metadata names are case-insensitive in Azure; the SDK may hand them
 	// back capitalised.
@@ -203,12 +203,12 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 		case MetaTerm:
 			t, perr := strconv.ParseInt(*v, 10, 64)
 			if perr != nil || t < 0 {
-				err = fmt.Errorf("%w: metadata term %q is not a non-negative integer", election.ErrUnusableRecord, *v)
+				err = fmt.Errorf("%w: metadata term %q is not a non-negative integer", lease.ErrUnusableRecord, *v)
 				continue
 			}
 			r.Term = t
 			if t == math.MaxInt64 {
-				err = fmt.Errorf("%w: metadata term %d cannot grow (the next would overflow int64)", election.ErrUnusableRecord, t)
+				err = fmt.Errorf("%w: metadata term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, t)
 			}
 		case MetaAcquired:
 			r.Acquired, _ = time.Parse(time.RFC3339Nano, *v)
@@ -226,7 +226,7 @@ func RecordFromMetadata(md map[string]*string) (election.Record, error) {
 // Update writes the record, conditioned on the lease held as leaseID:
 // storage refuses it (412) once that lease does not hold the blob, and with
 // 404 once the blob or its container is gone.
-func (l *Lock) Update(ctx context.Context, leaseID string, r election.Record) error {
+func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
 	md := map[string]*string{MetaHolder: &r.Holder, MetaTerm: &term, MetaAcquired: &acquired}
 	if r.Mode != "" {

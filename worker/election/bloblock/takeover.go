@@ -9,13 +9,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
-	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
-// Metadata keys of the early-takeover contract (election.Record): the
+// Metadata keys of the early-takeover contract (lease.Record): the
 // holder's heartbeat counter, how often it beats and how long after a
 // renew's send it has stopped, in milliseconds.
 const (
@@ -24,24 +24,24 @@ const (
 	MetaStopWithin = "stop_within_ms"
 )
 
-var _ election.Breaker = (*Lock)(nil)
+var _ lease.Breaker = (*Lock)(nil)
 
 // Inspect reads the lease state and the record with one Get Blob
 // Properties ("poll"), with the blob's ETag as the view's Version. No blob
 // (or no container) reads as available, with the term floor. A record whose
 // term is unusable comes back with State and Version and an error wrapping
-// election.ErrUnusableRecord.
-func (l *Lock) Inspect(ctx context.Context) (election.LeaseView, error) {
+// lease.ErrUnusableRecord.
+func (l *Lock) Inspect(ctx context.Context) (lease.View, error) {
 	props, err := l.blob.GetProperties(storage.WithOp(ctx, "poll"), nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
-		return election.LeaseView{State: election.LeaseAvailable, Record: election.Record{Term: l.termFloor()}}, nil
+		return lease.View{State: lease.Available, Record: lease.Record{Term: l.termFloor()}}, nil
 	}
 	if err != nil {
-		return election.LeaseView{}, classify("poll", err, plainCall)
+		return lease.View{}, classify("poll", err, plainCall)
 	}
-	v := election.LeaseView{State: election.LeaseAvailable}
+	v := lease.View{State: lease.Available}
 	if props.LeaseState != nil {
-		v.State = election.LeaseState(*props.LeaseState)
+		v.State = lease.State(*props.LeaseState)
 	}
 	if props.ETag != nil {
 		v.Version = string(*props.ETag)
@@ -58,22 +58,22 @@ func (l *Lock) Inspect(ctx context.Context) (election.LeaseView, error) {
 // instead when that is shorter), and nobody can acquire before that.
 //
 // version conditions it (If-Match): the ETag of the read that judged the
-// leadership (election.LeaseView.Version). Every write of the record —
+// leadership (lease.View.Version). Every write of the record —
 // a heartbeat, a later leadership's term — changes the ETag, so a break
 // decided on an older read and delivered late is refused (412
 // ConditionNotMet) and the lease stays. The empty version breaks whatever
 // lease holds the blob: an operator's forced break (recover-term, tests),
 // never the elector's.
 func (l *Lock) Break(ctx context.Context, version string, period time.Duration) error {
-	if period < 0 || period > election.MaxBreakPeriod || period%time.Second != 0 {
-		return fmt.Errorf("bloblock: break period %s: must be whole seconds between 0 and %s", period, election.MaxBreakPeriod)
+	if period < 0 || period > lease.MaxBreakPeriod || period%time.Second != 0 {
+		return fmt.Errorf("bloblock: break period %s: must be whole seconds between 0 and %s", period, lease.MaxBreakPeriod)
 	}
-	lc, err := lease.NewBlobClient(l.blob, nil)
+	lc, err := azlease.NewBlobClient(l.blob, nil)
 	if err != nil {
 		return err
 	}
 	secs := int32(period / time.Second)
-	opts := &lease.BlobBreakOptions{BreakPeriod: &secs}
+	opts := &azlease.BlobBreakOptions{BreakPeriod: &secs}
 	if version != "" {
 		tag := azcore.ETag(version)
 		opts.ModifiedAccessConditions = &blob.ModifiedAccessConditions{IfMatch: &tag}
@@ -83,7 +83,7 @@ func (l *Lock) Break(ctx context.Context, version string, period time.Duration) 
 }
 
 // takeoverMetadata adds the contract's keys for a record that carries one.
-func takeoverMetadata(md map[string]*string, r election.Record) {
+func takeoverMetadata(md map[string]*string, r lease.Record) {
 	if r.BeatEvery <= 0 {
 		return // no contract: early takeover off on the writer
 	}
@@ -98,7 +98,7 @@ func takeoverMetadata(md map[string]*string, r election.Record) {
 // parseTakeover reads one of the contract's keys into r; ok is false for a
 // key that is not one of them. A malformed value reads as no contract:
 // followers then never break this holder early.
-func parseTakeover(r *election.Record, key, v string) (ok bool) {
+func parseTakeover(r *lease.Record, key, v string) (ok bool) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
 		n = 0

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // acquireWhenFree tries to acquire every 100 ms until it succeeds or d
@@ -25,8 +25,8 @@ func acquireWhenFree(t *testing.T, ctx context.Context, l interface {
 		if err == nil {
 			return time.Now()
 		}
-		if !errors.Is(err, election.ErrLockHeld) {
-			t.Fatalf("acquire while the lease breaks: %v, want ErrLockHeld or success", err)
+		if !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("acquire while the lease breaks: %v, want lease.ErrHeld or success", err)
 		}
 		time.Sleep(100 * time.Millisecond) // polling storage: there is no event to await
 	}
@@ -45,12 +45,12 @@ func TestLock_BreakWithPeriod(t *testing.T) {
 	if err := l.Acquire(ctx, holder, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	rec := election.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 3, BeatEvery: 500 * time.Millisecond, StopWithin: 2500 * time.Millisecond}
+	rec := lease.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 3, BeatEvery: 500 * time.Millisecond, StopWithin: 2500 * time.Millisecond}
 	if err := l.Update(ctx, holder, rec); err != nil {
 		t.Fatal(err)
 	}
 	v, err := l.Inspect(ctx)
-	if err != nil || v.State != election.LeaseLeased {
+	if err != nil || v.State != lease.Leased {
 		t.Fatalf("Inspect = %+v, %v; want leased", v, err)
 	}
 	if got := v.Record; got.Heartbeat != 3 || got.BeatEvery != rec.BeatEvery || got.StopWithin != rec.StopWithin || got.Term != 7 || got.Holder != "a" {
@@ -60,11 +60,11 @@ func TestLock_BreakWithPeriod(t *testing.T) {
 	if err := l.Break(ctx, v.Version, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := l.Inspect(ctx); err != nil || v.State != election.LeaseBreaking {
+	if v, err := l.Inspect(ctx); err != nil || v.State != lease.Breaking {
 		t.Fatalf("Inspect after the break = %+v, %v; want breaking", v, err)
 	}
-	if err := l.Renew(ctx, holder); !errors.Is(err, election.ErrLockLost) {
-		t.Fatalf("renew of a breaking lease = %v, want ErrLockLost", err)
+	if err := l.Renew(ctx, holder); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("renew of a breaking lease = %v, want lease.ErrLost", err)
 	}
 	rec.Heartbeat = 4
 	werr := l.Update(ctx, holder, rec)
@@ -127,7 +127,7 @@ func TestLock_BreakOfAnOlderReadIsRefused(t *testing.T) {
 	if err := l.Acquire(ctx, holder, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	rec := election.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 1, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond}
+	rec := lease.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 1, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond}
 	if err := l.Update(ctx, holder, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestLock_BreakOfAnOlderReadIsRefused(t *testing.T) {
 	if !errors.As(err, &se) || se.Status != http.StatusPreconditionFailed {
 		t.Fatalf("Break on the older read = %v, want 412 (the record changed)", err)
 	}
-	if v, err := l.Inspect(ctx); err != nil || v.State != election.LeaseLeased {
+	if v, err := l.Inspect(ctx); err != nil || v.State != lease.Leased {
 		t.Fatalf("after the refused break Inspect = %+v, %v; want leased", v, err)
 	}
 	if err := l.Renew(ctx, holder); err != nil {
@@ -160,7 +160,7 @@ func TestLock_BreakOfAnOlderReadIsRefused(t *testing.T) {
 	if err := l.Break(ctx, cur.Version, 3*time.Second); err != nil {
 		t.Fatalf("Break on the current read: %v", err)
 	}
-	if v, err := l.Inspect(ctx); err != nil || v.State != election.LeaseBreaking {
+	if v, err := l.Inspect(ctx); err != nil || v.State != lease.Breaking {
 		t.Fatalf("after the break on the current read Inspect = %+v, %v; want breaking", v, err)
 	}
 }

@@ -54,6 +54,7 @@ import (
 
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"github.com/blobleader/blobleader/worker/history"
 )
 
@@ -165,7 +166,7 @@ func (s *sample) loop(ctx context.Context) {
 		err := s.call(ctx, func(c context.Context) error { return s.lock.Acquire(c, s.leaseID, s.o.lease) })
 		if err != nil {
 			switch {
-			case !errors.Is(err, election.ErrLockHeld):
+			case !errors.Is(err, lease.ErrHeld):
 				s.emit(election.Event{Kind: election.EventAcquireFailed, Time: time.Now(), Reason: err.Error()})
 				sawHeld = false
 			case !sawHeld:

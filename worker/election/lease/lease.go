@@ -1,4 +1,11 @@
-package election
+// Package lease is the contract between the elector (package election) and
+// a lock backend: a Lock is one lease on one shared object with a Record
+// beside it, and a Breaker can also read the lease's state and break it
+// (early takeover). Package bloblock implements both on an Azure blob;
+// package electiontest keeps one in memory for tests. A new backend
+// implements Lock (and Breaker, for early takeover) and classifies its
+// errors with the sentinels below.
+package lease
 
 import (
 	"context"
@@ -9,15 +16,14 @@ import (
 // Sentinel errors. Lock implementations wrap them with %w so the elector can
 // tell "someone else leads", "our lease is definitely gone" and "storage
 // refuses this request" from transient failures, which it always retries.
+// Their texts keep the prefix "election:": they reach logs and /status.
 var (
-	// ErrInvalidConfig is wrapped by every *ConfigError.
-	ErrInvalidConfig = errors.New("election: invalid config")
-	// ErrLockHeld: the lock is held by another contender (409 LeaseAlreadyPresent).
-	ErrLockHeld = errors.New("election: lock held by another contender")
-	// ErrLockLost: our lease is definitely gone (changed, broken, expired and
+	// ErrHeld: the lock is held by another contender (409 LeaseAlreadyPresent).
+	ErrHeld = errors.New("election: lock held by another contender")
+	// ErrLost: our lease is definitely gone (changed, broken, expired and
 	// taken, deleted with its blob or container, or a lease-guarded write was
 	// refused). Never retried.
-	ErrLockLost = errors.New("election: lease lost")
+	ErrLost = errors.New("election: lease lost")
 	// ErrRejected: storage refused the request for a reason retrying will not
 	// fix by itself (a 4xx that is not a lease answer, e.g. metadata it cannot
 	// carry). The elector keeps contending but reports it in Healthy and Ready.
@@ -50,17 +56,17 @@ type Record struct {
 	Holder   string
 	Term     int64
 	Acquired time.Time
-	// Mode is the holder's Config.Mode, and Process names the process that
-	// wrote the record (host, pid and start): with them a follower tells a
-	// contender of another mode, and another process under its own
-	// identity, from itself (conflict.go). Empty when the writer did not say.
+	// Mode is the holder's election.Config.Mode, and Process names the
+	// process that wrote the record (host, pid and start): with them a
+	// follower tells a contender of another mode, and another process under
+	// its own identity, from itself. Empty when the writer did not say.
 	Mode    string
 	Process string
-	// The early-takeover contract (takeover.go), written by a leader with
+	// The early-takeover contract (see Breaker), written by a leader with
 	// early takeover on (from its term write, heartbeat 0), zero otherwise:
 	// Heartbeat counts its heartbeat writes, BeatEvery is the longest it
-	// goes between two of them while healthy (Config.BeatGap), StopWithin
-	// how long after a renew's send everything it started has stopped.
+	// goes between two of them while healthy, StopWithin how long after a
+	// renew's send everything it started has stopped.
 	Heartbeat  int64
 	BeatEvery  time.Duration
 	StopWithin time.Duration
@@ -68,8 +74,8 @@ type Record struct {
 
 // Lock is one lease on one shared object. Implementations must honour ctx
 // deadlines on every call (the elector relies on it to keep its deadline),
-// and classify errors with ErrLockHeld, ErrLockLost and ErrRejected; anything
-// else is treated as transient.
+// and classify errors with ErrHeld, ErrLost and ErrRejected; anything else
+// is treated as transient.
 //
 // Every lease operation names the lease it acts on by leaseID. The elector
 // picks a fresh ID for each leadership and keeps it while it retries an
@@ -77,14 +83,14 @@ type Record struct {
 // renew, a late release) can never act on a later one, and a lost acquire
 // answer never leaves a ghost lease. IDs are GUID strings, as Azure requires.
 //
-// A Lock is used by one Elector at a time; methods are not called concurrently.
+// A Lock is used by one elector at a time; methods are not called concurrently.
 type Lock interface {
 	// Acquire takes the lease as leaseID for d if nobody else holds it
 	// (creating the underlying object if missing); acquiring a lease already
-	// held as leaseID extends it. Returns an error wrapping ErrLockHeld if
+	// held as leaseID extends it. Returns an error wrapping ErrHeld if
 	// another lease ID holds it.
 	Acquire(ctx context.Context, leaseID string, d time.Duration) error
-	// Renew extends the lease held as leaseID. ErrLockLost if it is
+	// Renew extends the lease held as leaseID. ErrLost if it is
 	// definitely gone (including when the object was deleted).
 	Renew(ctx context.Context, leaseID string) error
 	// Release gives the lease held as leaseID up so another contender can
@@ -95,14 +101,14 @@ type Lock interface {
 	// the lock's term floor: the next leadership's term will be above it.
 	Get(ctx context.Context) (Record, error)
 	// Update writes the record, guarded by the lease held as leaseID: it
-	// fails with ErrLockLost unless that lease still holds the object.
+	// fails with ErrLost unless that lease still holds the object.
 	Update(ctx context.Context, leaseID string, r Record) error
 	// Describe names the lock for logs, e.g. "blob leases/leader".
 	Describe() string
 	// TermFloor is a term every new leadership's term must be above,
 	// whatever the record says: the record itself can go back in time
 	// (storage restored, or failed over to an older copy). bloblock returns
-	// the wall-clock millisecond (see the package doc, "Non-guarantees");
+	// the wall-clock millisecond (see package election, "Non-guarantees");
 	// 0 means no floor beyond the record.
 	TermFloor() int64
 }
