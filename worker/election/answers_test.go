@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"log/slog"
 	"strings"
 	"sync"
@@ -56,12 +57,12 @@ func (l *lockedBuffer) lines(t *testing.T, event string) []map[string]any {
 
 // runWithFault runs an elector whose every storage call fails with fault,
 // from before its first poll, logging JSON into the returned buffer.
-func runWithFault(t *testing.T, fault error) (*Elector, *MemLock, *lockedBuffer) {
+func runWithFault(t *testing.T, fault error) (*Elector, *electiontest.Lock, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
 	cfg := DefaultConfig("w1")
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
-	lock := NewMemStore().NewLock("w1")
+	lock := electiontest.NewStore().NewLock("w1")
 	lock.SetFault(func(ctx context.Context, op string) error { return fault })
 	e, err := NewElector(cfg, lock, Callbacks{})
 	if err != nil {

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"github.com/blobleader/blobleader/worker/election/lease"
 	"testing"
 	"testing/synctest"
@@ -15,7 +16,7 @@ import (
 // granted lease blocks every other contender for a whole lease duration.
 func TestElector_CancelledMidAcquireReleasesAMaybeGrantedLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		c := start(t, store, testConfig("a"), Callbacks{})
 		side := store.NewLock("storage") // applies the request at storage
 		inFlight := make(chan struct{})

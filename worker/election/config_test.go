@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"reflect"
 	"strings"
 	"testing"
@@ -103,7 +104,7 @@ func TestConfig_RequestTimeout(t *testing.T) {
 func TestNewElector_RejectsInvalidConfig(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig("")
-	if _, err := NewElector(c, NewMemStore().NewLock("x"), Callbacks{}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewElector(c, electiontest.NewStore().NewLock("x"), Callbacks{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewElector with empty identity = %v, want ErrInvalidConfig", err)
 	}
 	if _, err := NewElector(DefaultConfig("a"), nil, Callbacks{}); !errors.Is(err, ErrInvalidConfig) {

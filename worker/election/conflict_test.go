@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"github.com/blobleader/blobleader/worker/election/lease"
 	"log/slog"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 // holdAs takes the store's lease as another lock and stamps rec, renewing
 // it every 2 s while renew is true; the returned func stops the renews.
-func holdAs(t *testing.T, store *MemStore, rec lease.Record) (stop func()) {
+func holdAs(t *testing.T, store *electiontest.Store, rec lease.Record) (stop func()) {
 	t.Helper()
 	other := store.NewLock("other")
 	id := uuid.NewString()
@@ -41,7 +42,7 @@ func holdAs(t *testing.T, store *MemStore, rec lease.Record) (stop func()) {
 
 // startLogged runs an elector for cfg on store, logging JSON into the
 // returned buffer.
-func startLogged(t *testing.T, store *MemStore, cfg Config) (*Elector, *lockedBuffer) {
+func startLogged(t *testing.T, store *electiontest.Store, cfg Config) (*Elector, *lockedBuffer) {
 	t.Helper()
 	logs := &lockedBuffer{}
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
@@ -74,7 +75,7 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 	} {
 		t.Run(tt.name+", renewed", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := NewMemStore()
+				store := electiontest.NewStore()
 				stop := holdAs(t, store, tt.rec)
 				cfg := DefaultConfig("w1")
 				cfg.Mode = "worker"
@@ -110,7 +111,7 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 		})
 		t.Run(tt.name+", left behind", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := NewMemStore()
+				store := electiontest.NewStore()
 				holdAs(t, store, tt.rec)() // acquired and stamped, never renewed
 				cfg := DefaultConfig("w1")
 				cfg.Mode = "worker"

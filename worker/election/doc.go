@@ -16,8 +16,10 @@
 //	})
 //
 // Services that also want to know who leads, or to observe every event, use
-// NewElector with Callbacks and Run it. Unit tests use MemStore instead of a
-// blob; package azuritetest starts a real Azurite for integration tests.
+// NewElector with Callbacks and Run it. Unit tests use package electiontest
+// (an in-memory lock) instead of a blob; package azuritetest starts a real
+// Azurite for integration tests. A lock on another store implements the
+// contract in package lease.
 //
 // # How it works
 //

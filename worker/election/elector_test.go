@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"github.com/blobleader/blobleader/worker/election/lease"
 	"io"
 	"log/slog"
@@ -17,7 +18,7 @@ import (
 )
 
 // These tests run inside testing/synctest bubbles: time.Now, timers and the
-// MemStore's lease expiry all read the bubble's virtual clock, which moves
+// the electiontest.Store's lease expiry all read the bubble's virtual clock, which moves
 // only when every goroutine in the bubble is blocked. That is the injected
 // clock: deadlines are asserted exactly, and no test waits in real time.
 
@@ -50,7 +51,7 @@ func (r *recorder) all(kind EventKind) []Event {
 // contender is one elector in a test, with its lock, events and Run result.
 type contender struct {
 	e      *Elector
-	lock   *MemLock
+	lock   *electiontest.Lock
 	rec    *recorder
 	cancel context.CancelFunc
 	exited chan struct{} // closed when Run has returned
@@ -66,14 +67,14 @@ func testConfig(id string) Config {
 }
 
 // start runs an elector on store until the test ends. Call inside a bubble.
-func start(t *testing.T, store *MemStore, cfg Config, cb Callbacks) *contender {
+func start(t *testing.T, store *electiontest.Store, cfg Config, cb Callbacks) *contender {
 	t.Helper()
 	l := store.NewLock(cfg.Identity)
 	return startOn(t, cfg, l, l, cb)
 }
 
 // startOn is start with the elector on lock, a wrapper of mem.
-func startOn(t *testing.T, cfg Config, lock lease.Lock, mem *MemLock, cb Callbacks) *contender {
+func startOn(t *testing.T, cfg Config, lock lease.Lock, mem *electiontest.Lock, cb Callbacks) *contender {
 	t.Helper()
 	c := &contender{lock: mem, rec: &recorder{}, exited: make(chan struct{})}
 	user := cb.OnEvent
@@ -139,7 +140,7 @@ func fail(err error, ops ...string) func(context.Context, string) error {
 
 func TestElector_SingleContenderLeadsAtOnceWithTermOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		t0 := time.Now()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
@@ -159,7 +160,7 @@ func TestElector_SingleContenderLeadsAtOnceWithTermOne(t *testing.T) {
 
 func TestElector_ExactlyOneOfThreeLeads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		cs := []*contender{
 			start(t, store, testConfig("a"), Callbacks{}),
 			start(t, store, testConfig("b"), Callbacks{}),
@@ -176,7 +177,7 @@ func TestElector_ExactlyOneOfThreeLeads(t *testing.T) {
 
 func TestElector_StepsDownAtDeadlineWhileRenewsHang(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		t0 := time.Now()
 		stopped := make(chan string, 1)
 		a := start(t, store, testConfig("a"), Callbacks{OnStoppedLeading: func(r string) { stopped <- r }})
@@ -215,7 +216,7 @@ func TestElector_StepsDownAtDeadlineWhileRenewsHang(t *testing.T) {
 
 func TestElector_DeadlineCountsFromSendTimeOfLastSuccessfulRenew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		// Renews succeed but each answer takes 1.5s: the deadline must count
@@ -242,7 +243,7 @@ func TestElector_DeadlineCountsFromSendTimeOfLastSuccessfulRenew(t *testing.T) {
 
 func TestElector_StepsDownImmediatelyOnDefiniteLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		oneLeader(t, a)
@@ -266,7 +267,7 @@ func TestElector_StepsDownImmediatelyOnDefiniteLoss(t *testing.T) {
 
 func TestElector_TransientErrorsNeverEndRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		b := start(t, store, testConfig("b"), Callbacks{})
 		synctest.Wait()
@@ -306,7 +307,7 @@ func TestElector_TransientErrorsNeverEndRun(t *testing.T) {
 
 func TestElector_ReleasesOnCancelAndFollowerTakesOverWithinOnePoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		b := start(t, store, testConfig("b"), Callbacks{})
@@ -343,7 +344,7 @@ func TestElector_ReleasesOnCancelAndFollowerTakesOverWithinOnePoll(t *testing.T)
 
 func TestElector_WatchdogStepsDownAStalledTaskAndReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		cfg := testConfig("a")
 		cfg.WatchdogTimeout = 5 * time.Second
 		t0 := time.Now()
@@ -383,7 +384,7 @@ func TestElector_WatchdogStepsDownAStalledTaskAndReleases(t *testing.T) {
 
 func TestElector_TaskIgnoringCancelMakesHealthFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		cfg := testConfig("a")
 		cfg.WatchdogTimeout = 4 * time.Second
 		release := make(chan struct{})
@@ -406,7 +407,7 @@ func TestElector_TaskIgnoringCancelMakesHealthFail(t *testing.T) {
 
 func TestElector_TaskExitHandsLeadershipOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
 			if term == 1 {
 				return errors.New("ledger fenced")
@@ -429,7 +430,7 @@ func TestElector_TaskExitHandsLeadershipOn(t *testing.T) {
 
 func TestElector_BrokenLeaseLeaderContendsAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		oneLeader(t, a)
@@ -460,7 +461,7 @@ func TestElector_SafetyUnderRandomFaults(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 42))
-				store := NewMemStore()
+				store := electiontest.NewStore()
 				cs := []*contender{
 					start(t, store, testConfig("a"), Callbacks{}),
 					start(t, store, testConfig("b"), Callbacks{}),
@@ -554,7 +555,7 @@ func checkIntervals(t *testing.T, breaks []time.Time, cs ...*contender) {
 
 func TestElector_RunTwiceIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := start(t, NewMemStore(), testConfig("a"), Callbacks{})
+		a := start(t, electiontest.NewStore(), testConfig("a"), Callbacks{})
 		synctest.Wait()
 		if err := a.e.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
 			t.Fatalf("second Run = %v, want ErrAlreadyRunning", err)

@@ -7,13 +7,14 @@ import (
 	"log/slog"
 
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 // A service that needs "exactly one instance does X" runs its task through
 // RunTaskWhenLeader. Here the lock is in memory; in production it is a
 // bloblock.Lock on an Azure blob.
 func ExampleRunTaskWhenLeader() {
-	store := election.NewMemStore()
+	store := electiontest.NewStore()
 	cfg := election.DefaultConfig("worker-1")
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -37,7 +38,7 @@ func ExampleRunTaskWhenLeader() {
 // NewElector with Callbacks, for a service that also wants to know who leads
 // and to see every election event (for logs, metrics or a history).
 func ExampleNewElector() {
-	store := election.NewMemStore() // in production: a bloblock.Lock
+	store := electiontest.NewStore() // in production: a bloblock.Lock
 	cfg := election.DefaultConfig("worker-1")
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"github.com/blobleader/blobleader/worker/election/lease"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ import (
 type lateRelease struct {
 	mu       sync.Mutex
 	captured bool
-	lock     *MemLock
+	lock     *electiontest.Lock
 	id       string
 }
 
@@ -43,7 +44,7 @@ func (l *lateRelease) fault(ctx context.Context, op string) error {
 // Hole 1: a late Release from an ended leadership must not end a later one.
 func TestElector_LateReleaseFromAnEndedLeadershipCannotEndALaterOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		oneLeader(t, a)
@@ -77,7 +78,7 @@ func TestElector_LateReleaseFromAnEndedLeadershipCannotEndALaterOne(t *testing.T
 // operator deletes the lock blob or its container) under a running cluster.
 func TestElector_TermsNeverGoBackwardsAfterTheRecordIsDeleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		b := start(t, store, testConfig("b"), Callbacks{})
@@ -107,7 +108,7 @@ func TestElector_TermsNeverGoBackwardsAfterTheRecordIsDeleted(t *testing.T) {
 // after the in-flight renew has been drained.
 func TestElector_TaskCancelledAtTheDeadlineEvenIfARenewIsStillInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		var cancelledAt time.Time
 		var once sync.Once
 		t0 := time.Now()
@@ -139,7 +140,7 @@ func TestElector_TaskCancelledAtTheDeadlineEvenIfARenewIsStillInFlight(t *testin
 // between the term write and the task start, modelled by a slow callback).
 func TestElector_TaskNeverStartsAfterItsLeadershipLapsed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		var mu sync.Mutex
 		var late []string
 		first := true
@@ -175,7 +176,7 @@ func TestElector_TaskNeverStartsAfterItsLeadershipLapsed(t *testing.T) {
 // has not stamped yet.
 func TestElector_FollowerNeverNamesItselfLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		oneLeader(t, a)
@@ -218,7 +219,7 @@ func TestElector_FollowerNeverNamesItselfLeader(t *testing.T) {
 // operator just broke.
 func TestElector_PausesBeforeContendingAfterALostLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		synctest.Wait()
 		oneLeader(t, a)
@@ -255,7 +256,7 @@ func TestElector_PausesBeforeContendingAfterALostLease(t *testing.T) {
 // elector keeps contending, and a later successful write clears it.
 func TestElector_RejectedTermWriteSurfacesInHealthAndReadiness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		lock := store.NewLock("a")
 		var mu sync.Mutex
 		reject := true

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -16,7 +17,7 @@ func TestLeading_AnswersForTheTaskLeadershipOnly(t *testing.T) {
 		if Leading(context.Background()) {
 			t.Fatal("Leading is true for a context no leader task was given")
 		}
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		var mu sync.Mutex
 		tasks := map[int64]context.Context{}
 		release := make(chan struct{})

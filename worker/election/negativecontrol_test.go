@@ -3,6 +3,7 @@
 package election
 
 import (
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,7 +14,7 @@ func TestElector_UnsafeNoStepDownKeepsClaimingAfterLoss(t *testing.T) {
 	// The negative control's mechanism: with EnableUnsafeNoStepDown a deposed
 	// leader keeps claiming, and publishes no bound on its claim.
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		cfg := testConfig("a")
 		EnableUnsafeNoStepDown(&cfg)
 		a := start(t, store, cfg, Callbacks{})

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,7 +42,7 @@ func TestElector_NoProgressBacksOffExponentiallyUpToFourLeases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := testConfig("a")
 		cfg.WatchdogTimeout = 5 * time.Second
-		a := start(t, NewMemStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
+		a := start(t, electiontest.NewStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
 			<-ctx.Done() // never makes progress
 			return nil
 		}})
@@ -72,7 +73,7 @@ func TestElector_ProgressResetsTheBackoff(t *testing.T) {
 		cfg := testConfig("a")
 		cfg.WatchdogTimeout = 5 * time.Second
 		var n atomic.Int32
-		a := start(t, NewMemStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
+		a := start(t, electiontest.NewStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
 			if n.Add(1) == 3 {
 				Progress(ctx) // the third leadership gets some work done, then stalls
 			}
@@ -97,7 +98,7 @@ func TestElector_NoProgressIsReportedNotRestarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := testConfig("a")
 		cfg.WatchdogTimeout = 5 * time.Second
-		a := start(t, NewMemStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
+		a := start(t, electiontest.NewStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
 			<-ctx.Done()
 			return nil
 		}})

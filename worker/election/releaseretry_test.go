@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,7 +15,7 @@ import (
 // follower takes over within a poll of the stop, not after the lease expires.
 func TestElector_ReleaseRetriedAfterATransientFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, testConfig("a"), Callbacks{})
 		time.Sleep(time.Millisecond)
 		synctest.Wait()

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"github.com/blobleader/blobleader/worker/election/lease"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := NewMemStore()
+				store := electiontest.NewStore()
 				cs := []*contender{start(t, store, tc.cfg("a"), Callbacks{})}
 				synctest.Wait()
 				cs = append(cs, start(t, store, tc.cfg("b"), Callbacks{}), start(t, store, tc.cfg("c"), Callbacks{}))
@@ -128,7 +129,7 @@ func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
 // keeps writing heartbeats; nobody breaks it.
 func TestTakeover_SlowStorageNeverBreaksAHealthyLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		cs := []*contender{start(t, store, fastConfig("a"), Callbacks{})}
 		synctest.Wait()
 		cs = append(cs, start(t, store, fastConfig("b"), Callbacks{}), start(t, store, fastConfig("c"), Callbacks{}))
@@ -167,7 +168,7 @@ func TestTakeover_SlowStorageNeverBreaksAHealthyLeader(t *testing.T) {
 // the read's send, not the answer, so the pause never counts.
 func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		// A leader that beats once a second and a follower that reads twice a
 		// second (the shortest poll period allowed): every other read sees
 		// the heartbeat of the read before.
@@ -265,7 +266,7 @@ func (f *frozenAnswers) Break(ctx context.Context, version string, period time.D
 // published: the holder has stepped down before the break ends.
 func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		slowHolder := fastConfig("a")
 		slowHolder.RenewDeadline, slowHolder.RenewInterval = 6*time.Second, time.Second
 		slowHolder.TakeoverAfter, slowHolder.BreakPeriod = 3*time.Second, 0 // B = ceil(6 + 1 + 0.5 + 1) = 9 s
@@ -290,7 +291,7 @@ func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
 // broken: its lease is waited out.
 func TestTakeover_HolderWithoutHeartbeatIsNeverBroken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, withoutTakeover(fastConfig("a")), Callbacks{})
 		synctest.Wait()
 		b := start(t, store, fastConfig("b"), Callbacks{})
@@ -315,7 +316,7 @@ func TestTakeover_HolderWithoutHeartbeatIsNeverBroken(t *testing.T) {
 // its next poll, nobody sends a break of its own.
 func TestTakeover_OperatorBreakStillFreesTheLeaseAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, fastConfig("a"), Callbacks{})
 		synctest.Wait()
 		b := start(t, store, fastConfig("b"), Callbacks{})
@@ -345,7 +346,7 @@ func TestTakeover_OperatorBreakStillFreesTheLeaseAtOnce(t *testing.T) {
 // operation per poll and no 409s.
 func TestTakeover_FollowerPollsWithOneReadAndNoAcquire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, fastConfig("a"), Callbacks{})
 		synctest.Wait()
 		b := start(t, store, fastConfig("b"), Callbacks{})
@@ -406,14 +407,14 @@ func TestConfig_TakeoverRules(t *testing.T) {
 }
 
 func TestNewElector_TakeoverNeedsABreaker(t *testing.T) {
-	_, err := NewElector(fastConfig("a"), plainLock{NewMemStore().NewLock("a")}, Callbacks{})
+	_, err := NewElector(fastConfig("a"), plainLock{electiontest.NewStore().NewLock("a")}, Callbacks{})
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("NewElector with a lock that cannot break = %v, want ErrInvalidConfig", err)
 	}
 }
 
-// plainLock hides MemLock's Breaker methods.
-type plainLock struct{ l *MemLock }
+// plainLock hides electiontest.Lock's Breaker methods.
+type plainLock struct{ l *electiontest.Lock }
 
 func (p plainLock) Acquire(ctx context.Context, id string, d time.Duration) error {
 	return p.l.Acquire(ctx, id, d)
@@ -431,7 +432,7 @@ func (p plainLock) TermFloor() int64 { return p.l.TermFloor() }
 // is still broken early: the term write carries the contract (heartbeat 0).
 func TestTakeover_LeaderDeadBeforeItsFirstHeartbeatIsBrokenEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, fastConfig("a"), Callbacks{})
 		synctest.Wait()
 		b := start(t, store, fastConfig("b"), Callbacks{})
@@ -460,7 +461,7 @@ func TestTakeover_LeaderDeadBeforeItsFirstHeartbeatIsBrokenEarly(t *testing.T) {
 // leader's lease, and the held ones arrive while the next leader leads.
 func TestTakeover_LateBreakLeavesTheNextLeadershipAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		a := start(t, store, fastConfig("a"), Callbacks{})
 		synctest.Wait()
 		delay := fastConfig("b").EffectiveBreakPeriod() + 3*time.Second
@@ -557,7 +558,7 @@ func (l *lateBreaker) deliveries() []time.Time {
 // anything starts, and leads on its next acquire.
 func TestTakeover_BreakLandingBeforeTheTermWriteIsNotLedOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		store.SetRecord(lease.Record{Holder: "a", Term: 5, Heartbeat: 9, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond})
 		bl := &breakBeforeFirstWrite{plainLock: plainLock{store.NewLock("b")}, other: store.NewLock("late")}
 		b := startOn(t, fastConfig("b"), bl, bl.l, Callbacks{})
@@ -585,7 +586,7 @@ func TestTakeover_BreakLandingBeforeTheTermWriteIsNotLedOn(t *testing.T) {
 // the network since its read of the previous leadership does.
 type breakBeforeFirstWrite struct {
 	plainLock
-	other  *MemLock
+	other  *electiontest.Lock
 	landed bool
 }
 

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"github.com/blobleader/blobleader/worker/election/lease"
 	"math"
 	"strings"
@@ -17,7 +18,7 @@ import (
 // Once the operator repairs the record, a leader follows within a poll.
 func TestElector_TermThatCannotGrowIsLoudAndNeverWraps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemStore()
+		store := electiontest.NewStore()
 		store.SetRecord(lease.Record{Holder: "operator", Term: math.MaxInt64})
 		a := start(t, store, testConfig("a"), Callbacks{})
 		b := start(t, store, testConfig("b"), Callbacks{})
@@ -82,7 +83,7 @@ func TestElector_UnusableRecordStaysLoudWhileTheLeaseIsHeld(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := NewMemStore()
+				store := electiontest.NewStore()
 				store.SetRecord(lease.Record{Holder: "old-leader", Term: math.MaxInt64})
 				holder := store.NewLock("operator")
 				if err := holder.Acquire(context.Background(), newLeaseID(), 60*time.Second); err != nil {

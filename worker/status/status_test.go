@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 func TestHandler_RoleAndMetricsFollowTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := election.NewMemStore()
+		store := electiontest.NewStore()
 		lock := store.NewLock("w1")
 		cfg := election.DefaultConfig("w1")
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

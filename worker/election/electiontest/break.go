@@ -1,4 +1,4 @@
-package election
+package electiontest
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-var _ lease.Breaker = (*MemLock)(nil)
+var _ lease.Breaker = (*Lock)(nil)
 
 // breakOver reports whether a break with a period has run out by now; s.mu
 // must be held.
-func (s *MemStore) breakOver(now time.Time) bool {
+func (s *Store) breakOver(now time.Time) bool {
 	return !s.breakEnds.IsZero() && !now.Before(s.breakEnds)
 }
 
@@ -22,14 +22,14 @@ func (s *MemStore) breakOver(now time.Time) bool {
 // one is under way takes the earlier end: the pessimistic reading of what
 // storage may do, so that tests never rely on a second break leaving the
 // first one's period alone.
-func (s *MemStore) BreakFor(period time.Duration) {
+func (s *Store) BreakFor(period time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.breakLocked(period)
 }
 
 // breakLocked is BreakFor with s.mu held.
-func (s *MemStore) breakLocked(period time.Duration) {
+func (s *Store) breakLocked(period time.Duration) {
 	now := time.Now()
 	if !s.held(now) {
 		return
@@ -45,7 +45,7 @@ func (s *MemStore) breakLocked(period time.Duration) {
 }
 
 // state is the lease state as Azure reports it; s.mu must be held.
-func (s *MemStore) state(now time.Time) lease.State {
+func (s *Store) state(now time.Time) lease.State {
 	switch {
 	case s.leaseID == "":
 		return lease.Available
@@ -60,7 +60,7 @@ func (s *MemStore) state(now time.Time) lease.State {
 }
 
 // Inspect reads the lease state and the record ("inspect").
-func (l *MemLock) Inspect(ctx context.Context) (lease.View, error) {
+func (l *Lock) Inspect(ctx context.Context) (lease.View, error) {
 	if err := l.begin(ctx, "inspect", ""); err != nil {
 		return lease.View{}, err
 	}
@@ -73,7 +73,7 @@ func (l *MemLock) Inspect(ctx context.Context) (lease.View, error) {
 // Break breaks the lease with period ("break") while the record is still
 // at version, as a Break Lease with If-Match does; "" breaks whatever lease
 // there is.
-func (l *MemLock) Break(ctx context.Context, version string, period time.Duration) error {
+func (l *Lock) Break(ctx context.Context, version string, period time.Duration) error {
 	if err := l.begin(ctx, "break", ""); err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (l *MemLock) Break(ctx context.Context, version string, period time.Duratio
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now := strconv.FormatInt(s.version, 10); version != "" && version != now {
-		return fmt.Errorf("memlock %s: break refused: the record is at version %s, not %s (412)", l.name, now, version)
+		return fmt.Errorf("electiontest %s: break refused: the record is at version %s, not %s (412)", l.name, now, version)
 	}
 	s.breakLocked(period)
 	return nil
