@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"sync"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // Storage answers (docs/architecture.md#the-election, "Expected answers").

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 // busyAnswer is storage's refusal as a Lock reports it (a StorageError).

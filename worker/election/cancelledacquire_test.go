@@ -3,11 +3,12 @@ package election
 import (
 	"context"
 	"errors"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // A follower stopped (Run's context cancelled) while its acquire is in

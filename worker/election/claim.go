@@ -4,8 +4,9 @@ package election
 
 import (
 	"errors"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // claimRule decides how long a leadership may be claimed and what ends it.

@@ -19,7 +19,7 @@ const (
 	// SafetyMargin is how much shorter than the lease the renew deadline must be:
 	// room for clock-rate drift between us and storage and for request transit.
 	SafetyMargin = 2 * time.Second
-	// MinRequestTimeout is the least request timeout (Config.RequestTimeout)
+	// minRequestTimeout is the least request timeout (Config.RequestTimeout)
 	// real storage can be asked to meet. Every storage call carries it —
 	// acquire, the term write, renew, the first token fetch of a keyless
 	// identity on a fresh TLS connection — and Azure's SLA gives a blob
@@ -27,17 +27,17 @@ const (
 	// token fetch plus a TLS handshake hundreds. Far below that (50ms) the
 	// first acquire times out every time against real Azure: a fleet that
 	// never leads. 500ms is the fast profile's (docs/architecture.md#the-election).
-	MinRequestTimeout = 500 * time.Millisecond
-	// MinRetryPeriod is the shortest follower poll period P. Every follower
+	minRequestTimeout = 500 * time.Millisecond
+	// minRetryPeriod is the shortest follower poll period P. Every follower
 	// polls the one lock blob, and Azure's scalability target for a single
 	// blob is 500 requests a second, beyond which it throttles (503
 	// ServerBusy) — the leader's renews included. At 500ms a follower sends
 	// at most 1/(0.9·P) ≈ 2.2 requests a second, so ~200 contenders stay
 	// inside the target beside the leader; at 1ns one follower sent 279 a
 	// second. A poll also waits for its own answer, which may take up to the
-	// request timeout (MinRequestTimeout, 500ms): polling faster than that
+	// request timeout (minRequestTimeout, 500ms): polling faster than that
 	// buys no failover time. 500ms is the fast profile's.
-	MinRetryPeriod = 500 * time.Millisecond
+	minRetryPeriod = 500 * time.Millisecond
 )
 
 // MaxIdentityLength bounds Config.Identity, in bytes. The identity is stored
@@ -47,9 +47,9 @@ const (
 // and is longer than any host name (253) plus a pid.
 const MaxIdentityLength = 256
 
-// MaxModeLength bounds Config.Mode, in bytes (stored as the lock blob's
+// maxModeLength bounds Config.Mode, in bytes (stored as the lock blob's
 // "mode" metadata value).
-const MaxModeLength = 64
+const maxModeLength = 64
 
 // Timing holds the election's four timing parameters. It is their one
 // definition: the worker's flags, the test harness's clusters and the history
@@ -69,7 +69,7 @@ type Timing struct {
 	RenewInterval time.Duration
 
 	// RetryPeriod P is the follower's acquire poll period, jittered ±10%.
-	// At least MinRetryPeriod (500ms); default 1s.
+	// At least 500ms; default 1s.
 	RetryPeriod time.Duration
 }
 
@@ -89,9 +89,9 @@ func (t Timing) RequestTimeout() time.Duration {
 	return min(t.RenewInterval, t.RenewDeadline/3)
 }
 
-// WithinRequestTimeout runs one storage operation with the request timeout
+// withinRequestTimeout runs one storage operation with the request timeout
 // as its deadline.
-func (t Timing) WithinRequestTimeout(ctx context.Context, op func(context.Context) error) error {
+func (t Timing) withinRequestTimeout(ctx context.Context, op func(context.Context) error) error {
 	rctx, cancel := context.WithTimeout(ctx, t.RequestTimeout())
 	defer cancel()
 	return op(rctx)
@@ -119,8 +119,7 @@ type Config struct {
 	// "worker", "run", "shards=8"). It is written into the lock's record with
 	// every term, and a follower that reads a record written in another mode
 	// reports the conflict (conflict.go). Empty: not written, never compared.
-	// Printable ASCII with no leading or trailing space, at most MaxModeLength
-	// bytes.
+	// Printable ASCII with no leading or trailing space, at most 64 bytes.
 	Mode string
 
 	// WatchdogTimeout: a leader whose task reports no progress (Progress:
@@ -151,9 +150,11 @@ type Config struct {
 	// BreakPeriod B is the break period of an early takeover's Break Lease:
 	// nobody can acquire until it has passed. Whole seconds, at most 60 s
 	// (Azure's range), and at least RenewDeadline + the request timeout +
-	// TakeoverMargin + BreakRounding + StopAfterDeadline; 0 (the default)
-	// is that minimum, and TakeoverAfter 0 requires 0. A breaker uses the
-	// broken holder's published horizon, or BreakPeriod when it is longer.
+	// 1.5 s + StopAfterDeadline, rounded up to whole seconds (0.5 s of clock
+	// margin, 1 s because storage counts break periods in whole seconds);
+	// 0 (the default) is that minimum, and TakeoverAfter 0 requires 0. A
+	// breaker uses the broken holder's published horizon, or BreakPeriod
+	// when it is longer.
 	BreakPeriod time.Duration
 
 	// StopAfterDeadline is how long after its renew deadline what a leader
@@ -220,8 +221,8 @@ func (c Config) Validate() error {
 		return bad("Identity", fmt.Sprintf("(%d bytes)", len(c.Identity)), "must be at most %d bytes (it is stored in the lock blob's metadata, which Azure limits to 8 KiB in all)", MaxIdentityLength)
 	case !storableInMetadata(c.Identity):
 		return bad("Identity", strconv.Quote(c.Identity), "must be printable ASCII (space to ~) with no leading or trailing space: it is stored as a metadata value, an HTTP header, which storage refuses otherwise")
-	case len(c.Mode) > MaxModeLength || (c.Mode != "" && !storableInMetadata(c.Mode)):
-		return bad("Mode", strconv.Quote(c.Mode), "must be printable ASCII (space to ~) with no leading or trailing space, at most %d bytes: it is stored as a metadata value", MaxModeLength)
+	case len(c.Mode) > maxModeLength || (c.Mode != "" && !storableInMetadata(c.Mode)):
+		return bad("Mode", strconv.Quote(c.Mode), "must be printable ASCII (space to ~) with no leading or trailing space, at most %d bytes: it is stored as a metadata value", maxModeLength)
 	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
 		return bad("LeaseDuration", c.LeaseDuration, "must be between %s and %s (the range Azure Storage accepts; infinite leases are refused)", MinLeaseDuration, MaxLeaseDuration)
 	case c.LeaseDuration%time.Second != 0:
@@ -236,14 +237,14 @@ func (c Config) Validate() error {
 		return bad("RenewInterval", c.RenewInterval, "must be > 0")
 	case c.RenewInterval > c.RenewDeadline/3:
 		return bad("RenewInterval", c.RenewInterval, "must be at most RenewDeadline/3 (%s) so three renew attempts fit in a deadline", c.RenewDeadline/3)
-	case c.RequestTimeout() < MinRequestTimeout:
+	case c.RequestTimeout() < minRequestTimeout:
 		field, v := "RenewInterval", any(c.RenewInterval)
 		if c.RenewDeadline/3 < c.RenewInterval {
 			field, v = "RenewDeadline", c.RenewDeadline
 		}
-		return bad(field, v, "the request timeout min(RenewInterval, RenewDeadline/3) = %s must be at least %s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and real storage takes up to 2s (Azure's SLA) — raise RenewInterval and RenewDeadline", c.RequestTimeout(), MinRequestTimeout)
-	case c.RetryPeriod < MinRetryPeriod:
-		return bad("RetryPeriod", c.RetryPeriod, "must be at least %s: every follower polls the one lock blob, and storage throttles a blob past 500 requests a second, the leader's renews included", MinRetryPeriod)
+		return bad(field, v, "the request timeout min(RenewInterval, RenewDeadline/3) = %s must be at least %s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and real storage takes up to 2s (Azure's SLA) — raise RenewInterval and RenewDeadline", c.RequestTimeout(), minRequestTimeout)
+	case c.RetryPeriod < minRetryPeriod:
+		return bad("RetryPeriod", c.RetryPeriod, "must be at least %s: every follower polls the one lock blob, and storage throttles a blob past 500 requests a second, the leader's renews included", minRetryPeriod)
 	case c.WatchdogTimeout < 0:
 		return bad("WatchdogTimeout", c.WatchdogTimeout, "must be 0 (off) or at least RenewInterval (%s)", c.RenewInterval)
 	case c.WatchdogTimeout > 0 && c.WatchdogTimeout < c.RenewInterval:

@@ -2,11 +2,12 @@ package election
 
 import (
 	"errors"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 func TestConfig_Validate(t *testing.T) {

@@ -2,10 +2,12 @@ package election
 
 import (
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/setupconflict"
 )
 
 // Conflicting set-ups (docs/architecture.md#conflicting-set-ups). A follower
@@ -22,16 +24,12 @@ import (
 // identity that is gone (our own restart) and its lease has not expired
 // yet, and a record of another mode can be the last stamp of a fleet that
 // was replaced. Neither outlives the lease: so a conflict is reported only
-// once every read for ConflictAfter has shown it, longer than any lease a
+// once every read for conflictAfter has shown it, longer than any lease a
 // departed contender left behind (L) plus a poll and a new holder's stamp,
 // with no gap between two reads longer than a poll and two requests (after
 // a gap, such as an outage, the watch starts again).
 // A record our own process wrote (the lease of an ended leadership of ours,
 // still in force at storage) is no conflict.
-
-// logEventSetupConflict is the `event` of the conflict log line
-// (docs/architecture.md#log-lines-the-alerts-read).
-const logEventSetupConflict = "setup_conflict"
 
 // Conflict kinds (the log line's `kind`).
 const (
@@ -54,11 +52,10 @@ func processName() string {
 	return fmt.Sprintf("%.128s/%d/%d", b, os.Getpid(), time.Now().UnixMilli())
 }
 
-// ConflictAfter is how long every read of the lock must show a conflicting
-// set-up before it is reported: L (a departed contender's lease expires),
-// two polls and two request timeouts (a new holder's stamp).
-func (c Config) ConflictAfter() time.Duration {
-	return c.LeaseDuration + 2*(c.RetryPeriod+c.RetryPeriod/10) + 2*c.RequestTimeout()
+// conflictAfter is how long every read of the lock must show a conflicting
+// set-up before it is reported (setupconflict.After).
+func (c Config) conflictAfter() time.Duration {
+	return setupconflict.After(c.LeaseDuration, c.RetryPeriod, c.RequestTimeout())
 }
 
 // readGap is the longest a follower goes between two reads of the record
@@ -72,12 +69,12 @@ type setupWatch struct {
 	kind   string    // the conflict the reads show; "" none
 	since  time.Time // the first read that showed it
 	last   time.Time // the last read that showed it
-	reason string    // set once it has lasted ConflictAfter: the report
+	reason string    // set once it has lasted conflictAfter: the report
 	toldAt time.Time // when reason was last logged (once per LeaseDuration)
 }
 
 // checkSetup compares a record of a lease held by someone else (read at now)
-// with this contender, and reports a conflict that has lasted ConflictAfter.
+// with this contender, and reports a conflict that has lasted conflictAfter.
 func (e *Elector) checkSetup(rec lease.Record, now time.Time) {
 	kind := ""
 	switch {
@@ -92,7 +89,7 @@ func (e *Elector) checkSetup(rec lease.Record, now time.Time) {
 		*w = setupWatch{kind: kind, since: now}
 	}
 	w.last = now
-	if kind == "" || now.Sub(w.since) < e.cfg.ConflictAfter() {
+	if kind == "" || now.Sub(w.since) < e.cfg.conflictAfter() {
 		e.mu.Unlock()
 		return
 	}
@@ -104,7 +101,7 @@ func (e *Elector) checkSetup(rec lease.Record, now time.Time) {
 	reason := w.reason
 	e.mu.Unlock()
 	if tell {
-		e.log.Warn("conflicting set-up", "event", logEventSetupConflict, "kind", kind, "holder", rec.Holder,
+		e.log.Warn("conflicting set-up", "event", setupconflict.LogEvent, "kind", kind, "holder", rec.Holder,
 			"holder_mode", rec.Mode, "holder_process", rec.Process, "mode", e.cfg.Mode, "process", thisProcess,
 			"term", rec.Term, "reason", reason)
 	}

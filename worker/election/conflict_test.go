@@ -2,8 +2,6 @@ package election
 
 import (
 	"context"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,6 +9,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
+	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/setupconflict"
 )
 
 // holdAs takes the store's lease as another lock and stamps rec, renewing
@@ -59,7 +61,7 @@ func startLogged(t *testing.T, store *electiontest.Store, cfg Config) (*Elector,
 
 // A lease held, and renewed, over a record that another process wrote under
 // our identity — or that a contender of another mode wrote — is reported
-// once it has lasted ConflictAfter, not before; it clears when the lease
+// once it has lasted conflictAfter, not before; it clears when the lease
 // goes. A lease that is not renewed (what a process under our identity that
 // is gone, or a fleet of the other mode that was replaced, leaves behind)
 // expires within L and is never reported.
@@ -80,17 +82,17 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 				cfg := DefaultConfig("w1")
 				cfg.Mode = "worker"
 				e, logs := startLogged(t, store, cfg)
-				time.Sleep(cfg.ConflictAfter() - time.Millisecond)
+				time.Sleep(cfg.conflictAfter() - time.Millisecond)
 				synctest.Wait()
-				if err := e.Healthy(); err != nil || len(logs.lines(t, logEventSetupConflict)) != 0 {
-					t.Fatalf("before ConflictAfter: Healthy() = %v, setup_conflict lines %v; want neither", err, logs.lines(t, logEventSetupConflict))
+				if err := e.Healthy(); err != nil || len(logs.lines(t, setupconflict.LogEvent)) != 0 {
+					t.Fatalf("before conflictAfter: Healthy() = %v, setup_conflict lines %v; want neither", err, logs.lines(t, setupconflict.LogEvent))
 				}
 				time.Sleep(1200 * time.Millisecond) // the next poll's read
 				synctest.Wait()
 				err := e.Healthy()
-				lines := logs.lines(t, logEventSetupConflict)
+				lines := logs.lines(t, setupconflict.LogEvent)
 				if err == nil || !strings.Contains(err.Error(), tt.kind) || e.Status().Conflict == "" {
-					t.Fatalf("after ConflictAfter: Healthy() = %v, Status().Conflict %q; want the %s conflict", err, e.Status().Conflict, tt.kind)
+					t.Fatalf("after conflictAfter: Healthy() = %v, Status().Conflict %q; want the %s conflict", err, e.Status().Conflict, tt.kind)
 				}
 				if len(lines) != 1 || lines[0]["kind"] != tt.kind || lines[0]["holder"] != tt.rec.Holder || lines[0]["holder_mode"] != tt.rec.Mode ||
 					lines[0]["mode"] != "worker" || lines[0]["level"] != "WARN" {
@@ -98,7 +100,7 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 				}
 				time.Sleep(cfg.LeaseDuration / 2)
 				synctest.Wait()
-				if n := len(logs.lines(t, logEventSetupConflict)); n != 1 {
+				if n := len(logs.lines(t, setupconflict.LogEvent)); n != 1 {
 					t.Fatalf("%d setup_conflict lines within L; want one per L", n)
 				}
 				stop() // the other side goes: its lease expires, we lead
@@ -116,11 +118,11 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 				cfg := DefaultConfig("w1")
 				cfg.Mode = "worker"
 				e, logs := startLogged(t, store, cfg)
-				time.Sleep(2 * cfg.ConflictAfter())
+				time.Sleep(2 * cfg.conflictAfter())
 				synctest.Wait()
-				if !e.IsLeader() || e.Healthy() != nil || len(logs.lines(t, logEventSetupConflict)) != 0 {
+				if !e.IsLeader() || e.Healthy() != nil || len(logs.lines(t, setupconflict.LogEvent)) != 0 {
 					t.Fatalf("a lease left behind: leader %v, Healthy() %v, setup_conflict lines %v; want leadership and no report",
-						e.IsLeader(), e.Healthy(), logs.lines(t, logEventSetupConflict))
+						e.IsLeader(), e.Healthy(), logs.lines(t, setupconflict.LogEvent))
 				}
 			})
 		})

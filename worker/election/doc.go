@@ -66,8 +66,8 @@
 //     leader whose heartbeat it read unchanged for TakeoverAfter on its own
 //     clock, with a break period covering the holder's published stop
 //     horizon, so nobody acquires before the broken holder has stopped (same
-//     clock-rate kind of assumption, margin TakeoverMargin, plus
-//     BreakRounding for storage's whole-second break periods). The break is
+//     clock-rate kind of assumption, a margin of 0.5 s, plus 1 s for
+//     storage's whole-second break periods). The break is
 //     conditioned on the read that judged the holder (its version), so one
 //     that storage receives late never ends a later leadership. A dead leader is
 //     replaced within TakeoverAfter + BreakPeriod + 2·1.1·RetryPeriod + 5

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // ErrAlreadyRunning is returned by Run when the elector is already running.
@@ -77,7 +78,7 @@ func NewElector(cfg Config, lock lease.Lock, cb Callbacks) (*Elector, error) {
 	if lock == nil {
 		return nil, fmt.Errorf("%w: lock is nil", ErrInvalidConfig)
 	}
-	if _, ok := lock.(lease.Breaker); cfg.TakeoverEnabled() && !ok {
+	if _, ok := lock.(lease.Breaker); cfg.takeoverEnabled() && !ok {
 		return nil, fmt.Errorf("%w: TakeoverAfter is set but %s cannot break leases (no Breaker)", ErrInvalidConfig, lock.Describe())
 	}
 	log := cfg.Logger
@@ -177,7 +178,7 @@ func (e *Elector) touch(reply bool) {
 // call runs one storage operation with the request timeout, and notes the
 // answer (answers.go).
 func (e *Elector) call(ctx context.Context, op func(context.Context) error) error {
-	err := e.cfg.WithinRequestTimeout(ctx, op)
+	err := e.cfg.withinRequestTimeout(ctx, op)
 	e.noteAnswer(ctx, err)
 	return err
 }

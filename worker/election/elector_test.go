@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -15,6 +13,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // These tests run inside testing/synctest bubbles: time.Now, timers and the

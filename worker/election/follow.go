@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"math"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // won is a leadership just acquired: its term (written under its lease), its

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // Tests for the safety holes of issue 10, each written to fail on the elector

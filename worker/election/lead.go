@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // An ending says why a leadership ended and what follows from it.

@@ -2,11 +2,12 @@ package election
 
 import (
 	"context"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 // Leading answers for the leadership a task runs for, at the moment of

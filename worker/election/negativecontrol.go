@@ -4,8 +4,9 @@ package election
 
 import (
 	"errors"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // This file replaces claim.go in the chaos suite's negative-control build

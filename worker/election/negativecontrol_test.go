@@ -3,10 +3,11 @@
 package election
 
 import (
-	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 // Run with: go test -tags negativecontrol ./worker/election

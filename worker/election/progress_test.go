@@ -2,12 +2,13 @@ package election
 
 import (
 	"context"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 // Health is progress (docs/architecture.md#the-election): the watchdog

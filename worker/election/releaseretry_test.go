@@ -2,11 +2,12 @@ package election
 
 import (
 	"context"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
 )
 
 // One transient failure of a release (a timeout under load, a 503) must not

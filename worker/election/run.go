@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+
 	"github.com/blobleader/blobleader/worker/election/lease"
 )
 

@@ -36,8 +36,8 @@ type Status struct {
 	Unusable string
 	// Conflict says how this contender's set-up conflicts with another's
 	// (conflict.go: another process under its identity, a contender of
-	// another Mode), once the reads have shown it for ConflictAfter; empty
-	// otherwise.
+	// another Mode), once every read for L + 2·P·1.1 + 2 request timeouts
+	// has shown it; empty otherwise.
 	Conflict string
 }
 

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // Early takeover (docs/failover.md#early-takeover): a leader that heartbeats
@@ -20,7 +21,7 @@ import (
 //  3. A follower that reads the same holder, term and heartbeat for T, with
 //     T measured on its own monotonic clock from the answer of the first read
 //     that showed them to the send of the current read, breaks the lease
-//     with a break period B ≥ StopWithin + TakeoverMargin + BreakRounding
+//     with a break period B ≥ StopWithin + takeoverMargin + breakRounding
 //     (StopWithin as the holder published it), conditioned on the read that
 //     judged it (lease.View.Version): storage refuses the break once the
 //     record changed — a heartbeat landed, or a later leadership wrote its
@@ -45,19 +46,19 @@ import (
 const EventLeaseBroken EventKind = "lease_broken"
 
 const (
-	// TakeoverMargin is what BreakPeriod keeps above the holder's
+	// takeoverMargin is what BreakPeriod keeps above the holder's
 	// StopWithin: room for clock-rate drift between the holder and storage
 	// (safety needs the holder's clock to run no slower than by a factor
 	// StopWithin/(StopWithin + margin)).
-	TakeoverMargin = 500 * time.Millisecond
-	// BreakRounding is what BreakPeriod keeps above StopWithin +
-	// TakeoverMargin because storage counts break periods in whole seconds:
+	takeoverMargin = 500 * time.Millisecond
+	// breakRounding is what BreakPeriod keeps above StopWithin +
+	// takeoverMargin because storage counts break periods in whole seconds:
 	// it takes the period and reports the time left in whole seconds, and
 	// its documentation promises only that no lease is granted before the
 	// period "has expired", not to the millisecond. A break ending up to a
 	// second early must still end after the holder stopped
 	// (docs/failover.md#early-takeover).
-	BreakRounding = time.Second
+	breakRounding = time.Second
 	// breakSlack is added after our break's period before reading again, so
 	// storage (which counts from its own receipt) has ended it.
 	breakSlack = 50 * time.Millisecond
@@ -71,35 +72,35 @@ func free(s lease.State) bool {
 	return s == lease.Available || s == lease.Expired || s == lease.Broken
 }
 
-// TakeoverEnabled reports whether early takeover is on.
-func (c Config) TakeoverEnabled() bool { return c.TakeoverAfter > 0 }
+// takeoverEnabled reports whether early takeover is on.
+func (c Config) takeoverEnabled() bool { return c.TakeoverAfter > 0 }
 
-// BeatGap is the longest a healthy leader goes between two heartbeats that
+// beatGap is the longest a healthy leader goes between two heartbeats that
 // land: a renew interval, then a renew and a heartbeat that each take up to
 // the request timeout. A heartbeating leader publishes it.
-func (c Config) BeatGap() time.Duration { return c.RenewInterval + 2*c.RequestTimeout() }
+func (c Config) beatGap() time.Duration { return c.RenewInterval + 2*c.RequestTimeout() }
 
-// StopWithin is what a heartbeating leader publishes: how long after a
+// stopWithin is what a heartbeating leader publishes: how long after a
 // renew's send everything it started has stopped acting.
-func (c Config) StopWithin() time.Duration {
+func (c Config) stopWithin() time.Duration {
 	return c.RenewDeadline + c.RequestTimeout() + c.StopAfterDeadline
 }
 
-// MinBreakPeriod is the shortest break period the rule allows for this
-// config: breakPeriodFor(StopWithin).
-func (c Config) MinBreakPeriod() time.Duration { return breakPeriodFor(c.StopWithin()) }
+// minBreakPeriod is the shortest break period the rule allows for this
+// config: breakPeriodFor(stopWithin).
+func (c Config) minBreakPeriod() time.Duration { return breakPeriodFor(c.stopWithin()) }
 
 // breakPeriodFor is the shortest break period that covers a holder which
-// stops within stop of a renew's send: stop + TakeoverMargin +
-// BreakRounding, rounded up to whole seconds.
+// stops within stop of a renew's send: stop + takeoverMargin +
+// breakRounding, rounded up to whole seconds.
 func breakPeriodFor(stop time.Duration) time.Duration {
-	return ceilSecond(stop + TakeoverMargin + BreakRounding)
+	return ceilSecond(stop + takeoverMargin + breakRounding)
 }
 
-// EffectiveBreakPeriod is BreakPeriod, or MinBreakPeriod when it is 0.
-func (c Config) EffectiveBreakPeriod() time.Duration {
+// effectiveBreakPeriod is BreakPeriod, or minBreakPeriod when it is 0.
+func (c Config) effectiveBreakPeriod() time.Duration {
 	if c.BreakPeriod == 0 {
-		return c.MinBreakPeriod()
+		return c.minBreakPeriod()
 	}
 	return c.BreakPeriod
 }
@@ -112,7 +113,7 @@ func (c Config) validateTakeover() error {
 	bad := func(field string, v any, rule string, args ...any) error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}
 	}
-	b := c.EffectiveBreakPeriod()
+	b := c.effectiveBreakPeriod()
 	switch {
 	case c.StopAfterDeadline < 0:
 		return bad("StopAfterDeadline", c.StopAfterDeadline, "must be ≥ 0")
@@ -124,14 +125,14 @@ func (c Config) validateTakeover() error {
 		return bad("BreakPeriod", c.BreakPeriod, "must be 0 while TakeoverAfter is 0 (early takeover off)")
 	case c.TakeoverAfter == 0:
 		return nil
-	case c.TakeoverAfter < 2*c.RenewInterval || c.TakeoverAfter < c.BeatGap():
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval and RenewInterval + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", max(2*c.RenewInterval, c.BeatGap()))
+	case c.TakeoverAfter < 2*c.RenewInterval || c.TakeoverAfter < c.beatGap():
+		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval and RenewInterval + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", max(2*c.RenewInterval, c.beatGap()))
 	case c.BreakPeriod%time.Second != 0:
 		return bad("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
 	case b > lease.MaxBreakPeriod:
-		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", lease.MaxBreakPeriod, TakeoverMargin+BreakRounding, c.MinBreakPeriod())
-	case b < c.MinBreakPeriod():
-		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds: %s of clock margin and %s because storage counts break periods in whole seconds), so the holder has stopped before anyone can acquire", TakeoverMargin+BreakRounding, stopAfterText(c), c.MinBreakPeriod(), TakeoverMargin, BreakRounding)
+		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", lease.MaxBreakPeriod, takeoverMargin+breakRounding, c.minBreakPeriod())
+	case b < c.minBreakPeriod():
+		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds: %s of clock margin and %s because storage counts break periods in whole seconds), so the holder has stopped before anyone can acquire", takeoverMargin+breakRounding, stopAfterText(c), c.minBreakPeriod(), takeoverMargin, breakRounding)
 	case c.TakeoverAfter+b >= c.LeaseDuration:
 		return bad("TakeoverAfter", c.TakeoverAfter, "plus BreakPeriod (%s) must be less than LeaseDuration (%s): otherwise the lease expires before an early takeover could end it (lower RenewDeadline to shorten the break period)", b, c.LeaseDuration)
 	}
@@ -149,8 +150,8 @@ func stopAfterText(c Config) string {
 // written, with heartbeat 0 (the term write), when early takeover is on: a
 // leader that dies before its first renew can then be broken early too.
 func (e *Elector) publishContract(r *lease.Record) {
-	if e.cfg.TakeoverEnabled() {
-		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, e.cfg.BeatGap(), e.cfg.StopWithin()
+	if e.cfg.takeoverEnabled() {
+		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, e.cfg.beatGap(), e.cfg.stopWithin()
 	}
 }
 
@@ -166,7 +167,7 @@ var errBreakingAtStart = errors.New("election: the lease was broken before our t
 // judged this leadership; one that reads breaking or broken is given up
 // before anything starts under it.
 func (e *Elector) stillLeased(ctx context.Context) error {
-	if !e.cfg.TakeoverEnabled() {
+	if !e.cfg.takeoverEnabled() {
 		return nil
 	}
 	br := e.lock.(lease.Breaker) // NewElector checked
@@ -187,7 +188,7 @@ func (l *leadership) heartbeatRecord(n int64) lease.Record {
 	acquired := e.since
 	e.mu.Unlock()
 	return lease.Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(), Mode: e.cfg.Mode, Process: thisProcess,
-		Heartbeat: n, BeatEvery: e.cfg.BeatGap(), StopWithin: e.cfg.StopWithin()}
+		Heartbeat: n, BeatEvery: e.cfg.beatGap(), StopWithin: e.cfg.stopWithin()}
 }
 
 // renewAndBeat is one renew cycle: the renew, then (with early takeover on)
@@ -199,7 +200,7 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResu
 	e := l.e
 	err := e.lock.Renew(ctx, l.leaseID)
 	e.noteAnswer(l.renewCtx, err)
-	if err != nil || !e.cfg.TakeoverEnabled() {
+	if err != nil || !e.cfg.takeoverEnabled() {
 		return renewResult{sent: sent, err: err}
 	}
 	l.beats++
@@ -247,7 +248,7 @@ type beatKey struct {
 // early takeover off, or when the read fails, it leaves the poll to the
 // acquire (skip false).
 func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, skip bool) {
-	if !e.cfg.TakeoverEnabled() || w.unsure {
+	if !e.cfg.takeoverEnabled() || w.unsure {
 		return 0, false
 	}
 	br := e.lock.(lease.Breaker) // NewElector checked

@@ -3,13 +3,14 @@ package election
 import (
 	"context"
 	"errors"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // fastConfig is the fast profile of README's timing table: D 2 s, renew
@@ -179,7 +180,7 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 		frozen := &frozenAnswers{plainLock: plainLock{store.NewLock("b")}}
 		rec := &recorder{}
 		follower := fastConfig("b")
-		follower.RetryPeriod = MinRetryPeriod
+		follower.RetryPeriod = minRetryPeriod
 		e, err := NewElector(follower, frozen, Callbacks{OnEvent: rec.add})
 		if err != nil {
 			t.Fatal(err)
@@ -464,7 +465,7 @@ func TestTakeover_LateBreakLeavesTheNextLeadershipAlone(t *testing.T) {
 		store := electiontest.NewStore()
 		a := start(t, store, fastConfig("a"), Callbacks{})
 		synctest.Wait()
-		delay := fastConfig("b").EffectiveBreakPeriod() + 3*time.Second
+		delay := fastConfig("b").effectiveBreakPeriod() + 3*time.Second
 		var followers []*contender
 		var late []*lateBreaker
 		for _, id := range []string{"b", "c"} {

@@ -2,13 +2,14 @@ package election
 
 import (
 	"context"
-	"github.com/blobleader/blobleader/worker/election/electiontest"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/electiontest"
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // A term at the top of the int64 range cannot grow: the next would wrap to

@@ -85,7 +85,9 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 
 // call runs one storage step with the request timeout.
 func (co *coordinator) call(ctx context.Context, f func(context.Context) error) error {
-	return co.w.cfg.Election.WithinRequestTimeout(ctx, f)
+	rctx, cancel := context.WithTimeout(ctx, co.w.cfg.Election.RequestTimeout())
+	defer cancel()
+	return f(rctx)
 }
 
 // pass is one round of coordination.

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/internal/setupconflict"
 )
 
 // Pools of different sizes (docs/architecture.md#conflicting-set-ups). All
@@ -13,20 +16,16 @@ import (
 // mode, Mode(N), into its member record (and every shard lock's); the
 // leader's listing shows them at no extra cost, and a member whose lease is
 // held while its record says another N is reported once it has shown so for
-// the election's ConflictAfter (a member of an earlier size that is gone
+// setupconflict.After, as the election does (a member of an earlier size that is gone
 // loses its lease within L).
 
 // Mode is the election mode of a pool of n shards ("shards=8"): the
 // binary's election lock and every member and shard record carry it.
 func Mode(n int) string { return "shards=" + strconv.Itoa(n) }
 
-// logEventSetupConflict is the `event` of the conflict log line, as the
-// election writes it (docs/architecture.md#log-lines-the-alerts-read).
-const logEventSetupConflict = "setup_conflict"
-
 // checkSizes compares the pool size of every live member with ours and
 // reports (log once per L, Healthy, Conflict) those that differ for longer
-// than ConflictAfter.
+// than setupconflict.After.
 func (co *coordinator) checkSizes(st poolState, now time.Time) {
 	w := co.w
 	mine := Mode(w.cfg.Shards)
@@ -41,7 +40,7 @@ func (co *coordinator) checkSizes(st poolState, now time.Time) {
 			co.odd[m] = now
 			continue
 		}
-		if now.Sub(since) >= w.cfg.Election.ConflictAfter() {
+		if now.Sub(since) >= conflictAfter(w.cfg.Election) {
 			odd = append(odd, fmt.Sprintf("%s (%s)", strconv.Quote(m), mode))
 		}
 	}
@@ -67,8 +66,8 @@ func (co *coordinator) checkSizes(st poolState, now time.Time) {
 		return
 	}
 	for m, mode := range st.MemberModes {
-		if since, ok := co.odd[m]; ok && now.Sub(since) >= w.cfg.Election.ConflictAfter() {
-			w.log.Warn("conflicting set-up", "event", logEventSetupConflict, "kind", "shards", "holder", m,
+		if since, ok := co.odd[m]; ok && now.Sub(since) >= conflictAfter(w.cfg.Election) {
+			w.log.Warn("conflicting set-up", "event", setupconflict.LogEvent, "kind", "shards", "holder", m,
 				"holder_mode", mode, "mode", mine, "term", co.term, "reason", reason)
 		}
 	}
@@ -97,4 +96,10 @@ func (w *Worker) Conflict() string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, "; ")
+}
+
+// conflictAfter is how long a pool-size conflict must last before it is
+// reported: as long as the election's own conflicts (setupconflict.After).
+func conflictAfter(c election.Config) time.Duration {
+	return setupconflict.After(c.LeaseDuration, c.RetryPeriod, c.RequestTimeout())
 }

@@ -3,9 +3,10 @@ package electiontest
 import (
 	"context"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"strconv"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 var _ lease.Breaker = (*Lock)(nil)

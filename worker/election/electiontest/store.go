@@ -9,10 +9,11 @@ package electiontest
 import (
 	"context"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/election/lease"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // Store is an in-memory stand-in for one lease blob, shared by the Locks
