@@ -59,7 +59,7 @@ func (f *CorruptDocument) Inject(ctx context.Context) error {
 	}
 	for {
 		err := f.overwrite(ctx)
-		if !storage.IsPreconditionFailed(err) {
+		if !storage.Changed(err) {
 			if err != nil {
 				return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, err)
 			}
@@ -114,7 +114,7 @@ func (f *CorruptDocument) Remove(ctx context.Context) error {
 		Metadata: f.metadata, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype},
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}},
 	})
-	if err != nil && !storage.IsPreconditionFailed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+	if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return fmt.Errorf("chaos: corrupt document %s: restore: %w", f.Blob, err)
 	}
 	f.active = false

@@ -10,6 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // The document is cut in half (not JSON any more) keeping its metadata;
@@ -35,7 +37,7 @@ func TestCorruptDocument_CutsTheDocumentAndRestoresItUnlessRepaired(t *testing.T
 		t.Fatal(err)
 	}
 	body, md := readDoc(t, direct, doc)
-	if json.Valid([]byte(body)) || body != good[:len(good)/2] || value(md, "term") != "5" {
+	if json.Valid([]byte(body)) || body != good[:len(good)/2] || storage.MetadataValue(md, storage.MetaTerm) != "5" {
 		t.Fatalf("document after the corruption = %q (metadata %v); want its first half, not JSON, term kept", body, md)
 	}
 	if err := f.Inject(ctxT(t, time.Second)); !errors.Is(err, ErrInjected) {

@@ -69,7 +69,7 @@ func (f *LedgerBlobType) Inject(ctx context.Context) error {
 	}
 	for {
 		err := f.replaceLast(ctx)
-		if !storage.IsPreconditionFailed(err) {
+		if !storage.Changed(err) {
 			if err != nil {
 				return fmt.Errorf("chaos: ledger blob type: %w", err)
 			}
@@ -144,7 +144,7 @@ func (f *LedgerBlobType) Remove(ctx context.Context) error {
 	_, err := b.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{
 		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}})
 	switch {
-	case storage.IsPreconditionFailed(err), bloberror.HasCode(err, bloberror.BlobNotFound):
+	case storage.Changed(err), bloberror.HasCode(err, bloberror.BlobNotFound):
 		f.active = false // repaired (or replaced) since: leave it
 		return nil
 	case err != nil:

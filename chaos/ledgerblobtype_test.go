@@ -11,6 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // The last segment becomes a block blob with the same lines and no
@@ -61,7 +63,7 @@ func TestLedgerBlobType_ReplacesTheLastSegmentWithABlockBlob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *props.BlobType != blob.BlobTypeAppendBlob || value(props.Metadata, "term") != "7" {
+	if *props.BlobType != blob.BlobTypeAppendBlob || storage.MetadataValue(props.Metadata, storage.MetaTerm) != "7" {
 		t.Fatalf("segment after Remove: type %v metadata %v, want the append blob back with its term", *props.BlobType, props.Metadata)
 	}
 	if _, err := seg("00000002").AppendBlock(ctxT(t, 5*time.Second), streaming.NopCloser(bytes.NewReader([]byte(`{"seq":2}`+"\n"))), nil); err != nil {
@@ -84,7 +86,7 @@ func TestLedgerBlobType_ReplacesTheLastSegmentWithABlockBlob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *props.BlobType != blob.BlobTypeBlockBlob || value(props.Metadata, "term") != "8" {
+	if *props.BlobType != blob.BlobTypeBlockBlob || storage.MetadataValue(props.Metadata, storage.MetaTerm) != "8" {
 		t.Fatalf("Remove after a repair: type %v metadata %v, want the repaired block blob left alone", *props.BlobType, props.Metadata)
 	}
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // OperatorMetadata is an operator writing the lock blob's metadata by hand —
@@ -66,13 +68,13 @@ func (f *OperatorMetadata) Inject(ctx context.Context) error {
 	for k, v := range props.Metadata {
 		switch key := strings.ToLower(k); {
 		case key == "holder" && f.DropHolder:
-		case key == "term" && f.Term != "":
+		case key == storage.MetaTerm && f.Term != "":
 		default:
 			md[key] = v
 		}
 	}
 	if f.Term != "" {
-		md["term"] = to(f.Term)
+		md[storage.MetaTerm] = to(f.Term)
 	}
 	if err := breakAndSetMetadata(ctx, f.Blob, md); err != nil {
 		return fmt.Errorf("chaos: operator metadata: %w", err)
@@ -95,7 +97,8 @@ func (f *OperatorMetadata) Remove(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chaos: operator metadata: read the record: %w", err)
 	}
-	if value(props.Metadata, "term") != value(f.wrote, "term") || value(props.Metadata, "holder") != value(f.wrote, "holder") {
+	if storage.MetadataValue(props.Metadata, storage.MetaTerm) != storage.MetadataValue(f.wrote, storage.MetaTerm) ||
+		storage.MetadataValue(props.Metadata, "holder") != storage.MetadataValue(f.wrote, "holder") {
 		f.active = false // a contender stamped a new record: nothing to repair
 		return nil
 	}
@@ -115,14 +118,4 @@ func breakAndSetMetadata(ctx context.Context, b *blob.Client, md map[string]*str
 		}
 		return nil
 	})
-}
-
-// value is metadata key k of md (names are case-insensitive), or "".
-func value(md map[string]*string, k string) string {
-	for name, v := range md {
-		if strings.EqualFold(name, k) && v != nil {
-			return *v
-		}
-	}
-	return ""
 }

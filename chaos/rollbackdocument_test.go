@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // A document put back to an earlier copy: body and metadata as they were
@@ -42,7 +44,7 @@ func TestRollbackDocument_PutsTheDocumentBackAsItWas(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if string(body) != `{"term":5,"version":3}` || value(resp.Metadata, "term") != "5" {
+	if string(body) != `{"term":5,"version":3}` || storage.MetadataValue(resp.Metadata, storage.MetaTerm) != "5" {
 		t.Fatalf("document after the rollback = %s (metadata %v), want version 3 under term 5", body, resp.Metadata)
 	}
 	if err := f.Inject(ctxT(t, time.Second)); !errors.Is(err, ErrInjected) {

@@ -9,6 +9,7 @@ import (
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // OperatorWritesBadMetadata: an operator writes the lock's metadata by hand
@@ -138,10 +139,5 @@ func lockTerm(t *testing.T, c cluster.Cluster) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range props.Metadata {
-		if strings.EqualFold(k, "term") && v != nil {
-			return *v
-		}
-	}
-	return ""
+	return storage.MetadataValue(props.Metadata, storage.MetaTerm)
 }

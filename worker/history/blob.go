@@ -10,10 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -307,9 +305,7 @@ func (b *Blob) sync(ctx context.Context) error {
 // the blob already there, whose length sync then reads.
 func (b *Blob) create(ctx context.Context) error {
 	client := b.c.NewAppendBlobClient(b.Name())
-	anyTag := azcore.ETagAny
-	opts := &appendblob.CreateOptions{AccessConditions: &blob.AccessConditions{
-		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}}}
+	opts := &appendblob.CreateOptions{AccessConditions: storage.IfUnchanged("")} // only while there is none
 	_, err := client.Create(storage.WithOp(ctx, "history_create"), opts)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		// Locally (Azurite) nobody made the container; on Azure Terraform did

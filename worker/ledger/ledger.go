@@ -82,7 +82,6 @@ var (
 const DefaultSegmentLimit = 45000
 
 const (
-	metaTerm   = "term"
 	metaFirst  = "first"
 	metaSealed = "sealed"
 	// metaHolder names the writer that stamped or created the segment
@@ -211,7 +210,7 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 	// sequence stands.
 	entries, err := readSegment(ctx, w.c, w.blob, seg, &etag)
 	if err != nil {
-		if storage.IsPreconditionFailed(err) {
+		if storage.Changed(err) {
 			return errRace
 		}
 		return err
@@ -246,16 +245,18 @@ func (w *Writer) claimLast(ctx context.Context, segs []segment, mode catchUpMode
 	if err != nil {
 		return "", 0, false, fmt.Errorf("ledger: read segment %d: %w", seg, err)
 	}
-	md := lower(props.Metadata)
-	etag, first, sealed := *props.ETag, atoi(md[metaFirst]), md[metaSealed] == "true"
+	md := props.Metadata
+	etag, first, sealed := *props.ETag, atoi(storage.MetadataValue(md, metaFirst)), storage.MetadataValue(md, metaSealed) == "true"
+	holder := storage.MetadataValue(md, metaHolder)
 	foreign := props.BlobType != nil && *props.BlobType != blob.BlobTypeAppendBlob
-	switch t, ours := atoi(md[metaTerm]), md[metaHolder] == url.QueryEscape(w.holder); {
+	t, _ := storage.Term(md) // a term that is not one reads as 0: ours stamps over it
+	switch ours := holder == url.QueryEscape(w.holder); {
 	case t > w.term, t == w.term && !ours:
-		return "", 0, false, fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
+		return "", 0, false, fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, holder, w.term)
 	case t < w.term && mode == resume && foreign:
 		return "", 0, false, fmt.Errorf("%w: segment %d was replaced by a %s outside the ledger, and a newer term's stamp may have gone with its metadata; a new term continues past it", ErrFenced, seg, *props.BlobType)
 	case t < w.term && mode == resume:
-		return "", 0, false, fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, md[metaHolder], w.term)
+		return "", 0, false, fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, holder, w.term)
 	case foreign && !sealed:
 		// 3'. A segment written outside the ledger: seal it under our term
 		// and continue after its last entry.
@@ -269,9 +270,9 @@ func (w *Writer) claimLast(ctx context.Context, segs []segment, mode catchUpMode
 	case t < w.term:
 		// 3. Stamp our term, conditioned on what we read.
 		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, sealed),
-			&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
+			&blob.SetMetadataOptions{AccessConditions: storage.IfUnchanged(etag)})
 		if err != nil {
-			if storage.IsPreconditionFailed(err) {
+			if storage.Changed(err) {
 				return "", 0, false, errRace
 			}
 			return "", 0, false, fmt.Errorf("ledger: fence segment %d: %w", seg, err)
@@ -286,18 +287,18 @@ func (w *Writer) claimLast(ctx context.Context, segs []segment, mode catchUpMode
 // conditioned on the same ETag. Its first seq is its first entry's, else
 // the one its metadata names, else the one after the previous segment's last
 // entry. A segment that cannot be read is left as it is: ErrCorrupt.
-func (w *Writer) sealForeign(ctx context.Context, segs []segment, client *appendblob.Client, etag azcore.ETag, md map[string]string) (azcore.ETag, int64, error) {
+func (w *Writer) sealForeign(ctx context.Context, segs []segment, client *appendblob.Client, etag azcore.ETag, md map[string]*string) (azcore.ETag, int64, error) {
 	last := segs[len(segs)-1]
 	entries, err := readSegment(ctx, w.c, w.blob, last.n, &etag)
 	switch {
-	case storage.IsPreconditionFailed(err):
+	case storage.Changed(err):
 		return "", 0, errRace
 	case errors.Is(err, ErrCorrupt):
 		return "", 0, fmt.Errorf("%w (segment %d is a %s written outside the ledger: move it aside, or put the ledger's own segment back, for the ledger to continue)", err, last.n, last.blobType)
 	case err != nil:
 		return "", 0, err
 	}
-	first := atoi(md[metaFirst])
+	first := atoi(storage.MetadataValue(md, metaFirst))
 	switch {
 	case len(entries) > 0:
 		first = entries[0].Seq
@@ -314,9 +315,9 @@ func (w *Writer) sealForeign(ctx context.Context, segs []segment, client *append
 		first = 1
 	}
 	resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, true),
-		&blob.SetMetadataOptions{AccessConditions: ifMatch(etag)})
+		&blob.SetMetadataOptions{AccessConditions: storage.IfUnchanged(etag)})
 	if err != nil {
-		if storage.IsPreconditionFailed(err) {
+		if storage.Changed(err) {
 			return "", 0, errRace
 		}
 		return "", 0, fmt.Errorf("ledger: seal foreign segment %d: %w", last.n, err)
@@ -328,10 +329,9 @@ func (w *Writer) sealForeign(ctx context.Context, segs []segment, client *append
 // it does not exist yet, and positions the writer at its start.
 func (w *Writer) create(ctx context.Context, n int, first int64) error {
 	create := func() (appendblob.CreateResponse, error) {
-		anyTag := azcore.ETagAny
 		return w.c.NewAppendBlobClient(segmentName(w.blob, n)).Create(storage.WithOp(ctx, "ledger_create"), &appendblob.CreateOptions{
 			Metadata:         w.meta(first, false),
-			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
+			AccessConditions: storage.IfUnchanged(""), // only while there is none
 		})
 	}
 	resp, err := create()
@@ -342,7 +342,7 @@ func (w *Writer) create(ctx context.Context, n int, first int64) error {
 		resp, err = create()
 	}
 	if err != nil {
-		if storage.IsPreconditionFailed(err) || bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
+		if storage.Changed(err) {
 			return fmt.Errorf("%w: segment %d already exists", errExists, n)
 		}
 		return fmt.Errorf("ledger: create segment %d: %w", n, err)
@@ -397,9 +397,9 @@ func (w *Writer) append(ctx context.Context) (Entry, error) {
 	line = append(line, '\n')
 	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
 	resp, err := client.AppendBlock(storage.WithOp(ctx, "ledger_append"), streaming.NopCloser(bytes.NewReader(line)),
-		&appendblob.AppendBlockOptions{AccessConditions: ifMatch(w.etag)})
+		&appendblob.AppendBlockOptions{AccessConditions: storage.IfUnchanged(w.etag)})
 	if err != nil {
-		if storage.IsPreconditionFailed(err) {
+		if storage.Changed(err) {
 			return Entry{}, fmt.Errorf("%w: append of seq %d refused (412)", errRace, e.Seq)
 		}
 		w.unsure = true
@@ -417,10 +417,10 @@ func (w *Writer) append(ctx context.Context) (Entry, error) {
 func (w *Writer) rotate(ctx context.Context) error {
 	client := w.c.NewAppendBlobClient(segmentName(w.blob, w.seg))
 	resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_seal"), w.meta(w.first, true),
-		&blob.SetMetadataOptions{AccessConditions: ifMatch(w.etag)})
+		&blob.SetMetadataOptions{AccessConditions: storage.IfUnchanged(w.etag)})
 	if err != nil {
 		w.unsure = true
-		if storage.IsPreconditionFailed(err) {
+		if storage.Changed(err) {
 			return fmt.Errorf("%w: seal of segment %d refused (412)", errRace, w.seg)
 		}
 		return fmt.Errorf("ledger: seal segment %d: %w", w.seg, err)
@@ -537,7 +537,7 @@ func segments(ctx context.Context, c *container.Client, name string) ([]segment,
 func readSegment(ctx context.Context, c *container.Client, name string, n int, etag *azcore.ETag) ([]Entry, error) {
 	var opts *blob.DownloadStreamOptions
 	if etag != nil {
-		opts = &blob.DownloadStreamOptions{AccessConditions: ifMatch(*etag)}
+		opts = &blob.DownloadStreamOptions{AccessConditions: storage.IfUnchanged(*etag)}
 	}
 	resp, err := c.NewAppendBlobClient(segmentName(name, n)).DownloadStream(storage.WithOp(ctx, "ledger_read"), opts)
 	if err != nil {
@@ -563,24 +563,10 @@ func readSegment(ctx context.Context, c *container.Client, name string, n int, e
 func (w *Writer) meta(first int64, sealed bool) map[string]*string {
 	t, f, s := strconv.FormatInt(w.term, 10), strconv.FormatInt(first, 10), strconv.FormatBool(sealed)
 	h := url.QueryEscape(w.holder)
-	return map[string]*string{metaTerm: &t, metaFirst: &f, metaSealed: &s, metaHolder: &h}
-}
-
-func lower(md map[string]*string) map[string]string {
-	out := map[string]string{}
-	for k, v := range md {
-		if v != nil {
-			out[strings.ToLower(k)] = *v
-		}
-	}
-	return out
+	return map[string]*string{storage.MetaTerm: &t, metaFirst: &f, metaSealed: &s, metaHolder: &h}
 }
 
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
-}
-
-func ifMatch(etag azcore.ETag) *blob.AccessConditions {
-	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
 }

@@ -46,15 +46,12 @@ func decode(b []byte, v any) error {
 	return nil
 }
 
-// metaTerm is the metadata key carrying the writer's term on fenced documents.
-const metaTerm = "term"
-
 // fencedDoc is a JSON document in one blob that storage lets only the newest
-// leader overwrite: every write is conditioned on the ETag the writer last
-// read or wrote (If-Match; If-None-Match: * for the first), and carries the
-// writer's term in metadata. A deposed leader's write after the new leader's
-// first write fails with 412 and, on reading again, it finds a newer term —
-// the read-check-write discipline of package ledger, for one document.
+// leader overwrite: every write is conditioned on the version the writer
+// last read or wrote (storage.IfUnchanged), and carries the writer's term
+// in metadata (storage.MetaTerm). A deposed leader's write after the new
+// leader's first write is refused and, on reading again, it finds a newer
+// term — the read-check-write of package storage, as the ledger does it.
 type fencedDoc struct {
 	blob *blockblob.Client
 	op   string // storage op label prefix, e.g. "assignment"
@@ -101,24 +98,21 @@ func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
 		return err
 	}
 	t := strconv.FormatInt(term, 10)
-	cond := &blob.ModifiedAccessConditions{}
+	var read azcore.ETag // "": the blob was not there when last read
 	if d.seen {
-		cond.IfMatch = &d.etag
-	} else {
-		anyTag := azcore.ETagAny
-		cond.IfNoneMatch = &anyTag
+		read = d.etag
 	}
 	ct := "application/json"
 	resp, err := d.blob.UploadBuffer(storage.WithOp(ctx, d.op+"_write"), b, &blockblob.UploadBufferOptions{
-		Metadata:         map[string]*string{metaTerm: &t},
+		Metadata:         map[string]*string{storage.MetaTerm: &t},
 		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: &ct},
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond},
+		AccessConditions: storage.IfUnchanged(read),
 	})
 	if err == nil {
 		d.etag, d.seen = *resp.ETag, true
 		return nil
 	}
-	if !storage.IsPreconditionFailed(err) && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
+	if !storage.Changed(err) {
 		return err
 	}
 	// Someone wrote since we read. Whose term?
@@ -141,14 +135,11 @@ func (d *fencedDoc) is(etag azcore.ETag) bool {
 	return d.seen && unquote(etag) == unquote(d.etag)
 }
 
+// termOf is the writer's term a document's metadata names; one that is
+// not a term reads as 0, below every leader's.
 func termOf(md map[string]*string) int64 {
-	for k, v := range md {
-		if v != nil && strings.EqualFold(k, metaTerm) {
-			n, _ := strconv.ParseInt(*v, 10, 64)
-			return n
-		}
-	}
-	return 0
+	t, _ := storage.Term(md)
+	return t
 }
 
 // readJSON downloads a small JSON blob into v (reports) and checks its

@@ -1,16 +1,14 @@
 // Package storage holds the small idioms every blobleader package that talks
 // to Blob Storage shares: naming each call for metrics, creating a container
-// that may already exist, telling a failed write condition apart, and the
-// blob names storage keeps as written (CheckBlobName). It depends on the Azure SDK only, so the
+// that may already exist, the read-check-write under an ETag (IfUnchanged,
+// Changed), the fencing term every guarded blob carries in its metadata
+// (MetaTerm, Term), and the blob names storage keeps as written
+// (CheckBlobName). It depends on the Azure SDK only, so the
 // side-effect packages (ledger, history) need not import the lock backend.
 package storage
 
 import (
 	"context"
-	"errors"
-	"net/http"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -52,11 +50,4 @@ func EnsureContainer(ctx context.Context, c *container.Client) error {
 		return err
 	}
 	return nil
-}
-
-// IsPreconditionFailed reports whether storage refused a conditional request
-// (If-Match, If-None-Match) because its condition no longer held: 412.
-func IsPreconditionFailed(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed
 }

@@ -7,11 +7,9 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -66,11 +64,11 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 	}
 	// 1. Read the term as stored and decide, before touching anything: a
 	// refused floor must leave the leader its lease.
-	stored, md, err := storedRecord(ctx, c, r.storage.blob)
+	stored, cur, err := storedRecord(ctx, lock)
 	if err != nil {
 		return fmt.Errorf("read the record: %w", err)
 	}
-	if err := checkFloor(n, md); err != nil {
+	if err := checkFloor(n, cur); err != nil {
 		return err
 	}
 	// 2. Take the lease (breaking a leader's).
@@ -84,11 +82,11 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 	release := func() { _ = lock.Release(ctx, leaseID) }
 	// Read again under our lease: a leader may have stamped a newer term
 	// between the first read and the acquire.
-	if stored, md, err = storedRecord(ctx, c, r.storage.blob); err != nil {
+	if stored, cur, err = storedRecord(ctx, lock); err != nil {
 		release()
 		return fmt.Errorf("read the record: %w", err)
 	}
-	if err := checkFloor(n, md); err != nil {
+	if err := checkFloor(n, cur); err != nil {
 		release()
 		return err
 	}
@@ -146,31 +144,27 @@ func parseFloor(floor string) (int64, error) {
 	return n, nil
 }
 
-// storedRecord reads the lock's metadata as stored and its term as written
-// ("" for none, or no blob yet), not through Get, which reads a missing
-// term as the clock floor and refuses an unparsable one.
-func storedRecord(ctx context.Context, c *container.Client, blob string) (string, map[string]*string, error) {
-	props, err := c.NewBlobClient(blob).GetProperties(ctx, nil)
-	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
-		return "", nil, nil
+// storedRecord reads the lock's record as stored (bloblock's Stored, not
+// Get, which reads a missing term as the clock floor): the term as written
+// ("" for none, or no blob yet), and the term a floor must not lower — 0
+// when there is none, or when it is unusable (not a non-negative integer,
+// or one that cannot grow), which recover-term repairs with any floor.
+func storedRecord(ctx context.Context, lock *bloblock.Lock) (written string, term int64, err error) {
+	rec, written, err := lock.Stored(ctx)
+	switch {
+	case errors.Is(err, lease.ErrUnusableRecord):
+		return written, 0, nil
+	case err != nil:
+		return "", 0, err
 	}
-	if err != nil {
-		return "", nil, err
-	}
-	for k, v := range props.Metadata {
-		if strings.EqualFold(k, bloblock.MetaTerm) && v != nil {
-			return *v, props.Metadata, nil
-		}
-	}
-	return "", props.Metadata, nil
+	return written, rec.Term, nil
 }
 
-// checkFloor refuses a floor that would lower the stored term. A usable
-// term is never lowered; an unusable one (not a non-negative integer, or one
-// that cannot grow) is what recover-term repairs, with any floor.
-func checkFloor(floor int64, md map[string]*string) error {
-	if cur, err := bloblock.RecordFromMetadata(md); err == nil && cur.Term > floor {
-		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", floor, cur.Term)
+// checkFloor refuses a floor that would lower the stored term (0: none, or
+// unusable). A usable term is never lowered.
+func checkFloor(floor, term int64) error {
+	if term > floor {
+		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", floor, term)
 	}
 	return nil
 }

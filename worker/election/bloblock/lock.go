@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -42,7 +41,6 @@ import (
 // Metadata keys on the lock blob.
 const (
 	MetaHolder   = "holder"
-	MetaTerm     = "term"
 	MetaAcquired = "acquired"
 	MetaMode     = "mode"    // lease.Record.Mode; written when not empty
 	MetaProcess  = "process" // lease.Record.Process; written when not empty
@@ -118,9 +116,8 @@ func (l *Lock) ensure(ctx context.Context) error {
 	}
 	// If-None-Match: * so that we never overwrite a blob someone else made
 	// (and its term) between our acquire and this create.
-	anyTag := azcore.ETagAny
 	_, err := l.blob.Upload(storage.WithOp(ctx, "create_blob"), streaming.NopCloser(strings.NewReader("")), &blockblob.UploadOptions{
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
+		AccessConditions: storage.IfUnchanged(""),
 	})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet, bloberror.LeaseIDMissing) {
 		return classify("create_blob", err, plainCall)
@@ -152,18 +149,28 @@ func (l *Lock) Release(ctx context.Context, leaseID string) error {
 // Get reads the record from the blob's metadata. A blob without a term (or no
 // blob at all: first use, or deleted by an operator) returns the term floor.
 func (l *Lock) Get(ctx context.Context) (lease.Record, error) {
-	props, err := l.blob.GetProperties(storage.WithOp(ctx, "get"), nil)
-	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
-		return lease.Record{Term: l.termFloor()}, nil
-	}
-	if err != nil {
-		return lease.Record{}, classify("get", err, plainCall)
-	}
-	r, err := RecordFromMetadata(props.Metadata)
+	r, _, err := l.Stored(ctx)
 	if err == nil && r.Term == 0 {
 		r.Term = l.termFloor()
 	}
 	return r, err
+}
+
+// Stored reads the record as storage holds it, for an operator's tools
+// (recover-term): a blob without a term, or no blob, reads as term 0 — no
+// term floor stands in — and term is the term's value as written ("" for
+// none). A term that cannot give the next one comes back with the record
+// and an error wrapping lease.ErrUnusableRecord, as from Get.
+func (l *Lock) Stored(ctx context.Context) (r lease.Record, term string, err error) {
+	props, err := l.blob.GetProperties(storage.WithOp(ctx, "get"), nil)
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		return lease.Record{}, "", nil
+	}
+	if err != nil {
+		return lease.Record{}, "", classify("get", err, plainCall)
+	}
+	r, err = RecordFromMetadata(props.Metadata)
+	return r, storage.MetadataValue(props.Metadata, storage.MetaTerm), err
 }
 
 // termFloor is the term below which a record without a term must not hand
@@ -190,7 +197,14 @@ func (l *Lock) TermFloor() int64 { return l.termFloor() }
 // (kept as the term), whose successor would wrap negative.
 func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 	var r lease.Record
-	var err error
+	term, err := storage.Term(md)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: %v", lease.ErrUnusableRecord, err)
+	case term == math.MaxInt64:
+		err = fmt.Errorf("%w: metadata term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, term)
+	}
+	r.Term = term
 	// Metadata names are case-insensitive in Azure; the SDK may hand them
 	// back capitalised.
 	for k, v := range md {
@@ -198,18 +212,10 @@ func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 			continue
 		}
 		switch strings.ToLower(k) {
+		case storage.MetaTerm:
+			// read above
 		case MetaHolder:
 			r.Holder = *v
-		case MetaTerm:
-			t, perr := strconv.ParseInt(*v, 10, 64)
-			if perr != nil || t < 0 {
-				err = fmt.Errorf("%w: metadata term %q is not a non-negative integer", lease.ErrUnusableRecord, *v)
-				continue
-			}
-			r.Term = t
-			if t == math.MaxInt64 {
-				err = fmt.Errorf("%w: metadata term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, t)
-			}
 		case MetaAcquired:
 			r.Acquired, _ = time.Parse(time.RFC3339Nano, *v)
 		case MetaMode:
@@ -228,7 +234,7 @@ func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 // 404 once the blob or its container is gone.
 func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
-	md := map[string]*string{MetaHolder: &r.Holder, MetaTerm: &term, MetaAcquired: &acquired}
+	md := map[string]*string{MetaHolder: &r.Holder, storage.MetaTerm: &term, MetaAcquired: &acquired}
 	if r.Mode != "" {
 		md[MetaMode] = &r.Mode
 	}

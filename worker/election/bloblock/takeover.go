@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
@@ -75,8 +74,7 @@ func (l *Lock) Break(ctx context.Context, version string, period time.Duration) 
 	secs := int32(period / time.Second)
 	opts := &azlease.BlobBreakOptions{BreakPeriod: &secs}
 	if version != "" {
-		tag := azcore.ETag(version)
-		opts.ModifiedAccessConditions = &blob.ModifiedAccessConditions{IfMatch: &tag}
+		opts.ModifiedAccessConditions = storage.IfUnchanged(azcore.ETag(version)).ModifiedAccessConditions
 	}
 	_, err = lc.BreakLease(storage.WithOp(ctx, "break"), opts)
 	return classify("break", err, plainCall)
