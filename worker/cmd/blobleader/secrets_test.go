@@ -95,7 +95,7 @@ func fileText(t *testing.T, path string) string {
 func TestSecrets_NoOutputCarriesAPlantedSecret(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
-	key := bloblock.DevelopmentAccountKey
+	key := azuritetest.AccountKey
 	cred, err := azblob.NewSharedKeyCredential(azuritetest.Account, key)
 	if err != nil {
 		t.Fatal(err)

@@ -96,8 +96,8 @@ func NewContainerClient(cfg ClientConfig) (*container.Client, error) {
 // account name and key (documented by Microsoft; not a secret) and its
 // default blob endpoint.
 const (
-	DevelopmentAccount      = "devstoreaccount1"
-	DevelopmentAccountKey   = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	developmentAccount      = "devstoreaccount1"
+	developmentAccountKey   = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 	developmentBlobEndpoint = "http://127.0.0.1:10000"
 )
 
@@ -132,8 +132,8 @@ func ExpandConnectionString(s string) (string, error) {
 		}
 		endpoint = u.Scheme + "://" + u.Hostname() + ":10000"
 	}
-	return "DefaultEndpointsProtocol=http;AccountName=" + DevelopmentAccount + ";AccountKey=" + DevelopmentAccountKey +
-		";BlobEndpoint=" + endpoint + "/" + DevelopmentAccount + ";", nil
+	return "DefaultEndpointsProtocol=http;AccountName=" + developmentAccount + ";AccountKey=" + developmentAccountKey +
+		";BlobEndpoint=" + endpoint + "/" + developmentAccount + ";", nil
 }
 
 // checkConnectionString rejects what the SDK would accept silently or fail on

@@ -35,7 +35,7 @@ func TestExpandConnectionString(t *testing.T) {
 				}
 				return
 			}
-			if !strings.Contains(got, tc.wantEndpoint) || !strings.Contains(got, "AccountName="+DevelopmentAccount) || !strings.Contains(got, "AccountKey="+DevelopmentAccountKey) {
+			if !strings.Contains(got, tc.wantEndpoint) || !strings.Contains(got, "AccountName="+developmentAccount) || !strings.Contains(got, "AccountKey="+developmentAccountKey) {
 				t.Fatalf("ExpandConnectionString(%q) = %q, want the development account at %s", tc.in, got, tc.wantEndpoint)
 			}
 			if err := checkConnectionString(got); err != nil {

@@ -40,10 +40,10 @@ import (
 
 // Metadata keys on the lock blob.
 const (
-	MetaHolder   = "holder"
-	MetaAcquired = "acquired"
-	MetaMode     = "mode"    // lease.Record.Mode; written when not empty
-	MetaProcess  = "process" // lease.Record.Process; written when not empty
+	metaHolder   = "holder"
+	metaAcquired = "acquired"
+	metaMode     = "mode"    // lease.Record.Mode; written when not empty
+	metaProcess  = "process" // lease.Record.Process; written when not empty
 )
 
 // Lock is a lease on one blob. It is used by one elector at a time.
@@ -214,13 +214,13 @@ func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 		switch strings.ToLower(k) {
 		case storage.MetaTerm:
 			// read above
-		case MetaHolder:
+		case metaHolder:
 			r.Holder = *v
-		case MetaAcquired:
+		case metaAcquired:
 			r.Acquired, _ = time.Parse(time.RFC3339Nano, *v)
-		case MetaMode:
+		case metaMode:
 			r.Mode = *v
-		case MetaProcess:
+		case metaProcess:
 			r.Process = *v
 		default:
 			parseTakeover(&r, strings.ToLower(k), *v)
@@ -234,12 +234,12 @@ func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 // 404 once the blob or its container is gone.
 func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
-	md := map[string]*string{MetaHolder: &r.Holder, storage.MetaTerm: &term, MetaAcquired: &acquired}
+	md := map[string]*string{metaHolder: &r.Holder, storage.MetaTerm: &term, metaAcquired: &acquired}
 	if r.Mode != "" {
-		md[MetaMode] = &r.Mode
+		md[metaMode] = &r.Mode
 	}
 	if r.Process != "" {
-		md[MetaProcess] = &r.Process
+		md[metaProcess] = &r.Process
 	}
 	takeoverMetadata(md, r)
 	_, err := l.blob.SetMetadata(storage.WithOp(ctx, "update"), md, &blob.SetMetadataOptions{

@@ -18,9 +18,9 @@ import (
 // holder's heartbeat counter, how often it beats and how long after a
 // renew's send it has stopped, in milliseconds.
 const (
-	MetaHeartbeat  = "heartbeat"
-	MetaBeatEvery  = "heartbeat_every_ms"
-	MetaStopWithin = "stop_within_ms"
+	metaHeartbeat  = "heartbeat"
+	metaBeatEvery  = "heartbeat_every_ms"
+	metaStopWithin = "stop_within_ms"
 )
 
 var _ lease.Breaker = (*Lock)(nil)
@@ -86,7 +86,7 @@ func takeoverMetadata(md map[string]*string, r lease.Record) {
 		return // no contract: early takeover off on the writer
 	}
 	for k, v := range map[string]int64{
-		MetaHeartbeat: r.Heartbeat, MetaBeatEvery: r.BeatEvery.Milliseconds(), MetaStopWithin: r.StopWithin.Milliseconds(),
+		metaHeartbeat: r.Heartbeat, metaBeatEvery: r.BeatEvery.Milliseconds(), metaStopWithin: r.StopWithin.Milliseconds(),
 	} {
 		s := strconv.FormatInt(v, 10)
 		md[k] = &s
@@ -102,11 +102,11 @@ func parseTakeover(r *lease.Record, key, v string) (ok bool) {
 		n = 0
 	}
 	switch key {
-	case MetaHeartbeat:
+	case metaHeartbeat:
 		r.Heartbeat = n
-	case MetaBeatEvery:
+	case metaBeatEvery:
 		r.BeatEvery = time.Duration(n) * time.Millisecond
-	case MetaStopWithin:
+	case metaStopWithin:
 		r.StopWithin = time.Duration(n) * time.Millisecond
 	default:
 		return false

@@ -12,8 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 )
 
-// StorageScope is the audience of a blob data-plane token.
-const StorageScope = "https://storage.azure.com/.default"
+// storageScope is the audience of a blob data-plane token.
+const storageScope = "https://storage.azure.com/.default"
 
 // ErrNoToken is wrapped when no first storage token arrived within the budget.
 var ErrNoToken = errors.New("bloblock: no storage token")
@@ -77,7 +77,7 @@ func warmUp(ctx context.Context, cred azcore.TokenCredential, budget, progressEv
 func tokenWithProgress(ctx context.Context, cred azcore.TokenCredential, start time.Time, progressEvery time.Duration, log *slog.Logger) error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{StorageScope}})
+		_, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{storageScope}})
 		done <- err
 	}()
 	tick := time.NewTicker(progressEvery)
