@@ -45,41 +45,58 @@ type facts struct {
 func plan(f facts) (owners, standbys []string) {
 	members := sortedUnion(f.active, f.retained)
 	active := set(f.active)
-	isMember := set(members)
+	intended, base := f.corrected(members, active)
+	owners = place(f.n, members, active, base, intended, f.favored(members))
+	return owners, f.standbys(members, active, owners)
+}
 
-	// Rule 1, the intent corrected by facts: a standby holding the shard took it
-	// over from its owner.
-	io := make([]string, f.n)
-	base := make([]string, f.n)
+// corrected is rule 1, the intent corrected by facts: intended is, per
+// shard, the owner the intent names, or the standby that holds the shard
+// (it took it over from its owner); base is the member that keeps it — its
+// holder, else its intended owner, else its standby while that one is
+// active (it is polling and will take the shard) — or "" for none.
+func (f facts) corrected(members []string, active map[string]bool) (intended, base []string) {
+	isMember := set(members)
+	intended = make([]string, f.n)
+	base = make([]string, f.n)
 	for s := range f.n {
-		io[s] = f.intent.owner(s)
-		h := f.holder[s]
-		if h != "" && h == f.intent.standby(s) {
-			io[s] = h
+		intended[s] = f.intent.owner(s)
+		h, sb := f.holder[s], f.intent.standby(s)
+		if h != "" && h == sb {
+			intended[s] = h
 		}
 		switch {
 		case isMember[h]:
 			base[s] = h
-		case isMember[io[s]]:
-			base[s] = io[s]
-		case isMember[f.intent.standby(s)] && active[f.intent.standby(s)]:
-			base[s] = f.intent.standby(s) // it is polling and will take the shard
+		case isMember[intended[s]]:
+			base[s] = intended[s]
+		case isMember[sb] && active[sb]:
+			base[s] = sb
 		}
 	}
-	var favored map[string]bool
-	if f.intent != nil && slices.Equal(f.intent.Members, members) {
-		favored = map[string]bool{}
-		q := f.n / max(len(members), 1)
-		for m, c := range f.intent.Counts() {
-			if c == q+1 {
-				favored[m] = true
-			}
-		}
-	}
-	owners = place(f.n, members, active, base, io, favored)
+	return intended, base
+}
 
-	// Rule 4, standbys: for each owner, where its shards would go without it.
-	standbys = make([]string, f.n)
+// favored are the members the intent gave ⌈N/M⌉ shards, when the
+// membership is unchanged: they keep the larger targets (rule 3). nil when
+// the membership changed or there is no intent.
+func (f facts) favored(members []string) map[string]bool {
+	if f.intent == nil || !slices.Equal(f.intent.Members, members) {
+		return nil
+	}
+	favored := map[string]bool{}
+	q := f.n / max(len(members), 1)
+	for m, c := range f.intent.Counts() {
+		if c == q+1 {
+			favored[m] = true
+		}
+	}
+	return favored
+}
+
+// standbys is rule 4: for each owner, where its shards would go without it.
+func (f facts) standbys(members []string, active map[string]bool, owners []string) []string {
+	standbys := make([]string, f.n)
 	byOwner := map[string][]int{}
 	for s, o := range owners {
 		// A shard gets a standby once its owner holds it, and keeps it while
@@ -108,7 +125,7 @@ func plan(f facts) (owners, standbys []string) {
 			standbys[s] = alt[s]
 		}
 	}
-	return owners, standbys
+	return standbys
 }
 
 // place assigns every shard to a member: it keeps base where balance allows,
@@ -117,20 +134,43 @@ func plan(f facts) (owners, standbys []string) {
 // preferring shards intended for the receiver. favored members get the
 // ⌈N/M⌉ targets first.
 func place(n int, members []string, active map[string]bool, base, intended []string, favored map[string]bool) []string {
-	out := make([]string, n)
 	if len(members) == 0 {
-		return out
+		return make([]string, n)
 	}
-	count := map[string]int{}
+	p := &placement{members: members, active: active, intended: intended, out: make([]string, n), count: map[string]int{}}
+	p.keep(base)
+	p.setTargets(favored)
+	p.giveFree()
+	p.balance()
+	return p.out
+}
+
+// placement is one run of place: the owner of each shard so far, how many
+// shards each member has, and how many it should end with.
+type placement struct {
+	members  []string
+	active   map[string]bool
+	intended []string // per shard, the member it is meant for
+	out      []string // per shard, its owner so far ("" free)
+	count    map[string]int
+	target   map[string]int
+}
+
+// keep starts from base: each shard stays with its member, if a member.
+func (p *placement) keep(base []string) {
 	for s, m := range base {
-		if m != "" && slices.Contains(members, m) {
-			out[s] = m
-			count[m]++
+		if m != "" && slices.Contains(p.members, m) {
+			p.give(s, m)
 		}
 	}
-	// Rule 2, targets: the ⌈N/M⌉ ones to the favored, then to the fullest.
-	q, r := n/len(members), n%len(members)
-	order := slices.Clone(members)
+}
+
+// setTargets is rule 2: every member's target is ⌊N/M⌋, and the ⌈N/M⌉
+// ones go to the favored, then to the fullest (ties: name).
+func (p *placement) setTargets(favored map[string]bool) {
+	n := len(p.out)
+	q, r := n/len(p.members), n%len(p.members)
+	order := slices.Clone(p.members)
 	slices.SortStableFunc(order, func(a, b string) int {
 		if fa, fb := favored[a], favored[b]; fa != fb {
 			if fa {
@@ -138,84 +178,107 @@ func place(n int, members []string, active map[string]bool, base, intended []str
 			}
 			return 1
 		}
-		if c := cmp.Compare(count[b], count[a]); c != 0 {
+		if c := cmp.Compare(p.count[b], p.count[a]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
 	})
-	target := map[string]int{}
+	p.target = map[string]int{}
 	for i, m := range order {
-		target[m] = q
+		p.target[m] = q
 		if i < r {
-			target[m] = q + 1
+			p.target[m] = q + 1
 		}
 	}
-	deficit := func(m string) int { return target[m] - count[m] }
-	// neediest is the active member furthest below its target (ties: name).
-	neediest := func(mustNeed bool) string {
-		best := ""
-		for _, m := range members {
-			if !active[m] || (mustNeed && deficit(m) <= 0) {
-				continue
-			}
-			if best == "" || deficit(m) > deficit(best) {
-				best = m
-			}
-		}
-		return best
-	}
-	// 3a. Free shards: to their intended owner if it has room, else to the
-	// neediest active member.
-	for s := range n {
-		if out[s] == "" {
-			if m := intended[s]; active[m] && slices.Contains(members, m) && deficit(m) > 0 {
-				out[s] = m
-				count[m]++
-			}
+}
+
+// giveFree is rule 3a: each free shard goes to its intended owner if that
+// one is active and has room, else to the neediest active member.
+func (p *placement) giveFree() {
+	for s, m := range p.out {
+		if i := p.intended[s]; m == "" && p.active[i] && slices.Contains(p.members, i) && p.deficit(i) > 0 {
+			p.give(s, i)
 		}
 	}
-	for s := range n {
-		if out[s] == "" {
-			if m := neediest(false); m != "" {
-				out[s] = m
-				count[m]++
-			}
+	for s, m := range p.out {
+		if m != "" {
+			continue
+		}
+		if to := p.neediest(false); to != "" {
+			p.give(s, to)
 		}
 	}
-	// 3b. Moves that balance requires: from the fullest member above target
-	// to the neediest active member below target.
+}
+
+// balance is rule 3b: the moves balance requires, each from the fullest
+// member above its target to the neediest active member below its own.
+func (p *placement) balance() {
 	for {
-		to := neediest(true)
-		from := ""
-		for _, m := range members {
-			if deficit(m) < 0 && (from == "" || deficit(m) < deficit(from)) {
-				from = m
-			}
-		}
+		to, from := p.neediest(true), p.fullest()
 		if to == "" || from == "" {
-			return out
+			return
 		}
-		pick, rank := -1, -1
-		for s := n - 1; s >= 0; s-- {
-			if out[s] != from {
-				continue
-			}
-			r := 0
-			switch intended[s] {
-			case to:
-				r = 2 // already meant for the receiver
-			case from:
-			default:
-				r = 1 // meant for someone else anyway
-			}
-			if r > rank {
-				pick, rank = s, r
-			}
-		}
-		out[pick] = to
-		count[from]--
-		count[to]++
+		s := p.pick(from, to)
+		p.count[from]--
+		p.give(s, to)
 	}
+}
+
+func (p *placement) give(s int, m string) {
+	p.out[s] = m
+	p.count[m]++
+}
+
+func (p *placement) deficit(m string) int { return p.target[m] - p.count[m] }
+
+// neediest is the active member furthest below its target (ties: name);
+// with mustNeed, only one that is below it. "" for none.
+func (p *placement) neediest(mustNeed bool) string {
+	best := ""
+	for _, m := range p.members {
+		if !p.active[m] || (mustNeed && p.deficit(m) <= 0) {
+			continue
+		}
+		if best == "" || p.deficit(m) > p.deficit(best) {
+			best = m
+		}
+	}
+	return best
+}
+
+// fullest is the member furthest above its target (ties: name); "" for none.
+func (p *placement) fullest() string {
+	from := ""
+	for _, m := range p.members {
+		if p.deficit(m) < 0 && (from == "" || p.deficit(m) < p.deficit(from)) {
+			from = m
+		}
+	}
+	return from
+}
+
+// pick is the shard to move from one member to another: one meant for the
+// receiver, else one meant for someone else anyway, else any (the highest
+// numbered among equals).
+func (p *placement) pick(from, to string) int {
+	pick, rank := -1, -1
+	for s := len(p.out) - 1; s >= 0; s-- {
+		if p.out[s] != from {
+			continue
+		}
+		r := 0
+		switch p.intended[s] {
+		case to:
+			r = 2 // already meant for the receiver
+		case from:
+		default:
+			r = 1 // meant for someone else anyway
+		}
+		if r > rank {
+			pick, rank = s, r
+		}
+	}
+	return pick
 }
 
 func set(xs []string) map[string]bool {

@@ -232,8 +232,23 @@ func (co *coordinator) noteVersion(v int64) { co.highest = max(co.highest, v) }
 // facts turns a listing into the planner's input: who is active, who is
 // retained (absent within the grace, or suspect), who holds what.
 func (co *coordinator) facts(st poolState, now time.Time) facts {
-	w := co.w
-	n := w.cfg.Shards
+	n := co.w.cfg.Shards
+	present := co.present(st)
+	co.suspectTakenOver(st, now)
+	active, retained := co.sortMembers(present, now)
+	members := set(append(slices.Clone(active), retained...))
+	holder := make([]string, n)
+	for s := range n {
+		if sl := st.Shards[s]; sl.Leased && members[sl.Holder] {
+			holder[s] = sl.Holder
+		}
+	}
+	return facts{n: n, active: active, retained: retained, holder: holder, intent: co.intent}
+}
+
+// present is the members whose member lease the listing shows held; they
+// are no longer absent.
+func (co *coordinator) present(st poolState) map[string]bool {
 	present := map[string]bool{}
 	for m, leased := range st.Members {
 		if leased {
@@ -241,8 +256,27 @@ func (co *coordinator) facts(st poolState, now time.Time) facts {
 			delete(co.absent, m)
 		}
 	}
-	// Members we count but no longer see: absent since now (or since our
-	// term began, for those of the assignment we adopted).
+	return present
+}
+
+// suspectTakenOver marks the owner of every shard its standby holds: the
+// standby took it over, so the owner has probably died (its member lease
+// lapses within L). It is given nothing new for a while.
+func (co *coordinator) suspectTakenOver(st poolState, now time.Time) {
+	for s := range co.w.cfg.Shards {
+		h, o := st.Shards[s].Holder, co.intent.owner(s)
+		if st.Shards[s].Leased && h != "" && o != "" && h != o && h == co.intent.standby(s) {
+			co.suspect[o] = now.Add(co.w.cfg.SuspectFor())
+		}
+	}
+}
+
+// sortMembers splits the members into active (present and not suspect)
+// and retained (present but suspect, or absent within their grace), each
+// sorted. The members counted but no longer seen are those of the
+// assignment we adopted and those already absent; each is absent since the
+// first pass that missed it.
+func (co *coordinator) sortMembers(present map[string]bool, now time.Time) (active, retained []string) {
 	known := map[string]bool{}
 	if co.intent != nil {
 		for _, m := range co.intent.Members {
@@ -252,16 +286,6 @@ func (co *coordinator) facts(st poolState, now time.Time) facts {
 	for m := range co.absent {
 		known[m] = true
 	}
-	// A standby holding a shard its owner was given took it over: the owner
-	// has probably died (its member lease lapses within L). Give it nothing
-	// new for a while.
-	for s := range n {
-		h, o := st.Shards[s].Holder, co.intent.owner(s)
-		if st.Shards[s].Leased && h != "" && o != "" && h != o && h == co.intent.standby(s) {
-			co.suspect[o] = now.Add(w.cfg.SuspectFor())
-		}
-	}
-	var active, retained []string
 	for m := range present {
 		if until, ok := co.suspect[m]; ok && now.Before(until) {
 			retained = append(retained, m)
@@ -279,20 +303,13 @@ func (co *coordinator) facts(st poolState, now time.Time) facts {
 			since = now
 			co.absent[m] = now
 		}
-		if now.Sub(since) < w.cfg.MemberGrace() {
+		if now.Sub(since) < co.w.cfg.MemberGrace() {
 			retained = append(retained, m)
 		}
 	}
 	slices.Sort(active)
 	slices.Sort(retained)
-	members := set(append(slices.Clone(active), retained...))
-	holder := make([]string, n)
-	for s := range n {
-		if sl := st.Shards[s]; sl.Leased && members[sl.Holder] {
-			holder[s] = sl.Holder
-		}
-	}
-	return facts{n: n, active: active, retained: retained, holder: holder, intent: co.intent}
+	return active, retained
 }
 
 // why explains a publication for the history.

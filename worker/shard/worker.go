@@ -164,15 +164,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // acquisitions; held leases are governed by their own deadlines).
 func (w *Worker) reconcile(ctx context.Context, now time.Time) {
 	a, fresh := w.view.current(now)
-	me := w.cfg.Election.Identity
-	wanted := map[int]bool{}
-	if a != nil {
-		for s := range a.Owners {
-			if a.owner(s) == me || a.standby(s) == me {
-				wanted[s] = true
-			}
-		}
-	}
+	wanted := shardsFor(a, w.cfg.Election.Identity)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for s, r := range w.runs {
@@ -221,6 +213,20 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) {
 		}
 		w.runs[s] = r
 	}
+}
+
+// shardsFor is the shards assignment a (nil: none yet) gives member me,
+// as owner or standby: the ones it contends for.
+func shardsFor(a *Assignment, me string) map[int]bool {
+	wanted := map[int]bool{}
+	if a != nil {
+		for s := range a.Owners {
+			if a.owner(s) == me || a.standby(s) == me {
+				wanted[s] = true
+			}
+		}
+	}
+	return wanted
 }
 
 func orNobody(s string) string {
