@@ -21,13 +21,7 @@ type won struct {
 // follow polls for the lease every P (jittered) until it wins it and stamps
 // a new term; ok is false when ctx ended.
 func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bool) {
-	heldPolls := 0 // consecutive polls that found the lock held
-	// One lease ID per leadership attempt: kept while an acquire's answer may
-	// have been lost (retrying with it re-acquires our own ghost lease), and
-	// replaced once a request with it may still be in flight after we gave
-	// the lease up.
-	leaseID := newLeaseID()
-	var tw watch // early takeover's reads (takeover.go)
+	f := &following{e: e, ctx: ctx, leaseID: newLeaseID()}
 	timer := time.NewTimer(pause)
 	defer timer.Stop()
 	for {
@@ -36,61 +30,107 @@ func (e *Elector) follow(ctx context.Context, pause time.Duration) (w won, ok bo
 			return won{}, false
 		case <-timer.C:
 		}
-		if next, skip := e.inspect(ctx, &tw); skip {
+		if next, skip := f.inspect(); skip {
 			timer.Reset(next) // held or breaking: no acquire (takeover.go)
 			continue
 		}
-
-		// Follower (docs/architecture.md#the-election): try to take the
-		// lease. The send time bounds the lease from below: storage grants
-		// it at or after `sent`, so it lasts past sent + L.
-		sent := time.Now()
-		err := e.call(ctx, func(c context.Context) error { return e.lock.Acquire(c, leaseID, e.cfg.LeaseDuration) })
-		tw.unsure = err != nil && !errors.Is(err, lease.ErrHeld)
-		switch {
-		case ctx.Err() != nil:
-			// Stopping. Unless storage definitely said no, the lease may be
-			// ours — won just as we stop, or granted with the answer cut off
-			// by the cancel — so release it as this attempt's lease ID (a
-			// no-op at storage if it was never granted): a granted lease left
-			// behind would make everyone wait L.
-			if !errors.Is(err, lease.ErrHeld) {
-				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
-			}
+		if w, ok := f.poll(); ok {
+			return w, true
+		}
+		if ctx.Err() != nil {
 			return won{}, false
-		case err == nil:
-			e.touch(true)
-			// Becoming leader: stamp a new term under the lease (the fencing token).
-			term, err := e.stampTerm(ctx, leaseID, sent)
-			if err == nil {
-				return won{term: term, leaseID: leaseID, validUntil: sent.Add(e.cfg.RenewDeadline)}, true
-			}
-			if e.tellUnusable(err) {
-				e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
-				e.log.Warn("acquired the lease but could not start leading; releasing", "err", err)
-			}
-			if !errors.Is(err, lease.ErrLost) {
-				_ = e.call(context.WithoutCancel(ctx), func(c context.Context) error { return e.lock.Release(c, leaseID) })
-			}
-			leaseID = newLeaseID() // the release may yet arrive late
-			heldPolls = 0
-		case errors.Is(err, lease.ErrHeld):
-			e.touch(true)
-			// Someone leads. Read who (not every poll: it costs an operation),
-			// but every poll while we know nobody: the winner may not have
-			// stamped its term yet when we first look.
-			if heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" || e.suspecting() {
-				e.observe(ctx)
-			}
-			heldPolls++
-		default:
-			e.touch(false)
-			e.emit(Event{Kind: EventAcquireFailed, Reason: err.Error()})
-			e.log.Debug("acquire failed (transient)", "err", err)
-			heldPolls = 0
 		}
 		timer.Reset(e.cfg.JitteredRetryPeriod())
 	}
+}
+
+// following is what a follower keeps between its polls. Its methods are
+// the steps of a poll; only follow's goroutine calls them.
+type following struct {
+	e   *Elector
+	ctx context.Context // Run's context
+	// leaseID is this leadership attempt's: kept while an acquire's answer
+	// may have been lost (retrying with it re-acquires our own ghost
+	// lease), and replaced once a request with it may still be in flight
+	// after we gave the lease up.
+	leaseID   string
+	heldPolls int   // consecutive polls that found the lock held
+	watch     watch // early takeover's reads (takeover.go)
+}
+
+// poll tries once to take the lease (docs/architecture.md#the-election,
+// follower), and says whether it was won and stamped with a new term.
+func (f *following) poll() (w won, ok bool) {
+	e := f.e
+	// The send time bounds the lease from below: storage grants it at or
+	// after `sent`, so it lasts past sent + L.
+	sent := time.Now()
+	err := e.call(f.ctx, func(c context.Context) error { return e.lock.Acquire(c, f.leaseID, e.cfg.LeaseDuration) })
+	f.watch.unsure = err != nil && !errors.Is(err, lease.ErrHeld)
+	switch {
+	case f.ctx.Err() != nil:
+		// Stopping. Unless storage definitely said no, the lease may be
+		// ours — won just as we stop, or granted with the answer cut off
+		// by the cancel — so release it as this attempt's lease ID (a
+		// no-op at storage if it was never granted): a granted lease left
+		// behind would make everyone wait L.
+		if !errors.Is(err, lease.ErrHeld) {
+			f.release()
+		}
+	case err == nil:
+		e.touch(true)
+		return f.stamp(sent)
+	case errors.Is(err, lease.ErrHeld):
+		e.touch(true)
+		f.held()
+	default:
+		e.touch(false)
+		e.emit(Event{Kind: EventAcquireFailed, Reason: err.Error()})
+		e.log.Debug("acquire failed (transient)", "err", err)
+		f.heldPolls = 0
+	}
+	return won{}, false
+}
+
+// stamp becomes leader of the lease just won (acquired at sent): it
+// stamps a new term under the lease, the fencing token. When that fails,
+// the lease is released (unless it is already lost) and the next attempt
+// gets a new lease ID.
+func (f *following) stamp(sent time.Time) (w won, ok bool) {
+	e := f.e
+	term, err := e.stampTerm(f.ctx, f.leaseID, sent)
+	if err == nil {
+		return won{term: term, leaseID: f.leaseID, validUntil: sent.Add(e.cfg.RenewDeadline)}, true
+	}
+	if e.tellUnusable(err) {
+		e.emit(Event{Kind: EventAcquireFailed, Reason: "term write: " + err.Error()})
+		e.log.Warn("acquired the lease but could not start leading; releasing", "err", err)
+	}
+	if !errors.Is(err, lease.ErrLost) {
+		f.release()
+	}
+	f.leaseID = newLeaseID() // the release may yet arrive late
+	f.heldPolls = 0
+	return won{}, false
+}
+
+// held is a poll that found someone leading. It reads who (not every poll:
+// it costs an operation), but every poll while we know nobody — the winner
+// may not have stamped its term yet when we first look — or suspect a
+// conflicting set-up.
+func (f *following) held() {
+	e := f.e
+	if f.heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" || e.suspecting() {
+		e.observe(f.ctx)
+	}
+	f.heldPolls++
+}
+
+// release gives up a lease this attempt may hold, as its lease ID, on a
+// context that outlives Run's (a no-op at storage if it holds none).
+func (f *following) release() {
+	e := f.e
+	_ = e.call(context.WithoutCancel(f.ctx), func(c context.Context) error { return e.lock.Release(c, f.leaseID) })
 }
 
 // stampTerm writes the new term under the lease just won. The term is above

@@ -159,16 +159,23 @@ func (l *leadership) loop() ending {
 			}
 
 		case <-l.taskDone:
-			if l.ctx.Err() != nil {
-				return shutdown()
-			}
-			reason := "task exited"
-			if l.taskErr != nil {
-				reason += ": " + l.taskErr.Error()
-			}
-			return handOn(reason)
+			return l.taskEnded()
 		}
 	}
+}
+
+// taskEnded is how a leadership whose task returned ends: handed on (a
+// leader that no longer does its job lets another do it), or, if Run is
+// stopping, shut down.
+func (l *leadership) taskEnded() ending {
+	if l.ctx.Err() != nil {
+		return shutdown()
+	}
+	reason := "task exited"
+	if l.taskErr != nil {
+		reason += ": " + l.taskErr.Error()
+	}
+	return handOn(reason)
 }
 
 func (l *leadership) deadline() time.Time {

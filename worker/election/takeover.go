@@ -237,6 +237,10 @@ type watch struct {
 	unsure bool
 }
 
+// restart forgets the holder seen: staleness is measured again from the
+// next read.
+func (w *watch) restart() { w.seen, w.since = beatKey{}, time.Time{} }
+
 // beatKey is what must change for a heartbeat to count as fresh.
 type beatKey struct {
 	holder     string
@@ -247,14 +251,15 @@ type beatKey struct {
 // tried (the lease is held, or breaking); next is when to read again. With
 // early takeover off, or when the read fails, it leaves the poll to the
 // acquire (skip false).
-func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, skip bool) {
+func (f *following) inspect() (next time.Duration, skip bool) {
+	e, w := f.e, &f.watch
 	if !e.cfg.takeoverEnabled() || w.unsure {
 		return 0, false
 	}
 	br := e.lock.(lease.Breaker) // NewElector checked
 	sent := time.Now()
 	var v lease.View
-	err := e.call(ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err })
+	err := e.call(f.ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err })
 	answered := time.Now()
 	if errors.Is(err, lease.ErrUnusableRecord) {
 		e.touch(true) // a definite answer: the record is there, and unusable
@@ -263,7 +268,8 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 	if err != nil || free(v.State) {
 		// Staleness is measured only across our own consecutive reads: a
 		// failed read (or a free lease) starts the measurement again.
-		w.seen, w.since, w.brokeAt = beatKey{}, time.Time{}, time.Time{}
+		w.restart()
+		w.brokeAt = time.Time{}
 		if err != nil {
 			e.log.Debug("could not read the lease", "err", err)
 		}
@@ -274,55 +280,71 @@ func (e *Elector) inspect(ctx context.Context, w *watch) (next time.Duration, sk
 		e.observeRecord(v.Record)
 	}
 	if v.State == lease.Breaking {
-		w.seen, w.since = beatKey{}, time.Time{}
-		if w.brokeAt.IsZero() {
-			return e.cfg.JitteredRetryPeriod(), true // someone else's break
-		}
-		left := time.Until(w.brokeAt.Add(w.brokeFor))
-		switch {
-		case left > 0:
-			return left + breakSlack, true
-		case -left < e.cfg.RetryPeriod:
-			return breakRecheck, true
-		}
-		w.brokeAt = time.Time{}
-		return e.cfg.JitteredRetryPeriod(), true
+		w.restart()
+		return f.whileBreaking(), true
 	}
 	w.brokeAt = time.Time{}
+	return f.judge(br, v, sent, answered), true
+}
+
+// whileBreaking is when to read again while the lease is breaking: when
+// our own break has passed (and then shortly after, until storage says it
+// ended), or at the next poll for someone else's.
+func (f *following) whileBreaking() time.Duration {
+	e, w := f.e, &f.watch
+	if w.brokeAt.IsZero() {
+		return e.cfg.JitteredRetryPeriod() // someone else's break
+	}
+	left := time.Until(w.brokeAt.Add(w.brokeFor))
+	switch {
+	case left > 0:
+		return left + breakSlack
+	case -left < e.cfg.RetryPeriod:
+		return breakRecheck
+	}
+	w.brokeAt = time.Time{}
+	return e.cfg.JitteredRetryPeriod()
+}
+
+// judge is step 3 for a read (sent and answered at those times) of a
+// leased lock: it notes the holder's heartbeat, and breaks the lease once
+// the heartbeat has stayed unchanged, by our own clock, for as long as the
+// holder's contract asks. It says when to read again.
+func (f *following) judge(br lease.Breaker, v lease.View, sent, answered time.Time) time.Duration {
+	e, w := f.e, &f.watch
 	k := beatKey{holder: v.Record.Holder, term: v.Record.Term, beat: v.Record.Heartbeat}
 	if w.since.IsZero() || k != w.seen {
 		w.seen, w.since = k, answered
-		return e.cfg.JitteredRetryPeriod(), true
+		return e.cfg.JitteredRetryPeriod()
 	}
-	// 3. Unchanged: for how long, by our own clock, at the least?
+	// Unchanged: for how long, by our own clock, at the least?
 	stale := sent.Sub(w.since)
 	need, period, why := e.breakTerms(v.Record)
-	if why != "" {
+	switch {
+	case why != "":
 		if w.refused != k {
 			w.refused = k
 			e.log.Debug("will not break this holder early", "holder", k.holder, "term", k.term, "why", why)
 		}
-		return e.cfg.JitteredRetryPeriod(), true
-	}
-	if stale < need {
-		return e.cfg.JitteredRetryPeriod(), true
-	}
-	if v.Version == "" {
-		return e.cfg.JitteredRetryPeriod(), true // nothing to condition a break on: never break blindly
+		return e.cfg.JitteredRetryPeriod()
+	case stale < need:
+		return e.cfg.JitteredRetryPeriod()
+	case v.Version == "":
+		return e.cfg.JitteredRetryPeriod() // nothing to condition a break on: never break blindly
 	}
 	// Break only the leadership this read judged: once its record changed
 	// (a heartbeat, a later leadership's term), storage refuses the break.
-	err = e.call(ctx, func(c context.Context) error { return br.Break(c, v.Version, period) })
+	err := e.call(f.ctx, func(c context.Context) error { return br.Break(c, v.Version, period) })
 	if err != nil {
 		e.log.Warn("could not break a stale lease", "holder", k.holder, "term", k.term, "err", err)
-		return e.cfg.JitteredRetryPeriod(), true
+		return e.cfg.JitteredRetryPeriod()
 	}
 	w.brokeAt, w.brokeFor = time.Now(), period
-	w.seen, w.since = beatKey{}, time.Time{}
+	w.restart()
 	reason := fmt.Sprintf("heartbeat %d of %s (term %d) unchanged for %s ≥ %s; break period %s", k.beat, k.holder, k.term, stale.Round(time.Millisecond), need, period)
 	e.emit(Event{Kind: EventLeaseBroken, Time: w.brokeAt, Term: k.term, Leader: k.holder, Reason: reason, Heartbeat: k.beat, Stale: stale, BreakPeriod: period})
 	e.log.Info("broke a stale lease", "holder", k.holder, "term", k.term, "heartbeat", k.beat, "stale", stale.Round(time.Millisecond), "break_period", period)
-	return period + breakSlack, true
+	return period + breakSlack
 }
 
 // breakTerms says how long a holder's heartbeat must stay unchanged before

@@ -13,12 +13,7 @@ func NewHealthGauge(healthy func() error) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_healthy",
 		Help: "1 if /healthz would answer 200 at the moment of the scrape, else 0.",
-	}, func() float64 {
-		if healthy() != nil {
-			return 0
-		}
-		return 1
-	})
+	}, func() float64 { return one(healthy() == nil) })
 }
 
 // NewConflictGauge exports blobleader_setup_conflict: 1 while conflict()
@@ -29,12 +24,7 @@ func NewConflictGauge(conflict func() string) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_setup_conflict",
 		Help: "1 while this worker sees a set-up conflicting with its own (its identity used by another process, another mode on its lock, pool members of another --shards); /healthz and the setup_conflict log line say which.",
-	}, func() float64 {
-		if conflict() != "" {
-			return 1
-		}
-		return 0
-	})
+	}, func() float64 { return one(conflict() != "") })
 }
 
 // NewShardOwnership exports the shards a worker holds the leases of, read

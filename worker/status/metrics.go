@@ -45,47 +45,52 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 	isLeader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_is_leader",
 		Help: "1 if this worker leads at the moment of the scrape (checked against its renew deadline), else 0.",
-	}, func() float64 {
-		if e := get(); e != nil && e.IsLeader() {
-			return 1
-		}
-		return 0
-	})
+	}, fromElector(get, func(e *election.Elector) float64 { return one(e.IsLeader()) }))
 	term := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_term",
 		Help: "The term this worker leads, or the last term it observed.",
-	}, func() float64 {
-		if e := get(); e != nil {
-			return float64(e.Status().Term)
-		}
-		return 0
-	})
+	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.Status().Term) }))
 	unusable := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_lock_record_unusable",
 		Help: "1 while the lock's record — or, with --shards, a shard lock's this worker contends for — cannot give a next term (an unparsable term, or one that cannot grow): no contender can lead on it until an operator repairs it; /status says why.",
-	}, func() float64 {
-		if e := get(); e != nil && e.Status().Unusable != "" {
-			return 1
-		}
-		m.mu.Lock()
-		more := m.moreLocks
-		m.mu.Unlock()
-		if more != nil && more() != "" {
-			return 1
-		}
-		return 0
-	})
+	}, func() float64 { return one(m.unusable(get)) })
 	stalled := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "blobleader_no_progress_stepdowns_total",
 		Help: "Leaderships this worker's stall watchdog ended: its leader task reported no progress (work that landed) for the watchdog timeout.",
-	}, func() float64 {
-		if e := get(); e != nil {
-			return float64(e.NoProgressStepDowns())
-		}
-		return 0
-	})
+	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.NoProgressStepDowns()) }))
 	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.requests, m.durations)
 	return m
+}
+
+// fromElector reads a metric from the elector at scrape time: f of it, or 0
+// while there is none yet.
+func fromElector(get func() *election.Elector, f func(*election.Elector) float64) func() float64 {
+	return func() float64 {
+		if e := get(); e != nil {
+			return f(e)
+		}
+		return 0
+	}
+}
+
+// unusable reports whether the election's lock record, or one AlsoUnusable
+// reports, cannot give a next term.
+func (m *Metrics) unusable(get func() *election.Elector) bool {
+	if e := get(); e != nil && e.Status().Unusable != "" {
+		return true
+	}
+	m.mu.Lock()
+	more := m.moreLocks
+	m.mu.Unlock()
+	return more != nil && more() != ""
+}
+
+// one is a boolean gauge's value.
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // AlsoUnusable makes blobleader_lock_record_unusable count the lock records
