@@ -10,22 +10,12 @@ import (
 )
 
 // gcInterval is how long Azurite's blob garbage collector waits between
-// sweeps in a server started here: longer than any test, demo or bench run.
-//
-// Why: Azurite sweeps every 10 minutes by default, on Node's only thread,
-// and the sweep removes every unreferenced extent (every overwritten blob's
-// old data) one by one from the collection of all extents, never giving the
-// thread back to requests in between: it grows with the blobs ever written,
-// about as their square. Measured here, one sweep after N overwrites of
-// ten 200-byte blobs blocked every request for 2.2 s (N = 2000), 9.7 s
-// (4000) and 45.8 s (8000). In a 10-minute
-// shard soak (`make chaos`) the server answered no request from anyone for
-// 9 s at exactly 10 minutes of age; the workers' requests all timed out and
-// the checker reported a shard failover 24 s late (issue 23's seed
-// failures). Real storage has no such pause, and a harness whose storage
-// stops answering on its own judges the system by a fault nobody injected.
-// Without sweeps the in-memory server keeps overwritten blob data until it
-// stops: megabytes over a test's life.
+// sweeps in a server started here: longer than any test, demo or bench run,
+// so that no server sweeps during its life. A sweep runs on Node's only
+// thread and answers no request until it ends, for seconds once many blobs
+// have been overwritten: storage that stops answering on its own would be
+// a fault nobody injected (docs/chaos.md#running). Without sweeps the
+// in-memory server keeps overwritten blob data until it stops.
 //
 // It must stay below Node's timer limit (2^31-1 ms, about 24.8 days):
 // Node runs a longer timeout after 1 ms, which would sweep continuously.

@@ -10,13 +10,9 @@ import (
 	"time"
 )
 
-// Azurite's blob garbage collector runs every 10 minutes on Node's only
-// thread, and its sweep grows with the blobs ever written: in
-// a 10-minute shard soak it answered nothing for 9 s (every worker's request
-// timed out at once), which the checker rightly reported as a failover too
-// slow. A test server must not stop answering on its own, so the GC's next
-// run is pushed past any test's life; this reads the interval the GC itself
-// logs after its first (empty) sweep at start.
+// A server started here never sweeps during a test (gcInterval): this
+// reads the interval Azurite's GC itself logs after its first (empty)
+// sweep at start.
 func TestStart_AzuriteGarbageCollectorNeverRunsDuringATest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

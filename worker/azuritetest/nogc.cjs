@@ -1,9 +1,7 @@
 // Preloaded into Azurite (node --require) by worker/azuritetest: sets the
-// blob garbage collector's interval before Azurite reads it. Its sweep runs
-// on Node's only thread and grows with the blobs ever written, so a long
-// test saw the server answer nothing for seconds
-// (worker/azuritetest/gc.go). Fails loudly rather than start a server that
-// will stall.
+// blob garbage collector's interval before Azurite reads it (why:
+// worker/azuritetest/gc.go). Fails loudly rather than start a server that
+// would stall.
 "use strict";
 const fs = require("fs");
 const path = require("path");

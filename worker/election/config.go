@@ -24,8 +24,8 @@ const (
 	// acquire, the term write, renew, the first token fetch of a keyless
 	// identity on a fresh TLS connection — and Azure's SLA gives a blob
 	// operation up to 2s; an in-region call takes tens of milliseconds, a
-	// token fetch plus a TLS handshake hundreds. Far below that (50ms) the
-	// first acquire times out every time against real Azure: a fleet that
+	// token fetch plus a TLS handshake hundreds. Far below that the first
+	// acquire would time out every time against real Azure: a fleet that
 	// never leads. 500ms is the fast profile's (docs/architecture.md#the-election).
 	minRequestTimeout = 500 * time.Millisecond
 	// minRetryPeriod is the shortest follower poll period P. Every follower
@@ -33,10 +33,10 @@ const (
 	// blob is 500 requests a second, beyond which it throttles (503
 	// ServerBusy) — the leader's renews included. At 500ms a follower sends
 	// at most 1/(0.9·P) ≈ 2.2 requests a second, so ~200 contenders stay
-	// inside the target beside the leader; at 1ns one follower sent 279 a
-	// second. A poll also waits for its own answer, which may take up to the
-	// request timeout (minRequestTimeout, 500ms): polling faster than that
-	// buys no failover time. 500ms is the fast profile's.
+	// inside the target beside the leader. A poll also waits for its own
+	// answer, which may take up to the request timeout (minRequestTimeout,
+	// 500ms): polling faster than that buys no failover time. 500ms is the
+	// fast profile's.
 	minRetryPeriod = 500 * time.Millisecond
 )
 

@@ -167,9 +167,8 @@ func waitLeader(t *testing.T, ms []*poolMember, timeout time.Duration) *poolMemb
 // takes an expired shard lease (after an outage the owners, not their
 // standbys, win theirs back), but a lease its owner released has nobody
 // coming back for it: the standby takes it within P·1.1 + ε of the release,
-// warming up or not. The bench found this (docs/benchmarks.md §9): under a
-// load spike the standbys' assignment reads failed, and a graceful leave
-// seconds later waited out their warm-up (6–7 s; bound 2.1 s).
+// warming up or not — also when, under a load spike, the standbys'
+// assignment reads failed seconds before the leave (docs/benchmarks.md §9).
 func TestPool_StandbyWarmingUpTakesAReleasedShardAtOnce(t *testing.T) {
 	t.Parallel()
 	c := newContainer(t)

@@ -188,9 +188,9 @@ func TestNewContainerClient_RejectsBadInput(t *testing.T) {
 	}
 }
 
-// Hole 1 (issue 10): a release held in flight from an ended leadership
-// arrives after the same process leads again. With one lease ID per
-// leadership storage refuses it; the current lease survives.
+// A release held in flight from an ended leadership arrives after the
+// same process leads again. With one lease ID per leadership storage
+// refuses it; the current lease survives.
 func TestLock_LateReleaseOfAnEndedLeadershipCannotFreeALaterOne(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t, 30*time.Second)
@@ -227,9 +227,9 @@ func TestLock_LateReleaseOfAnEndedLeadershipCannotFreeALaterOne(t *testing.T) {
 	}
 }
 
-// Hole 2 (issue 10): deleting the lock's container (or blob) under a holder
-// is a definite loss at its next renew or guarded write, and the recreated
-// record never yields a term at or below one handed out before.
+// Deleting the lock's container (or blob) under a holder is a definite
+// loss at its next renew or guarded write, and the recreated record never
+// yields a term at or below one handed out before.
 func TestLock_DeletedContainerOrBlobIsALossAndTermsStayAbove(t *testing.T) {
 	t.Parallel()
 	for _, what := range []string{"container", "blob"} {
