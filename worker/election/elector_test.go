@@ -563,3 +563,40 @@ func TestElector_RunTwiceIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// After a lost lease a deposed holder pauses before contending
+// again, as after a hand-off, instead of racing to win back a lease an
+// operator just broke.
+func TestElector_PausesBeforeContendingAfterALostLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := electiontest.NewStore()
+		a := start(t, store, testConfig("a"), Callbacks{})
+		synctest.Wait()
+		oneLeader(t, a)
+		var mu sync.Mutex
+		var acquires []time.Time
+		a.lock.SetFault(func(ctx context.Context, op string) error {
+			if op == "acquire" {
+				mu.Lock()
+				acquires = append(acquires, time.Now())
+				mu.Unlock()
+			}
+			return nil
+		})
+		time.Sleep(500 * time.Millisecond)
+		store.Break()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		stopped := a.rec.all(EventStoppedLeading)
+		if len(stopped) != 1 {
+			t.Fatalf("stopped_leading = %+v, want one after the break", stopped)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, at := range acquires {
+			if d := at.Sub(stopped[0].Time); d >= 0 && d < 1800*time.Millisecond {
+				t.Fatalf("a tried to acquire %s after losing its lease, want a pause of at least 2·P·0.9 = 1.8s", d)
+			}
+		}
+	})
+}

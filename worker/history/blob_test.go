@@ -159,3 +159,109 @@ func TestBlob_LostAnswerThenOverflowKeepsEveryRecordOnceOrCounted(t *testing.T) 
 		t.Fatalf("last record %d, want the newest (%d) kept", last, total-1)
 	}
 }
+
+func TestBlob_FlushesEverySecondInOrderAndOnClose(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	az := azuritetest.StartT(t)
+	c := historyClient(t, az.ConnectionString())
+	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 200 * time.Millisecond})
+	for i := range 50 {
+		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
+	}
+	// Flushed without Close, within a couple of flush periods.
+	deadline := time.Now().Add(5 * time.Second)
+	var got []history.Record
+	for len(got) < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 50 records in the blob after 5s without Close", len(got))
+		}
+		time.Sleep(100 * time.Millisecond)
+		if resp, err := c.NewAppendBlobClient(sink.Name()).DownloadStream(ctx, nil); err == nil {
+			got = readLines(t, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	for i := 50; i < 60; i++ {
+		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
+	}
+	if err := sink.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	resp, err := c.NewAppendBlobClient(sink.Name()).DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got = readLines(t, resp.Body)
+	if len(got) != 60 {
+		t.Fatalf("%d records after Close, want 60", len(got))
+	}
+	for i, r := range got {
+		if r.Event != fmt.Sprint(i) {
+			t.Fatalf("record %d is %q: out of order", i, r.Event)
+		}
+	}
+	if !strings.HasPrefix(sink.Name(), "w1/") {
+		t.Fatalf("blob %q is not under the identity's folder", sink.Name())
+	}
+}
+
+func TestBlob_WriteNeverBlocksWhenStorageIsDown(t *testing.T) {
+	port, _ := azuritetest.FreePort() // nothing listens there
+	c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
+	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond, MaxBuffer: 10 << 10})
+	start := time.Now()
+	for i := range 20000 {
+		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("20,000 writes took %s with storage down: Write blocks", took)
+	}
+	if sink.Dropped() == 0 {
+		t.Fatal("a 10 KiB buffer held 20,000 records: nothing was dropped or counted")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := sink.Close(ctx); err == nil {
+		t.Fatal("Close with storage down and records dropped returned nil")
+	}
+}
+
+// Records the sink had to drop are announced in the blob: a history_dropped
+// record with the count comes first, so a reader cannot mistake the history
+// for a complete one.
+func TestBlob_DroppedRecordsAreAnnouncedInTheBlob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	az := azuritetest.StartT(t)
+	c := historyClient(t, az.ConnectionString())
+	// A flush period far beyond the test: only Close flushes, so the 2 KiB
+	// buffer overflows first.
+	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: time.Hour, MaxBuffer: 2 << 10})
+	for i := range 500 {
+		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
+	}
+	dropped := sink.Dropped()
+	if dropped == 0 {
+		t.Fatal("a 2 KiB buffer held 500 records: nothing dropped")
+	}
+	if err := sink.Close(ctx); err == nil || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("Close after drops = %v, want an error naming the drops", err)
+	}
+	resp, err := c.NewAppendBlobClient(sink.Name()).DownloadStream(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := readLines(t, resp.Body)
+	if len(got) == 0 || got[0].Event != history.EventDropped || got[0].Dropped != dropped || got[0].Identity != "w1" {
+		t.Fatalf("first record %+v, want history_dropped with dropped=%d for w1", got[0], dropped)
+	}
+	if int64(len(got)-1)+dropped != 500 {
+		t.Fatalf("%d records kept + %d dropped != 500 written", len(got)-1, dropped)
+	}
+	if last := got[len(got)-1].Event; last != "499" {
+		t.Fatalf("last record %q, want the newest (499) kept", last)
+	}
+}
