@@ -3,7 +3,6 @@ package history
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -101,11 +100,10 @@ func OpenBlob(c *container.Client, identity string, start time.Time, opts BlobOp
 
 // Write queues one record; it never waits on storage.
 func (b *Blob) Write(r Record) error {
-	line, err := json.Marshal(r)
+	line, err := r.line()
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.pending = append(b.pending, line)
@@ -149,11 +147,11 @@ const EventDropped = "history_dropped"
 // droppedLine is the history_dropped record for n lost records.
 func (b *Blob) droppedLine(n int64) []byte {
 	now := time.Now()
-	line, _ := json.Marshal(Record{
+	line, _ := Record{
 		T: now.UTC().Format(time.RFC3339Nano), MonoNS: int64(now.Sub(b.start)), Identity: b.identity,
 		Event: EventDropped, Dropped: n, Reason: "history buffer full while storage was unreachable",
-	})
-	return append(line, '\n')
+	}.line()
+	return line
 }
 
 // flush writes what is pending: first the batch whose outcome is still

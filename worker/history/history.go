@@ -98,15 +98,23 @@ func OpenFile(path string) (*File, error) {
 // Write appends one record. Errors are returned, not fatal: history is
 // evidence, and losing a line must not stop the election.
 func (h *File) Write(r Record) error {
-	b, err := json.Marshal(r)
+	b, err := r.line()
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, err = h.f.Write(b)
 	return err
+}
+
+// line is the record as history holds it: one JSON line.
+func (r Record) line() ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // Close closes the file.
