@@ -47,8 +47,8 @@ func (a *Assignment) validate() error {
 	return nil
 }
 
-// Newer reports whether a orders after b (a nil b is older than anything).
-func (a *Assignment) Newer(b *Assignment) bool {
+// newer reports whether a orders after b (a nil b is older than anything).
+func (a *Assignment) newer(b *Assignment) bool {
 	if b == nil {
 		return a != nil
 	}

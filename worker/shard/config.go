@@ -96,46 +96,46 @@ func (c Config) ViewTTL() time.Duration {
 	return 2 * (poll(c.Election) + c.Election.RequestTimeout())
 }
 
-// Drain is how long a worker keeps a shard that the assignment has moved
+// drain is how long a worker keeps a shard that the assignment has moved
 // away from it before releasing it: ViewTTL, so every worker that could
 // still act on the older view has either read the new one or stopped
 // acquiring. The new owner then acquires within P·1.1 of the release.
-func (c Config) Drain() time.Duration { return c.ViewTTL() }
+func (c Config) drain() time.Duration { return c.ViewTTL() }
 
-// StandbyWarmup is how long a worker whose view went stale (a partition, an
+// standbyWarmup is how long a worker whose view went stale (a partition, an
 // outage; not its start) waits before it acts as a standby again, so the
 // owners, not their standbys, win back the shards after an outage: L.
-func (c Config) StandbyWarmup() time.Duration { return c.Election.LeaseDuration }
+func (c Config) standbyWarmup() time.Duration { return c.Election.LeaseDuration }
 
-// MemberGrace is how long the leader keeps counting a member whose lease it
+// memberGrace is how long the leader keeps counting a member whose lease it
 // no longer sees: the member elector's hand-off pause after a missed
 // deadline (2·P·1.1) plus one poll and two requests. Within it the member
 // keeps its shards and receives none, so a blip or an outage moves nothing.
-func (c Config) MemberGrace() time.Duration {
+func (c Config) memberGrace() time.Duration {
 	return 3*poll(c.Election) + 2*c.Election.RequestTimeout()
 }
 
-// SuspectFor is how long the leader gives a member nothing new after a
+// suspectFor is how long the leader gives a member nothing new after a
 // standby took one of its shards over (it probably died: its member lease
 // lapses within L).
-func (c Config) SuspectFor() time.Duration {
+func (c Config) suspectFor() time.Duration {
 	return c.Election.LeaseDuration + poll(c.Election) + c.Election.RequestTimeout()
 }
 
-// SettleBound is the stated time within which the shards are balanced again
+// settleBound is the stated time within which the shards are balanced again
 // after the last membership change (a join, a leave, a crash), when no
 // fault is in place: L (a crashed member's leases expire; a crashed leader is
 // replaced), then a leader pass, a worker's read, the drain, and the new
 // owner's poll, each P·1.1 plus a request timeout.
-func (c Config) SettleBound() time.Duration {
+func (c Config) settleBound() time.Duration {
 	return c.Election.LeaseDuration + 3*poll(c.Election) + c.ViewTTL() + 3*c.Election.RequestTimeout()
 }
 
 // BalanceBound is the stated time within which every live member owns
 // ⌊N/M⌋ or ⌈N/M⌉ shards after the last membership change when no other fault
-// is in place: SettleBound plus SuspectFor, since a member that restarts
+// is in place: settleBound plus suspectFor, since a member that restarts
 // under its identity after a standby took its shards receives nothing for
-// SuspectFor. The checker's DefaultSettle is the same formula.
-func (c Config) BalanceBound() time.Duration { return c.SettleBound() + c.SuspectFor() }
+// suspectFor. The checker's DefaultSettle is the same formula.
+func (c Config) BalanceBound() time.Duration { return c.settleBound() + c.suspectFor() }
 
 func poll(e election.Config) time.Duration { return e.RetryPeriod + e.RetryPeriod/10 }

@@ -210,7 +210,7 @@ func (co *coordinator) readIntent(ctx context.Context) error {
 		return ErrDeposed
 	}
 	co.noteVersion(a.Version)
-	if co.intent != nil && co.intent.Term == co.term && co.intent.Newer(&a) {
+	if co.intent != nil && co.intent.Term == co.term && co.intent.newer(&a) {
 		co.needRepair(fmt.Sprintf("the assignment went back to version %d of term %d (ours: version %d)", a.Version, a.Term, co.intent.Version))
 		return nil
 	}
@@ -266,7 +266,7 @@ func (co *coordinator) suspectTakenOver(st poolState, now time.Time) {
 	for s := range co.w.cfg.Shards {
 		h, o := st.Shards[s].Holder, co.intent.owner(s)
 		if st.Shards[s].Leased && h != "" && o != "" && h != o && h == co.intent.standby(s) {
-			co.suspect[o] = now.Add(co.w.cfg.SuspectFor())
+			co.suspect[o] = now.Add(co.w.cfg.suspectFor())
 		}
 	}
 }
@@ -303,7 +303,7 @@ func (co *coordinator) sortMembers(present map[string]bool, now time.Time) (acti
 			since = now
 			co.absent[m] = now
 		}
-		if now.Sub(since) < co.w.cfg.MemberGrace() {
+		if now.Sub(since) < co.w.cfg.memberGrace() {
 			retained = append(retained, m)
 		}
 	}
@@ -356,7 +356,7 @@ func (co *coordinator) collect(ctx context.Context, st poolState, now time.Time)
 	w := co.w
 	var names []string
 	for m, since := range co.absent {
-		if now.Sub(since) < w.cfg.MemberGrace() || st.Members[m] || len(names) >= 2*maxGCPerPass {
+		if now.Sub(since) < w.cfg.memberGrace() || st.Members[m] || len(names) >= 2*maxGCPerPass {
 			continue
 		}
 		names = append(names, w.layout.Member(m))

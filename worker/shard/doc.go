@@ -46,7 +46,7 @@
 // acquisition allows it only with an assignment read within ViewTTL, and
 // only to the shard's owner, or to its standby. A standby whose view went
 // stale (an outage, a partition) and is fresh again warms up for
-// StandbyWarmup before it takes an expired lease, so after an outage the
+// standbyWarmup before it takes an expired lease, so after an outage the
 // owners, not the standbys, win their shards back; a lease that was released
 // or broken has no owner coming back for it, and the standby takes it at
 // once (it reads the lease state, one request per poll, only while warming
@@ -65,7 +65,7 @@
 //     assumption), shard terms strictly increase, a crashed owner's shard is
 //     owned again within L + P·1.1 (plus request time) of its last renew when
 //     it had a standby, a released shard within P·1.1 of the release.
-//   - Within SettleBound of the last membership change, with no fault in
+//   - Within settleBound of the last membership change, with no fault in
 //     place, every member owns ⌊N/M⌋ or ⌈N/M⌉ shards.
 //   - A join moves only the shards the joiner must receive, a leave only the
 //     leaver's shards; a leader change alone moves none.
@@ -79,10 +79,10 @@
 //     shard may be briefly free during a move. Only the shard lease says who
 //     owns a shard; fence side effects with the shard term.
 //   - A shard whose owner dies while it has no standby (a single member, or
-//     a shard still being moved) waits for the leader: L + MemberGrace plus
+//     a shard still being moved) waits for the leader: L + memberGrace plus
 //     a few polls, not the failover bound.
 //   - A member that loses a shard to its standby without dying receives no
-//     new shards for SuspectFor; then the join rules bring it back to its
+//     new shards for suspectFor; then the join rules bring it back to its
 //     share (moves that balance then requires).
 //   - Progress in the summary lags the ledgers by up to ReportEvery +
 //     SummaryEvery.

@@ -280,7 +280,7 @@ func TestPool_OutageForEveryoneMovesNothing(t *testing.T) {
 	// The standby's side heals first: a standby that did not warm up would
 	// take the owner's expired leases in the meantime.
 	l2.cut.Store(false)
-	time.Sleep(6 * cfg.RetryPeriod) // the uneven heal (a fault shape), well inside MemberGrace
+	time.Sleep(6 * cfg.RetryPeriod) // the uneven heal (a fault shape), well inside memberGrace
 	l1.cut.Store(false)
 	after := waitSettled(t, n, ms, 60*time.Second)
 	if got := tr.movesSince(mark); got != 0 {

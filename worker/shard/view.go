@@ -130,7 +130,7 @@ func (v *view) adopt(a *Assignment, etag azcore.ETag, sent time.Time) error {
 	if v.a != nil && a.Term < v.a.Term {
 		return errOlderTerms
 	}
-	if a.Newer(v.a) {
+	if a.newer(v.a) {
 		v.a, v.changedAt = a, time.Now()
 	}
 	v.etag = etag

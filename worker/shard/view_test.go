@@ -46,7 +46,7 @@ func TestView_IgnoresLowerTerms(t *testing.T) {
 // A standby acts at once on its first view (a process that just started
 // has no stale belief to recover from: in a rolling restart the restarted
 // member must be able to take over the next leaver's shards), but waits
-// StandbyWarmup after its view went stale (an outage or a partition), so
+// standbyWarmup after its view went stale (an outage or a partition), so
 // the owners win their shards back first.
 func TestView_StandbyWarmsUpOnlyAfterAStaleView(t *testing.T) {
 	t0 := time.Now()

@@ -69,7 +69,7 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, layout: Layout{Blob: cfg.Blob}, runs: map[int]*shardRun{}, progress: map[int]ShardProgress{},
 		log:  log.With("identity", cfg.Election.Identity, "pool", Layout{Blob: cfg.Blob}.Pool()),
 		elog: log.With("pool", Layout{Blob: cfg.Blob}.Pool())}
-	w.view = view{identity: cfg.Election.Identity, ttl: cfg.ViewTTL(), warmup: cfg.StandbyWarmup()}
+	w.view = view{identity: cfg.Election.Identity, ttl: cfg.ViewTTL(), warmup: cfg.standbyWarmup()}
 	return w, nil
 }
 
@@ -192,7 +192,7 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) {
 			if r.drainSince.IsZero() {
 				r.drainSince = now
 			}
-			due := now.Sub(r.drainSince) >= w.cfg.Drain()
+			due := now.Sub(r.drainSince) >= w.cfg.drain()
 			r.mu.Unlock()
 			if due {
 				r.stop(fmt.Sprintf("moved to %s", orNobody(a.owner(s))))
