@@ -12,6 +12,20 @@ import (
 	"time"
 )
 
+// usageError is an invalid configuration: exit 2, one line naming the flag
+// or env var, the rule and the value.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// envName is flag name's env twin: BLOBLEADER_ and the name in capitals,
+// "-" as "_".
+func envName(flagName string) string {
+	return "BLOBLEADER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
 // cmdFlags is one command's flag set. It reads each flag's env twin, then
 // the command line, remembers which values came from the environment, and
 // reports every error in one line naming where the value came from and the

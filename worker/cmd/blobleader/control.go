@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -24,24 +22,9 @@ import (
 //
 // Contract (docs/architecture.md): POST /stop → 202 Accepted, then SIGTERM to
 // this process; any other method on /stop → 405; any other path → 404. The
-// address must be a loopback IP and port: nothing outside the host (or the
-// ACI group, whose containers share one network namespace) can reach it.
-
-func (o *options) registerControl(fs *flag.FlagSet) {
-	fs.StringVar(&o.controlListen, "control-listen", "", "loopback host:port for the control endpoint: POST /stop there stops this worker as SIGTERM would (the Azure chaos sidecar uses it); empty: off")
-}
-
-func (o *options) validateControl() error {
-	if o.controlListen == "" {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(o.controlListen)
-	n, perr := strconv.Atoi(port)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || perr != nil || n < 0 || n > 65535 {
-		return usagef("invalid --control-listen %q: must be a loopback IP and port, e.g. 127.0.0.1:8081 (the endpoint can stop the worker, so nothing off the host may reach it)", o.controlListen)
-	}
-	return nil
-}
+// address must be a loopback IP and port (options.go): nothing outside the
+// host (or the ACI group, whose containers share one network namespace) can
+// reach it.
 
 // listenControl opens the --control-listen address (nil: off), at start-up
 // with the other listeners, so a taken port fails before we contend.

@@ -24,33 +24,23 @@ import (
 // segments written outside it (another blob type) says so, one line each:
 // their lines are as found, not fenced.
 func runLedger(args []string, stdout, _ io.Writer) error {
-	var r readFlags
-	var verify, asJSON bool
-	fs := newFlagSet("blobleader ledger", stdout, `blobleader ledger — print (and verify) the fenced ledger the leaders write.
-
-Usage:
-  blobleader ledger [--verify] [--json] [storage flags]
-
-Reads the election's ledger (<blob>-ledger/) and, when --blob is a --shards
-pool's, every shard's ledger (<blob>-shard-ledgers/<nnnn>-ledger/), each
-checked on its own. Finding no ledger, or no entry, is a failure (exit 1):
-a check that saw nothing has not passed.
-
-Exit codes: 0 printed (and verified), 1 nothing found, a rule broken or
-storage failed, 2 invalid flags.`)
-	r.register(fs.FlagSet)
-	fs.BoolVar(&verify, "verify", false, "check every ledger found: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not, or if there is no entry to check")
-	fs.BoolVar(&asJSON, "json", false, "print entries as JSON lines instead of a table (a shard's carry \"shard\")")
-	books, err := readStorage(&r, fs, args, func(ctx context.Context, c *container.Client, blob string) ([]book, error) {
-		return readBooks(ctx, c, r.storage.container, blob)
-	})
+	o, err := parseLedgerOptions(args, stdout)
 	if err != nil {
 		return err
 	}
-	if err := printBooks(stdout, books, asJSON); err != nil {
+	c, ctx, cancel, err := o.open()
+	if err != nil {
 		return err
 	}
-	if verify {
+	defer cancel()
+	books, err := readBooks(ctx, c, o.storage.container, o.storage.blob)
+	if err != nil {
+		return err
+	}
+	if err := printBooks(stdout, books, o.asJSON); err != nil {
+		return err
+	}
+	if o.verify {
 		return verifyBooks(stdout, books)
 	}
 	return nil

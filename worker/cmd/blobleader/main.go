@@ -112,7 +112,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n, err := openNode(o, stderr)
+	n, err := openNode(&o.options, o.electionConfig(), stderr)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
-	"github.com/blobleader/blobleader/worker/shard"
 	"github.com/blobleader/blobleader/worker/status"
 )
 
@@ -28,7 +27,7 @@ import (
 // history sink, and the elector that ties them together.
 type node struct {
 	o       *options
-	cfg     election.Config // the mode may adjust it before newElector
+	cfg     election.Config // the mode's (workerOptions, runOptions), with the node's logger
 	base    *slog.Logger    // without the identity (the elector adds it)
 	log     *slog.Logger
 	ln      net.Listener
@@ -61,27 +60,10 @@ type conflictReporter interface {
 	conflict() string
 }
 
-// The election modes the binary publishes in the lock's record (run mode
-// sets modeRun); a follower that reads another reports the conflict
-// (docs/architecture.md#conflicting-set-ups).
-const (
-	modeWorker = "worker"
-	modeRun    = "run"
-)
-
-// mode is the election mode of the worker with these options: the
-// single-task worker's, or its shard pool's.
-func (o *options) mode() string {
-	if o.shards > 0 {
-		return shard.Mode(o.shards)
-	}
-	return modeWorker
-}
-
 // openNode prepares everything but the elector. It listens first, so a taken
 // port fails before we contend. Every failure is a usage error naming the
 // flag it comes from (exit 2), and whatever was opened is closed again.
-func openNode(o *options, stderr io.Writer) (*node, error) {
+func openNode(o *options, cfg election.Config, stderr io.Writer) (*node, error) {
 	historyFile, err := openHistoryFile(o.history) // before listening or touching storage
 	if err != nil {
 		return nil, err
@@ -91,10 +73,9 @@ func openNode(o *options, stderr io.Writer) (*node, error) {
 	// The log sink closes last, so the other closers can still log.
 	logs := boundedlog.New(newLogger(o.logFormat, stderr).Handler(), boundedlog.Options{})
 	base := slog.New(logs.Handler())
-	n := &node{o: o, cfg: o.electionConfig(), base: base, log: base.With("identity", o.identity)}
+	n := &node{o: o, cfg: cfg, base: base, log: base.With("identity", o.identity)}
 	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
-	n.cfg.Mode = o.mode()
 	if historyFile != nil {
 		q := history.NewQueue(historyFile, history.QueueOptions{Identity: o.identity, Start: processStart,
 			OnError: func(err error) { n.log.Error("history write failed", "err", err) }})

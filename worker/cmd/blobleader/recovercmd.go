@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"time"
 
@@ -25,87 +24,88 @@ const recoverHolder = "operator:recover-term"
 // (breaking a holder's: it learns at its next renew), set the term to
 // floor+1 under it, release. A term at or above floor+1 is never lowered.
 func runRecoverTerm(args []string, stdout, _ io.Writer) error {
-	var r readFlags
-	var floor string
-	fs := newFlagSet("blobleader recover-term", stdout, `blobleader recover-term — set the lock's term above a floor, with the workers running.
-
-Usage:
-  blobleader recover-term --floor N [storage flags]
-
-For a lock whose term an operator mistyped (no worker can lead; /readyz says
-why), or that is below terms a fenced store has seen (storage restored, a
-clock set back): N is the highest term any leader may have used — e.g. the
-last ledger entry's (blobleader ledger --json | tail -1). It takes the lock's
-lease (breaking the leader's if one holds it: that leader steps down at its
-next renew, as after any forced break), writes term N+1, and releases; the
-next leader stamps above N+1. It refuses (exit 2, the record untouched) when
-the term is already N+1 or more: a term is never lowered. An unusable term
-(not a non-negative integer, or 9223372036854775807) is repaired with any N.
-
-Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
-1 anything else (storage unreachable, the lease kept being re-taken).`)
-	r.register(fs.FlagSet)
-	fs.StringVar(&floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer below 9223372036854775807")
-	if err := fs.parse(args); err != nil {
+	o, err := parseRecoverOptions(args, stdout)
+	if err != nil {
 		return err
 	}
-	n, err := parseFloor(floor)
+	c, ctx, cancel, err := o.open()
 	if err != nil {
-		return fs.explain(err)
-	}
-	c, ctx, cancel, err := r.open()
-	if err != nil {
-		return fs.explain(err)
+		return err
 	}
 	defer cancel()
-	lock, err := bloblock.New(c, r.storage.blob)
+	lock, err := bloblock.New(c, o.storage.blob)
 	if err != nil {
 		return err
 	}
-	// 1. Read the term as stored and decide, before touching anything: a
-	// refused floor must leave the leader its lease.
-	stored, cur, err := storedRecord(ctx, lock)
+	r := &termRecovery{lock: lock, floor: o.floor, leaseID: uuid.NewString(), timeout: o.timeout, out: stdout}
+	was, err := r.recover(ctx)
 	if err != nil {
-		return fmt.Errorf("read the record: %w", err)
-	}
-	if err := checkFloor(n, cur); err != nil {
 		return err
 	}
-	// 2. Take the lease (breaking a leader's).
-	leaseID := uuid.NewString()
-	if err := takeLease(ctx, lock, leaseID, stdout); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("the lease kept being re-taken for %s: %w", r.timeout, err)
-		}
-		return err
-	}
-	release := func() { _ = lock.Release(ctx, leaseID) }
-	// Read again under our lease: a leader may have stamped a newer term
-	// between the first read and the acquire.
-	if stored, cur, err = storedRecord(ctx, lock); err != nil {
-		release()
-		return fmt.Errorf("read the record: %w", err)
-	}
-	if err := checkFloor(n, cur); err != nil {
-		release()
-		return err
-	}
-	// 3. Write floor+1 under our lease, then release.
-	rec := lease.Record{Holder: recoverHolder, Term: n + 1, Acquired: time.Now().UTC()}
-	if err := lock.Update(ctx, leaseID, rec); err != nil {
-		release()
-		return fmt.Errorf("write the term: %w", err)
-	}
-	if err := lock.Release(ctx, leaseID); err != nil {
-		return fmt.Errorf("term %d written, but the release failed (the lease expires within %s): %w", rec.Term, election.MinLeaseDuration, err)
-	}
-	was := stored
 	if was == "" {
 		was = "(none)"
 	}
-	fmt.Fprintf(stdout, "term set to %d (was %s); the next leader stamps a term above it\n", rec.Term, strconv.Quote(was))
+	fmt.Fprintf(stdout, "term set to %d (was %s); the next leader stamps a term above it\n", o.floor+1, strconv.Quote(was))
 	return nil
 }
+
+// termRecovery is one recover-term: the lock, the floor, and the lease it
+// takes.
+type termRecovery struct {
+	lock    *bloblock.Lock
+	floor   int64
+	leaseID string        // the lease it takes, as its own
+	timeout time.Duration // --timeout, which ends ctx
+	out     io.Writer     // where it says what it does
+}
+
+// recover sets the term to floor+1 and returns the term it found as written
+// ("" for none). Every refusal is decided from the stored term before the
+// lease is touched, and again under the lease before anything is written.
+func (r *termRecovery) recover(ctx context.Context) (was string, err error) {
+	// 1. Read the term as stored and decide, before touching anything: a
+	// refused floor must leave the leader its lease.
+	if _, err := r.check(ctx); err != nil {
+		return "", err
+	}
+	// 2. Take the lease (breaking a leader's).
+	if err := takeLease(ctx, r.lock, r.leaseID, r.out); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("the lease kept being re-taken for %s: %w", r.timeout, err)
+		}
+		return "", err
+	}
+	// 3. Read again under our lease: a leader may have stamped a newer term
+	// between the first read and the acquire.
+	if was, err = r.check(ctx); err != nil {
+		r.abandon(ctx)
+		return "", err
+	}
+	// 4. Write floor+1 under our lease, then release.
+	rec := lease.Record{Holder: recoverHolder, Term: r.floor + 1, Acquired: time.Now().UTC()}
+	if err := r.lock.Update(ctx, r.leaseID, rec); err != nil {
+		r.abandon(ctx)
+		return "", fmt.Errorf("write the term: %w", err)
+	}
+	if err := r.lock.Release(ctx, r.leaseID); err != nil {
+		return "", fmt.Errorf("term %d written, but the release failed (the lease expires within %s): %w", rec.Term, election.MinLeaseDuration, err)
+	}
+	return was, nil
+}
+
+// check reads the lock's record as stored and refuses a floor that would
+// lower its term; it returns the term as written ("" for none).
+func (r *termRecovery) check(ctx context.Context) (string, error) {
+	stored, term, err := storedRecord(ctx, r.lock)
+	if err != nil {
+		return "", fmt.Errorf("read the record: %w", err)
+	}
+	return stored, checkFloor(r.floor, term)
+}
+
+// abandon releases the lease it took without writing (best effort: the
+// lease expires on its own).
+func (r *termRecovery) abandon(ctx context.Context) { _ = r.lock.Release(ctx, r.leaseID) }
 
 // takeLease acquires the lock's lease as leaseID. Workers poll every P
 // and a leader holds it: break and acquire at once, again until we hold it
@@ -127,21 +127,6 @@ func takeLease(ctx context.Context, lock *bloblock.Lock, leaseID string, stdout 
 			return err
 		}
 	}
-}
-
-// parseFloor checks --floor: a non-negative integer whose successor, the
-// term set, can still grow.
-func parseFloor(floor string) (int64, error) {
-	n, err := strconv.ParseInt(floor, 10, 64)
-	switch {
-	case floor == "":
-		return 0, usagef("missing --floor: the highest term any leader may have used (e.g. the last ledger entry's)")
-	case err != nil || n < 0:
-		return 0, usagef("invalid --floor %q: must be a non-negative integer", floor)
-	case n >= math.MaxInt64-1:
-		return 0, usagef("invalid --floor %d: must be below %d, so that the term set (floor+1) can still grow", n, int64(math.MaxInt64-1))
-	}
-	return n, nil
 }
 
 // storedRecord reads the lock's record as stored (bloblock's Stored, not

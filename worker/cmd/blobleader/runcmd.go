@@ -8,13 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
-// `blobleader run`: the wiring of flags (runflags.go), the supervisor that
+// `blobleader run`: the wiring of flags (runoptions.go), the supervisor that
 // leads (supervisor.go) and its watch over the command (watch.go).
 
 // exitStatusError carries --once's exit status (the command's, or 126/127
@@ -57,19 +56,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("find our own executable for the group guard: %w", err)
 	}
 	o.guard = guard
-	n, err := openNode(&o.options, stderr)
+	n, err := openNode(&o.options, o.electionConfig(), stderr)
 	if err != nil {
 		return err
 	}
 	defer n.close()
-	// The elector waits for its task up to ShutdownGrace before it releases
-	// the lease. A shutdown is done before the elector hears of it (below),
-	// so this is only a backstop.
-	n.cfg.ShutdownGrace = max(o.shutdownGrace, o.killGrace) + supervise.KillTimeout + time.Second
-	// Early takeover: the break period must cover the command's end too.
-	n.cfg.StopAfterDeadline = runStopAfterDeadline(o.killGrace)
-	n.cfg.Mode = modeRun // published in the lock's record (docs/architecture.md#conflicting-set-ups)
-
 	// Job control (^Z, a background read or write): the command is in a
 	// process group of its own, so these reach the supervisor alone, and
 	// their default action would stop it while its command runs on. They

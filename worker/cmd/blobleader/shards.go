@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -24,17 +23,6 @@ import (
 // the leader included, works the shards it holds the leases of, each with
 // the reference task on the shard's own fenced ledger.
 
-func (o *options) registerShards(fs *flag.FlagSet) {
-	fs.IntVar(&o.shards, "shards", 0, "Leader-Followers: the leader assigns N work shards (1–1024) to the live workers, balanced and sticky; a worker works a shard (a fenced ledger append every --tick) only while it holds the shard's own lease; 0 = single-task mode")
-}
-
-func (o *options) validateShards() error {
-	if o.shards < 0 || o.shards > shard.MaxShards {
-		return usagef("invalid --shards %d: must be between 1 and %d (0 or absent: single-task mode)", o.shards, shard.MaxShards)
-	}
-	return nil
-}
-
 // shardMode is the worker's side of a shard pool.
 type shardMode struct {
 	w   *shard.Worker
@@ -43,7 +31,7 @@ type shardMode struct {
 }
 
 // newShardMode builds the pool member. record writes one history record.
-func newShardMode(o *options, c *container.Client, cfg election.Config, log *slog.Logger, record func(history.Record)) (*shardMode, error) {
+func newShardMode(o *workerOptions, c *container.Client, cfg election.Config, log *slog.Logger, record func(history.Record)) (*shardMode, error) {
 	layout := shard.Layout{Blob: o.blob}
 	task := func(ctx context.Context, n int, term int64) error {
 		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, tick: o.tick,

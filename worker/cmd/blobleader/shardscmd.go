@@ -18,26 +18,23 @@ var errNoSummary = errors.New("no shard summary yet: no leader of a --shards poo
 // shard its owner, the owner's shard term and its progress (the last
 // sequence of the shard's fenced ledger the owner reported).
 func runShards(args []string, stdout, _ io.Writer) error {
-	var r readFlags
-	var asJSON bool
-	fs := newFlagSet("blobleader shards", stdout, `blobleader shards — print the leader's summary of a --shards pool:
-per shard its owner, the owner's shard term and its progress (the last
-sequence of the shard's fenced ledger), as the leader last published it.
-
-Usage:
-  blobleader shards [--json] [storage flags]
-
-Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`)
-	r.register(fs.FlagSet)
-	fs.BoolVar(&asJSON, "json", false, "print the summary document as JSON")
-	sum, err := readStorage(&r, fs, args, shard.ReadSummary)
+	o, err := parseShardsOptions(args, stdout)
+	if err != nil {
+		return err
+	}
+	c, ctx, cancel, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	sum, err := shard.ReadSummary(ctx, c, o.storage.blob)
 	if err != nil {
 		return err
 	}
 	if sum == nil {
-		return fmt.Errorf("%w (blob %s in container %s)", errNoSummary, shard.Layout{Blob: r.storage.blob}.Summary(), r.storage.container)
+		return fmt.Errorf("%w (blob %s in container %s)", errNoSummary, shard.Layout{Blob: o.storage.blob}.Summary(), o.storage.container)
 	}
-	if asJSON {
+	if o.asJSON {
 		return json.NewEncoder(stdout).Encode(sum)
 	}
 	fmt.Fprintf(stdout, "leader %s  term %d  assignment version %d  at %s\nmembers: %s\n",

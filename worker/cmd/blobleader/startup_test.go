@@ -102,9 +102,9 @@ func TestStartup_OpenNodeFailuresNameTheFlag(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.edit(o)
+			tc.edit(&o.options)
 			var stderr bytes.Buffer
-			n, err := openNode(o, &stderr)
+			n, err := openNode(&o.options, o.electionConfig(), &stderr)
 			if n != nil {
 				n.close()
 				t.Fatalf("openNode succeeded with a broken %s", tc.want)

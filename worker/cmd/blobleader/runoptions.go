@@ -11,18 +11,19 @@ import (
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
-// `blobleader run`'s command line: its flags, the command after "--", and
-// the rules that keep the command killable before the lease can expire.
+// `blobleader run`'s command line: the shared flags (options.go), its own,
+// the command after "--", and the rules that keep the command killable
+// before the lease can expire.
 
 // runOptions are `blobleader run`'s: the election and storage flags every
 // mode shares, its own, and the command.
 type runOptions struct {
 	options
-	once      bool
-	killGrace time.Duration
-	argv      []string // the command and its arguments, as given
-	path      string   // the command resolved (supervise.Resolve)
-	guard     string   // this binary, the group guard (supervise.Spec.Guard)
+	once      bool          // --once
+	killGrace time.Duration // --kill-grace
+	argv      []string      // the command and its arguments, as given
+	path      string        // the command resolved (supervise.Resolve)
+	guard     string        // this binary, the group guard (supervise.Spec.Guard)
 }
 
 const runSummary = `blobleader run — run COMMAND only while this process leads: the fleet's singleton.
@@ -72,23 +73,8 @@ func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	}
 	o.argv = args[sep+1:]
 	// 2. The command: present and executable, before we contend.
-	if len(o.argv) == 0 || o.argv[0] == "" {
-		return nil, usagef("empty command after --: blobleader run [flags] -- COMMAND [ARGS...]")
-	}
-	path, err := supervise.Resolve(o.argv[0])
-	if err != nil {
-		return nil, usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
-	}
-	o.path = path
-	// A command this supervisor could start but not stop (set-user-ID to
-	// another user, no cgroup kill): refused before it can ever run.
-	if err := supervise.CheckReachable(path); err != nil {
-		return nil, usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
-	}
-	// A /proc that hides processes from us (hidepid) and no cgroup: a member
-	// we cannot see would be taken for gone. Refused before contending.
-	if why, hidden := supervise.ProcHidden(); hidden && !supervise.CanKillAnyUser() {
-		return nil, usagef("cannot supervise a command here: %s, and this supervisor cannot make a cgroup of its own (cgroup v2 with cgroup.kill, writable: root or a delegated cgroup), so it could not see every process of the command; give it a writable cgroup (systemd Delegate=yes) or a /proc without hidepid", why)
+	if err := o.checkCommand(); err != nil {
+		return nil, err
 	}
 	// 3. The shared rules, then run's own.
 	if err := o.finish(fs); err != nil {
@@ -97,11 +83,35 @@ func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	return o, fs.explain(o.validateRun())
 }
 
+// checkCommand resolves the command and refuses, before it can ever run,
+// one this supervisor could start but not stop.
+func (o *runOptions) checkCommand() error {
+	if len(o.argv) == 0 || o.argv[0] == "" {
+		return usagef("empty command after --: blobleader run [flags] -- COMMAND [ARGS...]")
+	}
+	path, err := supervise.Resolve(o.argv[0])
+	if err != nil {
+		return usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+	}
+	o.path = path
+	// Set-user-ID to another user, with no cgroup kill: out of reach.
+	if err := supervise.CheckReachable(path); err != nil {
+		return usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+	}
+	// A /proc that hides processes from us (hidepid) and no cgroup: a member
+	// we cannot see would be taken for gone.
+	if why, hidden := supervise.ProcHidden(); hidden && !supervise.CanKillAnyUser() {
+		return usagef("cannot supervise a command here: %s, and this supervisor cannot make a cgroup of its own (cgroup v2 with cgroup.kill, writable: root or a delegated cgroup), so it could not see every process of the command; give it a writable cgroup (systemd Delegate=yes) or a /proc without hidepid", why)
+	}
+	return nil
+}
+
 // validateRun checks that the command can always be stopped before the lease
 // can expire at storage (docs/failover.md, "Commands"): stopped at the
 // renew deadline D at the latest, it gets kill-grace for SIGTERM and
 // supervise.KillTimeout for SIGKILL and the reap, and all of it must fit in
 // L − D less the safety margin the election keeps for clock-rate drift.
+// Then early takeover's break-period rule, with that stop counted in.
 func (o *runOptions) validateRun() error {
 	budget := o.timing.LeaseDuration - o.timing.RenewDeadline - election.SafetyMargin - supervise.KillTimeout
 	switch {
@@ -114,5 +124,23 @@ func (o *runOptions) validateRun() error {
 		return usagef("invalid --kill-grace %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower --kill-grace or --renew-deadline",
 			o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget)
 	}
-	return o.validateTakeover()
+	if err := o.electionConfig().Validate(); err != nil {
+		return configUsage(err)
+	}
+	return nil
+}
+
+// electionConfig is run's election: the shared one, published as run's
+// mode, with the command's end counted in.
+func (o *runOptions) electionConfig() election.Config {
+	c := o.options.electionConfig()
+	c.Mode = modeRun
+	// What the leader started is dead only kill-grace + the kill timeout
+	// after its deadline: early takeover's break period must cover it.
+	c.StopAfterDeadline = o.killGrace + supervise.KillTimeout
+	// The elector waits for its task up to ShutdownGrace before it
+	// releases. A shutdown is done before the elector hears of it
+	// (supervisor.onSignals), so this is only a backstop.
+	c.ShutdownGrace = max(o.shutdownGrace, o.killGrace) + supervise.KillTimeout + time.Second
+	return c
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// The options of the subcommands that do not contend: `blobleader ledger`,
+// `shards`, `recover-term` (which work on storage: readOptions) and
+// `status` (which asks a running worker). Each flag is also read from its
+// env twin (cmdflags.go); every check runs before storage is touched.
+
+// readOptions are the flags of the subcommands that work on storage: where,
+// and how long to try.
+type readOptions struct {
+	storage storageOptions
+	timeout time.Duration // --timeout: the whole command's budget
+}
+
+func (r *readOptions) register(fs *flag.FlagSet) {
+	r.storage.register(fs)
+	fs.DurationVar(&r.timeout, "timeout", 30*time.Second, "give up reading after this long")
+}
+
+func (r *readOptions) validate() error {
+	if err := r.storage.validate(); err != nil {
+		return err
+	}
+	if r.timeout <= 0 {
+		return usagef("invalid --timeout %s: must be > 0", r.timeout)
+	}
+	return nil
+}
+
+// open returns a client and a context that ends at --timeout; call cancel
+// when done.
+func (r *readOptions) open() (*container.Client, context.Context, context.CancelFunc, error) {
+	c, err := newContainerClient(r.storage, nil, r.timeout, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	return c, ctx, cancel, nil
+}
+
+// parseRead parses args into fs, on which r and the command's own flags are
+// registered, then checks r and the command's own rules (check, optional),
+// each refusal naming its source.
+func parseRead(fs *cmdFlags, r *readOptions, args []string, check func() error) error {
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return fs.explain(err)
+		}
+	}
+	return fs.explain(r.validate())
+}
+
+// ledgerOptions are `blobleader ledger`'s.
+type ledgerOptions struct {
+	readOptions
+	verify bool // --verify
+	asJSON bool // --json
+}
+
+const ledgerSummary = `blobleader ledger — print (and verify) the fenced ledger the leaders write.
+
+Usage:
+  blobleader ledger [--verify] [--json] [storage flags]
+
+Reads the election's ledger (<blob>-ledger/) and, when --blob is a --shards
+pool's, every shard's ledger (<blob>-shard-ledgers/<nnnn>-ledger/), each
+checked on its own. Finding no ledger, or no entry, is a failure (exit 1):
+a check that saw nothing has not passed.
+
+Exit codes: 0 printed (and verified), 1 nothing found, a rule broken or
+storage failed, 2 invalid flags.`
+
+func parseLedgerOptions(args []string, out io.Writer) (*ledgerOptions, error) {
+	o := &ledgerOptions{}
+	fs := newFlagSet("blobleader ledger", out, ledgerSummary)
+	o.register(fs.FlagSet)
+	fs.BoolVar(&o.verify, "verify", false, "check every ledger found: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not, or if there is no entry to check")
+	fs.BoolVar(&o.asJSON, "json", false, "print entries as JSON lines instead of a table (a shard's carry \"shard\")")
+	if err := parseRead(fs, &o.readOptions, args, nil); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// shardsOptions are `blobleader shards`'.
+type shardsOptions struct {
+	readOptions
+	asJSON bool // --json
+}
+
+const shardsSummary = `blobleader shards — print the leader's summary of a --shards pool:
+per shard its owner, the owner's shard term and its progress (the last
+sequence of the shard's fenced ledger), as the leader last published it.
+
+Usage:
+  blobleader shards [--json] [storage flags]
+
+Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`
+
+func parseShardsOptions(args []string, out io.Writer) (*shardsOptions, error) {
+	o := &shardsOptions{}
+	fs := newFlagSet("blobleader shards", out, shardsSummary)
+	o.register(fs.FlagSet)
+	fs.BoolVar(&o.asJSON, "json", false, "print the summary document as JSON")
+	if err := parseRead(fs, &o.readOptions, args, nil); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// recoverOptions are `blobleader recover-term`'s.
+type recoverOptions struct {
+	readOptions
+	floor int64 // --floor: the term is set to floor+1
+}
+
+const recoverSummary = `blobleader recover-term — set the lock's term above a floor, with the workers running.
+
+Usage:
+  blobleader recover-term --floor N [storage flags]
+
+For a lock whose term an operator mistyped (no worker can lead; /readyz says
+why), or that is below terms a fenced store has seen (storage restored, a
+clock set back): N is the highest term any leader may have used — e.g. the
+last ledger entry's (blobleader ledger --json | tail -1). It takes the lock's
+lease (breaking the leader's if one holds it: that leader steps down at its
+next renew, as after any forced break), writes term N+1, and releases; the
+next leader stamps above N+1. It refuses (exit 2, the record untouched) when
+the term is already N+1 or more: a term is never lowered. An unusable term
+(not a non-negative integer, or 9223372036854775807) is repaired with any N.
+
+Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
+1 anything else (storage unreachable, the lease kept being re-taken).`
+
+func parseRecoverOptions(args []string, out io.Writer) (*recoverOptions, error) {
+	o := &recoverOptions{}
+	var floor string
+	fs := newFlagSet("blobleader recover-term", out, recoverSummary)
+	o.register(fs.FlagSet)
+	fs.StringVar(&floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer below 9223372036854775807")
+	err := parseRead(fs, &o.readOptions, args, func() (err error) {
+		o.floor, err = parseFloor(floor)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// parseFloor checks --floor: a non-negative integer whose successor, the
+// term set, can still grow.
+func parseFloor(floor string) (int64, error) {
+	n, err := strconv.ParseInt(floor, 10, 64)
+	switch {
+	case floor == "":
+		return 0, usagef("missing --floor: the highest term any leader may have used (e.g. the last ledger entry's)")
+	case err != nil || n < 0:
+		return 0, usagef("invalid --floor %q: must be a non-negative integer", floor)
+	case n >= math.MaxInt64-1:
+		return 0, usagef("invalid --floor %d: must be below %d, so that the term set (floor+1) can still grow", n, int64(math.MaxInt64-1))
+	}
+	return n, nil
+}
+
+// statusOptions are `blobleader status`'.
+type statusOptions struct {
+	url string // --url: the worker's HTTP endpoints
+}
+
+const statusSummary = `blobleader status — print a running worker's /status JSON.
+
+Usage:
+  blobleader status [--url http://127.0.0.1:8080]`
+
+func parseStatusOptions(args []string, out io.Writer) (*statusOptions, error) {
+	o := &statusOptions{}
+	fs := newFlagSet("blobleader status", out, statusSummary)
+	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
+	if err := fs.parse(args); err != nil {
+		return nil, err
+	}
+	if _, err := http.NewRequest(http.MethodGet, o.url+"/status", nil); err != nil {
+		return nil, fs.explain(usagef("invalid --url %q: %v", o.url, err))
+	}
+	return o, nil
+}
