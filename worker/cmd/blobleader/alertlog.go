@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
 )
 
-// The log lines the shipped Azure Monitor alerts (infra/alerts.tf) parse,
-// and the health the Prometheus rules (infra/monitoring/) read
+// The log lines the shipped Azure Monitor alerts (infra/alerts.tf) parse
 // (docs/architecture.md#log-lines-the-alerts-read). Their `event` values and
 // fields are a contract.
 //
@@ -69,18 +67,6 @@ func (n *node) observeRequest(op, code string, took time.Duration) {
 	}
 }
 
-// health is what /healthz answers (nil: 200): the elector's health joined
-// with each companion's.
-func (n *node) health(companions []companion) func() error {
-	return func() error {
-		errs := []error{n.elector.Healthy()}
-		for _, c := range companions {
-			errs = append(errs, c.healthy())
-		}
-		return errors.Join(errs...)
-	}
-}
-
 // statusSnapshot is what one status line says.
 type statusSnapshot struct {
 	role       election.Role
@@ -90,10 +76,10 @@ type statusSnapshot struct {
 	health     string // empty: healthy
 }
 
-func (n *node) snapshot(health func() error) statusSnapshot {
+func (n *node) snapshot() statusSnapshot {
 	s := n.elector.Status()
 	snap := statusSnapshot{role: s.Role, term: s.Term, leader: s.Leader, validUntil: s.ValidUntil}
-	if err := health(); err != nil {
+	if err := n.health(); err != nil {
 		snap.health = err.Error()
 	}
 	return snap
@@ -109,7 +95,7 @@ func (s statusSnapshot) changed(prev statusSnapshot) bool {
 // (within one retry period) when role, term, leader or health change, until
 // ctx ends. The heartbeat is what lets a query tell "no leader" from "no
 // news": every worker keeps saying who it is and what it sees.
-func (n *node) logStatus(ctx context.Context, health func() error) {
+func (n *node) logStatus(ctx context.Context) {
 	every, check := n.cfg.LeaseDuration, n.cfg.RetryPeriod
 	t := time.NewTicker(check)
 	defer t.Stop()
@@ -120,7 +106,7 @@ func (n *node) logStatus(ctx context.Context, health func() error) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			s := n.snapshot(health)
+			s := n.snapshot()
 			if !lastAt.IsZero() && now.Sub(lastAt) < every && !s.changed(last) {
 				continue
 			}

@@ -10,19 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
-	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
-	"github.com/blobleader/blobleader/worker/election/bloblock"
-	"github.com/blobleader/blobleader/worker/status"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
@@ -75,70 +68,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func newLogger(format string, w io.Writer) *slog.Logger {
-	if format == "auto" {
-		format = "json"
-		if f, ok := w.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				format = "text"
-			}
-		}
-	}
-	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, nil))
-	}
-	return slog.New(slog.NewJSONHandler(w, nil))
-}
-
-// newContainerClient builds a client for s; cred (nil: the client makes its
-// own) is the account URL's credential, shared so one warm-up serves all.
-func newContainerClient(s storageOptions, cred azcore.TokenCredential, requestTimeout time.Duration, observe bloblock.ObserveFunc) (*container.Client, error) {
-	cfg := bloblock.ClientConfig{
-		ConnectionString: s.connectionString, AccountURL: s.accountURL, Credential: cred, Container: s.container,
-		RequestTimeout: requestTimeout, Observe: observe,
-	}
-	if s.storageDial != "" {
-		hc, err := dialer.Client(s.storageDial, nil)
-		if err != nil {
-			return nil, usagef("invalid --storage-dial %q: %v", s.storageDial, err)
-		}
-		cfg.Transport = hc
-	}
-	return bloblock.NewContainerClient(cfg)
-}
-
 func runWorker(args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args, stdout)
 	if err != nil {
 		return err
 	}
-	n, err := openNode(&o.options, o.electionConfig(), stderr)
+	n, err := openNode(&o.options, o.electionConfig(), stderr, o.buildMode)
 	if err != nil {
 		return err
 	}
 	defer n.close()
-	// The leader task: the reference task on the ledger, or in shard mode
-	// the pool's coordination, with the pool member as a companion.
-	var leaderTask func(ctx context.Context, term int64) error
-	var companions []companion
-	if o.shards > 0 {
-		shards, err := newShardMode(o, n.storage, n.cfg, n.log, n.write)
-		if err != nil {
-			return err
-		}
-		leaderTask = shards.lead
-		companions = append(companions, shards)
-		n.metrics.Registry.MustRegister(status.NewShardOwnership(shards.w.Owned), status.NewShardsUnowned(shards.unowned))
-		n.metrics.AlsoUnusable(shards.w.Unusable)
-	} else {
-		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}
-		leaderTask = o.build.task(task.run, o.tick)
-	}
-	if _, err := n.newElector(election.Callbacks{OnStartedLeading: leaderTask}); err != nil {
-		return err
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return n.serve(ctx, companions...)
+	return n.run(ctx)
+}
+
+// buildMode is the worker's mode on n: the reference task on the ledger,
+// or in shard mode the pool's coordination, with the pool member as a
+// companion.
+func (o *workerOptions) buildMode(n *node) (mode, error) {
+	if o.shards == 0 {
+		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}
+		return mode{callbacks: election.Callbacks{OnStartedLeading: o.build.task(task.run, o.tick)}}, nil
+	}
+	shards, err := newShardMode(o, n)
+	if err != nil {
+		return mode{}, err
+	}
+	return mode{callbacks: election.Callbacks{OnStartedLeading: shards.lead}, companions: []companion{shards}}, nil
 }

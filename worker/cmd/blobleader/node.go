@@ -9,36 +9,48 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/boundedlog"
+	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
 	"github.com/blobleader/blobleader/worker/status"
 )
 
-// node is what every contending mode shares (the worker and `run`): the
-// logger, the HTTP listener, metrics, the storage client and lock, the
-// history sink, and the elector that ties them together.
+// node is one contender, as every contending mode (the worker, `run`)
+// builds it in client-go's order: the configuration (the mode's options),
+// what the election needs (logs, history, listeners, metrics, the storage
+// client and the lock), the mode's work on it, then the elector. openNode
+// builds it and runs nothing; run runs it.
 type node struct {
-	o       *options
-	cfg     election.Config // the mode's (workerOptions, runOptions), with the node's logger
-	base    *slog.Logger    // without the identity (the elector adds it)
-	log     *slog.Logger
-	ln      net.Listener
-	control net.Listener // --control-listen, nil when off
-	metrics *status.Metrics
-	storage *container.Client
-	cred    azcore.TokenCredential // --account-url: shared by every client, warmed up before the election
-	lock    *bloblock.Lock
-	hist    history.Writer // nil: no --history; a *history.Queue or *history.Blob
-	elector *election.Elector
-	closers []func() // run by close, last first
+	o          *options
+	cfg        election.Config // the mode's (workerOptions, runOptions), with the node's logger
+	base       *slog.Logger    // without the identity (the elector adds it)
+	log        *slog.Logger
+	ln         net.Listener
+	control    net.Listener // --control-listen, nil when off
+	metrics    *status.Metrics
+	storage    *container.Client
+	cred       azcore.TokenCredential // --account-url: shared by every client, warmed up before the election
+	lock       *bloblock.Lock
+	hist       history.Writer    // nil: no --history; a *history.Queue or *history.Blob
+	elector    *election.Elector // built last, over lock, with the mode's callbacks
+	companions []companion       // the mode's, beside the election
+	closers    []func()          // run by close, last first
+}
+
+// A mode is what a contending mode runs on its node, built on the node's
+// storage, logs, history and metrics before the elector: the elector's
+// callbacks (the leader task, an event observer) and the companions that
+// run beside the election.
+type mode struct {
+	callbacks  election.Callbacks
+	companions []companion
 }
 
 // A companion runs beside the election for as long as it does (the --shards
@@ -60,10 +72,12 @@ type conflictReporter interface {
 	conflict() string
 }
 
-// openNode prepares everything but the elector. It listens first, so a taken
-// port fails before we contend. Every failure is a usage error naming the
-// flag it comes from (exit 2), and whatever was opened is closed again.
-func openNode(o *options, cfg election.Config, stderr io.Writer) (*node, error) {
+// openNode builds a node for the options o and the mode's election config
+// cfg: it opens what the election needs, listening first so that a taken
+// port fails before we contend, builds the mode on it (buildMode), then the
+// elector. Every failure is a usage error naming the flag it comes from
+// (exit 2), and whatever was opened is closed again.
+func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(*node) (mode, error)) (*node, error) {
 	historyFile, err := openHistoryFile(o.history) // before listening or touching storage
 	if err != nil {
 		return nil, err
@@ -77,20 +91,18 @@ func openNode(o *options, cfg election.Config, stderr io.Writer) (*node, error) 
 	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
 	if historyFile != nil {
-		q := history.NewQueue(historyFile, history.QueueOptions{Identity: o.identity, Start: processStart,
-			OnError: func(err error) { n.log.Error("history write failed", "err", err) }})
-		n.hist = q
-		n.closers = append(n.closers, func() {
-			// A file still blocked after the flush stays open: closing it
-			// would wait on the very write that blocks.
-			if n.flush("history", q.Close) {
-				historyFile.Close()
-			}
-		})
+		n.queueHistory(historyFile)
 	}
+	// The metrics read the elector when scraped. They exist before the
+	// storage client, which counts its requests into them, and so before
+	// the elector built over it; nothing is scraped before run.
 	n.metrics = status.NewMetrics(func() *election.Elector { return n.elector })
 	n.metrics.CountDrops(logs.Dropped, n.historyDropped)
 	if err := n.open(); err != nil {
+		n.close()
+		return nil, err
+	}
+	if err := n.elect(buildMode); err != nil {
 		n.close()
 		return nil, err
 	}
@@ -127,22 +139,74 @@ func (n *node) open() error {
 		return usagef("invalid --blob %q: %v", o.blob, err)
 	}
 	if o.history == "blob" {
-		hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
-			n.cred, time.Second, n.observeRequest)
-		if err != nil {
-			return usagef("invalid --history blob: %v", err)
-		}
-		b := history.OpenBlob(hc, o.identity, processStart, history.BlobOptions{Logger: n.log})
-		n.hist = b
-		n.closers = append(n.closers, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := b.Close(ctx); err != nil {
-				n.log.Error("history", "err", err)
-			}
-		})
+		return n.appendHistoryBlobs()
 	}
 	return nil
+}
+
+// elect builds the mode on the opened node, then the elector over its lock
+// with the mode's callbacks. Every event goes to the metrics and the
+// history, then to the mode's observer; our own leadership changes are
+// logged as the alert lines (alertlog.go).
+func (n *node) elect(buildMode func(*node) (mode, error)) error {
+	m, err := buildMode(n)
+	if err != nil {
+		return err
+	}
+	cb := m.callbacks
+	observe := cb.OnEvent
+	cb.OnEvent = func(ev election.Event) {
+		n.metrics.ObserveEvent(ev)
+		n.write(history.NewRecord(n.o.identity, processStart, ev))
+		n.logLeadership(ev)
+		if observe != nil {
+			observe(ev)
+		}
+	}
+	// Each leadership change is one line: ours are the alert lines
+	// (logLeadership), a new leader seen is the elector's "observed leader".
+	cfg := n.cfg
+	cfg.Logger = slog.New(withoutLeadershipLines{cfg.Logger.Handler()})
+	e, err := election.NewElector(cfg, n.lock, cb)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	n.elector, n.companions = e, m.companions
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.health), status.NewConflictGauge(n.conflict))
+	return nil
+}
+
+// newContainerClient builds a client for s; cred (nil: the client makes its
+// own) is the account URL's credential, shared so one warm-up serves all.
+func newContainerClient(s storageOptions, cred azcore.TokenCredential, requestTimeout time.Duration, observe bloblock.ObserveFunc) (*container.Client, error) {
+	cfg := bloblock.ClientConfig{
+		ConnectionString: s.connectionString, AccountURL: s.accountURL, Credential: cred, Container: s.container,
+		RequestTimeout: requestTimeout, Observe: observe,
+	}
+	if s.storageDial != "" {
+		hc, err := dialer.Client(s.storageDial, nil)
+		if err != nil {
+			return nil, usagef("invalid --storage-dial %q: %v", s.storageDial, err)
+		}
+		cfg.Transport = hc
+	}
+	return bloblock.NewContainerClient(cfg)
+}
+
+// newLogger is the log handler on stderr for --log-format.
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "auto" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
 }
 
 // storageUsage names the storage flag a client could not be built from.
@@ -166,24 +230,6 @@ func causeOf(err error) error {
 		return oe.Err
 	}
 	return err
-}
-
-// conflict is what blobleader_setup_conflict reads: the elector's conflict
-// joined with each companion's.
-func (n *node) conflict(companions []companion) func() string {
-	return func() string {
-		out := n.elector.Status().Conflict
-		for _, c := range companions {
-			r, ok := c.(conflictReporter)
-			if !ok {
-				continue
-			}
-			if s := r.conflict(); s != "" {
-				out = strings.TrimPrefix(out+"; "+s, "; ")
-			}
-		}
-		return out
-	}
 }
 
 // close releases what openNode opened, last first.
@@ -210,68 +256,16 @@ func (n *node) flush(what string, close func(context.Context) error) bool {
 	return true
 }
 
-// historyDropped counts the history records lost to a full queue or buffer.
-func (n *node) historyDropped() uint64 {
-	switch h := n.hist.(type) {
-	case *history.Queue:
-		return h.Dropped()
-	case *history.Blob:
-		return uint64(h.Dropped())
-	}
-	return 0
-}
-
-// write appends one record to the history, if there is one. History is
-// evidence: a failed write is logged, never fatal, and it never waits: the
-// sinks queue (bounded) and write from their own goroutine.
-func (n *node) write(r history.Record) {
-	if n.hist == nil {
-		return
-	}
-	if err := n.hist.Write(r); err != nil {
-		n.log.Error("history write failed", "err", err)
-	}
-}
-
-// newElector builds the node's elector on its lock with the mode's
-// callbacks. Every event goes to the metrics and the history, then to
-// cb.OnEvent; new leaders are logged.
-func (n *node) newElector(cb election.Callbacks) (*election.Elector, error) {
-	onEvent := cb.OnEvent
-	cb.OnEvent = func(ev election.Event) {
-		n.metrics.ObserveEvent(ev)
-		n.write(history.NewRecord(n.o.identity, processStart, ev))
-		n.logLeadership(ev)
-		if onEvent != nil {
-			onEvent(ev)
-		}
-	}
-	// Each leadership change is one line: ours are the alert lines
-	// (logLeadership), a new leader seen is the elector's "observed leader".
-	cfg := n.cfg
-	cfg.Logger = slog.New(withoutLeadershipLines{cfg.Logger.Handler()})
-	e, err := election.NewElector(cfg, n.lock, cb)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	n.elector = e
-	return e, nil
-}
-
-// serve serves the HTTP endpoints (and --control-listen) and runs the
+// run serves the HTTP endpoints (and --control-listen) and runs the
 // election, with each companion beside it, until ctx ends (or the HTTP
 // server fails), then shuts the server down. ctx must already end on
 // SIGTERM: a control stop is a SIGTERM to ourselves.
-func (n *node) serve(ctx context.Context, companions ...companion) error {
-	cfg := n.cfg
+func (n *node) run(ctx context.Context) error {
 	defer serveControl(n.control, n.log)()
-	handler := status.Handler(n.elector, n.metrics)
-	for _, c := range companions {
-		handler = c.handler(n.elector, handler)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: n.handler(), ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(n.ln) }()
+	cfg := n.cfg
 	n.log.Info("worker started", "listen", n.ln.Addr().String(), "lock", n.lock.Describe(),
 		"lease", cfg.LeaseDuration, "renew_deadline", cfg.RenewDeadline, "renew_interval", cfg.RenewInterval,
 		"retry_period", cfg.RetryPeriod, "request_timeout", cfg.RequestTimeout())
@@ -279,11 +273,9 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	runErr := make(chan error, 1)
-	go func() { runErr <- n.run(ctx, companions) }()
-	health := n.health(companions)
-	n.metrics.Registry.MustRegister(status.NewHealthGauge(health), status.NewConflictGauge(n.conflict(companions)))
+	go func() { runErr <- n.contend(ctx) }()
 	statusDone := make(chan struct{})
-	go func() { defer close(statusDone); n.logStatus(ctx, health) }()
+	go func() { defer close(statusDone); n.logStatus(ctx) }()
 	defer func() { stop(); <-statusDone }()
 
 	var err error
@@ -303,9 +295,9 @@ func (n *node) serve(ctx context.Context, companions ...companion) error {
 	return err
 }
 
-// run runs the election and the companions beside it until ctx ends; all
-// stop gracefully (tasks stopped, leases released).
-func (n *node) run(ctx context.Context, companions []companion) error {
+// contend runs the election and the companions beside it until ctx ends;
+// all stop gracefully (tasks stopped, leases released).
+func (n *node) contend(ctx context.Context) error {
 	// The first token, under its own budget, before the first storage
 	// request: see bloblock.WarmUp. /healthz answers meanwhile.
 	if n.cred != nil {
@@ -320,8 +312,8 @@ func (n *node) run(ctx context.Context, companions []companion) error {
 	// election whose pool member failed) must not run on alone.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(companions))
-	for _, c := range companions {
+	errs := make(chan error, len(n.companions))
+	for _, c := range n.companions {
 		go func() {
 			defer cancel()
 			errs <- c.run(ctx)
@@ -329,7 +321,7 @@ func (n *node) run(ctx context.Context, companions []companion) error {
 	}
 	err := n.elector.Run(ctx)
 	cancel()
-	for range companions {
+	for range n.companions {
 		err = errors.Join(err, <-errs)
 	}
 	return err

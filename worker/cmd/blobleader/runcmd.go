@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
@@ -51,53 +48,42 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	// This binary is also the group guard (main runs it as GuardName): it
 	// kills what the command forked should we be SIGKILLed, and the whole
 	// group when we miss the leadership's deadline (frozen, blocked).
-	guard, err := os.Executable()
-	if err != nil {
+	if o.guard, err = os.Executable(); err != nil {
 		return fmt.Errorf("find our own executable for the group guard: %w", err)
 	}
-	o.guard = guard
-	n, err := openNode(&o.options, o.electionConfig(), stderr)
+	// Run's context: a shutdown ends it once the command is reaped
+	// (onSignals), --once once the command's leadership has stepped down
+	// (observe).
+	ctx, endRun := context.WithCancel(context.Background())
+	defer endRun()
+	var s *supervisor
+	n, err := openNode(&o.options, o.electionConfig(), stderr, func(n *node) (mode, error) {
+		s = newSupervisor(o, n, endRun)
+		return s.mode(), nil
+	})
 	if err != nil {
 		return err
 	}
 	defer n.close()
-	// Job control (^Z, a background read or write): the command is in a
-	// process group of its own, so these reach the supervisor alone, and
-	// their default action would stop it while its command runs on. They
-	// are caught and dropped (caught, not ignored, so the command starts
-	// with their default actions).
-	jobControl := make(chan os.Signal, 4)
-	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	defer signal.Stop(jobControl)
-	go func() {
-		for sig := range jobControl {
-			n.log.Warn("ignoring a job-control signal: a supervisor stops only on SIGTERM or SIGINT", "signal", sig.String())
-		}
-	}()
-
-	// Signals: remember which one came (it is forwarded as it is).
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := newSupervisor(o, n)
-	s.endRun = cancel
-	s.stopContending = s.stopAtStepDown
-	go s.onSignals(ctx, sigs, cancel)
-
-	if _, err := n.newElector(election.Callbacks{OnStartedLeading: s.lead, OnEvent: s.observe}); err != nil {
-		return err
-	}
+	defer s.catchSignals(ctx)()
 	// The group mode a start will really use: a cgroup is made (and one
 	// probed here) only where the shim may move itself into it.
 	cgroupKill := supervise.CanKillAnyUser()
 	n.log.Info("supervising", "command", o.argv, "path", o.path, "once", o.once, "kill_grace", o.killGrace, "shutdown_grace", o.shutdownGrace,
 		"cgroup_kill", cgroupKill, "group", groupMode(cgroupKill))
-	if err := n.serve(ctx, reachHealth{s}); err != nil {
+	if err := n.run(ctx); err != nil {
 		return err
 	}
-	if err := s.startFailure(); o.once && err != nil {
+	return s.onceStatus(stderr)
+}
+
+// onceStatus is what --once exits with (nil otherwise): the command's
+// status, or 126/127 with one line on stderr when it could not be run.
+func (s *supervisor) onceStatus(stderr io.Writer) error {
+	if !s.o.once {
+		return nil
+	}
+	if err := s.startFailure(); err != nil {
 		code := 126 // found but could not be executed, as shells say
 		if errors.Is(err, supervise.ErrNotFound) {
 			code = 127
@@ -106,7 +92,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "blobleader: %s\n", msg)
 		return &exitStatusError{code: code, msg: msg}
 	}
-	if st, ran := s.result(); o.once && ran && st.ExitCode() != 0 {
+	if st, ran := s.result(); ran && st.ExitCode() != 0 {
 		return &exitStatusError{code: st.ExitCode(), status: st}
 	}
 	return nil

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/history"
 	"github.com/blobleader/blobleader/worker/shard"
@@ -30,8 +28,9 @@ type shardMode struct {
 	cfg election.Config
 }
 
-// newShardMode builds the pool member. record writes one history record.
-func newShardMode(o *workerOptions, c *container.Client, cfg election.Config, log *slog.Logger, record func(history.Record)) (*shardMode, error) {
+// newShardMode builds the pool member on n, and its metrics.
+func newShardMode(o *workerOptions, n *node) (*shardMode, error) {
+	c, cfg, log := n.storage, n.cfg, n.log
 	layout := shard.Layout{Blob: o.blob}
 	task := func(ctx context.Context, n int, term int64) error {
 		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, tick: o.tick,
@@ -41,12 +40,15 @@ func newShardMode(o *workerOptions, c *container.Client, cfg election.Config, lo
 	}
 	w, err := shard.New(shard.Config{
 		Shards: o.shards, Election: cfg, Container: c, Blob: o.blob, Task: task,
-		OnEvent: func(ev shard.Event) { record(shardRecord(o.identity, ev)) },
+		OnEvent: func(ev shard.Event) { n.write(shardRecord(o.identity, ev)) },
 	})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return &shardMode{w: w, log: log, cfg: cfg}, nil
+	m := &shardMode{w: w, log: log, cfg: cfg}
+	n.metrics.Registry.MustRegister(status.NewShardOwnership(w.Owned), status.NewShardsUnowned(m.unowned))
+	n.metrics.AlsoUnusable(w.Unusable)
+	return m, nil
 }
 
 // shardRecord turns a shard event into a history record: shard events carry
@@ -168,13 +170,7 @@ func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler
 		_ = json.NewEncoder(w).Encode(doc)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := errors.Join(e.Healthy(), m.w.Healthy()); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(err.Error() + "\n"))
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
+		answerProbe(w, errors.Join(e.Healthy(), m.w.Healthy()))
 	})
 	return mux
 }

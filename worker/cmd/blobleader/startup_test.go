@@ -104,7 +104,7 @@ func TestStartup_OpenNodeFailuresNameTheFlag(t *testing.T) {
 			}
 			tc.edit(&o.options)
 			var stderr bytes.Buffer
-			n, err := openNode(&o.options, o.electionConfig(), &stderr)
+			n, err := openNode(&o.options, o.electionConfig(), &stderr, o.buildMode)
 			if n != nil {
 				n.close()
 				t.Fatalf("openNode succeeded with a broken %s", tc.want)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,14 +34,14 @@ var errStillRunning = errors.New("a member of the previous command is out of rea
 // supervisor is the leader task of `blobleader run`: it runs the command for
 // as long as the leadership lasts, and no longer.
 type supervisor struct {
-	o              *runOptions
-	n              *node
-	log            *slog.Logger
-	exits          *prometheus.CounterVec
-	running        prometheus.Gauge
-	unreachable    prometheus.Gauge
-	guardsLost     prometheus.Counter
-	stopContending context.CancelFunc // --once: end Run after the command
+	o           *runOptions
+	n           *node
+	log         *slog.Logger
+	exits       *prometheus.CounterVec
+	running     prometheus.Gauge
+	unreachable prometheus.Gauge
+	guardsLost  prometheus.Counter
+	endRun      context.CancelFunc // ends Run (the elector steps down as a shutdown)
 	// fatal ends the process without releasing the lease (a group that
 	// survived SIGKILL must not be followed by a release).
 	fatal func(code int)
@@ -58,12 +59,13 @@ type supervisor struct {
 	ran        bool                 // a command has run
 	startErr   error                // the last start failure
 	shutdown   bool
-	lastRun    bool               // --once: the command has run; end Run at the step-down
-	endRun     context.CancelFunc // ends Run (the elector steps down as a shutdown)
+	lastRun    bool // --once: the command has run; end Run at the step-down
 }
 
-func newSupervisor(o *runOptions, n *node) *supervisor {
-	s := &supervisor{o: o, n: n, log: n.log, fatal: os.Exit, signal: syscall.SIGTERM, quit: make(chan struct{}),
+// newSupervisor builds the supervisor on n, and its metrics. endRun ends
+// Run, the elector's context.
+func newSupervisor(o *runOptions, n *node, endRun context.CancelFunc) *supervisor {
+	s := &supervisor{o: o, n: n, log: n.log, endRun: endRun, fatal: os.Exit, signal: syscall.SIGTERM, quit: make(chan struct{}),
 		exits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "blobleader_child_exits_total",
 			Help: "Exits of the command run by `blobleader run`, by cause: exited (on its own), leadership_ended (stopped because leadership ended), shutdown (the supervisor was told to stop).",
@@ -92,6 +94,15 @@ func newSupervisor(o *runOptions, n *node) *supervisor {
 	return s
 }
 
+// mode is run's mode on the node: the supervisor leads (runs the command)
+// and observes the elector's events; reachHealth joins /healthz.
+func (s *supervisor) mode() mode {
+	return mode{
+		callbacks:  election.Callbacks{OnStartedLeading: s.lead, OnEvent: s.observe},
+		companions: []companion{reachHealth{s}},
+	}
+}
+
 // observe tracks the end of the current leadership from the elector's
 // events, so the command's kill can be timed against it even if the
 // elector's own step-down comes late, and moves the guard's deadline on
@@ -118,7 +129,7 @@ func (s *supervisor) observe(ev election.Event) {
 	}
 }
 
-// stopAtStepDown is --once's stopContending: Run ends once the step-down of
+// stopAtStepDown is how --once stops contending: Run ends once the step-down of
 // the leadership that ran the command is recorded, so its reason is the
 // command's exit ("task exited…"), not "shutdown".
 func (s *supervisor) stopAtStepDown() {
@@ -155,12 +166,38 @@ func (s *supervisor) shutdownBy(sig syscall.Signal) {
 		"signal", sig.String(), "pid", g.Pid())
 }
 
+// catchSignals handles, until the returned stop is called, the signals
+// that reach the supervisor: job-control signals are dropped, SIGTERM and
+// SIGINT stop it (onSignals).
+func (s *supervisor) catchSignals(ctx context.Context) (stop func()) {
+	// Job control (^Z, a background read or write): the command is in a
+	// process group of its own, so these reach the supervisor alone, and
+	// their default action would stop it while its command runs on. They
+	// are caught and dropped (caught, not ignored, so the command starts
+	// with their default actions).
+	jobControl := make(chan os.Signal, 4)
+	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	go func() {
+		for sig := range jobControl {
+			s.log.Warn("ignoring a job-control signal: a supervisor stops only on SIGTERM or SIGINT", "signal", sig.String())
+		}
+	}()
+	// Signals: remember which one came (it is forwarded as it is).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go s.onSignals(ctx, sigs)
+	return func() {
+		signal.Stop(sigs)
+		signal.Stop(jobControl)
+	}
+}
+
 // onSignals stops the supervisor on the first SIGTERM or SIGINT. The
 // command's group is stopped first, while we still lead; only once it is
 // dead and reaped does the elector hear of the shutdown (cancel) and
 // release. A member out of reach keeps us leading until it is gone. Each
 // further signal kills the group at once, skipping the rest of the grace.
-func (s *supervisor) onSignals(ctx context.Context, sigs <-chan os.Signal, cancel context.CancelFunc) {
+func (s *supervisor) onSignals(ctx context.Context, sigs <-chan os.Signal) {
 	var first os.Signal
 	select {
 	case first = <-sigs:
@@ -175,7 +212,7 @@ func (s *supervisor) onSignals(ctx context.Context, sigs <-chan os.Signal, cance
 		case sig := <-sigs:
 			s.killNow(sig)
 		case <-idle:
-			cancel()
+			s.endRun()
 			return
 		}
 	}
@@ -240,7 +277,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	case err != nil:
 		log.Error("could not start the command; handing leadership on", "err", err)
 		if s.o.once {
-			s.stopContending()
+			s.stopAtStepDown()
 		}
 		return err
 	case g == nil:
@@ -281,7 +318,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	s.group, s.outOfReach, s.unguarded = nil, nil, nil
 	s.mu.Unlock()
 	if s.o.once {
-		s.stopContending()
+		s.stopAtStepDown()
 	}
 	if err != nil {
 		return err
@@ -370,9 +407,7 @@ type reachHealth struct{ s *supervisor }
 func (c reachHealth) handler(_ *election.Elector, base http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil && r.URL.Path == "/healthz" {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(err.Error() + "\n"))
+			answerProbe(w, err)
 			return
 		}
 		base.ServeHTTP(w, r)
