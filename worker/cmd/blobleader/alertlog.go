@@ -23,6 +23,7 @@ const (
 	logEventStoppedLeading = "stopped_leading"
 	logEventStatus         = "status"
 	logEventStorageRefusal = "storage_forbidden"
+	logEventShards         = "shards" // while this worker coordinates a --shards pool
 )
 
 // logLeadership writes one line per leadership change, carrying the identity
@@ -96,24 +97,12 @@ func (s statusSnapshot) changed(prev statusSnapshot) bool {
 // ctx ends. The heartbeat is what lets a query tell "no leader" from "no
 // news": every worker keeps saying who it is and what it sees.
 func (n *node) logStatus(ctx context.Context) {
-	every, check := n.cfg.LeaseDuration, n.cfg.RetryPeriod
-	t := time.NewTicker(check)
-	defer t.Stop()
-	var last statusSnapshot
-	var lastAt time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			s := n.snapshot()
-			if !lastAt.IsZero() && now.Sub(lastAt) < every && !s.changed(last) {
-				continue
-			}
-			last, lastAt = s, now
-			n.writeStatus(s)
-		}
-	}
+	stateLines[statusSnapshot]{
+		check: n.cfg.RetryPeriod, every: n.cfg.LeaseDuration,
+		read:    func() (statusSnapshot, bool) { return n.snapshot(), true },
+		changed: statusSnapshot.changed,
+		write:   n.writeStatus,
+	}.run(ctx)
 }
 
 func (n *node) writeStatus(s statusSnapshot) {
@@ -125,6 +114,88 @@ func (n *node) writeStatus(s statusSnapshot) {
 		return
 	}
 	n.log.Info("status", args...)
+}
+
+// shardsLine is what one shards line says that makes a new line due.
+type shardsLine struct {
+	term    int64
+	unowned int
+	since   time.Time
+}
+
+// shardsReading is one reading of the pool for the shards line.
+type shardsReading struct {
+	shardsLine
+	shards int // the pool's size, as the assignment says
+}
+
+// logShards writes, while this worker coordinates the pool, one shards line
+// once per lease duration and within one retry period of a change in the
+// count of assigned shards with no lease held, until ctx ends.
+func (m *shardMode) logShards(ctx context.Context) {
+	stateLines[shardsReading]{
+		check: m.cfg.RetryPeriod, every: m.cfg.LeaseDuration,
+		read:    m.readShards,
+		changed: func(cur, prev shardsReading) bool { return cur.shardsLine != prev.shardsLine },
+		write:   m.writeShards,
+	}.run(ctx)
+}
+
+// readShards reads the pool as the coordinator sees it; false while this
+// worker does not coordinate it.
+func (m *shardMode) readShards() (shardsReading, bool) {
+	n, since, ok := m.w.Unowned()
+	a := m.w.Assignment()
+	if !ok || a == nil {
+		return shardsReading{}, false
+	}
+	return shardsReading{shardsLine{term: a.Term, unowned: n, since: since}, a.Shards}, true
+}
+
+func (m *shardMode) writeShards(r shardsReading) {
+	args := []any{"event", logEventShards, "term", r.term, "shards", r.shards, "unowned", r.unowned, "unowned_since", rfc3339(r.since)}
+	if r.unowned > 0 {
+		m.log.Warn("shards", args...)
+	} else {
+		m.log.Info("shards", args...)
+	}
+}
+
+// stateLines writes the lines that report a state: once per every, and
+// within one check period of a change (changed, current first). read is the
+// state now, and false when there is nothing to report; the next line is
+// then due as soon as there is.
+type stateLines[T any] struct {
+	check, every time.Duration
+	read         func() (T, bool)
+	changed      func(cur, prev T) bool
+	write        func(T)
+}
+
+// run writes the lines until ctx ends. It runs beside the election, never
+// on its path.
+func (l stateLines[T]) run(ctx context.Context) {
+	t := time.NewTicker(l.check)
+	defer t.Stop()
+	var last T
+	var lastAt time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			cur, ok := l.read()
+			if !ok {
+				lastAt = time.Time{}
+				continue
+			}
+			if !lastAt.IsZero() && now.Sub(lastAt) < l.every && !l.changed(cur, last) {
+				continue
+			}
+			last, lastAt = cur, now
+			l.write(cur)
+		}
+	}
 }
 
 // rfc3339 formats t in UTC, or "" for the zero time (no bound known).

@@ -28,22 +28,19 @@ func runLedger(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, ctx, cancel, err := o.open()
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	books, err := readBooks(ctx, c, o.storage.container, o.storage.blob)
-	if err != nil {
-		return err
-	}
-	if err := printBooks(stdout, books, o.asJSON); err != nil {
-		return err
-	}
-	if o.verify {
-		return verifyBooks(stdout, books)
-	}
-	return nil
+	return o.onStorage(func(ctx context.Context, c *container.Client) error {
+		books, err := readBooks(ctx, c, o.storage.container, o.storage.blob)
+		if err != nil {
+			return err
+		}
+		if err := printBooks(stdout, books, o.asJSON); err != nil {
+			return err
+		}
+		if o.verify {
+			return verifyBooks(stdout, books)
+		}
+		return nil
+	})
 }
 
 // book is one ledger: the election's (shard -1) or a pool shard's.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -28,17 +29,16 @@ func runRecoverTerm(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, ctx, cancel, err := o.open()
-	if err != nil {
+	var was string
+	err = o.onStorage(func(ctx context.Context, c *container.Client) error {
+		lock, err := bloblock.New(c, o.storage.blob)
+		if err != nil {
+			return err
+		}
+		r := &termRecovery{lock: lock, floor: o.floor, leaseID: uuid.NewString(), timeout: o.timeout, out: stdout}
+		was, err = r.recover(ctx)
 		return err
-	}
-	defer cancel()
-	lock, err := bloblock.New(c, o.storage.blob)
-	if err != nil {
-		return err
-	}
-	r := &termRecovery{lock: lock, floor: o.floor, leaseID: uuid.NewString(), timeout: o.timeout, out: stdout}
-	was, err := r.recover(ctx)
+	})
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,8 @@ func (m *shardMode) lead(ctx context.Context, term int64) error {
 }
 
 // run works this member's shards beside the election, and while it
-// coordinates the pool writes the shards log line the alerts read.
+// coordinates the pool writes the shards log line the alerts read
+// (alertlog.go).
 func (m *shardMode) run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
@@ -92,52 +93,6 @@ func (m *shardMode) run(ctx context.Context) error {
 func (m *shardMode) unowned() (int, bool) {
 	n, _, ok := m.w.Unowned()
 	return n, ok
-}
-
-// logEventShards is the `event` of the line the shards-unowned alert reads
-// (docs/architecture.md#log-lines-the-alerts-read).
-const logEventShards = "shards"
-
-// shardsLine is what one shards line says.
-type shardsLine struct {
-	term    int64
-	unowned int
-	since   time.Time
-}
-
-// logShards writes, while this worker coordinates the pool, one shards line
-// once per lease duration and within one retry period of a change in the
-// count of assigned shards with no lease held, until ctx ends. It runs
-// beside the election, never on its path.
-func (m *shardMode) logShards(ctx context.Context) {
-	t := time.NewTicker(m.cfg.RetryPeriod)
-	defer t.Stop()
-	var last shardsLine
-	var lastAt time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			n, since, ok := m.w.Unowned()
-			a := m.w.Assignment()
-			if !ok || a == nil {
-				lastAt = time.Time{}
-				continue
-			}
-			l := shardsLine{term: a.Term, unowned: n, since: since}
-			if !lastAt.IsZero() && now.Sub(lastAt) < m.cfg.LeaseDuration && l == last {
-				continue
-			}
-			last, lastAt = l, now
-			args := []any{"event", logEventShards, "term", l.term, "shards", a.Shards, "unowned", l.unowned, "unowned_since", rfc3339(l.since)}
-			if l.unowned > 0 {
-				m.log.Warn("shards", args...)
-			} else {
-				m.log.Info("shards", args...)
-			}
-		}
-	}
 }
 
 // healthy is the pool member's part of /healthz: its shard tasks' health.

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/shard"
 )
@@ -22,12 +25,11 @@ func runShards(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, ctx, cancel, err := o.open()
-	if err != nil {
+	var sum *shard.Summary
+	err = o.onStorage(func(ctx context.Context, c *container.Client) (err error) {
+		sum, err = shard.ReadSummary(ctx, c, o.storage.blob)
 		return err
-	}
-	defer cancel()
-	sum, err := shard.ReadSummary(ctx, c, o.storage.blob)
+	})
 	if err != nil {
 		return err
 	}

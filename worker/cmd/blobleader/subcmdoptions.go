@@ -39,15 +39,16 @@ func (r *readOptions) validate() error {
 	return nil
 }
 
-// open returns a client and a context that ends at --timeout; call cancel
-// when done.
-func (r *readOptions) open() (*container.Client, context.Context, context.CancelFunc, error) {
+// onStorage calls do with a client for the storage flags and a context
+// that ends at --timeout.
+func (r *readOptions) onStorage(do func(context.Context, *container.Client) error) error {
 	c, err := newContainerClient(r.storage, nil, r.timeout, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	return c, ctx, cancel, nil
+	defer cancel()
+	return do(ctx, c)
 }
 
 // parseRead parses args into fs, on which r and the command's own flags are
