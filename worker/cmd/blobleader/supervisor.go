@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,11 +93,11 @@ func newSupervisor(o *runOptions, n *node, endRun context.CancelFunc) *superviso
 }
 
 // mode is run's mode on the node: the supervisor leads (runs the command)
-// and observes the elector's events; reachHealth joins /healthz.
+// and observes the elector's events; runHealth joins /healthz.
 func (s *supervisor) mode() mode {
 	return mode{
 		callbacks:  election.Callbacks{OnStartedLeading: s.lead, OnEvent: s.observe},
-		companions: []companion{reachHealth{s}},
+		companions: []companion{runHealth{s}},
 	}
 }
 
@@ -149,110 +147,6 @@ func (s *supervisor) validUntil(term int64) time.Time {
 	return s.until
 }
 
-func (s *supervisor) shutdownBy(sig syscall.Signal) {
-	s.mu.Lock()
-	if !s.shutdown {
-		s.shutdown, s.signal = true, sig
-		close(s.quit)
-	}
-	g, term := s.group, s.groupTerm
-	s.mu.Unlock()
-	if g == nil {
-		s.log.Info("stopping", "signal", sig.String())
-		return
-	}
-	wait := s.grace(term, s.o.shutdownGrace).Round(100 * time.Millisecond)
-	s.log.Info(fmt.Sprintf("stopping: waiting up to %s for the command to exit, then SIGKILL; signal again (Ctrl-C) to kill it now", wait),
-		"signal", sig.String(), "pid", g.Pid())
-}
-
-// catchSignals handles, until the returned stop is called, the signals
-// that reach the supervisor: job-control signals are dropped, SIGTERM and
-// SIGINT stop it (onSignals).
-func (s *supervisor) catchSignals(ctx context.Context) (stop func()) {
-	// Job control (^Z, a background read or write): the command is in a
-	// process group of its own, so these reach the supervisor alone, and
-	// their default action would stop it while its command runs on. They
-	// are caught and dropped (caught, not ignored, so the command starts
-	// with their default actions).
-	jobControl := make(chan os.Signal, 4)
-	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	go func() {
-		for sig := range jobControl {
-			s.log.Warn("ignoring a job-control signal: a supervisor stops only on SIGTERM or SIGINT", "signal", sig.String())
-		}
-	}()
-	// Signals: remember which one came (it is forwarded as it is).
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go s.onSignals(ctx, sigs)
-	return func() {
-		signal.Stop(sigs)
-		signal.Stop(jobControl)
-	}
-}
-
-// onSignals stops the supervisor on the first SIGTERM or SIGINT. The
-// command's group is stopped first, while we still lead; only once it is
-// dead and reaped does the elector hear of the shutdown (cancel) and
-// release. A member out of reach keeps us leading until it is gone. Each
-// further signal kills the group at once, skipping the rest of the grace.
-func (s *supervisor) onSignals(ctx context.Context, sigs <-chan os.Signal) {
-	var first os.Signal
-	select {
-	case first = <-sigs:
-	case <-ctx.Done():
-		return
-	}
-	s.shutdownBy(first.(syscall.Signal))
-	idle := make(chan struct{})
-	go func() { s.awaitIdle(); close(idle) }()
-	for {
-		select {
-		case sig := <-sigs:
-			s.killNow(sig)
-		case <-idle:
-			s.endRun()
-			return
-		}
-	}
-}
-
-// killNow SIGKILLs the running group (a second signal while stopping); the
-// shutdown goes on as before: reap, then release.
-func (s *supervisor) killNow(sig os.Signal) {
-	s.mu.Lock()
-	g := s.group
-	s.mu.Unlock()
-	if g == nil {
-		return
-	}
-	err := g.Signal(syscall.SIGKILL)
-	s.log.Warn("signalled again while stopping: killed the command (SIGKILL); releasing once it is reaped", "signal", sig.String(), "pid", g.Pid(), "err", err)
-}
-
-func (s *supervisor) stopping() (bool, syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shutdown, s.signal
-}
-
-// awaitIdle returns once no command group is left (every member dead and
-// reaped). It has no deadline on purpose: while a member out of reach may
-// run, the lease is held (docs/failover.md#commands).
-func (s *supervisor) awaitIdle() {
-	for {
-		s.mu.Lock()
-		g := s.group
-		s.mu.Unlock()
-		if g == nil {
-			return
-		}
-		<-g.Done()
-		time.Sleep(10 * time.Millisecond) // lead() clears s.group after its report
-	}
-}
-
 func (s *supervisor) result() (supervise.ExitStatus, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -283,10 +177,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	case g == nil:
 		return nil // shutting down: start nothing
 	}
-	s.running.Set(1)
-	s.n.write(history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventChildStarted, Time: time.Now(), Term: term, PID: g.Pid()}))
-	log.Info("command started", "pid", g.Pid(), "cgroup", g.Cgroup(), "group", groupMode(g.Cgroup() != ""))
-
+	s.started(term, g, log)
 	cause, err := s.watch(ctx, term, g)
 	if errors.Is(err, supervise.ErrSurvived) {
 		// We cannot prove the command dead. Releasing now would let the next
@@ -295,6 +186,36 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 		s.fatal(1)
 		return err
 	}
+	st, cause := s.exited(term, g, cause, log)
+	if s.o.once {
+		s.stopAtStepDown()
+	}
+	if err != nil {
+		return err
+	}
+	if cause == history.CauseExited {
+		return fmt.Errorf("command %s", st)
+	}
+	if cause == history.CauseShutdown {
+		// The shutdown ends Run once the group is reaped (onSignals): step
+		// down as that shutdown, not as a task that exited.
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// started reports the command started for term: metric, history, log.
+func (s *supervisor) started(term int64, g *supervise.Group, log *slog.Logger) {
+	s.running.Set(1)
+	s.n.write(history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventChildStarted, Time: time.Now(), Term: term, PID: g.Pid()}))
+	log.Info("command started", "pid", g.Pid(), "cgroup", g.Cgroup(), "group", groupMode(g.Cgroup() != ""))
+}
+
+// exited reports the end of the command started for term, reaped — a guard
+// lost as it ended, metrics, history, log — and forgets its group. It
+// returns the command's status and the cause as reported: a group the guard
+// killed ended with the leadership, whatever the watch saw.
+func (s *supervisor) exited(term int64, g *supervise.Group, cause string, log *slog.Logger) (supervise.ExitStatus, string) {
 	for drained := false; !drained; {
 		select {
 		case loss := <-g.GuardLost(): // died as the command ended: still reported
@@ -317,21 +238,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	s.status, s.ran = st, true
 	s.group, s.outOfReach, s.unguarded = nil, nil, nil
 	s.mu.Unlock()
-	if s.o.once {
-		s.stopAtStepDown()
-	}
-	if err != nil {
-		return err
-	}
-	if cause == history.CauseExited {
-		return fmt.Errorf("command %s", st)
-	}
-	if cause == history.CauseShutdown {
-		// The shutdown ends Run once the group is reaped (onSignals): step
-		// down as that shutdown, not as a task that exited.
-		<-ctx.Done()
-	}
-	return nil
+	return st, cause
 }
 
 // start starts the command for term, unless the supervisor is shutting
@@ -353,79 +260,6 @@ func (s *supervisor) start(term int64) (*supervise.Group, error) {
 	}
 	s.group, s.groupTerm, s.startErr = g, term, nil
 	return g, nil
-}
-
-// reportOutOfReach says, once per group and loudly, that a member of the
-// group cannot be signalled: log, history, metric and /healthz.
-func (s *supervisor) reportOutOfReach(term int64, g *supervise.Group, err error) {
-	s.mu.Lock()
-	first := s.outOfReach == nil
-	s.outOfReach = err
-	s.mu.Unlock()
-	s.unreachable.Set(1)
-	if !first {
-		return
-	}
-	r := history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventChildOutOfReach, Time: time.Now(), Term: term, PID: g.Pid()})
-	r.Reason = err.Error()
-	s.n.write(r)
-	s.log.Error("a process of the command is out of reach (it changed its user): the lease is held and never released while it may run; run the supervisor as that user (sudo blobleader run -- job, not blobleader run -- sudo job)",
-		"pid", g.Pid(), "err", err)
-}
-
-// guardLost reports a guard that died while the command ran: loudly (log,
-// history, metric) and, when no guard could take its place, /healthz 503
-// until the command is stopped. It says whether the command is unguarded.
-func (s *supervisor) guardLost(term int64, g *supervise.Group, loss supervise.GuardLoss) bool {
-	s.guardsLost.Inc()
-	reason := fmt.Sprintf("guard %d %s; guard %d holds the deadline now", loss.Pid, loss.Status, loss.NewPid)
-	switch {
-	case loss.Ended:
-		reason = fmt.Sprintf("guard %d %s while the command ran; the command has ended, none was started in its place", loss.Pid, loss.Status)
-	case loss.Err != nil:
-		reason = fmt.Sprintf("guard %d %s; no guard could take its place (%v): stopping the command and releasing", loss.Pid, loss.Status, loss.Err)
-		s.mu.Lock()
-		s.unguarded = errors.New("command unguarded: " + reason)
-		s.mu.Unlock()
-	}
-	r := history.NewChildRecord(s.o.identity, processStart, history.ChildEvent{Kind: history.EventGuardLost, Time: loss.Time, Term: term, PID: g.Pid()})
-	r.Reason = reason
-	s.n.write(r)
-	s.log.Error("the command's group guard died", "event", history.EventGuardLost, "term", term, "pid", g.Pid(),
-		"guard_pid", loss.Pid, "guard_status", loss.Status, "new_guard_pid", loss.NewPid, "reason", reason)
-	return loss.Err != nil
-}
-
-// reachHealth is run mode's companion beside the election: /healthz (and
-// blobleader_healthy) fail while a member of the command is out of reach,
-// and while the command runs without a guard.
-// It runs nothing of its own.
-type reachHealth struct{ s *supervisor }
-
-// handler answers /healthz 503 while a member is out of reach (the
-// contract's handler answers only for the elector), else defers to base.
-func (c reachHealth) handler(_ *election.Elector, base http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := c.healthy(); err != nil && r.URL.Path == "/healthz" {
-			answerProbe(w, err)
-			return
-		}
-		base.ServeHTTP(w, r)
-	})
-}
-
-func (c reachHealth) run(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
-}
-
-func (c reachHealth) healthy() error {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	if c.s.outOfReach != nil {
-		return fmt.Errorf("command out of reach: %w", c.s.outOfReach)
-	}
-	return c.s.unguarded
 }
 
 // commandEnv is env with the fencing term and the identity set (replacing any
