@@ -133,7 +133,8 @@ func TestWorker_HelpExitsZeroAndListsEveryFlagWithItsEnvTwin(t *testing.T) {
 }
 
 // startWorker runs the binary against Azurite and returns its base URL once
-// it serves /status.
+// it serves /status. Its log goes to historyPath + ".log" (a temporary
+// directory's blob.log for --history blob).
 func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
 	port, err := azuritetest.FreePort()
@@ -144,7 +145,11 @@ func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (s
 		"--container", "status-test", "--log-format", "json")
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
-	logs, err := os.Create(historyPath + ".log") // the worker's JSON log lines
+	logPath := historyPath + ".log" // the worker's JSON log lines
+	if historyPath == "blob" {
+		logPath = filepath.Join(t.TempDir(), "blob.log")
+	}
+	logs, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
