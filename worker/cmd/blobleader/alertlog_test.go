@@ -207,3 +207,62 @@ func TestWorker_ShardOwnershipIsExported(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// jsonLines parses a JSON log.
+func jsonLines(t *testing.T, log string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for sc := bufio.NewScanner(strings.NewReader(log)); sc.Scan(); {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			continue // not a log line (a panic would show in the test's failure)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// aboutTerm is the log lines, other than the periodic status line and the
+// ledger's own, that carry term.
+func aboutTerm(lines []map[string]any, term float64) []string {
+	var out []string
+	for _, l := range lines {
+		if l["term"] == term && l["msg"] != "status" && !strings.HasPrefix(fmt.Sprint(l["msg"]), "ledger") {
+			out = append(out, fmt.Sprintf("%v %v", l["msg"], l))
+		}
+	}
+	return out
+}
+
+// Each leadership change is one line in a worker's log: the leader's start
+// and end (the alert lines), a follower's sight of a new leader; a normal
+// start says nothing that reads like the runbook's "ledger fenced".
+func TestWorker_EachLeadershipChangeIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	w1 := startCaptured(t, "w1", az.ConnectionString(), "--log-format", "json", "--container", "once-logs")
+	awaitRole(t, w1.base, "leader")
+	t1 := getStatus(t, w1.base)["term"].(float64)
+	w2 := startCaptured(t, "w2", az.ConnectionString(), "--log-format", "json", "--container", "once-logs")
+	await(t, 10*time.Second, "w2 sees w1 lead", func() bool { return getStatus(t, w2.base)["leader"] == "w1" })
+	stopProc(t, w1)
+	awaitRole(t, w2.base, "leader")
+	t2 := getStatus(t, w2.base)["term"].(float64)
+	stopProc(t, w2)
+
+	l1, l2 := jsonLines(t, w1.stderr.String()), jsonLines(t, w2.stderr.String())
+	if got := aboutTerm(l1, t1); len(got) != 2 {
+		t.Errorf("w1 logged its leadership of term %.0f in %d lines, want 2 (started, stopped):\n%s", t1, len(got), strings.Join(got, "\n"))
+	}
+	if got := aboutTerm(l2, t1); len(got) != 1 {
+		t.Errorf("w2 logged w1's leadership of term %.0f in %d lines, want 1:\n%s", t1, len(got), strings.Join(got, "\n"))
+	}
+	if got := aboutTerm(l2, t2); len(got) != 2 {
+		t.Errorf("w2 logged its leadership of term %.0f in %d lines, want 2 (started, stopped):\n%s", t2, len(got), strings.Join(got, "\n"))
+	}
+	for _, l := range append(l1, l2...) {
+		if strings.Contains(fmt.Sprint(l["msg"]), "fenced") {
+			t.Errorf("a normal start and takeover logged %q", l["msg"])
+		}
+	}
+}

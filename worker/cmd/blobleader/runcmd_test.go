@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -287,64 +286,6 @@ func TestRun_CommandExitHandsOverAtOnce(t *testing.T) {
 	}
 }
 
-// SIGTERM to the supervisor is forwarded to the command's group; a command
-// that ignores it is SIGKILLed after --shutdown-grace; then the lease is
-// released and the supervisor exits 0.
-func TestRun_SIGTERMForwardsToTheGroupThenKills(t *testing.T) {
-	t.Parallel()
-	az := azuritetest.StartT(t)
-	tests := []struct {
-		name    string
-		script  string
-		wantSig string
-		wantOut string
-	}{
-		{"command handles SIGTERM", `trap 'echo got-TERM; exit 0' TERM; echo ready; while :; do sleep 0.05; done`, "", "got-TERM\n"},
-		{"command ignores SIGTERM", `trap '' TERM; echo ready; while :; do sleep 0.05; done`, "SIGKILL", ""},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := startSupervisor(t, az.ConnectionString(), fmt.Sprintf("run-term-%d", i), fmt.Sprintf("term%d", i), []string{"--shutdown-grace=700ms"}, "sh", "-c", tt.script)
-			started := awaitEvent(t, s.history, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
-			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.out.String(), "ready"); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the command never said ready")
-				}
-			}
-			sent := time.Now()
-			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			if code := s.wait(t, 10*time.Second); code != 0 {
-				t.Fatalf("exit code %d after SIGTERM, want 0", code)
-			}
-			took := time.Since(sent)
-			rs := readRecords(t, s.history)
-			var exited record
-			for _, r := range rs {
-				if r.Event == "child_exited" {
-					exited = r
-				}
-			}
-			if exited.Cause != "shutdown" || exited.PID != started.PID || exited.Signal != tt.wantSig {
-				t.Fatalf("child_exited %+v: want cause shutdown, pid %d, signal %q", exited, started.PID, tt.wantSig)
-			}
-			if got := events(rs); got[len(got)-1] != "released" {
-				t.Fatalf("history ends %v, want … released", got)
-			}
-			if !strings.Contains(s.out.String(), tt.wantOut) {
-				t.Fatalf("output lacks %q:\n%s", tt.wantOut, s.out)
-			}
-			if tt.wantSig == "SIGKILL" && took < 700*time.Millisecond {
-				t.Fatalf("exited %v after SIGTERM, before the 700ms shutdown grace: the command was not given its grace", took)
-			}
-			if alive(started.PID) {
-				t.Fatalf("command %d still runs after its supervisor exited", started.PID)
-			}
-		})
-	}
-}
-
 // A supervisor killed with SIGKILL takes its command with it.
 func TestRun_CommandDiesWithItsSupervisor(t *testing.T) {
 	t.Parallel()
@@ -375,4 +316,53 @@ func alive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// A command that cannot be executed (an executable file that is neither a
+// binary nor a #! script: ENOEXEC) is a failure --once must report as a
+// shell does: 126, with one line naming the command.
+func TestRun_OnceWithACommandThatCannotBeExecutedExits126(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	bad := filepath.Join(t.TempDir(), "no-shebang")
+	if err := os.WriteFile(bad, []byte("echo hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startSupervisor(t, az.ConnectionString(), "run-enoexec", "enoexec", []string{"--once"}, bad)
+	if code := s.wait(t, 20*time.Second); code != 126 {
+		t.Fatalf("exit code %d, want 126 (a command that could not be executed)", code)
+	}
+	if got := s.stderr.String(); !strings.Contains(got, "could not run the command") || !strings.Contains(got, bad) {
+		t.Fatalf("stderr does not say the command could not be run, naming it:\n%s", got)
+	}
+}
+
+// startLoggedSupervisor is startSupervisor with stdout and stderr readable
+// while it runs.
+func startLoggedSupervisor(t *testing.T, conn, container, id string, extra []string, command ...string) (s *supProc, stderr *syncBuffer) {
+	t.Helper()
+	port, err := azuritetest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = &supProc{base: fmt.Sprintf("http://127.0.0.1:%d", port), history: filepath.Join(t.TempDir(), id+".jsonl"), done: make(chan struct{})}
+	args := []string{"run", "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", s.history,
+		"--container", container, "--log-format", "text"}
+	args = append(append(args, extra...), "--")
+	s.cmd = exec.Command(binary, append(args, command...)...)
+	s.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
+	stderr = &syncBuffer{}
+	s.cmd.Stdout, s.cmd.Stderr = stderr, stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.err = s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		if t.Failed() {
+			t.Logf("%s output:\n%s", id, stderr.String())
+		}
+	})
+	return s, stderr
 }

@@ -232,3 +232,15 @@ func historyBlobs(t *testing.T, conn string) string {
 	}
 	return all.String()
 }
+
+func stopProc(t *testing.T, p *secretProc) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not stop within 20s of SIGTERM", p.name)
+	}
+}

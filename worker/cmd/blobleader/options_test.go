@@ -1,0 +1,252 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/election"
+)
+
+// expectUsageError runs the binary and asserts exit 2 with a one-line
+// message naming want.
+func expectUsageError(t *testing.T, env []string, want string, args ...string) string {
+	t.Helper()
+	// If the check is missing, the worker would start: keep it off well-known ports.
+	args = append(args, "--listen=127.0.0.1:0")
+	code, out := runWorkerCmd(t, append([]string{"AZURE_STORAGE_CONNECTION_STRING="}, env...), args...)
+	if code != 2 {
+		t.Fatalf("exit code %d, want 2; output:\n%s", code, out)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 {
+		t.Fatalf("want a one-line message, got %d lines:\n%s", len(lines), out)
+	}
+	if !strings.Contains(out, want) {
+		t.Fatalf("message does not name %s:\n%s", want, out)
+	}
+	return out
+}
+
+// An identity is written to the lock blob's metadata, an HTTP header: one
+// that storage cannot carry would make a worker that acquires, fails the
+// term write, releases and polls for ever. It is a configuration error.
+func TestWorker_IdentityStorageCannotCarryExitsTwo(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		rule string // a word of the rule the message must state
+	}{
+		{"non-ASCII", nil, []string{conn, "--identity", "wörker-ü"}, "ASCII"},
+		{"non-ASCII from the env twin", []string{"BLOBLEADER_IDENTITY=wörker-ü"}, []string{conn}, "ASCII"},
+		{"trailing space", nil, []string{conn, "--identity", "w1 "}, "space"},
+		{"control character", nil, []string{conn, "--identity", "w1\x01"}, "ASCII"},
+		{"longer than the bound", nil, []string{conn, "--identity", strings.Repeat("w", election.MaxIdentityLength+1)}, fmt.Sprint(election.MaxIdentityLength)},
+		{"beyond Azure's 8 KiB of metadata", nil, []string{conn, "--identity", strings.Repeat("w", 9000)}, "8 KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := expectUsageError(t, tt.env, "--identity", tt.args...)
+			if !strings.Contains(out, tt.rule) {
+				t.Fatalf("message does not state the rule (%q):\n%s", tt.rule, out)
+			}
+		})
+	}
+}
+
+// The rule is not stricter than it needs to be in the other direction
+// either: the longest identity it accepts, of every printable ASCII
+// character with runs of inner spaces, makes a leader that a follower names
+// exactly (it round-trips through the lock's metadata on Azurite).
+func TestWorker_IdentityAtTheEdgeOfTheRuleRoundTrips(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for c := byte('!'); c <= '~'; c++ {
+		b.WriteByte(c)
+		if c%17 == 0 {
+			b.WriteString("   ")
+		}
+	}
+	id := b.String()
+	for len(id) < election.MaxIdentityLength {
+		id += b.String()
+	}
+	id = id[:election.MaxIdentityLength-1] + "z" // no trailing space
+	az := azuritetest.StartT(t)
+	dir := t.TempDir()
+	leaderURL, _ := startWorker(t, az.ConnectionString(), id, filepath.Join(dir, "a.jsonl"))
+	awaitRole(t, leaderURL, "leader")
+	if st := getStatus(t, leaderURL); st["identity"] != id {
+		t.Fatalf("/status identity = %q, want %q", st["identity"], id)
+	}
+	followerURL, _ := startWorker(t, az.ConnectionString(), "edge-follower", filepath.Join(dir, "b.jsonl"))
+	deadline := time.Now().Add(10 * time.Second)
+	for st := getStatus(t, followerURL); st["leader"] != id; st = getStatus(t, followerURL) {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower names leader %q, want the %d-byte identity %q", st["leader"], len(id), id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Flags that are each in range but cannot work together are a configuration
+// error naming both flags and the rule, in every mode: a leader stepped down
+// by its own watchdog every few seconds, or a storage call capped below what
+// real storage answers in, would otherwise run (and flap, or never lead)
+// with /healthz green.
+func TestWorker_FlagCombinationsThatCannotWorkExitTwoNamingBoth(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	tests := []struct {
+		name string
+		args []string
+		want []string // both flags and a word of the rule
+	}{
+		{"worker: tick above the watchdog", []string{conn, "--tick=30s"}, []string{"--tick", "--watchdog-timeout", "heartbeat"}},
+		{"worker: an append's timeout above the watchdog", []string{conn, "--watchdog-timeout=3s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
+		{"worker: a tick plus an append's timeout above the watchdog", []string{conn, "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
+		{"shards: a tick plus an append's timeout above the watchdog", []string{conn, "--shards=4", "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
+		{"worker: request timeout below what storage answers in", []string{conn, "--renew-interval=50ms"}, []string{"--renew-interval", "--renew-deadline", "request timeout"}},
+		{"worker: request timeout from the deadline below the floor", []string{conn, "--renew-deadline=1200ms", "--renew-interval=400ms"}, []string{"--renew-interval", "--renew-deadline", "request timeout"}},
+		{"shards: tick above the watchdog", []string{conn, "--shards=4", "--tick=30s"}, []string{"--tick", "--watchdog-timeout"}},
+		{"shards: poll period above the watchdog", []string{conn, "--shards=4", "--retry-period=20s"}, []string{"--retry-period", "--watchdog-timeout", "coordinator"}},
+		{"shards: request timeout below the floor", []string{conn, "--shards=4", "--renew-interval=50ms"}, []string{"--renew-interval", "--renew-deadline"}},
+		{"run: request timeout below the floor", []string{"run", conn, "--renew-interval=50ms", "--", "/bin/true"}, []string{"--renew-interval", "--renew-deadline", "request timeout"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := expectUsageError(t, nil, tt.want[0], withListen(tt.args)...)
+			for _, w := range tt.want[1:] {
+				if !strings.Contains(out, w) {
+					t.Fatalf("message does not name %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// withListen puts --listen before run's "--" (expectUsageError appends it).
+func withListen(args []string) []string {
+	if len(args) > 0 && args[0] == "run" {
+		for i, a := range args {
+			if a == "--" {
+				out := append([]string{}, args[:i]...)
+				out = append(out, "--listen=127.0.0.1:0")
+				return append(out, args[i:]...)
+			}
+		}
+	}
+	return args
+}
+
+func TestWorker_TakeoverFlagsExitTwoNamingTheRule(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	fast := []string{conn, "--renew-deadline=2s", "--renew-interval=500ms", "--retry-period=500ms"}
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want []string // each must appear in the message
+	}{
+		{"T below two renew intervals", nil, append(fast, "--takeover-after=900ms"), []string{"--takeover-after", "2 × --renew-interval and --renew-interval + 2 × request timeout (1.5s)"}},
+		{"B below D + timeout + margin", nil, append(fast, "--takeover-after=2s", "--break-period=2s"), []string{"--break-period", "--renew-deadline + request timeout"}},
+		{"B exactly D + timeout + margin", nil, append(fast, "--takeover-after=2s", "--break-period=3s"), []string{"--break-period", "storage counts break periods in whole seconds"}},
+		{"B not whole seconds", nil, append(fast, "--takeover-after=2s", "--break-period=4500ms"), []string{"--break-period", "whole number of seconds"}},
+		{"B above 60s", nil, append(fast, "--takeover-after=2s", "--break-period=61s"), []string{"--break-period", "at most 1m0s"}},
+		{"B without T", nil, append(fast, "--break-period=3s"), []string{"--break-period", "--takeover-after is 0"}},
+		{"T + B not below L (default deadline)", nil, []string{conn, "--takeover-after=6s"}, []string{"--takeover-after", "less than --lease-duration"}},
+		{"env twin", []string{"BLOBLEADER_TAKEOVER_AFTER=900ms"}, fast, []string{"--takeover-after"}},
+		{"run: B must cover the kill grace", nil, append([]string{"run"}, append(fast, "--takeover-after=2s", "--break-period=5s", "--kill-grace=1s", "--", "true")...), []string{"--break-period", "after the deadline"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := append([]string{"AZURE_STORAGE_CONNECTION_STRING="}, tt.env...)
+			code, out := runWorkerCmd(t, env, tt.args...)
+			if code != 2 {
+				t.Fatalf("exit code %d, want 2; output:\n%s", code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("message does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// Names that storage would not keep as written are refused at start (exit
+// 2, one line naming the flag, the rule and the value): a backslash (stored
+// as "/"), a path segment ending in a dot (Azure drops it; Azurite keeps
+// it), empty path segments, and a blob name longer than Azure's 1,024. The
+// identity is only checked where it becomes part of a blob name: shard mode
+// (member and report blobs) and --history blob.
+func TestWorker_NamesStorageWouldRewriteExitTwo(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	long := strings.Repeat("b", 900)
+	id200 := strings.Repeat("i", 200)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want []string // each must appear in the one-line message
+	}{
+		{"backslash in --blob", nil, []string{conn, `--blob=pool\leader`}, []string{"--blob", `"pool\\leader"`, `"\\"`}},
+		{"trailing dot in --blob", nil, []string{conn, "--blob=leader."}, []string{"--blob", `"leader."`, "dot"}},
+		{"segment ending in a dot in --blob", nil, []string{conn, "--blob=pool./leader"}, []string{"--blob", "dot"}},
+		{"empty segment in --blob", nil, []string{conn, "--blob=pool//leader"}, []string{"--blob", "empty"}},
+		{"leading slash in --blob", nil, []string{conn, "--blob=/leader"}, []string{"--blob", "empty"}},
+		{"control character in --blob", nil, []string{conn, "--blob=lea\tder"}, []string{"--blob", "control"}},
+		{"env twin of --blob", []string{`BLOBLEADER_BLOB=pool\leader`}, []string{conn}, []string{"--blob", `"\\"`}},
+		{"ledger subcommand", nil, []string{"ledger", conn, `--blob=pool\leader`}, []string{"--blob", `"\\"`}},
+		{"backslash in a shard member's identity", nil, []string{conn, "--shards=4", `--identity=DOMAIN\host`}, []string{"--identity", `"DOMAIN\\host"`, "--shards", `"\\"`}},
+		{"trailing dot in a shard member's identity", nil, []string{conn, "--shards=4", "--identity=host.example."}, []string{"--identity", "--shards", "dot"}},
+		{"member blob longer than Azure allows", nil, []string{conn, "--shards=4", "--blob=" + long, "--identity=" + id200}, []string{"--identity", "--blob", "1024", "1116"}},
+		{"backslash in the identity with --history blob", nil, []string{conn, "--history=blob", `--identity=DOMAIN\host`}, []string{"--identity", "--history blob", `"\\"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := append([]string{"AZURE_STORAGE_CONNECTION_STRING="}, tc.env...)
+			code, out := runWorkerCmd(t, env, tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2:\n%s", code, out)
+			}
+			if lines := strings.Count(strings.TrimSpace(out), "\n") + 1; lines != 1 {
+				t.Fatalf("%d lines, want one:\n%s", lines, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("message does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// The identity is free where it names no blob: in single-task mode it is
+// only the lock's holder metadata (a header value), so DOMAIN\host and a
+// trailing dot are fine there; so are names storage keeps as written.
+func TestWorker_NamesStorageKeepsAreAccepted(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	for _, args := range [][]string{
+		{conn, `--identity=DOMAIN\host`},
+		{conn, "--identity=host.example."},
+		{conn, "--shards=4", "--identity=DOMAIN.host-1"},
+		{conn, "--shards=4", "--blob=pools/eu.west/leader", "--identity=ns/host-1"},
+		{conn, "--shards=4", "--blob=" + strings.Repeat("b", 900), "--identity=" + strings.Repeat("i", 108)},
+	} {
+		if _, err := parseOptions(args, new(strings.Builder)); err != nil {
+			t.Errorf("parseOptions(%q) = %v, want accepted", args[1:], err)
+		}
+	}
+}
