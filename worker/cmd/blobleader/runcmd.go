@@ -10,8 +10,9 @@ import (
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
-// `blobleader run`: the wiring of flags (runoptions.go), the supervisor that
-// leads (supervisor.go) and its watch over the command (watch.go).
+// `blobleader run`: its options (runoptions.go), the supervisor that leads
+// (supervisor.go), its watch over the command (watch.go), the signals it
+// handles (runsignals.go) and its part of /healthz (runhealth.go).
 
 // exitStatusError carries --once's exit status (the command's, or 126/127
 // when it could not be run) to main.

@@ -127,9 +127,9 @@ func (s *supervisor) observe(ev election.Event) {
 	}
 }
 
-// stopAtStepDown is how --once stops contending: Run ends once the step-down of
-// the leadership that ran the command is recorded, so its reason is the
-// command's exit ("task exited…"), not "shutdown".
+// stopAtStepDown is how --once stops contending: Run ends once the
+// step-down of the leadership that ran the command is recorded, so its
+// reason is the command's exit ("task exited…"), not "shutdown".
 func (s *supervisor) stopAtStepDown() {
 	s.mu.Lock()
 	s.lastRun = true
