@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"time"
 
@@ -15,6 +14,9 @@ import (
 // knows the test-only build's flag, so as not to ignore a request for it: an
 // operator who set the flag or its env twin expected a different binary, so
 // it refuses to start (exit 2) and says which build has it.
+
+// unsafeFlag is the test-only build's flag, refused here and not listed.
+const unsafeFlag = "unsafe-no-step-down"
 
 // buildOptions records whether the refused flag was given.
 type buildOptions struct {
@@ -30,8 +32,9 @@ func (f refusedFlag) String() string   { return "" }
 func (f refusedFlag) IsBoolFlag() bool { return true }
 func (f refusedFlag) Set(string) error { *f.given = true; return nil }
 
-func (b *buildOptions) register(fs *flag.FlagSet) {
+func (b *buildOptions) register(fs *cmdFlags) {
 	fs.Var(refusedFlag{&b.asked}, unsafeFlag, "refused: the negative control exists only in binaries built with -tags negativecontrol")
+	fs.hide(unsafeFlag)
 }
 
 func (b *buildOptions) check() error {

@@ -35,6 +35,7 @@ type cmdFlags struct {
 	name    string            // the command, e.g. "blobleader ledger"
 	help    func()            // prints the usage (--help)
 	fromEnv map[string]string // flag name → the variable its value came from
+	hidden  map[string]bool   // flags accepted but not listed by --help (hide)
 	bad     error             // what the last refused value was, described
 }
 
@@ -42,11 +43,11 @@ func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are ours, one line each
 	fs.Usage = func() {}
-	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}}
+	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}, hidden: map[string]bool{}}
 	c.help = func() {
 		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
 		fs.VisitAll(func(f *flag.Flag) {
-			if hiddenFlags[f.Name] {
+			if c.hidden[f.Name] {
 				return
 			}
 			def := ""
@@ -58,6 +59,10 @@ func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
 	}
 	return c
 }
+
+// hide keeps flag name out of --help and out of the suggestions for a
+// misspelt flag; it is still accepted.
+func (c *cmdFlags) hide(name string) { c.hidden[name] = true }
 
 // parse applies the env twins, then the command line.
 func (c *cmdFlags) parse(args []string) error {
@@ -180,7 +185,7 @@ func (c *cmdFlags) suggest(name string) string {
 	name, _, _ = strings.Cut(name, "=")
 	var names []string
 	c.VisitAll(func(f *flag.Flag) {
-		if !hiddenFlags[f.Name] {
+		if !c.hidden[f.Name] {
 			names = append(names, f.Name)
 		}
 	})

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 	"time"
 
@@ -18,13 +17,18 @@ import (
 // told to keep claiming leadership after losing it. Every other build
 // compiles buildoptions.go in its place.
 
+// unsafeFlag is the negative control's flag, not listed; every other build
+// refuses it.
+const unsafeFlag = "unsafe-no-step-down"
+
 // buildOptions are the options only this build has.
 type buildOptions struct {
 	unsafe bool // --unsafe-no-step-down
 }
 
-func (b *buildOptions) register(fs *flag.FlagSet) {
+func (b *buildOptions) register(fs *cmdFlags) {
 	fs.BoolVar(&b.unsafe, unsafeFlag, false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
+	fs.hide(unsafeFlag)
 }
 
 // check: this build has the control; nothing to refuse.

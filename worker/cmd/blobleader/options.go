@@ -51,7 +51,7 @@ type options struct {
 	history         string          // --history: a file, `blob`, or "" for none
 	logFormat       string          // --log-format
 	controlListen   string          // --control-listen (control.go); "" off
-	build           buildOptions    // what only some builds have (buildoptions.go, negativecontrol.go)
+	build           buildOptions    // what only some builds have (buildoptions.go)
 }
 
 // takeoverOptions are early takeover's (docs/failover.md#early-takeover).
@@ -66,14 +66,6 @@ type workerOptions struct {
 	tick   time.Duration // --tick: one ledger append per tick
 	shards int           // --shards: 0 single-task mode
 }
-
-// unsafeFlag names the negative control's flag in every build: the test-only
-// build (negativecontrol.go) takes it, every other (buildoptions.go) refuses
-// it. Either way --help does not list it.
-const unsafeFlag = "unsafe-no-step-down"
-
-// hiddenFlags are accepted but not listed by --help.
-var hiddenFlags = map[string]bool{unsafeFlag: true}
 
 const workerSummary = `blobleader — one contender in a leader election on an Azure Blob Storage lease.
 The leader appends to a fenced ledger every --tick; followers watch and take over.
@@ -94,7 +86,7 @@ Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`
 func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 	o := &workerOptions{}
 	fs := newFlagSet("blobleader", out, workerSummary)
-	o.register(fs.FlagSet)
+	o.register(fs)
 	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
 	fs.IntVar(&o.shards, "shards", 0, "Leader-Followers: the leader assigns N work shards (1–1024) to the live workers, balanced and sticky; a worker works a shard (a fenced ledger append every --tick) only while it holds the shard's own lease; 0 = single-task mode")
 	if err := fs.parse(args); err != nil {
@@ -107,8 +99,8 @@ func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 }
 
 // register adds the flags every contending mode shares.
-func (o *options) register(fs *flag.FlagSet) {
-	o.storageOptions.register(fs)
+func (o *options) register(fs *cmdFlags) {
+	o.storageOptions.register(fs.FlagSet)
 	d := election.DefaultConfig("")
 	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes; with --shards or --history blob it names blobs too, so no \\ and no trailing dot (default <hostname>-<pid>)")
 	fs.DurationVar(&o.timing.LeaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
@@ -118,7 +110,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
 	fs.DurationVar(&o.tokenTimeout, "token-timeout", 3*time.Minute, "with --account-url: how long to wait at start for the first storage token, outside the per-request timeout (a managed-identity endpoint can be slow to answer first); ≥ 1s")
-	o.takeover.register(fs)
+	o.takeover.register(fs.FlagSet)
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")

@@ -53,7 +53,7 @@ with --once, COMMAND's status once it has run.`
 func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	o := &runOptions{}
 	fs := newFlagSet("blobleader run", out, runSummary)
-	o.register(fs.FlagSet)
+	o.register(fs)
 	fs.BoolVar(&o.once, "once", false, "run COMMAND once: when it has exited (or was stopped), release and exit with its status")
 	fs.DurationVar(&o.killGrace, "kill-grace", time.Second, "when leadership ends: how long COMMAND's group gets between SIGTERM and SIGKILL; ≤ lease-duration − renew-deadline − 3s")
 

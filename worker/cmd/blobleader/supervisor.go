@@ -137,7 +137,7 @@ func (s *supervisor) stopAtStepDown() {
 }
 
 // validUntil is the end of leadership term as last known; zero if unknown
-// or unbounded (the negative control).
+// or unbounded (a leadership claimed without a deadline).
 func (s *supervisor) validUntil(term int64) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
