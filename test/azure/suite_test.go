@@ -22,6 +22,7 @@ import (
 	"github.com/gruntwork-io/terratest/modules/terraform"
 	test_structure "github.com/gruntwork-io/terratest/modules/test-structure"
 
+	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/report"
 	"github.com/blobleader/blobleader/test/scenarios"
 )
@@ -226,10 +227,7 @@ func shardsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCre
 			s.Run(t, c, s.Shards)
 			extra := ScenarioExtra(c.ARMOps()[opsBefore:], DefaultCostInputs(len(d.Groups)), time.Since(start))
 			_, res, sres := scenarios.JudgeShards(t, c, ShardJudging(t, c, s.Shards, "Azure_Shards_"+s.Name, out, env.ClockSkew, since, extra))
-			if err := res.Err(); err != nil {
-				t.Error(err)
-			}
-			if err := sres.Err(); err != nil {
+			if err := checker.Compose(res.Verdict, sres.Verdict).Err(); err != nil {
 				t.Error(err)
 			}
 		})

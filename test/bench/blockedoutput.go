@@ -124,18 +124,13 @@ func BlockedOutputRun(t testing.TB, env Env, fl Flavor, n int, job string) Block
 	}
 
 	run, res := judge(t, c, fl, start)
-	for _, v := range res.Violations {
-		out.Violations[v.Invariant]++
-	}
 	run.End = time.Now()
 	acts := readActivity(t, activity)
 	cres, err := checker.CheckCommands(checker.CommandRun{Run: run, Activity: acts}, checker.CommandParams{Params: scenarios.CheckerParams(fl.Params)})
 	if err != nil {
 		t.Fatalf("check commands: %v", err)
 	}
-	for _, v := range cres.Violations {
-		out.Violations[v.Invariant]++
-	}
+	countViolations(out.Violations, nil, checker.Compose(res.Verdict, cres.Verdict))
 	return out
 }
 

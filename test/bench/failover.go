@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -185,13 +184,7 @@ func summarizeRun(env Env, job string, fl Flavor, kind string, run checker.Run, 
 	if b := breaksByCause(run, fl.Params); len(b) > 0 {
 		out.Breaks = b
 	}
-	for _, v := range res.Violations {
-		out.Violations[v.Invariant]++
-		if len(out.Examples) < 3 {
-			msg, _, _ := strings.Cut(v.Message, "\n")
-			out.Examples = append(out.Examples, v.Invariant+": "+msg)
-		}
-	}
+	countViolations(out.Violations, &out.Examples, res.Verdict)
 	if env.PlotDir != "" {
 		name := "timeline-" + job + ".svg"
 		f, err := os.Create(filepath.Join(env.PlotDir, name))

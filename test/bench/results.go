@@ -2,7 +2,10 @@ package bench
 
 import (
 	"math"
+	"strings"
 	"time"
+
+	"github.com/blobleader/blobleader/test/checker"
 )
 
 // Machine records where and how the numbers were made.
@@ -122,4 +125,16 @@ func PerHour(v, runS float64) float64 {
 		return math.NaN()
 	}
 	return v * 3600 / runS
+}
+
+// countViolations counts v's violations by invariant into out and, when
+// examples is not nil, keeps the first line of the first three there.
+func countViolations(out map[string]int, examples *[]string, v checker.Verdict) {
+	for _, x := range v.Violations {
+		out[x.Invariant]++
+		if examples != nil && len(*examples) < 3 {
+			msg, _, _ := strings.Cut(x.Message, "\n")
+			*examples = append(*examples, x.Invariant+": "+msg)
+		}
+	}
 }

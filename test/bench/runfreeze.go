@@ -76,9 +76,7 @@ func RunModeFreezeRun(t testing.TB, env Env, fl Flavor, n int, job string) ([]Fr
 	}
 	_, res := judge(t, c, fl, start)
 	violations := map[string]int{}
-	for _, v := range res.Violations {
-		violations[v.Invariant]++
-	}
+	countViolations(violations, nil, res.Verdict)
 	return trials, violations
 }
 

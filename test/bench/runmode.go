@@ -103,17 +103,12 @@ func RunModeRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration, j
 
 	// 3. Verdicts.
 	run, res := judge(t, c, fl, start)
-	for _, v := range res.Violations {
-		out.Violations[v.Invariant]++
-	}
 	run.End = time.Now() // the commands still run: their run ends after the read
 	cres, err := checker.CheckCommands(checker.CommandRun{Run: run}, checker.CommandParams{Params: scenarios.CheckerParams(fl.Params)})
 	if err != nil {
 		t.Fatalf("check commands: %v", err)
 	}
-	for _, v := range cres.Violations {
-		out.Violations[v.Invariant]++
-	}
+	countViolations(out.Violations, nil, checker.Compose(res.Verdict, cres.Verdict))
 	return out
 }
 

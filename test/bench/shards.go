@@ -358,16 +358,6 @@ func shardMoves(sres checker.ShardResult, faults []checker.Fault) []ShardMove {
 	return out
 }
 
-func countViolations(out map[string]int, examples *[]string, vs []checker.Violation) {
-	for _, v := range vs {
-		out[v.Invariant]++
-		if examples != nil && len(*examples) < 3 {
-			msg, _, _ := strings.Cut(v.Message, "\n")
-			*examples = append(*examples, v.Invariant+": "+msg)
-		}
-	}
-}
-
 // ShardFailoverRun starts m workers with --shards n and, trials times: waits
 // for balance, crashes (SIGKILL) or stops (SIGTERM) a random shard owner
 // that is not the election's leader, waits until the others own every shard
@@ -391,8 +381,7 @@ func ShardFailoverRun(t testing.TB, env Env, fl Flavor, kind string, n, m, trial
 	}
 	run, res, sres := judgeShards(t, c, fl, n, start)
 	out := ShardRunResult{Job: job, Kind: kind, Shards: n, Workers: m, Violations: map[string]int{}, Seconds: run.End.Sub(run.Start).Seconds()}
-	countViolations(out.Violations, &out.Examples, res.Violations)
-	countViolations(out.Violations, &out.Examples, sres.Violations)
+	countViolations(out.Violations, &out.Examples, checker.Compose(res.Verdict, sres.Verdict))
 	for _, f := range run.Faults {
 		if f.Kind == kind {
 			tr, _ := shardTrial(sres, f)
@@ -508,8 +497,7 @@ func ShardScaleRun(t testing.TB, env Env, fl Flavor, n, m, crashes int, window t
 	}
 	holdUntil(t, env, last.Add(settle+time.Second)) // the checker judges the last join's balance
 	run, res, sres := judgeShards(t, c, fl, n, started)
-	countViolations(out.Violations, &out.Examples, res.Violations)
-	countViolations(out.Violations, &out.Examples, sres.Violations)
+	countViolations(out.Violations, &out.Examples, checker.Compose(res.Verdict, sres.Verdict))
 	for _, f := range run.Faults {
 		if f.Kind == checker.FaultCrash {
 			tr, each := shardTrial(sres, f)

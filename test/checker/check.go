@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -64,46 +63,12 @@ type Failover struct {
 	Inconclusive string `json:"inconclusive,omitzero"`
 }
 
-// Result is the checker's verdict on one run.
+// Result is the election checker's verdict on one run, with what it
+// measured: the belief intervals and the failovers.
 type Result struct {
-	Intervals  []Interval  // every belief interval, by start
-	Violations []Violation // in check order: S1, break, S2, L1, L2, evidence
-	Failovers  []Failover  // one per fault that hit the leader, by fault start
-	// Inconclusive says why the history is known to be incomplete (records
-	// a sink dropped); a run with reasons here is never a pass (Verdict).
-	Inconclusive []string
-	// Duplicates is how many repeated records (a re-flushed history
-	// segment) were set aside before judging.
-	Duplicates int
-}
-
-// OK reports whether the run passed: no violations and a complete history.
-func (r Result) OK() bool { return r.Verdict() == VerdictPass }
-
-// ErrViolations is wrapped by Result.Err.
-var ErrViolations = errors.New("checker: invariants violated")
-
-// Err returns nil for a run that passed; otherwise an error listing every
-// violation (wrapping ErrViolations), or, with none, the reasons the run is
-// inconclusive (wrapping ErrInconclusive).
-func (r Result) Err() error {
-	switch r.Verdict() {
-	case VerdictPass:
-		return nil
-	case VerdictInconclusive:
-		return fmt.Errorf("%w: %s", ErrInconclusive, inconclusiveText(r.Inconclusive))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d violation(s):", len(r.Violations))
-	for _, v := range r.Violations {
-		b.WriteString("\n- ")
-		b.WriteString(v.String())
-	}
-	if len(r.Inconclusive) > 0 {
-		b.WriteString("\nand the history is incomplete, ")
-		b.WriteString(inconclusiveText(r.Inconclusive))
-	}
-	return fmt.Errorf("%w: %s", ErrViolations, b.String())
+	Verdict              // violations in check order: S1, break, takeover, S2, L1, L2, keep, evidence
+	Intervals []Interval // every belief interval, by start
+	Failovers []Failover // one per fault that hit the leader, by fault start
 }
 
 // Check judges one run against S1, the forced-break rule, S2, L1, L2 and the
@@ -135,7 +100,7 @@ func Check(run Run, p Params) (Result, error) {
 	c.checkHistories()
 	c.checkRequirements()
 	c.checkDropped()
-	res := Result{Intervals: c.ivs, Failovers: c.failovers, Inconclusive: c.inconclusive, Duplicates: dups}
+	res := Result{Verdict: Verdict{Inconclusive: c.inconclusive, Duplicates: dups}, Intervals: c.ivs, Failovers: c.failovers}
 	for _, inv := range []string{InvS1, InvBreak, InvTakeover, InvS2, InvL1, InvL2, InvKeep, InvEvidence} {
 		for _, v := range c.violations {
 			if v.Invariant == inv {

@@ -178,17 +178,11 @@ type CommandFailover struct {
 
 // CommandResult is the verdict on the commands of one run.
 type CommandResult struct {
-	Lifetimes  []Lifetime
-	Violations []Violation // S1-commands, freeze, S2-commands, L1-commands
-	Expected   []Violation // S1-commands overlaps excused by a named exception
-	Failovers  []CommandFailover
+	Verdict   // S1-commands, freeze, S2-commands, L1-commands
+	Lifetimes []Lifetime
+	Expected  []Violation // S1-commands overlaps excused by a named exception
+	Failovers []CommandFailover
 }
-
-// OK reports whether the run has no violations.
-func (r CommandResult) OK() bool { return len(r.Violations) == 0 }
-
-// Err returns nil for a clean run, or an error listing every violation.
-func (r CommandResult) Err() error { return Result{Violations: r.Violations}.Err() }
 
 // childFields are child_started/child_exited's own fields, read from the
 // raw line so the shared Event keeps its shape.

@@ -307,7 +307,7 @@ func TestCheckCommands(t *testing.T) {
 				run.End = at(tt.end)
 			}
 			res := checkCommands(t, run, tt.exceptions...)
-			wantViolations(t, Result{Violations: res.Violations}, tt.want...)
+			wantViolations(t, res.Verdict, tt.want...)
 			if len(res.Expected) != tt.expected {
 				t.Errorf("%d expected overlap(s), want %d: %v", len(res.Expected), tt.expected, res.Expected)
 			}

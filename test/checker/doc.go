@@ -25,7 +25,7 @@
 // A run passes with no violation and a complete history; it fails with any
 // violation. A run whose history a sink announced as incomplete (a
 // history_dropped record) and that has no violation is inconclusive:
-// Result.Verdict says so, Result.OK is false and Result.Err wraps
+// Result.Outcome says so, Result.OK is false and Result.Err wraps
 // ErrInconclusive — never a pass. Records repeated by a re-flushed history
 // segment (same identity, process start t − mono_ns, event, term and time)
 // are judged once.

@@ -34,9 +34,9 @@ func TestCheck_WorkerWithoutHistory(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := check(t, Run{Events: events, Workers: tc.workers, Start: t0, End: at(9)}, testParams())
-			wantViolations(t, res, tc.want...)
-			if len(tc.want) > 0 && (res.OK() || res.Verdict() != VerdictFail || !errors.Is(res.Err(), ErrViolations)) {
-				t.Errorf("verdict %s, err %v; want fail", res.Verdict(), res.Err())
+			wantViolations(t, res.Verdict, tc.want...)
+			if len(tc.want) > 0 && (res.OK() || res.Outcome() != VerdictFail || !errors.Is(res.Err(), ErrViolations)) {
+				t.Errorf("verdict %s, err %v; want fail", res.Outcome(), res.Err())
 			}
 		})
 	}
@@ -112,7 +112,7 @@ func TestCheck_Requirements(t *testing.T) {
 			}
 			run := Run{Events: tc.events, Faults: tc.faults, Ledger: ledger, Requires: tc.req, Start: t0, End: at(end)}
 			res := check(t, run, testParams())
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 		})
 	}
 	if s := full.String(); !strings.Contains(s, "≥1 failover(s) measured") || !strings.Contains(s, "crash hit the leader") {
@@ -142,8 +142,8 @@ func TestCheck_DroppedRecordsAreInconclusive(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := check(t, Run{Events: tc.events, Start: t0, End: at(31)}, testParams())
-			wantViolations(t, res, tc.want...)
-			if got := res.Verdict(); got != tc.verdict {
+			wantViolations(t, res.Verdict, tc.want...)
+			if got := res.Outcome(); got != tc.verdict {
 				t.Fatalf("verdict %s, want %s (inconclusive: %v)", got, tc.verdict, res.Inconclusive)
 			}
 			err := res.Err()
@@ -180,8 +180,8 @@ func TestParseHistory_HistoryDropped(t *testing.T) {
 		t.Fatalf("got %+v", evs)
 	}
 	res := check(t, Run{Events: evs}, testParams())
-	if res.Verdict() != VerdictInconclusive {
-		t.Fatalf("verdict %s, want inconclusive", res.Verdict())
+	if res.Outcome() != VerdictInconclusive {
+		t.Fatalf("verdict %s, want inconclusive", res.Outcome())
 	}
 }
 
@@ -215,7 +215,7 @@ func TestCheck_DuplicateRecordsAreOneRecord(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := check(t, Run{Events: tc.events, Start: t0, End: at(21)}, testParams())
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 			if res.Duplicates != tc.dups {
 				t.Errorf("Duplicates = %d, want %d", res.Duplicates, tc.dups)
 			}
@@ -257,7 +257,7 @@ func TestCheck_DeletedLockIsAForcedLoss(t *testing.T) {
 		for _, tc := range tests {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				res := check(t, Run{Events: tc.events, Faults: del, Start: t0, End: at(31)}, testParams())
-				wantViolations(t, res, tc.want...)
+				wantViolations(t, res.Verdict, tc.want...)
 				if len(res.Failovers) != 1 || res.Failovers[0].Basis != BasisDeleted {
 					t.Errorf("failovers %+v; want one counted from the deletion", res.Failovers)
 				}
@@ -314,7 +314,7 @@ func TestCheck_RequestFaults(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(31)}, testParams())
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 		})
 	}
 }

@@ -71,7 +71,7 @@ func check(t *testing.T, run Run, p Params) Result {
 // wantViolations asserts the run's violations are exactly the invariants in
 // want (in any order, with multiplicity) and that each message contains its
 // fragment when one is given as "INV:fragment".
-func wantViolations(t *testing.T, res Result, want ...string) {
+func wantViolations(t *testing.T, res Verdict, want ...string) {
 	t.Helper()
 	got := map[string]int{}
 	for _, v := range res.Violations {

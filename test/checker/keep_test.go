@@ -41,7 +41,7 @@ func TestCheck_KeepTermUnderSlowStorage(t *testing.T) {
 					keep.Violations = append(keep.Violations, v)
 				}
 			}
-			wantViolations(t, keep, tc.want...)
+			wantViolations(t, keep.Verdict, tc.want...)
 		})
 	}
 }

@@ -288,7 +288,7 @@ func TestCheck_L1(t *testing.T) {
 				end = 80
 			}
 			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(end), GrantedRenews: tc.granted, LockPath: lockPath}, testParams())
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 			var got []string
 			for _, f := range res.Failovers {
 				got = append(got, failoverLine(f))
@@ -330,7 +330,7 @@ func TestCheck_L2(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			events := hist(leads("w1", 1, 0, 8, -1), one(ev(1, "w2", EventAcquireFailed, 0, none)))
 			res := check(t, Run{Events: events, Workers: tc.workers, Start: t0, End: at(9)}, testParams())
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 		})
 	}
 }

@@ -92,7 +92,7 @@ func TestCheck_PropertyNoFalseAlarms(t *testing.T) {
 		run, _, _ := randomRun(seed, -1)
 		res := check(t, run, testParams())
 		if v := safetyOnly(res); len(v) > 0 {
-			t.Fatalf("seed %d: sequential leaderships flagged: %v", seed, Result{Violations: v}.Err())
+			t.Fatalf("seed %d: sequential leaderships flagged: %v", seed, Verdict{Violations: v}.Err())
 		}
 		run, want, terms := randomRun(seed, 1+int(seed%3))
 		if want <= 0 {
@@ -127,7 +127,7 @@ func FuzzCheck_SequentialNeverFlagged(f *testing.F) {
 			t.Fatal(err)
 		}
 		if v := safetyOnly(res); len(v) > 0 {
-			t.Fatalf("sequential leaderships flagged: %v", Result{Violations: v}.Err())
+			t.Fatalf("sequential leaderships flagged: %v", Verdict{Violations: v}.Err())
 		}
 	})
 }
@@ -206,7 +206,7 @@ func violation(res Result, inv, frag string) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("want a %s violation mentioning %q, got %v (verdict %s)", inv, frag, res.Err(), res.Verdict())
+	return fmt.Sprintf("want a %s violation mentioning %q, got %v (verdict %s)", inv, frag, res.Err(), res.Outcome())
 }
 
 var defects = []defect{
@@ -231,8 +231,8 @@ var defects = []defect{
 		e.Event, e.Term, e.ValidUntil, e.Dropped = EventHistoryDropped, 0, time.Time{}, 1+int64(r.IntN(100))
 		run.Events = append(run.Events, e)
 		return func(res Result) string {
-			if res.Verdict() != VerdictInconclusive || res.OK() || res.Err() == nil {
-				return fmt.Sprintf("verdict %s (OK %v, err %v), want inconclusive", res.Verdict(), res.OK(), res.Err())
+			if res.Outcome() != VerdictInconclusive || res.OK() || res.Err() == nil {
+				return fmt.Sprintf("verdict %s (OK %v, err %v), want inconclusive", res.Outcome(), res.OK(), res.Err())
 			}
 			return ""
 		}, true

@@ -139,7 +139,7 @@ func TestCheck_S1(t *testing.T) {
 			p := testParams()
 			p.ClockSkew = tc.skew
 			res := check(t, Run{Events: tc.events, Faults: tc.faults, Start: t0, End: at(tc.end)}, p)
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 		})
 	}
 }
@@ -224,7 +224,7 @@ func TestCheck_ForcedBreak(t *testing.T) {
 					safety.Violations = append(safety.Violations, v)
 				}
 			}
-			wantViolations(t, safety, tc.want...)
+			wantViolations(t, safety.Verdict, tc.want...)
 		})
 	}
 }
@@ -272,7 +272,7 @@ func TestCheck_S2Terms(t *testing.T) {
 			p := testParams()
 			p.ClockSkew = tc.skew
 			res := check(t, Run{Events: tc.events, Start: at(-1), End: at(20)}, p)
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 		})
 	}
 }
@@ -353,7 +353,7 @@ func TestCheck_S2Ledger(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := check(t, Run{Events: events, Ledger: tc.ledger, Start: at(-1), End: at(31)}, testParams())
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 		})
 	}
 }
@@ -384,7 +384,7 @@ func TestCheck_ViolationQuotesEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := check(t, Run{Events: evs, End: at(35)}, testParams())
-	wantViolations(t, res, "S1")
+	wantViolations(t, res.Verdict, "S1")
 	msg := res.Violations[0].Message
 	for _, frag := range []string{"w1.jsonl:1: {", `"event":"started_leading","term":1}`, "w2.jsonl:2: {"} {
 		if !strings.Contains(msg, frag) {

@@ -74,16 +74,10 @@ type BalanceCheck struct {
 
 // ShardResult is the verdict on a shard run.
 type ShardResult struct {
-	PerShard   map[int]Result // each shard's election-rule verdict (its intervals, failovers)
-	Balance    []BalanceCheck // every moment balance and stickiness were judged
-	Violations []Violation
+	Verdict                 // the shard rules' violations, shard by shard, then balance and stickiness
+	PerShard map[int]Result // each shard's election-rule verdict (its intervals, failovers)
+	Balance  []BalanceCheck // every moment balance and stickiness were judged
 }
-
-// OK reports whether the run has no violations.
-func (r ShardResult) OK() bool { return len(r.Violations) == 0 }
-
-// Err returns nil for a clean run, or an error listing every violation.
-func (r ShardResult) Err() error { return Result{Violations: r.Violations}.Err() }
 
 // CheckShards judges a shard run:
 //

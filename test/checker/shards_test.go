@@ -157,7 +157,7 @@ func TestCheckShards(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			run := ShardRun{Run: Run{Events: tt.events, Faults: tt.faults, Start: at(0), End: at(70)}, Shards: 4}
 			res := checkShards(t, run)
-			wantViolations(t, Result{Violations: res.Violations}, tt.want...)
+			wantViolations(t, res.Verdict, tt.want...)
 			if len(res.Balance) == 0 {
 				t.Errorf("expected at least one judged balance moment; got none")
 			}
@@ -195,7 +195,7 @@ func TestCheckShards_RecordsBalanceAndMoves(t *testing.T) {
 func TestCheckShards_NoSettledMomentIsNoEvidence(t *testing.T) {
 	ev := shardBase(owns("w1", 0, 1000, 1, 9, 10))
 	res := checkShards(t, ShardRun{Run: Run{Events: ev, Start: at(0), End: at(10)}, Shards: 1})
-	wantViolations(t, Result{Violations: res.Violations}, "balance:no evidence of balance")
+	wantViolations(t, res.Verdict, "balance:no evidence of balance")
 }
 
 // Each shard's ledger is judged by the election's ledger rules: a gap in
@@ -223,7 +223,7 @@ func TestCheckShards_LedgerGapIsShardS2(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantViolations(t, Result{Violations: res.Violations}, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 		})
 	}
 }

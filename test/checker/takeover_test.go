@@ -123,7 +123,7 @@ func TestCheck_EarlyTakeover(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := check(t, Run{Events: tc.events, Faults: tc.faults, Workers: workers, Start: at(0), End: at(30)}, fastParams())
-			wantViolations(t, res, tc.want...)
+			wantViolations(t, res.Verdict, tc.want...)
 			if tc.bound == 0 {
 				return
 			}

@@ -7,29 +7,99 @@ import (
 	"time"
 )
 
-// Verdicts of Result.Verdict.
+// Outcomes of Verdict.Outcome, as the report's JSON summary writes them.
 const (
-	VerdictPass = "pass" // no violation, and the history is complete
+	VerdictPass = "pass" // no violation, and the evidence is complete
 	VerdictFail = "fail" // at least one violation
-	// VerdictInconclusive: no violation was found, but the history is known
-	// to be incomplete (a sink dropped records), so the run proves nothing.
-	// Never a pass.
+	// VerdictInconclusive: no violation was found, but the evidence is
+	// known to be incomplete (a sink dropped records), so the run proves
+	// nothing. Never a pass.
 	VerdictInconclusive = "inconclusive"
 )
 
-// ErrInconclusive is wrapped by Result.Err for a run without violations
-// whose history is incomplete.
+// ErrViolations is wrapped by Verdict.Err when a rule was broken.
+var ErrViolations = errors.New("checker: invariants violated")
+
+// ErrInconclusive is wrapped by Verdict.Err for a verdict without
+// violations whose evidence is incomplete.
 var ErrInconclusive = errors.New("checker: inconclusive, the history is incomplete")
 
-// Verdict is pass, fail or inconclusive (see the Verdict* constants).
-func (r Result) Verdict() string {
+// Verdict is what one checker concluded about a run, or several composed
+// (Compose): valid (pass), invalid (fail) or inconclusive, with the
+// evidence behind it. Result, CommandResult and ShardResult each carry one.
+type Verdict struct {
+	// Violations are the broken rules, each quoting its evidence, in the
+	// checker's order.
+	Violations []Violation
+	// Inconclusive says why the evidence is known to be incomplete
+	// (records a sink dropped); a verdict with reasons here is never a
+	// pass.
+	Inconclusive []string
+	// Duplicates is how many repeated records (a re-flushed history
+	// segment) were set aside before judging.
+	Duplicates int
+}
+
+// Compose merges verdicts the way jepsen's checker compose does: invalid
+// beats inconclusive beats valid. Violations and reasons are kept in
+// argument order; duplicate counts add up.
+func Compose(vs ...Verdict) Verdict {
+	var out Verdict
+	for _, v := range vs {
+		out.Violations = append(out.Violations, v.Violations...)
+		out.Inconclusive = append(out.Inconclusive, v.Inconclusive...)
+		out.Duplicates += v.Duplicates
+	}
+	return out
+}
+
+// Outcome is VerdictFail with any violation, else VerdictInconclusive with
+// any reason to doubt the evidence, else VerdictPass.
+func (v Verdict) Outcome() string {
 	switch {
-	case len(r.Violations) > 0:
+	case len(v.Violations) > 0:
 		return VerdictFail
-	case len(r.Inconclusive) > 0:
+	case len(v.Inconclusive) > 0:
 		return VerdictInconclusive
 	}
 	return VerdictPass
+}
+
+// OK reports whether the run passed: no violation and complete evidence.
+func (v Verdict) OK() bool { return v.Outcome() == VerdictPass }
+
+// Err returns nil for a run that passed; otherwise an error listing every
+// violation (wrapping ErrViolations), or, with none, the reasons the run is
+// inconclusive (wrapping ErrInconclusive).
+func (v Verdict) Err() error {
+	switch v.Outcome() {
+	case VerdictPass:
+		return nil
+	case VerdictInconclusive:
+		return fmt.Errorf("%w: %s", ErrInconclusive, inconclusiveText(v.Inconclusive))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d violation(s):", len(v.Violations))
+	for _, x := range v.Violations {
+		b.WriteString("\n- ")
+		b.WriteString(x.String())
+	}
+	if len(v.Inconclusive) > 0 {
+		b.WriteString("\nand the history is incomplete, ")
+		b.WriteString(inconclusiveText(v.Inconclusive))
+	}
+	return fmt.Errorf("%w: %s", ErrViolations, b.String())
+}
+
+// inconclusiveText lists the reasons a run is inconclusive, for Err.
+func inconclusiveText(reasons []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d reason(s):", len(reasons))
+	for _, r := range reasons {
+		b.WriteString("\n- ")
+		b.WriteString(r)
+	}
+	return b.String()
 }
 
 // checkDropped makes the run inconclusive for every history_dropped record:
@@ -71,15 +141,4 @@ func dedupe(evs []Event) ([]Event, int) {
 		out = append(out, e)
 	}
 	return out, len(evs) - len(out)
-}
-
-// inconclusiveText lists the reasons a run is inconclusive, for Err.
-func inconclusiveText(reasons []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d reason(s):", len(reasons))
-	for _, r := range reasons {
-		b.WriteString("\n- ")
-		b.WriteString(r)
-	}
-	return b.String()
 }

@@ -78,7 +78,7 @@ func Summarize(run checker.Run, res checker.Result) Summary {
 	start, end := run.Bounds()
 	s := Summary{
 		OK:              res.OK(),
-		Verdict:         res.Verdict(),
+		Verdict:         res.Outcome(),
 		Inconclusive:    res.Inconclusive,
 		Duplicates:      res.Duplicates,
 		Start:           start,

@@ -141,7 +141,7 @@ func renderSVG(run checker.Run, res checker.Result) []byte {
 	w.line(`<rect class="background" x="0" y="0" width="%s" height="%s" fill="#ffffff"/>`, f1(width), f1(height))
 	w.text(marginLeft, 18, "title", "start", title, ` font-size="14" font-weight="bold"`)
 	verdict, color := "all invariants held (S1, S2, L1, L2)", "#2e7d32"
-	if res.Verdict() == checker.VerdictInconclusive {
+	if res.Outcome() == checker.VerdictInconclusive {
 		verdict, color = "INCONCLUSIVE: no violation found, but the history is incomplete (details in the summary)", "#ef6c00"
 	}
 	if len(res.Violations) > 0 {

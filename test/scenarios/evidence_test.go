@@ -39,8 +39,8 @@ func TestChecker_FailsAStartedWorkerWithoutHistory(t *testing.T) {
 	for _, v := range res.Violations {
 		found = found || (v.Invariant == checker.InvEvidence && strings.Contains(v.Message, "worker "+lost.Identity+" was started but left no history"))
 	}
-	if !found || res.Verdict() != checker.VerdictFail {
-		t.Fatalf("the history of %s was removed, yet verdict %s, violations %v", lost.Identity, res.Verdict(), res.Violations)
+	if !found || res.Outcome() != checker.VerdictFail {
+		t.Fatalf("the history of %s was removed, yet verdict %s, violations %v", lost.Identity, res.Outcome(), res.Violations)
 	}
 	t.Logf("caught as expected: %v", res.Err())
 }

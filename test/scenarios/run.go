@@ -173,15 +173,12 @@ func (rc *RunCluster) awaitActivity(timeout time.Duration, what string, pred fun
 }
 
 // Judge heals, judges the supervisors (Check, with the report) and the
-// commands (CheckCommands), and fails t on any violation of either. It
-// fails t too when the run holds no command lifetime to judge.
+// commands (CheckCommands), and fails t unless their composed verdict
+// passes. It fails t too when the run holds no command lifetime to judge.
 func (rc *RunCluster) Judge(name string, exceptions ...checker.Exception) checker.CommandResult {
 	t := rc.t
 	t.Helper()
 	run, res := Judge(t, rc.Local, name)
-	if err := res.Err(); err != nil {
-		t.Errorf("supervisors: %v", err)
-	}
 	ledger, err := ReadLedger(ctxFor(t, time.Minute), rc.Storage(), commandBlob)
 	if err != nil {
 		t.Fatalf("read the commands' ledger: %v", err)
@@ -208,8 +205,8 @@ func (rc *RunCluster) Judge(name string, exceptions ...checker.Exception) checke
 	for _, v := range cres.Expected {
 		t.Logf("expected (named exception): %s", v.Message)
 	}
-	if err := cres.Err(); err != nil {
-		t.Errorf("commands: %v", err)
+	if err := checker.Compose(res.Verdict, cres.Verdict).Err(); err != nil {
+		t.Errorf("supervisors and commands: %v", err)
 	}
 	if len(cres.Lifetimes) < 2 {
 		t.Errorf("only %d command lifetime(s) in the run: no evidence of a hand-over to judge", len(cres.Lifetimes))

@@ -130,8 +130,8 @@ func TestChecker_ReportsS1ForUnsafeLeader(t *testing.T) {
 			if !strings.Contains(s1[0].Message, unsafe.Identity()) {
 				t.Errorf("the S1 violation does not name the unsafe worker %s: %s", unsafe.Identity(), s1[0].Message)
 			}
-			if res.Verdict() != checker.VerdictFail || res.Err() == nil {
-				t.Errorf("the negative control's run has verdict %s; it must fail", res.Verdict())
+			if res.Outcome() != checker.VerdictFail || res.Err() == nil {
+				t.Errorf("the negative control's run has verdict %s; it must fail", res.Outcome())
 			}
 			t.Logf("caught as expected: %s", s1[0].Message)
 		})

@@ -54,10 +54,7 @@ func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
 		c := backend(t, s.Workers, cluster.Args(append([]string{"--shards", fmt.Sprint(s.Shards)}, s.Args...)...))
 		s.Run(t, c, s.Shards)
 		_, res, sres := JudgeShards(t, c, ShardJudging{Shards: s.Shards, Name: reportName(t)})
-		if err := res.Err(); err != nil {
-			t.Error(err)
-		}
-		if err := sres.Err(); err != nil {
+		if err := checker.Compose(res.Verdict, sres.Verdict).Err(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -133,7 +130,7 @@ func JudgeShards(t *testing.T, c cluster.Cluster, o ShardJudging) (checker.Shard
 	}
 	if o.Report != nil {
 		all := res
-		all.Violations = append(append([]checker.Violation(nil), res.Violations...), sres.Violations...)
+		all.Verdict = checker.Compose(res.Verdict, sres.Verdict)
 		o.Report(out, srun.Run, all)
 	}
 	if f, err := os.Create(filepath.Join(out, o.Name+"-shards.svg")); err != nil {

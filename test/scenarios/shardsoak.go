@@ -212,7 +212,7 @@ func ShardSummary(srun checker.ShardRun, sres checker.ShardResult) report.Summar
 		merged.Intervals = append(merged.Intervals, r.Intervals...)
 		merged.Failovers = append(merged.Failovers, r.Failovers...)
 	}
-	merged.Violations = sres.Violations
+	merged.Verdict = sres.Verdict
 	run := srun.Run
 	run.Ledger = nil
 	for _, es := range srun.Ledgers {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
@@ -22,10 +23,7 @@ func TestShards_SeededSoak(t *testing.T) {
 	cfg := ShardSoakConfig{Shards: 8, Workers: 3, MinLive: 2, MaxLive: 4}
 	c := Local(t, cfg.Workers, cluster.Args("--shards", fmt.Sprint(cfg.Shards)))
 	res, sres := ShardSoak(t, c, soak, cfg, reportName(t))
-	if err := res.Err(); err != nil {
-		t.Error(err)
-	}
-	if err := sres.Err(); err != nil {
+	if err := checker.Compose(res.Verdict, sres.Verdict).Err(); err != nil {
 		t.Error(err)
 	}
 }
