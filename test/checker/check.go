@@ -71,10 +71,11 @@ type Result struct {
 	Failovers []Failover // one per fault that hit the leader, by fault start
 }
 
-// Check judges one run against S1, the forced-break rule, S2, L1, L2 and the
-// evidence the run must hold (see the package documentation for the exact
-// rules). The error is only for unusable Params; violations and the reasons
-// a run is inconclusive are in the Result.
+// Check judges one election run against S1, the forced-break rule, early
+// takeover, S2, L1, keep, L2 and the evidence the run must hold; each rule
+// is one method below, its doc comment the rule (the package documentation
+// lists them). The error is only for unusable Params; violations and the
+// reasons a run is inconclusive are in the Result's Verdict.
 func Check(run Run, p Params) (Result, error) {
 	p, err := p.normalized()
 	if err != nil {

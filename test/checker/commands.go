@@ -7,83 +7,8 @@ import (
 	"time"
 )
 
-// Commands under `blobleader run`
-// (docs/failover.md#commands-under-blobleader-run): the actors whose safety
-// counts in run mode are the commands, not their supervisors.
-//
-// # Command lifetimes
-//
-// A command runs from its supervisor's child_started {pid, term} to the
-// first of:
-//
-//   - its child_exited (same identity and pid): the supervisor writes it only
-//     once the command and every member of its process group are reaped;
-//   - the SIGKILL of its supervisor (a crash fault on that identity): the
-//     kernel sends the command the parent-death SIGKILL as the supervisor
-//     dies, and the harness stamps a crash once the supervisor is known dead;
-//     the rest of the group dies by the guard's hand a moment later, so the
-//     group's own reports within GuardKillWindow of the crash end the
-//     lifetime, and a later one is a violation;
-//   - the start of a freeze of that identity (FaultFreeze: the supervisor and
-//     its command's group SIGSTOPped together, a frozen VM): a stopped
-//     process runs nothing. What runs after the freeze is judged by the
-//     freeze rule below, not by S1;
-//   - the command's own last report, when its supervisor was stopped alone
-//     (FaultPause, FaultSupervisorFreeze, FaultJobStop on that identity)
-//     inside the lifetime: a stopped supervisor writes child_exited only
-//     once it runs again, however early the command died (its guard kills
-//     the group at the leadership's deadline), so that record is no
-//     evidence of the end, and the command's activity reports are (a
-//     command with no report after the stop keeps the record's end). This needs a
-//     command that reports steadily (ledgercmd's --grandchild reports
-//     every 50 ms); the scenarios also check with /proc that it is dead
-//     before the next command starts;
-//   - otherwise the end of the run. A lifetime with no end in the history is
-//     open: its supervisor may still run it, or died in a way the run did not
-//     record (a pause alone, an untracked kill), and the command may outlive
-//     that. Treating it as running to the end is the conservative reading.
-//
-// Activity (what the commands themselves report, e.g. the test command's
-// attempt log) extends a lifetime: any activity of (identity, term, pid)
-// after the lifetime's end moves the end there and is itself a violation
-// (something of that command ran after it was declared dead).
-//
-// # Rules
-//
-//   - S1-commands: two lifetimes never overlap by more than ClockSkew.
-//   - S2-commands: child_started terms strictly increase and none repeats;
-//     the commands' ledger follows the S2 ledger rules with lifetimes in the
-//     place of beliefs (every entry's term was started by a command of the
-//     entry's holder, stamped before that command's end).
-//   - freeze: after a freeze ends, the frozen command must be dead (its
-//     child_exited) within KillAllowance: its supervisor wakes past its
-//     deadline and SIGKILLs the group at once.
-//   - L1-commands: after a command exits on its own (cause "exited"), the
-//     next command (any supervisor) starts within P·1.1 + ε of that exit.
-//     No next start before the run ends is inconclusive, not a violation.
-//
-// # The named exception
-//
-// A supervisor paused alone (SIGSTOP, its command left running) cannot stop
-// its command itself; its guard holds the leadership's deadline and does
-// (docs/failover.md, "Commands"), so no scenario provokes this overlap any
-// more. A supervisor built without the guard would run two commands at
-// once until it resumed; the exception is kept for judging such a run
-// (and the checker's own tests). A scenario that injects it names
-// ExceptSupervisorAlonePaused in CommandParams.Exceptions: an S1-commands
-// overlap whose earlier command's supervisor was paused (a pause fault on
-// its identity) inside that command's lifetime and before the other command
-// started is then reported in CommandResult.Expected instead of Violations.
-// S2-commands is never excused.
-//
-// The operator's forced break (BreakLease(0)), or deleting the lock blob or
-// its container, frees the lease at once (the election's forced-loss rule);
-// the holder hears at its next renew, at most RenewInterval + RequestTimeout
-// later, and then stops its command (KillGrace, then SIGKILL and the reap,
-// KillAllowance). ExceptOperatorBreak excuses an overlap whose earlier
-// command's lifetime contains such a forced loss, when that command ended within
-// RenewInterval + RequestTimeout + Epsilon + KillGrace + KillAllowance of
-// the break; a later end is still a violation.
+// Run mode's history events, the freeze fault and the command rules'
+// invariants (CheckCommands).
 const (
 	EventChildStarted = "child_started" // {pid, term}
 	EventChildExited  = "child_exited"  // {pid, term, exit_code | signal, cause}
@@ -109,15 +34,27 @@ const (
 	EndLastReport = "last report"
 )
 
-// Exception names an S1-commands overlap a scenario provokes on purpose.
+// Exception names an S1-commands overlap a scenario provokes on purpose;
+// named in CommandParams.Exceptions, such an overlap is filed in
+// CommandResult.Expected instead of Violations. S2-commands is never
+// excused.
 type Exception string
 
-// ExceptSupervisorAlonePaused: the documented non-guarantee (package doc,
-// "The named exception").
+// ExceptSupervisorAlonePaused excuses an overlap whose earlier command's
+// supervisor was paused alone (a pause fault on its identity) inside that
+// command's lifetime and before the other command started. A supervisor
+// paused alone cannot stop its command; its guard holds the leadership's
+// deadline and does (docs/failover.md, "Commands"), so no scenario
+// provokes this overlap any more. A supervisor built without the guard
+// would run two commands at once until it resumed: the exception judges
+// such a run.
 const ExceptSupervisorAlonePaused Exception = "supervisor-alone-paused"
 
-// ExceptOperatorBreak: an operator's forced break, or deletion of the lock
-// blob or its container (package doc).
+// ExceptOperatorBreak excuses an overlap whose earlier command's lifetime
+// contains a forced loss (forcedLoss: an operator's break, the deletion of
+// the lock blob or its container, hand-written metadata, a rollback) from
+// before the other command started, when the earlier command ended within
+// breakAllowanceFor of the loss; a later end is still a violation.
 const ExceptOperatorBreak Exception = "operator-break"
 
 // Activity is one thing a command reported doing, with its own clock.
@@ -201,8 +138,13 @@ func childOf(e Event) childFields {
 	return f
 }
 
-// CheckCommands judges the commands of a run-mode run (see the rules above).
-// The error is only for unusable parameters.
+// CheckCommands judges the commands of a run-mode run (`blobleader run --
+// COMMAND`, docs/failover.md#commands-under-blobleader-run), where the
+// actors whose safety counts are the commands, not their supervisors. It
+// derives every command's lifetime (lifetimes) and judges S1-commands
+// (checkS1), the freeze rule (checkFreezes), S2-commands (checkTerms,
+// checkLedger) and L1-commands (checkFailovers). The error is only for
+// unusable parameters.
 func CheckCommands(run CommandRun, p CommandParams) (CommandResult, error) {
 	np, err := p.Params.normalized()
 	if err != nil {
@@ -257,8 +199,61 @@ func (k *commandChecker) excepted(e Exception) bool {
 	return false
 }
 
-// lifetimes derives every command lifetime (package rules above).
+// lifetimes derives every command's lifetime. A command runs from its
+// supervisor's child_started {pid, term} to the first of (recordedEnd):
+//
+//   - its child_exited (same identity and pid): the supervisor writes it
+//     only once the command and every member of its process group are
+//     reaped;
+//   - the SIGKILL of its supervisor (a crash fault on that identity), or
+//     its group's last own report within GuardKillWindow of it
+//     (killLanded);
+//   - the start of a freeze of that identity (FaultFreeze: supervisor and
+//     group stopped together): a stopped process runs nothing, and what
+//     runs after the thaw is the freeze rule's (checkFreezes);
+//   - otherwise the end of the run. A lifetime with no end in the history
+//     is open: its supervisor may still run it, or died in a way the run
+//     did not record, and the command may outlive that. Treating it as
+//     running to the end is the conservative reading.
+//
+// A supervisor stopped alone cannot date its command's death: then the
+// command's own last report ends the lifetime (lastReportAfterStop).
+// Activity of the command after its lifetime's end extends the lifetime
+// and is an S1-commands violation (reportedAfterEnd).
 func (k *commandChecker) lifetimes() {
+	k.pairChildren()
+	for i := range k.lts {
+		lt := &k.lts[i]
+		end, by, resumed := k.recordedEnd(*lt)
+		lt.Resumed = resumed
+		if by == EndExited || by == EndRunEnd {
+			if last, ok := k.lastReportAfterStop(*lt); ok {
+				lt.End, lt.EndedBy = last, EndLastReport
+				continue
+			}
+		}
+		if end.IsZero() {
+			end = k.end
+		}
+		if end.Before(lt.Start) {
+			end = lt.Start
+		}
+		if by == EndCrash {
+			end = k.killLanded(*lt, end)
+		}
+		lt.End, lt.EndedBy = end, by
+		if by != EndFrozen && by != EndRunEnd {
+			// After a freeze the freeze rule judges; open at the run's
+			// end, it may well still run.
+			k.reportedAfterEnd(lt)
+		}
+	}
+	sort.SliceStable(k.lts, func(a, b int) bool { return k.lts[a].Start.Before(k.lts[b].Start) })
+}
+
+// pairChildren starts a lifetime for every child_started and gives it the
+// child_exited of the same identity and pid that follows.
+func (k *commandChecker) pairChildren() {
 	type key struct {
 		id  string
 		pid int
@@ -278,91 +273,91 @@ func (k *commandChecker) lifetimes() {
 			}
 		}
 	}
-	for i := range k.lts {
-		lt := &k.lts[i]
-		end, by := time.Time{}, EndRunEnd
-		take := func(t time.Time, why string) {
-			if end.IsZero() || t.Before(end) {
-				end, by = t, why
-			}
-		}
-		if lt.Exited.Event != "" {
-			take(lt.Exited.T, EndExited)
-		}
-		if t, ok := killedAfter(k.run.Faults, lt.Identity, lt.Start); ok {
-			take(t, EndCrash)
-		}
-		if f, ok := k.freezeOf(*lt); ok {
-			take(f.Start, EndFrozen)
-			if by == EndFrozen {
-				lt.Resumed = f.End
-			}
-		}
-		if f, ok := k.stoppedAlone(*lt); ok && (by == EndExited || by == EndRunEnd) {
-			// Its supervisor was stopped alone: the child_exited it writes
-			// once it runs again says nothing of when the command died (its
-			// guard kills it at the deadline). The command's own reports do:
-			// the lifetime ends at its last report after the stop began.
-			// A command silent since the stop proves nothing either way:
-			// the supervisor's record stands.
-			var last time.Time
-			for _, a := range k.act {
-				if a.Holder == lt.Identity && a.Term == lt.Term && a.At.After(f.Start) && a.At.After(last) {
-					last = a.At
-				}
-			}
-			if !last.IsZero() {
-				// Its ledger entries are its own output too: one appended
-				// at storage just before the kill was never reported.
-				for _, e := range k.run.Ledger {
-					if e.Holder == lt.Identity && e.Term == lt.Term && e.At.After(last) {
-						last = e.At
-					}
-				}
-				lt.End, lt.EndedBy = last, EndLastReport
-				continue
-			}
-		}
-		if end.IsZero() {
-			end = k.end
-		}
-		if end.Before(lt.Start) {
-			end = lt.Start
-		}
-		if by == EndCrash {
-			end = k.killLanded(*lt, end)
-		}
-		lt.End, lt.EndedBy = end, by
-		// Activity after the end: something of this command still ran.
-		// One violation per lifetime, naming the first and the last report;
-		// the lifetime then lasts until the last.
-		if by == EndFrozen || by == EndRunEnd {
-			// After a freeze: the freeze rule's business (checkFreezes).
-			// Open at the run's end: it may well still run.
-			continue
-		}
-		var first, last Activity
-		n := 0
-		for _, a := range k.act {
-			if a.Holder != lt.Identity || a.Term != lt.Term || !a.At.After(lt.End.Add(k.p.ClockSkew)) {
-				continue
-			}
-			if n == 0 || a.At.Before(first.At) {
-				first = a
-			}
-			if n == 0 || a.At.After(last.At) {
-				last = a
-			}
-			n++
-		}
-		if n > 0 {
-			k.report(InvCmdS1, placed(first.At, lt.Identity), []Event{lt.Started, lt.Exited},
-				"command %d of %s (term %d) ended at %s [%s], but its process group reported %d time(s) after: first %q by pid %d at %s, last %q by pid %d at %s",
-				lt.PID, lt.Identity, lt.Term, k.rel(lt.End), lt.EndedBy, n, first.What, first.PID, k.rel(first.At), last.What, last.PID, k.rel(last.At))
-			lt.End, lt.EndedBy = last.At, EndActivity
+}
+
+// recordedEnd is the earliest of the lifetime's reaped exit, its
+// supervisor's crash and a freeze of both (zero and EndRunEnd with none),
+// and the freeze's end when a freeze ended it.
+func (k *commandChecker) recordedEnd(lt Lifetime) (end time.Time, by string, resumed time.Time) {
+	by = EndRunEnd
+	take := func(t time.Time, why string) {
+		if end.IsZero() || t.Before(end) {
+			end, by = t, why
 		}
 	}
-	sort.SliceStable(k.lts, func(a, b int) bool { return k.lts[a].Start.Before(k.lts[b].Start) })
+	if lt.Exited.Event != "" {
+		take(lt.Exited.T, EndExited)
+	}
+	if t, ok := killedAfter(k.run.Faults, lt.Identity, lt.Start); ok {
+		take(t, EndCrash)
+	}
+	if f, ok := k.freezeOf(lt); ok {
+		take(f.Start, EndFrozen)
+		if by == EndFrozen {
+			resumed = f.End
+		}
+	}
+	return end, by, resumed
+}
+
+// lastReportAfterStop is the end of a lifetime whose supervisor was
+// stopped alone inside it (stoppedAlone): a stopped supervisor writes
+// child_exited only once it runs again, however early the command died
+// (its guard kills the group at the leadership's deadline), so that record
+// is no evidence of the end; the command's own last report after the stop
+// began is, and so is a later ledger entry of its (one appended at storage
+// just before the kill was never reported). This needs a command that
+// reports steadily (ledgercmd --grandchild reports every 50 ms); the
+// scenarios also check with /proc that it is dead before the next command
+// starts. A command silent since the stop proves nothing either way: false,
+// and the supervisor's record stands.
+func (k *commandChecker) lastReportAfterStop(lt Lifetime) (time.Time, bool) {
+	f, ok := k.stoppedAlone(lt)
+	if !ok {
+		return time.Time{}, false
+	}
+	var last time.Time
+	for _, a := range k.act {
+		if a.Holder == lt.Identity && a.Term == lt.Term && a.At.After(f.Start) && a.At.After(last) {
+			last = a.At
+		}
+	}
+	if last.IsZero() {
+		return time.Time{}, false
+	}
+	for _, e := range k.run.Ledger {
+		if e.Holder == lt.Identity && e.Term == lt.Term && e.At.After(last) {
+			last = e.At
+		}
+	}
+	return last, true
+}
+
+// reportedAfterEnd applies S1-commands to the lifetime's own activity:
+// anything of (identity, term) reported after its end (+ ClockSkew) ran
+// after the command was declared dead. One violation per lifetime, naming
+// the first and the last report; the lifetime then lasts until the last.
+func (k *commandChecker) reportedAfterEnd(lt *Lifetime) {
+	var first, last Activity
+	n := 0
+	for _, a := range k.act {
+		if a.Holder != lt.Identity || a.Term != lt.Term || !a.At.After(lt.End.Add(k.p.ClockSkew)) {
+			continue
+		}
+		if n == 0 || a.At.Before(first.At) {
+			first = a
+		}
+		if n == 0 || a.At.After(last.At) {
+			last = a
+		}
+		n++
+	}
+	if n > 0 {
+		k.report(InvCmdS1, placed(first.At, lt.Identity), []Event{lt.Started, lt.Exited},
+			"command %d of %s (term %d) ended at %s [%s], but its process group reported %d time(s) after: first %q by pid %d at %s, last %q by pid %d at %s",
+			lt.PID, lt.Identity, lt.Term, k.rel(lt.End), lt.EndedBy, n, first.What, first.PID, k.rel(first.At), last.What, last.PID, k.rel(last.At))
+		lt.End, lt.EndedBy = last.At, EndActivity
+	}
 }
 
 // GuardKillWindow is how long after its supervisor's SIGKILL a command's
@@ -433,8 +428,9 @@ func (k *commandChecker) describeLT(lt Lifetime) string {
 		lt.PID, lt.Identity, lt.Term, k.rel(lt.Start), k.rel(lt.End), lt.EndedBy)
 }
 
-// checkS1 reports overlapping command lifetimes, or files them as expected
-// under a named exception.
+// checkS1 is S1-commands: two command lifetimes never overlap by more than
+// ClockSkew, unless a named exception the scenario declared explains the
+// overlap (alonePaused, brokeIn); then it is filed as expected.
 func (k *commandChecker) checkS1() {
 	for i := range k.lts {
 		a := k.lts[i]
@@ -471,13 +467,17 @@ func (k *commandChecker) expect(w where, ev []Event, format string, args ...any)
 	k.violations = k.violations[:n]
 }
 
+// breakAllowance is how long after a forced loss the holder's command may
+// run: the holder hears at its next renew (RenewInterval + RequestTimeout +
+// Epsilon), then stops its command (KillGrace, then SIGKILL and the reap,
+// KillAllowance).
 func (k *commandChecker) breakAllowance() time.Duration {
 	return k.p.RenewInterval + k.p.RequestTimeout() + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
 }
 
-// brokeIn finds the forced loss (a break, or the deletion of the lock blob
-// or its container) that explains a's overlap with b: inside a's lifetime,
-// before b started, with a ended within the break allowance.
+// brokeIn finds the forced loss (forcedLoss) that explains a's overlap with
+// b: inside a's lifetime, before b started, with a ended within
+// breakAllowanceFor of it (+ ClockSkew).
 func (k *commandChecker) brokeIn(a, b Lifetime) (Fault, bool) {
 	for _, f := range k.run.Faults {
 		if forcedLoss(f.Kind) && !f.Start.Before(a.Start) && f.Start.Before(a.End) && !b.Start.Before(f.Start) &&
@@ -489,12 +489,14 @@ func (k *commandChecker) brokeIn(a, b Lifetime) (Fault, bool) {
 }
 
 // breakAllowanceFor is how long after the forced loss f a's command may
-// run: breakAllowance, or — when a's supervisor was frozen (pause,
-// supervisor freeze) before its next renew could tell it of the loss — until
-// its guard kills the command at the leadership's deadline (at most the renew
-// deadline after the loss) + kill-grace: frozen, the supervisor hears of the
-// loss only when it resumes (the checker's forced-break rule holds such a
-// holder to its deadline too).
+// run: breakAllowance; or, when a freeze of a's supervisor (pause,
+// supervisor freeze) was in place at some moment between the loss and
+// RenewInterval + RequestTimeout + Epsilon after it, the larger of that and
+// RenewDeadline + KillGrace + KillAllowance + Epsilon. Frozen, the
+// supervisor hears of the loss only when it resumes; its guard kills the
+// command at the leadership's deadline (at most the renew deadline after
+// the loss) + kill-grace, and the forced-break rule holds such a holder to
+// its deadline too.
 func (k *commandChecker) breakAllowanceFor(a Lifetime, f Fault) time.Duration {
 	window := k.p.RenewInterval + k.p.RequestTimeout() + k.p.Epsilon
 	for _, g := range k.run.Faults {
@@ -516,8 +518,12 @@ func (k *commandChecker) alonePaused(a, b Lifetime) (Fault, bool) {
 	return Fault{}, false
 }
 
-// checkFreezes: a command frozen with its supervisor is dead within
-// KillAllowance of the freeze's end.
+// checkFreezes is the freeze rule: a command frozen with its supervisor
+// (FaultFreeze) is dead — its child_exited, or its supervisor's crash after
+// the thaw — and silent in its own reports within KillAllowance (+
+// ClockSkew) of the freeze's end: the supervisor wakes past its deadline
+// and SIGKILLs the group at once. One never reported dead after the thaw
+// is a violation too.
 func (k *commandChecker) checkFreezes() {
 	for _, lt := range k.lts {
 		if lt.EndedBy != EndFrozen || lt.Resumed.IsZero() {
@@ -547,7 +553,9 @@ func (k *commandChecker) checkFreezes() {
 	}
 }
 
-// checkTerms: the commands' terms strictly increase and none repeats.
+// checkTerms is S2-commands on terms: every child_started carries a term,
+// no term starts two commands, and none is lower than a term started
+// before it (by more than ClockSkew).
 func (k *commandChecker) checkTerms() {
 	first := map[int64]Lifetime{}
 	var top *Lifetime
@@ -573,8 +581,10 @@ func (k *commandChecker) checkTerms() {
 	}
 }
 
-// checkLedger applies the S2 ledger rules to the commands' ledger, with
-// lifetimes as the intervals an entry must fall in.
+// checkLedger is S2-commands on the commands' ledger: the election's ledger
+// rules (checker.checkLedger) with command lifetimes in the place of
+// beliefs, so every entry's term was started by a command of the entry's
+// holder and stamped before that command's end.
 func (k *commandChecker) checkLedger() {
 	k.ivs = nil
 	for _, lt := range k.lts {
@@ -587,8 +597,10 @@ func (k *commandChecker) checkLedger() {
 	}
 }
 
-// checkFailovers measures, for each command that exited on its own, the
-// time to the next command's start, against P·1.1 + ε.
+// checkFailovers is L1-commands: after a command exits on its own (cause
+// "exited"), the next command (of any supervisor) starts within P·1.1 + ε
+// (+ ClockSkew) of its reaped exit. No next start before the run ends is
+// inconclusive, not a violation.
 func (k *commandChecker) checkFailovers() {
 	bound := k.p.retry() + k.p.Epsilon
 	for _, lt := range k.lts {

@@ -50,9 +50,16 @@ func (iv Interval) contains(t time.Time) bool {
 	return !t.Before(iv.Start) && !t.After(iv.End)
 }
 
-// intervals derives every (identity, term) belief interval from the history.
-// Events are expected in time order. Crash faults cap the interval of the
-// worker they kill when it logged no valid_until for it.
+// intervals derives every (identity, term) belief interval from the
+// history, in time order. A worker believes it leads term T from its
+// started_leading until the earliest of its stopped_leading for T and the
+// latest valid_until it logged for T. Only a belief without any valid_until
+// (the --unsafe-no-step-down negative control) is also ended by a crash
+// fault on it: the harness stamps a crash before the kill lands (on Azure,
+// before an ARM stop of several seconds), so capping a belief the worker
+// itself bounded could hide an overlap. A belief with no end at all lasts
+// until the run ends. A paused worker needs no case of its own: its
+// valid_until ends its belief at its deadline.
 func intervals(events []Event, faults []Fault, runEnd time.Time) []Interval {
 	var ivs []Interval
 	latest := map[string]int{} // identity -> index of its most recent interval

@@ -61,128 +61,192 @@ func (c *checker) nextStart(t time.Time) (Event, bool) {
 	return Event{}, false
 }
 
-// checkFailovers applies L1 to every fault that hit the leader, in fault order.
+// checkFailovers is L1: after a fault that hit the leader of the moment
+// (its target believed it led at the fault's start), a new leader starts
+// within the bound docs/failover.md#liveness-how-long-until-a-new-leader
+// gives for that fault. With R = P·1.1 + ε (a follower's worst poll gap
+// plus the acquire's own work):
+//
+//	crash       next started_leading ≤ last renew + L + R
+//	pause, supervisor_freeze
+//	            the same, unless resumed before its valid_until (then nothing)
+//	graceful    next started_leading ≤ released + R (crash's bound without `released`)
+//	break, metadata_rollback, delete_blob, delete_container
+//	            next started_leading ≤ the fault + R
+//	latency, timeout, reset, partition, outage, late_delivery, refusal,
+//	operator_metadata (each healed)
+//	            a leader exists (a belief covering End, or the next start) ≤ End + L + R
+//
+// The last renew is the send of the hit leader's last successful renew
+// (lastRenew): its latest valid_until − D, or the fault itself when it
+// logged none. Under early takeover a heartbeating leader's bound is the
+// shorter takeoverBound. Other faults in the window stretch the deadline
+// (stretch), and a deadline may be overrun by ClockSkew. A failover the run
+// cannot judge — it ended before the deadline, or a fault in the window was
+// never healed — is Inconclusive, not a violation.
 func (c *checker) checkFailovers() {
-	long := c.p.LeaseDuration + c.p.retry() + c.p.Epsilon // lease must expire first
-	short := c.p.retry() + c.p.Epsilon                    // lease already free
 	for _, f := range sortedFaults(c.run.Faults) {
-		var (
-			fo       = Failover{Kind: f.Kind, Target: f.Target, Injected: f.Start}
-			after    = f.Start
-			evidence []Event // events behind From
-			hit      Interval
-			ok       bool
-		)
-		// 1. Only a fault that hit the then-leader demands a failover.
-		switch {
-		case f.Kind == FaultOperatorMetadata:
-			// A record no contender can stamp a term on leaves the fleet
-			// leaderless until the operator repairs it: the bound counts from
-			// the repair (End).
-			hit, ok = c.holderAt(f, f.Start)
-			ok = ok && !f.End.IsZero()
-		case f.Kind == FaultCrash || f.Kind == FaultGraceful || paused(f.Kind) || forcedLoss(f.Kind):
-			hit, ok = c.holderAt(f, f.Start)
-		case windowFault(f.Kind):
-			hit, ok = c.holderAt(f, f.Start)
-			ok = ok && !f.End.IsZero() // never healed: nothing to demand
-		}
+		hit, ok := c.leaderHitBy(f)
 		if !ok {
 			continue
 		}
-		fo.Leader, fo.Term = hit.Identity, hit.Term
-		evidence = append(evidence, hit.Started)
-		// A killed process logs nothing after its death and a paused one
-		// nothing before it resumes, so every deadline logged (before End,
-		// for a pause) was earned before the fault bit, even one logged in
-		// the instant between the harness stamping Start and the signal.
-		var cutoff time.Time // zero: every deadline it logged
-		if paused(f.Kind) && !f.End.IsZero() {
-			cutoff = f.End
+		j := &failoverJudge{c: c, f: f, hit: hit, after: f.Start, evidence: []Event{hit.Started},
+			fo: Failover{Kind: f.Kind, Target: f.Target, Injected: f.Start, Leader: hit.Identity, Term: hit.Term}}
+		if !j.countFrom() {
+			continue
 		}
-		lastRenew := func() {
-			fo.Bound = long
-			if vu, ev, ok := hit.validAt(cutoff); ok {
-				fo.From, fo.Basis = vu.Add(-c.p.RenewDeadline), BasisLastRenew
-				if paused(f.Kind) {
-					if from := c.maybeInFlight(hit, fo.From, f.Start); from.After(fo.From) {
-						fo.From, fo.Basis = from, BasisInFlight
-					}
-				}
-				if f.Kind == FaultCrash {
-					if from, ok := c.grantedBefore(hit, f); ok && from.After(fo.From) {
-						fo.From, fo.Basis = from, BasisGranted
-					}
-				}
-				evidence = append(evidence, ev)
-				if fast := c.p.takeoverBound(); fast > 0 && fast < long && ev.Heartbeat > 0 {
-					// A heartbeating leader is broken early (takeover.go).
-					fo.Bound, fo.Basis = fast, BasisLastHeartbeat
-				}
-			} else {
-				fo.From, fo.Basis = f.Start, BasisInjected
-			}
+		j.fo.Deadline = j.fo.From.Add(j.fo.Bound)
+		c.stretch(f, &j.fo)
+		j.measure()
+		j.judge()
+		c.failovers = append(c.failovers, j.fo)
+	}
+}
+
+// leaderHitBy returns the belief a fault hit, if it is one that demands a
+// failover: a crash, a graceful stop, a freeze or a forced loss of the
+// leader of the moment, or a window fault on it that was healed (one never
+// healed demands nothing; nor does an operator's metadata never repaired).
+func (c *checker) leaderHitBy(f Fault) (Interval, bool) {
+	switch {
+	case f.Kind == FaultOperatorMetadata || windowFault(f.Kind):
+		hit, ok := c.holderAt(f, f.Start)
+		return hit, ok && !f.End.IsZero()
+	case f.Kind == FaultCrash || f.Kind == FaultGraceful || paused(f.Kind) || forcedLoss(f.Kind):
+		return c.holderAt(f, f.Start)
+	}
+	return Interval{}, false
+}
+
+// longBound is L1's bound when the lease must expire first: L + P·1.1 + ε.
+func (c *checker) longBound() time.Duration { return c.p.LeaseDuration + c.p.retry() + c.p.Epsilon }
+
+// shortBound is L1's bound when the lease is already free: P·1.1 + ε.
+func (c *checker) shortBound() time.Duration { return c.p.retry() + c.p.Epsilon }
+
+// failoverJudge is one fault's failover while L1 judges it.
+type failoverJudge struct {
+	c        *checker
+	f        Fault
+	hit      Interval  // the leader's belief the fault hit
+	after    time.Time // the next leader must start at or after this
+	evidence []Event   // the events behind From and To
+	fo       Failover
+}
+
+// countFrom sets where the bound counts from and the bound, per fault kind
+// (the table of checkFailovers). It returns false when the fault demands
+// no failover after all: a freeze the leader resumed from before its
+// deadline.
+func (j *failoverJudge) countFrom() bool {
+	c, f, fo := j.c, j.f, &j.fo
+	switch f.Kind {
+	case FaultCrash:
+		j.lastRenew()
+	case FaultGraceful:
+		if rel, ok := c.releasedAfter(j.hit.Identity, f.Start); ok {
+			fo.From, fo.Basis, fo.Bound = rel.T, BasisReleased, c.shortBound()
+			j.evidence = append(j.evidence, rel)
+		} else {
+			j.lastRenew() // no release logged: the lease must expire
+			fo.Basis += " (no released event)"
 		}
-		// 2. Where the bound counts from, per fault (L1 in
-		// docs/failover.md#liveness-how-long-until-a-new-leader).
-		switch f.Kind {
-		case FaultCrash:
-			lastRenew()
-		case FaultGraceful:
-			if rel, ok := c.releasedAfter(hit.Identity, f.Start); ok {
-				fo.From, fo.Basis, fo.Bound = rel.T, BasisReleased, short
-				evidence = append(evidence, rel)
-			} else {
-				lastRenew() // no release logged: the lease must expire
-				fo.Basis += " (no released event)"
-			}
-		case FaultPause, FaultSupervisorFreeze:
-			if vu, _, ok := hit.validAt(cutoff); ok && !f.End.IsZero() && !f.End.After(vu) {
-				continue // resumed before its deadline: it never stopped leading
-			}
-			lastRenew()
-		case FaultBreak, FaultRollback:
-			fo.From, fo.Basis, fo.Bound = f.Start, BasisBreak, short
-		case FaultDeleteBlob, FaultDeleteContainer:
-			fo.From, fo.Basis, fo.Bound = f.Start, BasisDeleted, short
-		default: // network and storage faults: a leader exists again after End
-			fo.From, fo.Basis, fo.Bound = f.End, BasisFaultEnd, long
-			after = f.End
-			if iv, ok := c.anyLeaderAt(f.End); ok {
-				fo.To, fo.NewLeader, fo.NewTerm = f.End, iv.Identity, iv.Term
-			}
+	case FaultPause, FaultSupervisorFreeze:
+		if vu, _, ok := j.hit.validAt(j.cutoff()); ok && !f.End.IsZero() && !f.End.After(vu) {
+			return false // resumed before its deadline: it never stopped leading
 		}
-		// 3. Other faults active in the window push the deadline out.
-		fo.Deadline = fo.From.Add(fo.Bound)
-		c.stretch(f, &fo)
-		// 4. Measure.
-		if fo.To.IsZero() {
-			if e, ok := c.nextStart(after); ok {
-				fo.To, fo.NewLeader, fo.NewTerm = e.T, e.Identity, e.Term
-				evidence = append(evidence, e)
-			}
+		j.lastRenew()
+	case FaultBreak, FaultRollback:
+		fo.From, fo.Basis, fo.Bound = f.Start, BasisBreak, c.shortBound()
+	case FaultDeleteBlob, FaultDeleteContainer:
+		fo.From, fo.Basis, fo.Bound = f.Start, BasisDeleted, c.shortBound()
+	default: // network and storage faults: a leader exists again after End
+		fo.From, fo.Basis, fo.Bound = f.End, BasisFaultEnd, c.longBound()
+		j.after = f.End
+		if iv, ok := c.anyLeaderAt(f.End); ok {
+			fo.To, fo.NewLeader, fo.NewTerm = f.End, iv.Identity, iv.Term
 		}
-		if !fo.To.IsZero() {
-			fo.Duration = max(fo.To.Sub(fo.From), 0)
+	}
+	return true
+}
+
+// cutoff is the latest moment a deadline the hit leader logged counts:
+// a killed process logs nothing after its death and a paused one nothing
+// before it resumes, so every deadline logged (before End, for a pause)
+// was earned before the fault bit, even one logged in the instant between
+// the harness stamping Start and the signal. Zero: every deadline counts.
+func (j *failoverJudge) cutoff() time.Time {
+	if paused(j.f.Kind) && !j.f.End.IsZero() {
+		return j.f.End
+	}
+	return time.Time{}
+}
+
+// lastRenew counts the lease's bound from the hit leader's last successful
+// renew send (valid_until − D), moved later by a renew a frozen leader may
+// have had in flight (maybeInFlight) or, after a kill, by the last renew
+// storage granted (grantedBefore); from the fault when it logged no
+// deadline. A heartbeating leader under early takeover gets takeoverBound
+// when that is shorter.
+func (j *failoverJudge) lastRenew() {
+	c, f, fo := j.c, j.f, &j.fo
+	fo.Bound = c.longBound()
+	vu, ev, ok := j.hit.validAt(j.cutoff())
+	if !ok {
+		fo.From, fo.Basis = f.Start, BasisInjected
+		return
+	}
+	fo.From, fo.Basis = vu.Add(-c.p.RenewDeadline), BasisLastRenew
+	if paused(f.Kind) {
+		if from := c.maybeInFlight(j.hit, fo.From, f.Start); from.After(fo.From) {
+			fo.From, fo.Basis = from, BasisInFlight
 		}
-		limit := fo.Deadline.Add(c.p.ClockSkew)
-		switch {
-		case fo.Inconclusive != "":
-			if !fo.To.IsZero() && !fo.To.After(limit) {
-				fo.Inconclusive = "" // met the bound anyway
-			}
-		case !fo.To.IsZero():
-			if fo.To.After(limit) {
-				c.report(InvL1, placed(fo.Deadline, fo.Leader), evidence, "after %s (leader %s, term %d) the next leader %s started at %s, %v after %s at %s; bound %v, deadline %s",
-					f, fo.Leader, fo.Term, fo.NewLeader, c.rel(fo.To), fo.To.Sub(fo.From), fo.Basis, c.rel(fo.From), fo.Bound, c.rel(fo.Deadline))
-			}
-		case c.end.After(limit):
-			c.report(InvL1, placed(fo.Deadline, fo.Leader), evidence, "after %s (leader %s, term %d) no leader by the deadline %s (bound %v from %s at %s); run ended %s",
-				f, fo.Leader, fo.Term, c.rel(fo.Deadline), fo.Bound, fo.Basis, c.rel(fo.From), c.rel(c.end))
-		default:
-			fo.Inconclusive = fmt.Sprintf("run ended at %s, before the deadline %s", c.rel(c.end), c.rel(fo.Deadline))
+	}
+	if f.Kind == FaultCrash {
+		if from, ok := c.grantedBefore(j.hit, f); ok && from.After(fo.From) {
+			fo.From, fo.Basis = from, BasisGranted
 		}
-		c.failovers = append(c.failovers, fo)
+	}
+	j.evidence = append(j.evidence, ev)
+	if fast := c.p.takeoverBound(); fast > 0 && fast < fo.Bound && ev.Heartbeat > 0 {
+		fo.Bound, fo.Basis = fast, BasisLastHeartbeat // broken early (takeover.go)
+	}
+}
+
+// measure finds the next leader and the failover's duration.
+func (j *failoverJudge) measure() {
+	fo := &j.fo
+	if fo.To.IsZero() {
+		if e, ok := j.c.nextStart(j.after); ok {
+			fo.To, fo.NewLeader, fo.NewTerm = e.T, e.Identity, e.Term
+			j.evidence = append(j.evidence, e)
+		}
+	}
+	if !fo.To.IsZero() {
+		fo.Duration = max(fo.To.Sub(fo.From), 0)
+	}
+}
+
+// judge reports a failover past its deadline (+ ClockSkew), or marks it
+// inconclusive when the run could not tell.
+func (j *failoverJudge) judge() {
+	c, f, fo := j.c, j.f, &j.fo
+	limit := fo.Deadline.Add(c.p.ClockSkew)
+	switch {
+	case fo.Inconclusive != "":
+		if !fo.To.IsZero() && !fo.To.After(limit) {
+			fo.Inconclusive = "" // met the bound anyway
+		}
+	case !fo.To.IsZero():
+		if fo.To.After(limit) {
+			c.report(InvL1, placed(fo.Deadline, fo.Leader), j.evidence, "after %s (leader %s, term %d) the next leader %s started at %s, %v after %s at %s; bound %v, deadline %s",
+				f, fo.Leader, fo.Term, fo.NewLeader, c.rel(fo.To), fo.To.Sub(fo.From), fo.Basis, c.rel(fo.From), fo.Bound, c.rel(fo.Deadline))
+		}
+	case c.end.After(limit):
+		c.report(InvL1, placed(fo.Deadline, fo.Leader), j.evidence, "after %s (leader %s, term %d) no leader by the deadline %s (bound %v from %s at %s); run ended %s",
+			f, fo.Leader, fo.Term, c.rel(fo.Deadline), fo.Bound, fo.Basis, c.rel(fo.From), c.rel(c.end))
+	default:
+		fo.Inconclusive = fmt.Sprintf("run ended at %s, before the deadline %s", c.rel(c.end), c.rel(fo.Deadline))
 	}
 }
 
@@ -315,8 +379,8 @@ func (c *checker) anyLeaderAt(t time.Time) (Interval, bool) {
 	return Interval{}, false
 }
 
-// checkContending applies L2: a live worker that stopped contending has
-// given up.
+// checkContending is L2: every worker alive at run end still contends (polls
+// for the lease or leads); one that stopped has given up.
 func (c *checker) checkContending() {
 	last := map[string]Event{}
 	for _, e := range c.run.Events {

@@ -165,8 +165,12 @@ func (r Run) Bounds() (start, end time.Time) {
 // e.g. RequestTimeout) and the checker's tolerances.
 type Params struct {
 	election.Timing
-	Epsilon   time.Duration // slack for the acquire and metadata write after a successful poll; default 1 s
-	ClockSkew time.Duration // tolerance between different clocks; 0 locally
+	Epsilon time.Duration // slack for the acquire and metadata write after a successful poll; default 1 s
+	// ClockSkew is the tolerance wherever two clocks are compared: worker
+	// events carry each worker's wall clock, faults the harness's. Overlaps
+	// and bound overruns no larger than it are not violations. 0 when
+	// everything runs on one machine.
+	ClockSkew time.Duration
 	// Early takeover (takeover.go): T and the break period B the workers
 	// run with; 0 when it is off. L1 after a crash or freeze of a
 	// heartbeating leader is then the shorter of the lease's bound and

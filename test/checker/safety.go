@@ -11,9 +11,11 @@ import (
 const maxLedgerViolations = 20
 
 // forcedLoss reports the fault kinds that take the lease from its holder
-// at once, behind its back: an operator's break, or the deletion of the lock
+// at once, behind its back: an operator's break, the deletion of the lock
 // blob or its container (storage answers the holder's next renew with 404,
-// a definite loss). All three are judged by the forced-break rule.
+// a definite loss), an operator's hand-written metadata and a rollback
+// (each written over a broken lease). All are judged by the forced-break
+// rule.
 func forcedLoss(kind string) bool {
 	switch kind {
 	case FaultBreak, FaultDeleteBlob, FaultDeleteContainer, FaultOperatorMetadata, FaultRollback:
@@ -22,10 +24,15 @@ func forcedLoss(kind string) bool {
 	return false
 }
 
-// checkBreaks applies the forced-break rule: the holder at a break (or a
-// deletion of the lock) must stop believing within RenewInterval +
-// RequestTimeout + Epsilon — or, frozen within that window, by its own
-// deadline — and its overlap with the next leader is exempt from S1.
+// checkBreaks is the forced-break rule. After a forced loss (forcedLoss)
+// the worker that believed it held the lease at that moment must stop
+// believing within RenewInterval + RequestTimeout + Epsilon (+ ClockSkew):
+// it hears of the loss at its next renew. If a freeze of it (pause,
+// supervisor freeze) was in place at some moment of that window, it hears
+// nothing until it resumes, and its belief must end at its own deadline
+// (valid_until) instead. Its overlap with the next leader — the first
+// belief of another term that starts at or after the loss — is this rule's
+// business and exempt from S1.
 func (c *checker) checkBreaks() {
 	c.exempt = map[pair]bool{}
 	allowed := c.p.RenewInterval + c.p.RequestTimeout() + c.p.Epsilon
@@ -74,8 +81,8 @@ func (c *checker) frozenIn(id string, from, to time.Time) bool {
 	return false
 }
 
-// checkS1 reports every pair of different-term belief intervals that overlap
-// by more than ClockSkew.
+// checkS1 is S1: belief intervals of different terms never overlap by more
+// than ClockSkew. A pair the forced-break rule exempts is judged there.
 func (c *checker) checkS1() {
 	for i := range c.ivs {
 		a := c.ivs[i]
@@ -104,8 +111,9 @@ func (c *checker) checkS1() {
 	}
 }
 
-// checkTerms reports started terms that are missing, repeated or lower than
-// one started earlier (beyond ClockSkew).
+// checkTerms is S2 on terms: every started_leading carries a term, no term
+// is started twice, and none is lower than a term started before it (by
+// more than ClockSkew).
 func (c *checker) checkTerms() {
 	var starts []Event
 	for _, e := range c.run.Events {
@@ -142,9 +150,13 @@ func quoteEntry(e LedgerEntry) string {
 	return string(b)
 }
 
-// checkLedger reports sequence gaps, duplicates and reordering, decreasing
-// terms, entries of terms nobody started (or by a holder other than the
-// term's leader), and entries stamped after their term's belief ended.
+// checkLedger is S2 on the ledger: its sequence runs from 1 (it is never
+// trimmed, so a first entry above 1 means lost entries) with no gap,
+// duplicate or reordering; terms never decrease along it; and every entry
+// carries a term some worker started, written by that term's leader and
+// stamped no later than its belief's end (+ ClockSkew). Entries stamped
+// before the run began are held only to the sequence and term order. At
+// most maxLedgerViolations are listed.
 func (c *checker) checkLedger() {
 	n := 0
 	var e LedgerEntry // the entry being judged

@@ -79,27 +79,12 @@ type ShardResult struct {
 	Balance  []BalanceCheck // every moment balance and stickiness were judged
 }
 
-// CheckShards judges a shard run:
-//
-//   - Per shard, the election's rules on the shard's own events
-//     (shard_acquired as started_leading, shard_renewed as renewed,
-//     shard_released as stopped_leading, shard_lease_released as released):
-//     S1 (ownership intervals never overlap), S2 (shard terms strictly
-//     increase; the shard's ledger is fenced and gap-free), L1 (after a
-//     fault that hit its owner the shard is owned again within L + P·1.1 + ε
-//     of the owner's last renew, or P·1.1 + ε of a graceful release).
-//   - Per shard, L1 for releases on purpose (a move, a task that ended): the
-//     shard is owned again within P·1.1 + ε of its lease being released.
-//   - Balance: at Settle after every membership change that is followed by
-//     Settle without another change or a network/storage fault, every shard
-//     has exactly one owner and every live member owns ⌊N/M⌋ or ⌈N/M⌉.
-//   - Stickiness: when the pool was balanced just before such a change, the
-//     shards that changed owner by Settle after it are no more than balance
-//     requires; after a leader change with no membership change within
-//     Settle, none.
-//
-// A run in which no moment could be judged for balance, or a shard that was
-// never owned, is a violation: no evidence is not a pass.
+// CheckShards judges a shard run: the election's rules on each shard's own
+// events (checkShard), a shard released on purpose owned again in time
+// (checkReleases), balance and stickiness after every membership change
+// (checkBalance) and no moves on a leader change alone
+// (checkLeaderChanges). A shard never owned, and a run in which no moment
+// could be judged for balance, are violations: no evidence is not a pass.
 func CheckShards(run ShardRun, p ShardParams) (ShardResult, error) {
 	pp, err := p.Params.normalized()
 	if err != nil {
@@ -164,10 +149,19 @@ func asElection(events []Event, s int) []Event {
 
 var shardInv = map[string]string{InvS1: InvShardS1, InvS2: InvShardS2, InvL1: InvShardL1, InvBreak: InvShardS1}
 
-// checkShard applies the election's rules to shard s.
+// checkShard applies the election's rules to shard s's own events
+// (shard_acquired as started_leading, shard_renewed as renewed,
+// shard_released as stopped_leading, shard_lease_released as released):
+// shard S1 (ownership intervals never overlap), shard S2 (shard terms
+// strictly increase; the shard's ledger is fenced and gap-free) and shard L1
+// (after a fault that hit its owner the shard is owned again within the
+// election's L1 bound for that fault: L + P·1.1 + ε from the owner's last
+// renew, P·1.1 + ε from a graceful release). Breaks act on the election's
+// lock, not on shard blobs, and L2 is the election's. A shard nobody owned,
+// or (with ledgers read) whose ledger is empty, is a violation.
 func (sc *shardChecker) checkShard(s int) {
-	// Breaks act on the election's lock blob, not on shard blobs; L2 is the
-	// election's (a worker contends only for the shards assigned to it).
+	// A worker contends only for the shards assigned to it: L2 is the
+	// election's.
 	var faults []Fault
 	for _, f := range sc.run.Faults {
 		if f.Kind != FaultBreak {
@@ -203,8 +197,12 @@ func (sc *shardChecker) checkShard(s int) {
 	sc.checkReleases(s, sub.Events)
 }
 
-// checkReleases: a shard released on purpose is owned again within
-// P·1.1 + ε of the release (its next owner is already polling).
+// checkReleases is shard L1 for releases on purpose (a move, a task that
+// ended): the shard is owned again within P·1.1 + ε (+ ClockSkew) of its
+// lease being released, since its next owner is already polling. A release
+// the run ended within the bound of, one a network or storage fault
+// overlaps, or one a graceful stop caused (checkShard judges that) is not
+// judged here.
 func (sc *shardChecker) checkReleases(s int, events []Event) {
 	bound := sc.p.retry() + sc.p.Epsilon + sc.p.ClockSkew
 	for i, e := range events {
@@ -434,8 +432,17 @@ func minimumMoves(n int, owners []string, members []string) int {
 	return assigned - keep
 }
 
-// checkBalance judges balance and stickiness after every membership change
-// that the run let settle.
+// checkBalance judges every membership change (changes) the run let settle
+// — followed by Settle with no other change, no network or storage fault,
+// and the run not over:
+//
+//   - balance: at Settle after it, every shard has exactly one owner and
+//     every live member owns ⌊N/M⌋ or ⌈N/M⌉ shards;
+//   - stickiness: when the pool was balanced just before it, the shards
+//     that changed owner by Settle after it are no more than balance
+//     requires (minimumMoves).
+//
+// A run with no such moment is a balance violation (no evidence).
 func (sc *shardChecker) checkBalance() {
 	cs := sc.changes()
 	n := sc.run.Shards
