@@ -204,14 +204,25 @@ func lastActivity(t testing.TB, path, holder string, term int64) time.Time {
 	return last
 }
 
-// renderBlockedOutput writes the blocked-output rows beside the command-crash
-// rows of the run-mode section.
-func renderBlockedOutput(w func(string, ...any), r Results) {
-	if len(r.BlockedOutput) == 0 {
-		return
+// blockedOutputView is the blocked-output rows of the run-mode section.
+type blockedOutputView struct {
+	Blocked, Flowing int // leaderships with the output blocked, and without
+	Rows             []blockedOutputRow
+	Jobs             []BlockedOutputResult
+}
+
+type blockedOutputRow struct {
+	Measure, Output string
+	Stats           Stats
+}
+
+// BlockedOutputView is the blocked-output rows, nil without the phase.
+func (d *benchDoc) BlockedOutputView() *blockedOutputView {
+	if len(d.BlockedOutput) == 0 {
+		return nil
 	}
 	var rows [2][5][]float64 // [blocked][measure]
-	for _, m := range r.BlockedOutput {
+	for _, m := range d.BlockedOutput {
 		for _, tr := range m.Trials {
 			b := 0
 			if tr.Blocked {
@@ -222,16 +233,11 @@ func renderBlockedOutput(w func(string, ...any), r Results) {
 			}
 		}
 	}
-	w("### Blocked output plus one failed renew\n\n")
-	w("The leading supervisor's stdout and stderr become a full pipe nobody reads (`chaos.BlockedOutput`), one renew fails (its link black-holed until `renew_failed`, then healed), and after the next renew it is cut off from storage. Alternate leaderships run the same sequence with the output flowing (baseline). *Overlap* is from the commands' own timestamped reports: the old command's last minus the next command's first (0 when negative); *gap* is the same the other way round. *Step-down − deadline* ends at `stopped_leading`, which is written once the command is reaped. %d leaderships with the output blocked, %d without.\n\n", len(rows[1][0]), len(rows[0][0]))
-	w("| | output | p50 (s) | p99 (s) | max (s) | spread |\n|---|---|---|---|---|---|\n")
+	v := &blockedOutputView{Blocked: len(rows[1][0]), Flowing: len(rows[0][0]), Jobs: d.BlockedOutput}
 	for k, name := range []string{"failed renew → next renew", "step-down − deadline", "command reaped − deadline", "command overlap", "gap between the commands"} {
 		for b, label := range []string{"flowing", "blocked"} {
-			w("| %s | %s | %s |\n", name, label, statsCells(Summarize(rows[b][k]), f3))
+			v.Rows = append(v.Rows, blockedOutputRow{name, label, Summarize(rows[b][k])})
 		}
 	}
-	for _, m := range r.BlockedOutput {
-		w("\n%s: checker verdicts (Check and CheckCommands): %s.\n", m.Job, violationText(m.Violations))
-	}
-	w("\n")
+	return v
 }

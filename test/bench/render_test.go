@@ -97,3 +97,13 @@ func TestRender_CrashChartMarksTheAssertedBound(t *testing.T) {
 		t.Fatalf("the crash chart does not mark the asserted bound 17.1 s:\n%s", svg)
 	}
 }
+
+// renderSection renders one section template of benchmarks.md from r.
+func renderSection(t *testing.T, name string, r Results) string {
+	t.Helper()
+	var b strings.Builder
+	if err := templates.ExecuteTemplate(&b, name, newBenchDoc(r, "bench")); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return b.String()
+}

@@ -247,33 +247,40 @@ func lastReport(t testing.TB, path, holder string, term int64) time.Time {
 	return last
 }
 
-// renderRunFaults writes the host-side fault rows beside the frozen
-// supervisor's.
-func renderRunFaults(w func(string, ...any), r Results) {
-	if len(r.RunFaults) == 0 {
-		return
+// runFaultsView is the host-side fault rows of the run-mode section, one
+// per RunFaults entry that was measured.
+type runFaultsView struct{ Rows []runFaultRow }
+
+type runFaultRow struct {
+	Name        string
+	Dead        Stats   // the trigger → the old command dead
+	MaxOverlap  float64 // the longest overlap of the commands' own reports
+	WithOverlap int     // runs with any overlap
+}
+
+// RunFaultsView is the host-side fault rows, nil without trials.
+func (d *benchDoc) RunFaultsView() *runFaultsView {
+	if len(d.RunFaults) == 0 {
+		return nil
 	}
-	w("### Host-side faults on the supervisor and its guard\n\n")
-	w("Three `blobleader run` supervisors of `ledgercmd --grandchild` (its grandchild ignores polite signals and reports every 50 ms). At U(0, renew interval) after a command is seen running, the fault is put on its supervisor; *dead* is seen in /proc (command and grandchild, polled every 5 ms) from the trigger (the SIGTERM, the SIGKILL, the freeze); *overlap* is read from the commands' own timestamped reports: how long the old command reported after the next command's first report.\n\n")
-	w("| fault | runs | trigger → old command dead p50 (s) | p99 (s) | max (s) | overlap max (s) | runs with overlap |\n|---|---|---|---|---|---|---|\n")
+	v := &runFaultsView{}
 	for _, f := range RunFaults {
 		var dead []float64
-		ov, bad := 0.0, 0
-		for _, tr := range r.RunFaults {
+		row := runFaultRow{Name: f.Name}
+		for _, tr := range d.RunFaults {
 			if tr.Fault != f.Name {
 				continue
 			}
 			dead = append(dead, tr.FaultDead)
-			ov = max(ov, tr.OverlapS)
+			row.MaxOverlap = max(row.MaxOverlap, tr.OverlapS)
 			if tr.OverlapS > 0 {
-				bad++
+				row.WithOverlap++
 			}
 		}
-		if len(dead) == 0 {
-			continue
+		if len(dead) > 0 {
+			row.Dead = Summarize(dead)
+			v.Rows = append(v.Rows, row)
 		}
-		s := Summarize(dead)
-		w("| %s | %d | %s | %s | %s | %s | %d |\n", f.Name, s.N, f3(s.P50), f3(s.P99), f3(s.Max), f3(ov), bad)
 	}
-	w("\n")
+	return v
 }

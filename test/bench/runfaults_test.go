@@ -1,24 +1,19 @@
 package bench
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
 
 func TestRenderRunFaults_OneRowPerFaultWithItsOverlap(t *testing.T) {
-	var b strings.Builder
-	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
-	renderRunFaults(w, Results{})
-	if b.Len() != 0 {
-		t.Fatalf("no trials should render nothing, got %q", b.String())
+	if got := renderSection(t, "runfaults.md.tmpl", Results{}); got != "" {
+		t.Fatalf("no trials should render nothing, got %q", got)
 	}
-	renderRunFaults(w, Results{RunFaults: []FaultTrial{
+	got := renderSection(t, "runfaults.md.tmpl", Results{RunFaults: []FaultTrial{
 		{Fault: RunFaults[1].Name, FaultDead: 0.02},
 		{Fault: RunFaults[1].Name, FaultDead: 0.04, OverlapS: 0.5},
 		{Fault: RunFaults[2].Name, FaultDead: 10.1},
 	}})
-	got := b.String()
 	for _, want := range []string{"| " + RunFaults[1].Name + " | 2 | ", "| 0.500 | 1 |", "| " + RunFaults[2].Name + " | 1 | 10.100 |"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rows lack %q:\n%s", want, got)

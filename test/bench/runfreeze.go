@@ -95,20 +95,21 @@ func lastRenewed(t testing.TB, c *cluster.Local, identity string) time.Time {
 	return last
 }
 
-// renderRunFreeze writes the frozen-supervisor rows of the run-mode section.
-func renderRunFreeze(w func(string, ...any), r Results) {
-	var fd, dn, ov []float64
-	for _, tr := range r.RunFreeze {
-		fd, dn, ov = append(fd, tr.FreezeDead), append(dn, tr.DeadNext), append(ov, tr.OverlapS)
+// runFreezeView is the frozen-supervisor rows of the run-mode section.
+type runFreezeView struct {
+	FreezeDead, DeadNext, Overlap Stats
+	Violations                    map[string]int
+}
+
+// RunFreezeView is the frozen-supervisor rows, nil without trials.
+func (d *benchDoc) RunFreezeView() *runFreezeView {
+	if len(d.RunFreeze) == 0 {
+		return nil
 	}
-	if len(fd) == 0 {
-		return
+	return &runFreezeView{
+		FreezeDead: Summarize(column(d.RunFreeze, func(t FreezeTrial) float64 { return t.FreezeDead })),
+		DeadNext:   Summarize(column(d.RunFreeze, func(t FreezeTrial) float64 { return t.DeadNext })),
+		Overlap:    Summarize(column(d.RunFreeze, func(t FreezeTrial) float64 { return t.OverlapS })),
+		Violations: d.RunFreezeViolations,
 	}
-	w("### Supervisor frozen alone\n\n")
-	w("Supervisor frozen alone (SIGSTOP to its pid, its command running on) at U(0, renew interval) after its last renew; its guard holds the leadership's deadline and kills the command; seen dead in /proc (polled every 5 ms); the frozen supervisor is thawed after the next command started.\n\n")
-	w("| | p50 (s) | p99 (s) | max (s) | spread |\n|---|---|---|---|---|\n")
-	w("| supervisor frozen → its command dead | %s |\n", statsCells(Summarize(fd), f3))
-	w("| its command dead → next command starts | %s |\n", statsCells(Summarize(dn), f3))
-	w("| overlap (two commands at once) | %s |\n\n", statsCells(Summarize(ov), f3))
-	w("Frozen-supervisor runs: %d; checker verdict on the supervisors: %s.\n\n", len(fd), violationText(r.RunFreezeViolations))
 }

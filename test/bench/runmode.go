@@ -233,36 +233,20 @@ func (r Results) CommandTrials() (fromKill, fromExit []float64) {
 	return fromKill, fromExit
 }
 
-// renderRunMode writes the run-mode section; inProcess is §1's crash
-// failover of ours from SIGKILL, measured in the same invocation (N 0 if
-// that phase did not run).
-func renderRunMode(w func(string, ...any), r Results, inProcess Stats) {
-	if len(r.RunMode) == 0 {
-		renderRunFreeze(w, r)
-		renderRunFaults(w, r)
-		return
+// runModeView is run mode's command-crash section (runmode.md.tmpl).
+type runModeView struct {
+	Command            string // what the supervisors run
+	FromKill, FromExit Stats  // SIGKILL of the command, its reaped exit → the next command
+	InProcess          Stats  // §1's crash of ours from SIGKILL, same invocation (N 0 if not run)
+	Target             float64
+	Jobs               []RunModeResult
+}
+
+// RunModeView is the run-mode section, nil without run-mode jobs.
+func (d *benchDoc) RunModeView() *runModeView {
+	if len(d.RunMode) == 0 {
+		return nil
 	}
-	k, e := r.CommandTrials()
-	cmdK, cmdE := Summarize(k), Summarize(e)
-	w("## 8. Run mode: command-crash failover\n\n")
-	w("Three `blobleader run` supervisors at the defaults of §1, each supervising `%s`. The running command (not its supervisor) gets SIGKILL after 0.5 s + U(0, 1 s); its supervisor reaps it, kills and reaps the rest of its process group, releases the lease at once, and a follower's command starts at that follower's next poll. *From SIGKILL* ends at the next `child_started`; *from the reaped exit* counts from the supervisor's `child_exited`. The in-process row is §1's crash of a leader (same invocation): nothing releases, so the lease must expire.\n\n", strings.Join(runModeCommand, " "))
-	w("| | p50 (s) | p99 (s) | max (s) | spread |\n|---|---|---|---|---|\n")
-	w("| command SIGKILL → next command | %s |\n", statsCells(cmdK, f3))
-	w("| reaped exit → next command | %s |\n", statsCells(cmdE, f3))
-	w("| in-process crash, SIGKILL → new leader (§1) | %s |\n", statsCells(inProcess, f2))
-	w("| ratio in-process ÷ command | %s | %s | %s | |\n\n", ratio(inProcess.P50, cmdK.P50), ratio(inProcess.P99, cmdK.P99), ratio(inProcess.Max, cmdK.Max))
-	w("Target (issue 12): command death → next command p99 ≤ %.1f s: %s.\n\n", TargetCommandCrashP99, met(cmdK.P99 <= TargetCommandCrashP99, cmdK.N > 0))
-	w("| supervisor footprint while its command runs | |\n|---|---|\n")
-	for _, m := range r.RunMode {
-		w("| %s: RSS (VmRSS) | %s |\n", m.Job, mib(m.RSSBytes))
-		w("| %s: RSS of its group guard (a second process) | %s |\n", m.Job, mib(m.GuardRSS))
-		w("| %s: CPU (utime + stime over %s s; one clock tick = %s %%) | %s %% of one core |\n", m.Job, f0(m.WindowS), f2(100/clockTicks/m.WindowS), f2(m.CPUPercent))
-		w("| %s: checker verdicts (Check and CheckCommands) | %s |\n", m.Job, violationText(m.Violations))
-		if m.Err != "" {
-			w("| %s: error | %s |\n", m.Job, m.Err)
-		}
-	}
-	w("\n")
-	renderRunFreeze(w, r)
-	renderRunFaults(w, r)
+	return &runModeView{Command: strings.Join(runModeCommand, " "), FromKill: d.Commands.FromKill, FromExit: d.Commands.FromExit,
+		InProcess: d.O.CrashFromKill, Target: TargetCommandCrashP99, Jobs: d.RunMode}
 }

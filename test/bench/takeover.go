@@ -44,40 +44,54 @@ func breaksByCause(run checker.Run, p cluster.Params) map[string]int {
 
 // TakeoverSection is the markdown of the takeover phase: host-loss failover
 // with the fast profile beside the default, breaks by cause and false
-// takeovers, and storage operations per worker-hour of both.
+// takeovers, and storage operations per worker-hour of both
+// (takeover.md.tmpl).
 func TakeoverSection(r Results) string {
 	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	if err := templates.ExecuteTemplate(&b, "takeover.md.tmpl", newTakeoverView(r)); err != nil {
+		return fmt.Sprintf("takeover.md: %v\n", err)
+	}
+	return b.String()
+}
+
+// takeoverView is what takeover.md.tmpl renders.
+type takeoverView struct {
+	Results
+	Rows               []takeoverRow
+	FastKill, OursKill Stats
+	ShowRatio          bool    // the fast profile's p99 is a positive number
+	FastBound          float64 // its L1 bound from the last renew, s
+	OursBound          float64 // the default's, s
+	Inconclusive       int     // crash trials of both profiles not counted
+	Costs              []takeoverCost
+}
+
+type takeoverRow struct {
+	Profile, From string
+	Stats
+}
+
+type takeoverCost struct {
+	Name             string
+	Leader, Follower RoleCost
+	USD              float64 // est. per month, a leader and two followers
+}
+
+func newTakeoverView(r Results) takeoverView {
 	fast, ours := Fast(""), Ours("")
 	fc, oc := r.Trials("fast", checker.FaultCrash), r.Trials("ours", checker.FaultCrash)
-	fk, ok := Summarize(FromFault(fc)), Summarize(FromFault(oc))
-	fr, or := Summarize(FromBasis(fc)), Summarize(FromBasis(oc))
-	w("Host loss (SIGKILL of the leader, a new incarnation restarted after each trial), three workers on one Azurite:\n\n")
-	w("| profile | from | n | p50 s | p99 s | max s | mean s |\n|---|---|---|---|---|---|---|\n")
-	row := func(label, from string, s Stats) {
-		w("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f |\n", label, from, s.N, s.P50, s.P99, s.Max, s.Mean)
+	v := takeoverView{Results: r, FastKill: Summarize(FromFault(fc)), OursKill: Summarize(FromFault(oc))}
+	v.Rows = []takeoverRow{
+		{"fast (T 2 s, B 4 s)", "SIGKILL", v.FastKill},
+		{"fast (T 2 s, B 4 s)", "last renew sent", Summarize(FromBasis(fc))},
+		{"default (no early takeover)", "SIGKILL", v.OursKill},
+		{"default (no early takeover)", "last renew sent", Summarize(FromBasis(oc))},
 	}
-	row("fast (T 2 s, B 4 s)", "SIGKILL", fk)
-	row("fast (T 2 s, B 4 s)", "last renew sent", fr)
-	row("default (no early takeover)", "SIGKILL", ok)
-	row("default (no early takeover)", "last renew sent", or)
-	if fk.P99 > 0 {
-		w("| ratio default ÷ fast | SIGKILL | | %.2f | %.2f | %.2f | |\n", ok.P50/fk.P50, ok.P99/fk.P99, ok.Max/fk.Max)
-	}
-	w("\nTarget: fast p99 ≤ 7 s from the SIGKILL: %s. Bounds: fast T + B + 2·1.1·P + 5·request timeout + ε = %.1f s from the last renew; default L + 1.1·P + ε = %.1f s.\n\n",
-		map[bool]string{true: "**met**", false: "**missed**"}[fk.N > 0 && fk.P99 <= 7], fast.Params.TakeoverAfter.Seconds()+fast.Params.BreakPeriod.Seconds()+2*1.1*fast.Params.RetryPeriod.Seconds()+5*fast.Params.RequestTimeout().Seconds()+1,
-		ours.crashBound().Seconds()+1)
-	if n := r.Inconclusive("fast", checker.FaultCrash) + r.Inconclusive("ours", checker.FaultCrash); n > 0 {
-		w("%d trial(s) inconclusive (not counted).\n\n", n)
-	}
-	w("Breaks (lease_broken) by cause, every fast-profile run; checker verdicts:\n\n| run | breaks by cause | violations |\n|---|---|---|\n")
-	for _, run := range r.Runs {
-		if run.Flavor != "fast" {
-			continue
-		}
-		w("| %s (%s) | %s | %s |\n", run.Job, run.Kind, causeText(run.Breaks), violationText(run.Violations))
-	}
-	w("\nStorage operations per worker-hour (steady state, election only; the ledger adds one append per tick):\n\n| profile | leader | follower | est. $/month, 3 workers |\n|---|---|---|---|\n")
+	v.ShowRatio = v.FastKill.P99 > 0
+	fp := fast.Params
+	v.FastBound = fp.TakeoverAfter.Seconds() + fp.BreakPeriod.Seconds() + 2*1.1*fp.RetryPeriod.Seconds() + 5*fp.RequestTimeout().Seconds() + 1
+	v.OursBound = ours.crashBound().Seconds() + 1
+	v.Inconclusive = r.Inconclusive("fast", checker.FaultCrash) + r.Inconclusive("ours", checker.FaultCrash)
 	for _, fl := range []Flavor{fast, ours} {
 		c, have := r.CostOf(fl.Name)
 		if !have {
@@ -85,10 +99,9 @@ func TakeoverSection(r Results) string {
 		}
 		l, _ := c.Leader()
 		f, _ := c.Follower()
-		w("| %s | %.0f (%s) | %.0f (%s) | $%.2f |\n", fl.Name, l.Election, opsText(l.ByOp), f.Election, opsText(f.ByOp),
-			MonthlyUSD(l.ByOp, IsElectionOp)+2*MonthlyUSD(f.ByOp, IsElectionOp))
+		v.Costs = append(v.Costs, takeoverCost{fl.Name, l, f, MonthlyUSD(l.ByOp, IsElectionOp) + 2*MonthlyUSD(f.ByOp, IsElectionOp)})
 	}
-	return b.String()
+	return v
 }
 
 func causeText(m map[string]int) string { return countsText(m, " ", "none") }
