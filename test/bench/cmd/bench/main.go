@@ -53,7 +53,48 @@ type job struct {
 	seedIx uint64
 }
 
+// phaseOrder is the order phases are listed in (Machine.Phases).
+var phaseOrder = []string{"failover", "graceful", "schedule", "cost", "scale", "run", "run-freeze", "run-faults", "blocked", "shards", "shards-scale", "takeover"}
+
+// config is what the flags ask for.
+type config struct {
+	runs, parallel           int
+	seed                     uint64
+	workerBin, sampleBin     string
+	docPath, plotDir, logDir string
+	phases                   map[string]bool
+	scaleNs                  []int
+	scaleWin, costWin        time.Duration
+	rerender                 string // results.json to render again; empty: measure
+}
+
 func run() error {
+	cfg, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	if cfg.rerender != "" {
+		return renderOnly(cfg.rerender, cfg.docPath, cfg.plotDir)
+	}
+	if err := cfg.prepare(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	b := newInvocation(ctx, cfg)
+	b.planJobs()
+	b.runJobs()
+	if cfg.phases["scale"] && ctx.Err() == nil {
+		b.runScale()
+	}
+	if (cfg.phases["shards"] || cfg.phases["shards-scale"]) && ctx.Err() == nil {
+		b.runShardScale(b.ours)
+	}
+	return b.write()
+}
+
+// parseFlags reads the flags and their BENCH_* twins.
+func parseFlags() (config, error) {
 	var (
 		runs       = flag.Int("runs", envInt("BENCH_RUNS", 20), "runs per failover figure (crash and graceful, each parameter set) [BENCH_RUNS]")
 		parallel   = flag.Int("parallel", envInt("BENCH_PARALLEL", 4), "clusters at a time in the cluster phases [BENCH_PARALLEL]")
@@ -70,35 +111,43 @@ func run() error {
 		rerender   = flag.String("rerender", "", "only render -doc and the plots again from this results.json (no measuring)")
 	)
 	flag.Parse()
-	if *rerender != "" {
-		return renderOnly(*rerender, *docPath, *plotDir)
+	cfg := config{runs: *runs, parallel: *parallel, seed: *seed, workerBin: *workerBin, sampleBin: *sampleBin,
+		docPath: *docPath, plotDir: *plotDir, logDir: *logDir, phases: map[string]bool{},
+		scaleWin: *scaleWin, costWin: *costWin, rerender: *rerender}
+	if cfg.rerender != "" {
+		return cfg, nil
 	}
-	if *runs < 1 || *parallel < 1 {
-		return errors.New("-runs and -parallel must be ≥ 1")
+	if cfg.runs < 1 || cfg.parallel < 1 {
+		return cfg, errors.New("-runs and -parallel must be ≥ 1")
 	}
-	phases := map[string]bool{}
 	for _, p := range strings.Split(*phasesFlag, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			phases[p] = true
+			cfg.phases[p] = true
 		}
 	}
-	if phases["shards"] || phases["shards-scale"] {
+	if cfg.phases["shards"] || cfg.phases["shards-scale"] {
 		if _, _, err := parseShardScale(*shardScale); err != nil {
-			return err
+			return cfg, err
 		}
 	}
-	var ns []int
 	for _, s := range strings.Split(*scaleNs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 2 {
-			return fmt.Errorf("-scale %q: want contender counts ≥ 2", *scaleNs)
+			return cfg, fmt.Errorf("-scale %q: want contender counts ≥ 2", *scaleNs)
 		}
-		ns = append(ns, n)
+		cfg.scaleNs = append(cfg.scaleNs, n)
 	}
-	if *costWin == 0 {
-		*costWin = max(60*time.Second, time.Duration(*runs)*6*time.Second)
+	if cfg.costWin == 0 {
+		cfg.costWin = max(60*time.Second, time.Duration(cfg.runs)*6*time.Second)
 	}
-	for _, p := range []*string{workerBin, sampleBin} {
+	return cfg, nil
+}
+
+// prepare makes the binaries' paths absolute (they must exist), creates the
+// log and plot directories and empties the plot directory of the previous
+// run's plots and results.
+func (c *config) prepare() error {
+	for _, p := range []*string{&c.workerBin, &c.sampleBin} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
@@ -108,255 +157,291 @@ func run() error {
 		}
 		*p = abs
 	}
-	if err := os.MkdirAll(*logDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*plotDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.plotDir, 0o755); err != nil {
 		return err
 	}
-	old, _ := filepath.Glob(filepath.Join(*plotDir, "*.svg"))
-	for _, f := range append(old, filepath.Join(*plotDir, "results.json")) {
+	old, _ := filepath.Glob(filepath.Join(c.plotDir, "*.svg"))
+	for _, f := range append(old, filepath.Join(c.plotDir, "results.json")) {
 		os.Remove(f)
 	}
+	return nil
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	start := time.Now()
-	var outMu sync.Mutex
-	progress := func(s string) {
-		outMu.Lock()
-		defer outMu.Unlock()
-		el := time.Since(start).Round(time.Second)
-		fmt.Printf("[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, s)
-	}
+// invocation is one measuring run of the bench: its config, the results
+// the jobs add to (under mu), and the cluster jobs planned.
+type invocation struct {
+	cfg                config
+	ctx                context.Context
+	start              time.Time
+	outMu              sync.Mutex // one progress line at a time
+	mu                 sync.Mutex // guards res while jobs run
+	res                bench.Results
+	jobs               []job
+	ours, sample, fast bench.Flavor
+}
 
-	ours, sample := bench.Ours(*workerBin), bench.Sample(*sampleBin)
-	res := bench.Results{Binaries: map[string]int64{}}
-	for name, p := range map[string]string{"worker": *workerBin, "sampleworker": *sampleBin} {
+func newInvocation(ctx context.Context, cfg config) *invocation {
+	b := &invocation{cfg: cfg, ctx: ctx, start: time.Now(),
+		ours: bench.Ours(cfg.workerBin), sample: bench.Sample(cfg.sampleBin), fast: bench.Fast(cfg.workerBin)}
+	b.res = bench.Results{Binaries: map[string]int64{}}
+	for name, p := range map[string]string{"worker": cfg.workerBin, "sampleworker": cfg.sampleBin} {
 		if fi, err := os.Stat(p); err == nil {
-			res.Binaries[name] = fi.Size()
+			b.res.Binaries[name] = fi.Size()
 		}
 	}
-	res.Machine = machine(*runs, *parallel, *seed, start)
-	for _, p := range []string{"failover", "graceful", "schedule", "cost", "scale", "run", "run-freeze", "run-faults", "blocked", "shards", "shards-scale", "takeover"} {
-		if phases[p] {
-			res.Machine.Phases = append(res.Machine.Phases, p)
+	b.res.Machine = machine(cfg.runs, cfg.parallel, cfg.seed, b.start)
+	for _, p := range phaseOrder {
+		if cfg.phases[p] {
+			b.res.Machine.Phases = append(b.res.Machine.Phases, p)
 		}
 	}
-	res.Machine.Command = fmt.Sprintf("BENCH_RUNS=%d BENCH_PARALLEL=%d BENCH_SEED=%d make bench", *runs, *parallel, *seed)
+	b.res.Machine.Command = fmt.Sprintf("BENCH_RUNS=%d BENCH_PARALLEL=%d BENCH_SEED=%d make bench", cfg.runs, cfg.parallel, cfg.seed)
+	return b
+}
 
-	// Jobs of the cluster phases.
-	var jobs []job
-	var mu sync.Mutex
-	addRun := func(r bench.RunResult) {
-		mu.Lock()
-		res.Runs = append(res.Runs, r)
-		mu.Unlock()
-	}
-	chunks := func(n, size int) []int {
-		var out []int
-		for n > 0 {
-			c := min(n, size)
-			out = append(out, c)
-			n -= c
-		}
-		return out
-	}
-	failoverJobs := func(fl bench.Flavor, kind string, chunk int, perTrial time.Duration) {
-		for i, n := range chunks(*runs, chunk) {
-			name := fmt.Sprintf("%s-%s-%d", fl.Name, kind, i+1)
-			jobs = append(jobs, job{name: name, cost: time.Duration(n) * perTrial, run: func(t testing.TB, env bench.Env) {
-				addRun(bench.FailoverRun(t, env, fl, kind, n, name))
-			}})
-		}
-	}
-	scheduleJob := func(fl bench.Flavor) {
-		name := fl.Name + "-schedule"
-		jobs = append(jobs, job{name: name, cost: time.Duration(len(bench.Schedule())) * bench.SlotLength, run: func(t testing.TB, env bench.Env) {
-			addRun(bench.ScheduleRun(t, env, fl, name))
-		}})
-	}
-	costJob := func(fl bench.Flavor) {
-		jobs = append(jobs, job{name: fl.Name + "-cost", cost: *costWin + 30*time.Second, run: func(t testing.TB, env bench.Env) {
-			c := bench.CostRun(t, env, fl, *costWin)
-			mu.Lock()
-			res.Cost = append(res.Cost, c)
-			mu.Unlock()
-		}})
-	}
-	fast := bench.Fast(*workerBin)
-	if phases["takeover"] {
+// progress prints one line with the time since the start.
+func (b *invocation) progress(s string) {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	el := time.Since(b.start).Round(time.Second)
+	fmt.Printf("[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, s)
+}
+
+// record changes the results under the lock the running jobs share.
+func (b *invocation) record(f func(res *bench.Results)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f(&b.res)
+}
+
+func (b *invocation) add(name string, cost time.Duration, run func(t testing.TB, env bench.Env)) {
+	b.jobs = append(b.jobs, job{name: name, cost: cost, run: run})
+}
+
+// planJobs lists the cluster jobs of the phases asked for. The order is
+// fixed: each job's seed follows its place in it.
+func (b *invocation) planJobs() {
+	ph := b.cfg.phases
+	if ph["takeover"] {
 		// Early takeover (docs/failover.md#early-takeover): host loss with
 		// the fast profile beside the default, the fault schedule on the
 		// fast profile (breaks by cause), and the cost of both.
-		failoverJobs(fast, checker.FaultCrash, 10, 10*time.Second)
-		if !phases["failover"] {
-			failoverJobs(ours, checker.FaultCrash, 10, 18*time.Second)
+		b.failoverJobs(b.fast, checker.FaultCrash, 10, 10*time.Second)
+		if !ph["failover"] {
+			b.failoverJobs(b.ours, checker.FaultCrash, 10, 18*time.Second)
 		}
-		scheduleJob(fast)
-		costJob(fast)
-		if !phases["cost"] {
-			costJob(ours)
+		b.scheduleJob(b.fast)
+		b.costJob(b.fast)
+		if !ph["cost"] {
+			b.costJob(b.ours)
 		}
 	}
-	if phases["failover"] {
-		failoverJobs(ours, checker.FaultCrash, 10, 18*time.Second)
-		failoverJobs(sample, checker.FaultCrash, 7, 28*time.Second)
+	if ph["failover"] {
+		b.failoverJobs(b.ours, checker.FaultCrash, 10, 18*time.Second)
+		b.failoverJobs(b.sample, checker.FaultCrash, 7, 28*time.Second)
 	}
-	if phases["graceful"] {
-		failoverJobs(ours, checker.FaultGraceful, 20, 5*time.Second)
-		failoverJobs(sample, checker.FaultGraceful, 10, 14*time.Second)
+	if ph["graceful"] {
+		b.failoverJobs(b.ours, checker.FaultGraceful, 20, 5*time.Second)
+		b.failoverJobs(b.sample, checker.FaultGraceful, 10, 14*time.Second)
 	}
-	if phases["schedule"] {
-		scheduleJob(ours)
-		scheduleJob(sample)
+	if ph["schedule"] {
+		b.scheduleJob(b.ours)
+		b.scheduleJob(b.sample)
 	}
-	if phases["cost"] {
-		costJob(ours)
-		costJob(sample)
+	if ph["cost"] {
+		b.costJob(b.ours)
+		b.costJob(b.sample)
 	}
-	if phases["run"] {
-		jobs = append(jobs, job{name: "ours-run-command-crash", cost: 20*time.Second + time.Duration(*runs)*3*time.Second, run: func(t testing.TB, env bench.Env) {
-			m := bench.RunModeRun(t, env, ours, *runs, 20*time.Second, "ours-run-command-crash")
-			mu.Lock()
-			res.RunMode = append(res.RunMode, m)
-			mu.Unlock()
-		}})
+	b.runModeJobs()
+	if ph["shards"] {
+		b.jobs = append(b.jobs, b.shardJobs(b.ours)...)
 	}
-	if phases["run-freeze"] {
-		jobs = append(jobs, job{name: "ours-run-supervisor-freeze", cost: time.Duration(*runs) * 20 * time.Second, run: func(t testing.TB, env bench.Env) {
-			trials, violations := bench.RunModeFreezeRun(t, env, ours, *runs, "ours-run-supervisor-freeze")
-			mu.Lock()
-			res.RunFreeze, res.RunFreezeViolations = trials, violations
-			mu.Unlock()
-		}})
+}
+
+// failoverJobs splits the runs of one failover figure into jobs of at most
+// chunk trials.
+func (b *invocation) failoverJobs(fl bench.Flavor, kind string, chunk int, perTrial time.Duration) {
+	for i, n := range chunks(b.cfg.runs, chunk) {
+		name := fmt.Sprintf("%s-%s-%d", fl.Name, kind, i+1)
+		b.add(name, time.Duration(n)*perTrial, func(t testing.TB, env bench.Env) {
+			r := bench.FailoverRun(t, env, fl, kind, n, name)
+			b.record(func(res *bench.Results) { res.Runs = append(res.Runs, r) })
+		})
 	}
-	if phases["run-faults"] {
-		// One job per host-side fault on a supervisor and its guard.
+}
+
+// chunks splits n into parts of at most size.
+func chunks(n, size int) []int {
+	var out []int
+	for n > 0 {
+		c := min(n, size)
+		out = append(out, c)
+		n -= c
+	}
+	return out
+}
+
+func (b *invocation) scheduleJob(fl bench.Flavor) {
+	name := fl.Name + "-schedule"
+	b.add(name, time.Duration(len(bench.Schedule()))*bench.SlotLength, func(t testing.TB, env bench.Env) {
+		r := bench.ScheduleRun(t, env, fl, name)
+		b.record(func(res *bench.Results) { res.Runs = append(res.Runs, r) })
+	})
+}
+
+func (b *invocation) costJob(fl bench.Flavor) {
+	b.add(fl.Name+"-cost", b.cfg.costWin+30*time.Second, func(t testing.TB, env bench.Env) {
+		c := bench.CostRun(t, env, fl, b.cfg.costWin)
+		b.record(func(res *bench.Results) { res.Cost = append(res.Cost, c) })
+	})
+}
+
+// runModeJobs plans the run-mode phases: command crash, frozen supervisor,
+// one job per host-side fault, blocked output.
+func (b *invocation) runModeJobs() {
+	ph, runs, ours := b.cfg.phases, b.cfg.runs, b.ours
+	if ph["run"] {
+		b.add("ours-run-command-crash", 20*time.Second+time.Duration(runs)*3*time.Second, func(t testing.TB, env bench.Env) {
+			m := bench.RunModeRun(t, env, ours, runs, 20*time.Second, "ours-run-command-crash")
+			b.record(func(res *bench.Results) { res.RunMode = append(res.RunMode, m) })
+		})
+	}
+	if ph["run-freeze"] {
+		b.add("ours-run-supervisor-freeze", time.Duration(runs)*20*time.Second, func(t testing.TB, env bench.Env) {
+			trials, violations := bench.RunModeFreezeRun(t, env, ours, runs, "ours-run-supervisor-freeze")
+			b.record(func(res *bench.Results) { res.RunFreeze, res.RunFreezeViolations = trials, violations })
+		})
+	}
+	if ph["run-faults"] {
 		for _, f := range bench.RunFaults {
 			name := "ours-run-fault-" + strings.NewReplacer(" ", "-", ",", "", "/", "").Replace(f.Name)
-			jobs = append(jobs, job{name: name, cost: time.Duration(*runs) * 22 * time.Second, run: func(t testing.TB, env bench.Env) {
-				trials := bench.RunModeFaultRun(t, env, ours, f, *runs, name)
-				mu.Lock()
-				res.RunFaults = append(res.RunFaults, trials...)
-				mu.Unlock()
-			}})
+			b.add(name, time.Duration(runs)*22*time.Second, func(t testing.TB, env bench.Env) {
+				trials := bench.RunModeFaultRun(t, env, ours, f, runs, name)
+				b.record(func(res *bench.Results) { res.RunFaults = append(res.RunFaults, trials...) })
+			})
 		}
 	}
-	if phases["blocked"] {
+	if ph["blocked"] {
 		// 5 leaderships with the output blocked, 5 without (about 25 s each).
-		n := max(1, min(*runs, 5))
-		jobs = append(jobs, job{name: "ours-run-blocked-output", cost: time.Duration(2*n) * 25 * time.Second, run: func(t testing.TB, env bench.Env) {
+		n := max(1, min(runs, 5))
+		b.add("ours-run-blocked-output", time.Duration(2*n)*25*time.Second, func(t testing.TB, env bench.Env) {
 			m := bench.BlockedOutputRun(t, env, ours, n, "ours-run-blocked-output")
-			mu.Lock()
-			res.BlockedOutput = append(res.BlockedOutput, m)
-			mu.Unlock()
-		}})
+			b.record(func(res *bench.Results) { res.BlockedOutput = append(res.BlockedOutput, m) })
+		})
 	}
-	if phases["shards"] {
-		jobs = append(jobs, shardJobs(ours, *runs, *costWin, &mu, &res)...)
+}
+
+// runJobs runs the cluster jobs, longest first, up to parallel at a time;
+// a job that fails adds its error to the results.
+func (b *invocation) runJobs() {
+	for i := range b.jobs {
+		b.jobs[i].seedIx = uint64(i) // before sorting: seeds follow the fixed job order
 	}
-	for i := range jobs {
-		jobs[i].seedIx = uint64(i) // before sorting: seeds follow the fixed job order
-	}
-	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.cost, a.cost) })
+	slices.SortStableFunc(b.jobs, func(x, y job) int { return cmp.Compare(y.cost, x.cost) })
 	var est time.Duration
-	for _, j := range jobs {
+	for _, j := range b.jobs {
 		est += j.cost
 	}
-	if len(jobs) > 0 {
-		progress(fmt.Sprintf("%d cluster jobs, %d at a time, about %v of cluster time; logs in %s", len(jobs), *parallel, est.Round(time.Second), *logDir))
+	if len(b.jobs) > 0 {
+		b.progress(fmt.Sprintf("%d cluster jobs, %d at a time, about %v of cluster time; logs in %s", len(b.jobs), b.cfg.parallel, est.Round(time.Second), b.cfg.logDir))
 	}
-	sem := make(chan struct{}, *parallel)
+	sem := make(chan struct{}, b.cfg.parallel)
 	var wg sync.WaitGroup
-	for _, j := range jobs {
-		if ctx.Err() != nil {
+	for _, j := range b.jobs {
+		if b.ctx.Err() != nil {
 			break
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if ctx.Err() != nil {
+			if b.ctx.Err() != nil {
 				return
 			}
-			lf, err := os.Create(filepath.Join(*logDir, j.name+".log"))
-			if err != nil {
-				mu.Lock()
-				res.Errors = append(res.Errors, err.Error())
-				mu.Unlock()
-				return
-			}
-			defer lf.Close()
-			env := bench.Env{Ctx: ctx, PlotDir: *plotDir, Progress: progress, Rand: rand.New(rand.NewPCG(*seed, j.seedIx))}
-			t0 := time.Now()
-			progress(j.name + ": start")
-			err = bench.RunJob(ctx, j.name, lf, func(t testing.TB) { j.run(t, env) })
-			if err != nil {
-				progress(fmt.Sprintf("%s: FAILED after %v: %v (log %s)", j.name, time.Since(t0).Round(time.Second), err, lf.Name()))
-				mu.Lock()
-				res.Errors = append(res.Errors, err.Error())
-				mu.Unlock()
-				return
-			}
-			progress(fmt.Sprintf("%s: done in %v", j.name, time.Since(t0).Round(time.Second)))
+			b.runJob(j)
 		})
 	}
 	wg.Wait()
+}
 
-	if phases["scale"] && ctx.Err() == nil {
-		crashes := max(2, *runs/5)
-		for i, n := range ns {
-			if ctx.Err() != nil {
-				break
-			}
-			progress(fmt.Sprintf("scale-%d: %d contenders in process, %d crashes", n, n, crashes))
-			env := bench.Env{Ctx: ctx, Progress: progress, Rand: rand.New(rand.NewPCG(*seed, uint64(1000+i)))}
-			s, err := bench.ScaleRun(ctx, env, n, crashes, *scaleWin)
-			if err != nil {
-				s.Err = err.Error()
-				res.Errors = append(res.Errors, fmt.Sprintf("scale-%d: %v", n, err))
-				progress(fmt.Sprintf("scale-%d: FAILED: %v", n, err))
-			}
-			res.Scale = append(res.Scale, s)
+// runJob runs one cluster job with its own log file and seeded randomness.
+func (b *invocation) runJob(j job) {
+	fail := func(err error) { b.record(func(res *bench.Results) { res.Errors = append(res.Errors, err.Error()) }) }
+	lf, err := os.Create(filepath.Join(b.cfg.logDir, j.name+".log"))
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer lf.Close()
+	env := bench.Env{Ctx: b.ctx, PlotDir: b.cfg.plotDir, Progress: b.progress, Rand: rand.New(rand.NewPCG(b.cfg.seed, j.seedIx))}
+	t0 := time.Now()
+	b.progress(j.name + ": start")
+	if err := bench.RunJob(b.ctx, j.name, lf, func(t testing.TB) { j.run(t, env) }); err != nil {
+		b.progress(fmt.Sprintf("%s: FAILED after %v: %v (log %s)", j.name, time.Since(t0).Round(time.Second), err, lf.Name()))
+		fail(err)
+		return
+	}
+	b.progress(fmt.Sprintf("%s: done in %v", j.name, time.Since(t0).Round(time.Second)))
+}
+
+// runScale runs the in-process scale steps alone, after the cluster jobs,
+// so their CPU figures are their own.
+func (b *invocation) runScale() {
+	crashes := max(2, b.cfg.runs/5)
+	for i, n := range b.cfg.scaleNs {
+		if b.ctx.Err() != nil {
+			break
 		}
+		b.progress(fmt.Sprintf("scale-%d: %d contenders in process, %d crashes", n, n, crashes))
+		env := bench.Env{Ctx: b.ctx, Progress: b.progress, Rand: rand.New(rand.NewPCG(b.cfg.seed, uint64(1000+i)))}
+		s, err := bench.ScaleRun(b.ctx, env, n, crashes, b.cfg.scaleWin)
+		if err != nil {
+			s.Err = err.Error()
+			b.res.Errors = append(b.res.Errors, fmt.Sprintf("scale-%d: %v", n, err))
+			b.progress(fmt.Sprintf("scale-%d: FAILED: %v", n, err))
+		}
+		b.res.Scale = append(b.res.Scale, s)
 	}
+}
 
-	if (phases["shards"] || phases["shards-scale"]) && ctx.Err() == nil {
-		runShardScale(ctx, ours, *runs, *seed, *logDir, progress, &res)
-	}
-
-	// Stable order for the document and the JSON.
-	slices.SortFunc(res.Runs, func(a, b bench.RunResult) int { return cmp.Compare(a.Job, b.Job) })
-	slices.SortFunc(res.Cost, func(a, b bench.CostResult) int { return cmp.Compare(a.Flavor, b.Flavor) })
+// write puts the results in a stable order and writes the takeover
+// section (phase takeover), the document, its plots and results.json. Its
+// error says whether the invocation was interrupted or jobs failed.
+func (b *invocation) write() error {
+	res, cfg := &b.res, b.cfg
+	slices.SortFunc(res.Runs, func(x, y bench.RunResult) int { return cmp.Compare(x.Job, y.Job) })
+	slices.SortFunc(res.Cost, func(x, y bench.CostResult) int { return cmp.Compare(x.Flavor, y.Flavor) })
 	slices.Sort(res.Errors)
-	res.Machine.WallS = time.Since(start).Seconds()
-	rel, err := filepath.Rel(filepath.Dir(*docPath), *plotDir)
+	res.Machine.WallS = time.Since(b.start).Seconds()
+	rel, err := filepath.Rel(filepath.Dir(cfg.docPath), cfg.plotDir)
 	if err != nil {
 		return err
 	}
-	if phases["takeover"] {
-		sec := bench.TakeoverSection(res)
-		if err := os.WriteFile(filepath.Join(*plotDir, "takeover.md"), []byte(sec), 0o644); err != nil {
+	if cfg.phases["takeover"] {
+		sec := bench.TakeoverSection(*res)
+		if err := os.WriteFile(filepath.Join(cfg.plotDir, "takeover.md"), []byte(sec), 0o644); err != nil {
 			return err
 		}
 		fmt.Print(sec)
 	}
-	if err := bench.Render(res, *docPath, *plotDir, filepath.ToSlash(rel)); err != nil {
+	if err := bench.Render(*res, cfg.docPath, cfg.plotDir, filepath.ToSlash(rel)); err != nil {
 		return err
 	}
 	raw, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return fmt.Errorf("results.json: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(*plotDir, "results.json"), raw, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.plotDir, "results.json"), raw, 0o644); err != nil {
 		return err
 	}
-	progress(fmt.Sprintf("wrote %s and %s (%d errors)", *docPath, *plotDir, len(res.Errors)))
-	if ctx.Err() != nil {
-		return ctx.Err()
+	b.progress(fmt.Sprintf("wrote %s and %s (%d errors)", cfg.docPath, cfg.plotDir, len(res.Errors)))
+	if b.ctx.Err() != nil {
+		return b.ctx.Err()
 	}
 	if len(res.Errors) > 0 {
-		return fmt.Errorf("%d jobs failed (see the doc's Errors section and %s)", len(res.Errors), *logDir)
+		return fmt.Errorf("%d jobs failed (see the doc's Errors section and %s)", len(res.Errors), cfg.logDir)
 	}
 	return nil
 }

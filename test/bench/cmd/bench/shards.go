@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,18 +27,21 @@ const (
 	shardM = 3
 )
 
-func shardJobs(fl bench.Flavor, runs int, costWin time.Duration, mu *sync.Mutex, res *bench.Results) []job {
+// shardJobs are the shards phase's cluster jobs: failover after crashes
+// and after graceful leaves, and the pool's storage cost.
+func (b *invocation) shardJobs(fl bench.Flavor) []job {
+	runs, costWin := b.cfg.runs, b.cfg.costWin
 	trials := *shardTrials
 	if trials <= 0 {
 		trials = max(3, runs/4)
 	}
 	add := func(f func(s *bench.ShardsResult)) {
-		mu.Lock()
-		defer mu.Unlock()
-		if res.Shards == nil {
-			res.Shards = &bench.ShardsResult{}
-		}
-		f(res.Shards)
+		b.record(func(res *bench.Results) {
+			if res.Shards == nil {
+				res.Shards = &bench.ShardsResult{}
+			}
+			f(res.Shards)
+		})
 	}
 	perTrial := 130 * time.Second // fault, take-over, two settle bounds (≈ 49 s each), restart
 	var jobs []job
@@ -61,7 +62,8 @@ func shardJobs(fl bench.Flavor, runs int, costWin time.Duration, mu *sync.Mutex,
 
 // runShardScale runs the scale step alone (its Azurite and workers take the
 // machine), after the other cluster jobs.
-func runShardScale(ctx context.Context, fl bench.Flavor, runs int, seed uint64, logDir string, progress func(string), res *bench.Results) {
+func (b *invocation) runShardScale(fl bench.Flavor) {
+	ctx, runs, seed, logDir, progress, res := b.ctx, b.cfg.runs, b.cfg.seed, b.cfg.logDir, b.progress, &b.res
 	n, m, err := parseShardScale(*shardScale)
 	name := fmt.Sprintf("%s-shards-scale-%dx%d", fl.Name, n, m)
 	fail := func(err error) {
