@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/blobleader/blobleader/chaos"
 )
@@ -299,5 +302,50 @@ func TestLocal_HistoryCarriesTheRenewsStorageGranted(t *testing.T) {
 		if r.Slot != h.Workers[0].Slot || r.Path != lock || r.Answered.Before(r.Arrived) {
 			t.Fatalf("granted renew %+v: want slot %q, path %q and arrived ≤ answered", r, h.Workers[0].Slot, lock)
 		}
+	}
+}
+
+// Each worker's requests pass through its own HTTP proxy (behind its
+// toxiproxy), so the request-level faults bind to the worker and act on its
+// storage calls; the operator faults bind to the lock's blob and container.
+func TestLocal_BindsTheRequestAndOperatorFaults(t *testing.T) {
+	c, _ := fakeCluster(t, 2)
+	l := c.WaitLeader(t, 20*time.Second)
+
+	late := &chaos.LateDelivery{Op: chaos.OpRenew, Delay: 50, Count: 1}
+	if err := c.Inject(ctxT(t, 5*time.Second), late, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.AwaitHeld(ctxT(t, 10*time.Second), 1); err != nil {
+		t.Fatalf("the leader's renew never passed its HTTP proxy: %v", err)
+	}
+	ds, err := late.AwaitDelivered(ctxT(t, 5*time.Second), 1)
+	if err != nil || ds[0].Status != http.StatusOK {
+		t.Fatalf("held renew: %+v, %v; want it delivered and answered 200", ds, err)
+	}
+	if err := c.Inject(ctxT(t, 5*time.Second), &chaos.LostResponse{Op: chaos.OpAcquire}, nil); !errors.Is(err, chaos.ErrNoTarget) {
+		t.Fatalf("lost response without a target = %v, want ErrNoTarget", err)
+	}
+
+	del := &chaos.DeleteContainer{}
+	if err := c.Inject(ctxT(t, 5*time.Second), del, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Storage().NewBlobClient(c.LockBlob()).GetProperties(ctxT(t, 5*time.Second), nil); err == nil {
+		// The stand-in may have recreated it already; the record still says it was deleted.
+		t.Logf("lock blob back already: the workers recreated it")
+	} else if !bloberror.HasCode(err, bloberror.ContainerNotFound, bloberror.BlobNotFound) {
+		t.Fatal(err)
+	}
+	if err := c.Heal(ctxT(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fs := c.Faults()
+	if len(fs) != 2 || fs[0].Kind != "late_delivery" || fs[0].Target != l.Identity() ||
+		fs[1].Kind != "delete_container" || fs[1].Target != chaos.TargetAll || fs[0].End.IsZero() {
+		t.Fatalf("timeline %+v; want late_delivery on %s then delete_container on *", fs, l.Identity())
+	}
+	if string(fs[0].Params) != `{"op":"renew","delay":50,"count":1}` {
+		t.Fatalf("late_delivery params recorded as %s", fs[0].Params)
 	}
 }

@@ -12,6 +12,19 @@ import (
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
+// LockBlobDeleted and LockContainerDeleted: an operator deletes the lock
+// blob (breaking its lease first, as the tools do) or its whole container
+// under a running cluster. The holder learns at its next renew (404 is a
+// definite loss: the forced-break rule), and whoever leads next gets a term
+// above every term used before: a recreated, empty record never hands out
+// a term again.
+var (
+	LockBlobDeleted = Scenario{Name: "LockBlobDeleted", Workers: 2, Run: lockDeleted(func() chaos.Fault { return &chaos.DeleteBlob{} }),
+		Requires: hitAndFailover(checker.FaultDeleteBlob)}
+	LockContainerDeleted = Scenario{Name: "LockContainerDeleted", Workers: 2, Run: lockDeleted(func() chaos.Fault { return &chaos.DeleteContainer{} }),
+		Requires: hitAndFailover(checker.FaultDeleteContainer)}
+)
+
 // OperatorWritesBadMetadata: an operator writes the lock's metadata by hand
 // with the workers running — a typo in the term, a term at the top of the
 // int64 range, a record without its holder. A record no contender can stamp
@@ -140,4 +153,50 @@ func lockTerm(t *testing.T, c cluster.Cluster) string {
 		t.Fatal(err)
 	}
 	return storage.MetadataValue(props.Metadata, storage.MetaTerm)
+}
+
+// lockDeleted deletes the lock with fault under a running cluster and
+// expects the holder out of its term within a renew interval and a request
+// timeout, and the next leader within a poll more, on a higher term.
+func lockDeleted(fault func() chaos.Fault) func(t *testing.T, c cluster.Cluster) {
+	return func(t *testing.T, c cluster.Cluster) {
+		p := c.Params()
+		old := leading(t, c)
+		was, err := old.Status(ctxFor(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fault()
+		inject(t, c, f, nil)
+		leftTerm(t, old, was.Term, p.RenewInterval+p.RequestTimeout()+slack)
+		next := c.WaitLeader(t, p.RenewInterval+p.RequestTimeout()+p.RetryPeriod*11/10+slack)
+		st, err := next.Status(ctxFor(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Term <= was.Term {
+			t.Errorf("after %s the new leader %s leads term %d, not above the deleted record's term %d: terms went back", f.Kind(), next.Identity(), st.Term, was.Term)
+		}
+		t.Logf("after %s: %s term %d → %s term %d", f.Kind(), old.Identity(), was.Term, next.Identity(), st.Term)
+		remove(t, c, f)
+	}
+}
+
+// leftTerm waits until w no longer leads term (it may lead a newer one).
+func leftTerm(t *testing.T, w cluster.Worker, term int64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := w.Status(ctxFor(t, 5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Role != "leader" || st.Term != term {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still leads term %d %v after the lock was deleted", w.Identity(), term, timeout)
+		}
+		hold(t, 50*time.Millisecond)
+	}
 }

@@ -163,7 +163,7 @@ func soakActions(p cluster.Params) []action {
 			}
 			return fs
 		}},
-	}, append(holeActions(p), takeoverActions(p)...)...)
+	}, append(requestAndOperatorActions(p), takeoverActions(p)...)...)
 }
 
 // takeoverActions are early takeover's faults, in the mix of a soak whose
@@ -193,12 +193,13 @@ func takeoverActions(p cluster.Params) []action {
 	}
 }
 
-// holeActions are the request-level and operator fault classes in the soak's
-// mix: requests held past the client's timeout and delivered later (with the
-// late-release pattern of hole 1 when renews are held), answers lost after
+// requestAndOperatorActions are the request-level and operator fault
+// classes in the soak's mix: requests held past the client's timeout and
+// delivered later (with LateReleaseFromEndedLeadership's late release when
+// renews are held), answers lost after
 // storage applied the request (one answer each, as the checker's bound
 // assumes), and an operator deleting the lock blob or its container.
-func holeActions(p cluster.Params) []action {
+func requestAndOperatorActions(p cluster.Params) []action {
 	rt := p.RequestTimeout()
 	return []action{
 		{"late", 2, 3 * time.Second, p.RenewDeadline + 5*time.Second, false, func(s *soak) []chaos.Fault {
@@ -250,7 +251,7 @@ func holeActions(p cluster.Params) []action {
 // metadata_rollback is not in the mix: it rewinds the ledger too, while the
 // running workers keep appending, so the ledger the checker judges every
 // other step by (S2, entries from seq 1 on) would lose its earlier entries
-// for the rest of the soak; TestElection_StorageRolledBack covers it.
+// for the rest of the soak; TestElection_RollbackNeverStartsATermTwice covers it.
 func operatorActions() []action {
 	return []action{
 		{"operator_metadata", 1, 2 * time.Second, 10 * time.Second, false, func(s *soak) []chaos.Fault {

@@ -1,0 +1,13 @@
+package scenarios
+
+import "testing"
+
+func TestElection_LedgerSegmentReplaced(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LedgerSegmentReplaced)
+}
+
+func TestElection_LedgerPoisonedLeadersStepDown(t *testing.T) {
+	t.Parallel()
+	RunScenario(t, Local, LedgerPoisoned)
+}
