@@ -15,7 +15,7 @@ import (
 )
 
 // The shard stage runs shard scenarios that the local suite runs too, the
-// follower-killed one among them (issue 13), and the doc names each.
+// follower-killed one among them, and the doc names each.
 func TestOffline_ShardScenariosAreLocalOnes(t *testing.T) {
 	local := registeredLocal(t, "ShardScenario", "RunShardScenario")
 	if len(local) < 6 {
@@ -39,7 +39,7 @@ func TestOffline_ShardScenariosAreLocalOnes(t *testing.T) {
 		}
 	}
 	if !slices.Contains(names, scenarios.ShardsFollowerKilled.Name) {
-		t.Errorf("the Azure shard stage runs %v; issue 13 asks for at least %s", names, scenarios.ShardsFollowerKilled.Name)
+		t.Errorf("the Azure shard stage runs %v; the shard stage must run at least %s", names, scenarios.ShardsFollowerKilled.Name)
 	}
 }
 

@@ -1,9 +1,9 @@
-# Benchmarks (issue 6; owned by test/bench; included from the top Makefile).
+# Benchmarks (owned by test/bench; included from the top Makefile).
 #
 # `make bench` measures failover, handover, leaderless time under a fixed fault
 # schedule, storage cost, scale and footprint on local Azurite, side by side
-# with the Azure Architecture Center sample's parameters, plus the --shards
-# pool of issue 13 (phase shards: failover, moves, cost, a 256 × 10 scale
+# with the Azure Architecture Center sample's parameters, plus a --shards
+# pool (phase shards: failover, moves, cost, a 256 × 10 scale
 # step), and writes docs/benchmarks.md, docs/bench/*.svg and
 # docs/bench/results.json from scratch. BENCH_RUNS=20 (runs per failover
 # figure) kept the default run under 20 minutes on 2 cores before the shards

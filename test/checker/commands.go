@@ -365,9 +365,8 @@ func (k *commandChecker) reportedAfterEnd(lt *Lifetime) {
 // command itself as the supervisor dies, but the rest of its group dies by
 // the guard's hand once the guard reads EOF on its pipe, a scheduling
 // moment later, and the harness stamps the crash once the supervisor is
-// reaped, which can come first (CI saw a grandchild report 1 ms after the
-// stamp). A report later than this is a command that outlived its
-// supervisor: a violation.
+// reaped, which can come first. A report later than this is a command that
+// outlived its supervisor: a violation.
 const GuardKillWindow = time.Second
 
 // killLanded is the end of a lifetime whose supervisor was SIGKILLed at

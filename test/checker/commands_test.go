@@ -94,8 +94,8 @@ func TestCheckCommands(t *testing.T) {
 			want:     []string{"S1-commands:[crash], but its process group reported 1 time(s) after", "S1-commands:two commands"},
 		},
 		{
-			// CI saw this: the harness stamps the crash once the supervisor is
-			// reaped, and the guard's kill of the group lands a moment later.
+			// The harness stamps the crash once the supervisor is reaped,
+			// and the guard's kill of the group lands a moment later.
 			name:   "a grandchild's report 1 ms after its supervisor's SIGKILL is the guard's kill in progress",
 			events: hist(one(started(1, "a", 10, 100)), one(started(20, "b", 11, 200))),
 			faults: []Fault{{Kind: FaultCrash, Target: "a", Start: at(5)}},

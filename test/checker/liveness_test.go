@@ -46,10 +46,10 @@ func TestCheck_L1(t *testing.T) {
 		granted   []GrantedRenew
 	}{
 		{
-			// make chaos, run soak: the kill came 9 ms after the renew tick;
-			// that renew was granted (the proxy saw the 200) and never
-			// logged, and the takeover came 0.35 s after the lease it
-			// earned expired — 17.35 s after the last *logged* renew.
+			// The kill lands 10 ms after the renew tick: that renew was
+			// granted (the proxy saw the 200) and never logged, so the
+			// lease runs until its grant + L, past the last *logged*
+			// renew + L.
 			name:      "crash: a renew storage granted but the killed leader never logged counts",
 			events:    hist(w1, leads("w2", 2, 23.05, 30, -1)),
 			faults:    []Fault{window(FaultCrash, "w1", 6.01, 10)},

@@ -14,8 +14,8 @@ import (
 )
 
 // A worker whose history file is gone is not skipped: the run fails with an
-// evidence violation naming it (issue 10: a checker that saw no evidence has
-// not passed).
+// evidence violation naming it: a checker that saw no evidence has not
+// passed.
 func TestChecker_FailsAStartedWorkerWithoutHistory(t *testing.T) {
 	t.Parallel()
 	c := Local(t, 2)

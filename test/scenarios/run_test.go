@@ -9,7 +9,7 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
-// Run mode (issue 12): each scenario once in `make test`, REPEAT times under
+// Run mode: each scenario once in `make test`, REPEAT times under
 // `make chaos`; in parallel like the worker-mode scenarios.
 
 func TestRun_CommandKilledHandsOverFast(t *testing.T) {

@@ -514,7 +514,7 @@ func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 // slow (each 0.9 × the request timeout, so none fails) and nothing else is.
 // The coordinator must keep its term (the checker's keep rule) and publish
 // its summaries: a pass that reads member after member spends members ×
-// latency, and its own watchdog used to depose it.
+// latency, which must not count against its progress (the watchdog).
 func shardsSlowMemberReads(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	started := time.Now() // the workers joined just before: the pool's last membership change
