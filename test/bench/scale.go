@@ -192,97 +192,134 @@ func ScaleRun(ctx context.Context, env Env, n, crashes int, window time.Duration
 		return res, err
 	}
 	defer az.Stop()
-	cfg := election.DefaultConfig("x")
-	rec := &sampleRec{}
-	events := &eventRec{cond: make(chan struct{})}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var mu sync.Mutex
-	var all []*contender
-	seq := 0
-	spawn := func() (*contender, error) {
-		mu.Lock()
-		seq++
-		id := fmt.Sprintf("c%03d", seq)
-		mu.Unlock()
-		// Its own connection pool, as a separate process would have.
-		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
-		cc, err := bloblock.NewContainerClient(bloblock.ClientConfig{
-			ConnectionString: az.ConnectionString(), Container: "leases",
-			RequestTimeout: cfg.RequestTimeout(), Observe: rec.observe, Transport: hc,
-		})
-		if err != nil {
-			return nil, err
-		}
-		bl, err := bloblock.New(cc, "leader")
-		if err != nil {
-			return nil, err
-		}
-		c := &contender{id: id, lock: &crashLock{Lock: bl}, done: make(chan struct{})}
-		ecfg := election.DefaultConfig(id)
-		ecfg.Logger = quiet
-		e, err := election.NewElector(ecfg, c.lock, election.Callbacks{
-			OnStartedLeading: func(ctx context.Context, _ int64) error { <-ctx.Done(); return nil },
-			OnEvent:          func(ev election.Event) { events.add(id, ev) },
-		})
-		if err != nil {
-			return nil, err
-		}
-		cctx, cancel := context.WithCancel(ctx)
-		c.cancel = cancel
-		go func() { defer close(c.done); _ = e.Run(cctx) }()
-		mu.Lock()
-		all = append(all, c)
-		mu.Unlock()
-		return c, nil
+	s := &scaleRun{ctx: ctx, env: env, az: az, cfg: election.DefaultConfig("x"), rec: &sampleRec{},
+		events: &eventRec{cond: make(chan struct{})}, quiet: slog.New(slog.NewTextHandler(io.Discard, nil)), res: &res}
+	defer s.stopAll()
+	if err := s.coldStart(n); err != nil {
+		return res, err
 	}
-	defer func() {
-		mu.Lock()
-		cs := append([]*contender(nil), all...)
-		mu.Unlock()
-		for _, c := range cs {
-			c.cancel()
-		}
-		for _, c := range cs {
-			<-c.done
-		}
-	}()
-
-	// 1. Cold start: all n at once.
-	t0 := time.Now()
-	for range n {
-		if _, err := spawn(); err != nil {
+	if err := s.steadyWindow(window); err != nil {
+		return res, err
+	}
+	for i := 1; i <= crashes; i++ {
+		if err := s.crash(i, crashes); err != nil {
 			return res, err
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, cfg.LeaseDuration+time.Minute)
-	first, err := events.waitStart(wctx, t0, "")
+	return res, nil
+}
+
+// scaleRun is one scale step: its Azurite, the contenders, what they
+// report, and the result being measured.
+type scaleRun struct {
+	ctx    context.Context
+	env    Env
+	az     *azuritetest.Server
+	cfg    election.Config
+	rec    *sampleRec // every storage request's latency and outcome
+	events *eventRec  // every contender's events
+	quiet  *slog.Logger
+	res    *ScaleResult
+
+	mu  sync.Mutex
+	all []*contender
+	seq int
+}
+
+// spawn starts one more contender with its own lock, lease ID and
+// connection pool, as a separate process would have.
+func (s *scaleRun) spawn() error {
+	s.mu.Lock()
+	s.seq++
+	id := fmt.Sprintf("c%03d", s.seq)
+	s.mu.Unlock()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
+	cc, err := bloblock.NewContainerClient(bloblock.ClientConfig{
+		ConnectionString: s.az.ConnectionString(), Container: "leases",
+		RequestTimeout: s.cfg.RequestTimeout(), Observe: s.rec.observe, Transport: hc,
+	})
+	if err != nil {
+		return err
+	}
+	bl, err := bloblock.New(cc, "leader")
+	if err != nil {
+		return err
+	}
+	c := &contender{id: id, lock: &crashLock{Lock: bl}, done: make(chan struct{})}
+	ecfg := election.DefaultConfig(id)
+	ecfg.Logger = s.quiet
+	e, err := election.NewElector(ecfg, c.lock, election.Callbacks{
+		OnStartedLeading: func(ctx context.Context, _ int64) error { <-ctx.Done(); return nil },
+		OnEvent:          func(ev election.Event) { s.events.add(id, ev) },
+	})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(s.ctx)
+	c.cancel = cancel
+	go func() { defer close(c.done); _ = e.Run(cctx) }()
+	s.mu.Lock()
+	s.all = append(s.all, c)
+	s.mu.Unlock()
+	return nil
+}
+
+// stopAll cancels every contender and waits for each to return.
+func (s *scaleRun) stopAll() {
+	s.mu.Lock()
+	cs := append([]*contender(nil), s.all...)
+	s.mu.Unlock()
+	for _, c := range cs {
+		c.cancel()
+	}
+	for _, c := range cs {
+		<-c.done
+	}
+}
+
+// coldStart starts n contenders at once and measures the time to the first
+// leader.
+func (s *scaleRun) coldStart(n int) error {
+	t0 := time.Now()
+	for range n {
+		if err := s.spawn(); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(s.ctx, s.cfg.LeaseDuration+time.Minute)
+	first, err := s.events.waitStart(wctx, t0, "")
 	cancel()
 	if err != nil {
-		return res, fmt.Errorf("no first leader among %d: %w", n, err)
+		return fmt.Errorf("no first leader among %d: %w", n, err)
 	}
-	res.FirstLeaderS = first.ev.Time.Sub(t0).Seconds()
-	env.Progress(fmt.Sprintf("scale-%d: first leader %s after %.2f s", n, first.id, res.FirstLeaderS))
+	s.res.FirstLeaderS = first.ev.Time.Sub(t0).Seconds()
+	s.env.Progress(fmt.Sprintf("scale-%d: first leader %s after %.2f s", n, first.id, s.res.FirstLeaderS))
+	return nil
+}
 
-	// 2. Steady window: latency, request rate, CPU.
-	if err := sleepCtx(ctx, 3*time.Second); err != nil {
-		return res, err
+// steadyWindow measures, after 3 s of settling, every storage request's
+// latency, the request rate and the CPU of Azurite and of this process
+// over window.
+func (s *scaleRun) steadyWindow(window time.Duration) error {
+	res := s.res
+	if err := sleepCtx(s.ctx, 3*time.Second); err != nil {
+		return err
 	}
-	azPid := az.Pid()
-	self := osGetpid()
+	azPid, self := s.az.Pid(), osGetpid()
 	azCPU0, _ := CPUSeconds(azPid)
 	selfCPU0, _ := CPUSeconds(self)
-	rec.mu.Lock()
-	rec.on = true
-	rec.mu.Unlock()
+	s.rec.mu.Lock()
+	s.rec.on = true
+	s.rec.mu.Unlock()
 	w0 := time.Now()
-	if err := sleepCtx(ctx, window); err != nil {
-		return res, err
+	if err := sleepCtx(s.ctx, window); err != nil {
+		return err
 	}
-	rec.mu.Lock()
-	rec.on = false
-	lat := append([]float64(nil), rec.lat...)
-	res.Errors = rec.errors
-	rec.mu.Unlock()
+	s.rec.mu.Lock()
+	s.rec.on = false
+	lat := append([]float64(nil), s.rec.lat...)
+	res.Errors = s.rec.errors
+	s.rec.mu.Unlock()
 	res.WindowS = time.Since(w0).Seconds()
 	azCPU1, _ := CPUSeconds(azPid)
 	selfCPU1, _ := CPUSeconds(self)
@@ -294,47 +331,47 @@ func ScaleRun(ctx context.Context, env Env, n, crashes int, window time.Duration
 	}
 	res.Requests = len(lat)
 	res.RequestsPerS = float64(len(lat)) / res.WindowS
-	env.Progress(fmt.Sprintf("scale-%d: %.0f req/s, latency p50 %.1f ms p99 %.1f ms, Azurite CPU %.0f %%", n, res.RequestsPerS, ls.P50, ls.P99, res.AzuriteCPU))
+	s.env.Progress(fmt.Sprintf("scale-%d: %.0f req/s, latency p50 %.1f ms p99 %.1f ms, Azurite CPU %.0f %%", res.N, res.RequestsPerS, ls.P50, ls.P99, res.AzuriteCPU))
+	return nil
+}
 
-	// 3. Crashes: the leader's lock goes dead (no renew, no release), a
-	// replacement contender joins so n stays constant.
-	for i := 1; i <= crashes; i++ {
-		if err := sleepCtx(ctx, time.Second+time.Duration(env.Rand.Int64N(int64(cfg.RenewInterval)))); err != nil {
-			return res, err
-		}
-		id, lastRenew := events.leader(cfg.RenewDeadline)
-		if id == "" {
-			return res, fmt.Errorf("crash %d: no leader", i)
-		}
-		var victim *contender
-		mu.Lock()
-		for _, c := range all {
-			if c.id == id {
-				victim = c
-			}
-		}
-		mu.Unlock()
-		kill := time.Now()
-		victim.lock.dead.Store(true)
-		victim.cancel()
-		wctx, cancel := context.WithTimeout(ctx, cfg.LeaseDuration+30*time.Second)
-		next, err := events.waitStart(wctx, kill, id)
-		cancel()
-		if err != nil {
-			return res, fmt.Errorf("crash %d: no new leader: %w", i, err)
-		}
-		tr := Trial{Job: fmt.Sprintf("scale-%d", n), Leader: id, NewLeader: next.id, Basis: "last renew sent",
-			FromFault: next.ev.Time.Sub(kill).Seconds(), Bound: (cfg.LeaseDuration + cfg.RetryPeriod*11/10).Seconds()}
-		if !lastRenew.IsZero() {
-			tr.FromBasis = next.ev.Time.Sub(lastRenew).Seconds()
-		}
-		res.Crash = append(res.Crash, tr)
-		env.Progress(fmt.Sprintf("scale-%d: crash %d/%d: %s → %s after %.2f s (%.2f s from its last renew)", n, i, crashes, id, next.id, tr.FromFault, tr.FromBasis))
-		if _, err := spawn(); err != nil {
-			return res, err
+// crash is crash i of crashes: after 1 s + U(0, renew interval) the
+// leader's lock goes dead (no renew, no release), the next leader is
+// awaited, and a replacement contender joins so N stays constant.
+func (s *scaleRun) crash(i, crashes int) error {
+	cfg, n := s.cfg, s.res.N
+	if err := sleepCtx(s.ctx, time.Second+time.Duration(s.env.Rand.Int64N(int64(cfg.RenewInterval)))); err != nil {
+		return err
+	}
+	id, lastRenew := s.events.leader(cfg.RenewDeadline)
+	if id == "" {
+		return fmt.Errorf("crash %d: no leader", i)
+	}
+	var victim *contender
+	s.mu.Lock()
+	for _, c := range s.all {
+		if c.id == id {
+			victim = c
 		}
 	}
-	return res, nil
+	s.mu.Unlock()
+	kill := time.Now()
+	victim.lock.dead.Store(true)
+	victim.cancel()
+	wctx, cancel := context.WithTimeout(s.ctx, cfg.LeaseDuration+30*time.Second)
+	next, err := s.events.waitStart(wctx, kill, id)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("crash %d: no new leader: %w", i, err)
+	}
+	tr := Trial{Job: fmt.Sprintf("scale-%d", n), Leader: id, NewLeader: next.id, Basis: "last renew sent",
+		FromFault: next.ev.Time.Sub(kill).Seconds(), Bound: (cfg.LeaseDuration + cfg.RetryPeriod*11/10).Seconds()}
+	if !lastRenew.IsZero() {
+		tr.FromBasis = next.ev.Time.Sub(lastRenew).Seconds()
+	}
+	s.res.Crash = append(s.res.Crash, tr)
+	s.env.Progress(fmt.Sprintf("scale-%d: crash %d/%d: %s → %s after %.2f s (%.2f s from its last renew)", n, i, crashes, id, next.id, tr.FromFault, tr.FromBasis))
+	return s.spawn()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
