@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 )
 
@@ -25,6 +26,10 @@ type BreakLease struct {
 }
 
 var _ Fault = (*BreakLease)(nil)
+
+func (f *BreakLease) SetStorage(c *container.Client, lockBlob string) {
+	f.Blob = c.NewBlobClient(lockBlob)
+}
 
 func (f *BreakLease) Kind() Kind { return KindBreak }
 

@@ -41,6 +41,8 @@ type CorruptDocument struct {
 
 var _ Fault = (*CorruptDocument)(nil)
 
+func (f *CorruptDocument) SetStorage(c *container.Client, _ string) { f.Container = c }
+
 func (f *CorruptDocument) Kind() Kind { return KindCorruptDocument }
 
 // Target is TargetAll: every member reads the document.

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
 // DeleteBlob is an operator deleting the lock blob, with its metadata (the
@@ -23,6 +24,10 @@ type DeleteBlob struct {
 }
 
 var _ Fault = (*DeleteBlob)(nil)
+
+func (f *DeleteBlob) SetStorage(c *container.Client, lockBlob string) {
+	f.Blob = c.NewBlobClient(lockBlob)
+}
 
 func (f *DeleteBlob) Kind() Kind { return KindDeleteBlob }
 

@@ -25,6 +25,8 @@ type DeleteContainer struct {
 
 var _ Fault = (*DeleteContainer)(nil)
 
+func (f *DeleteContainer) SetStorage(c *container.Client, _ string) { f.Container = c }
+
 func (f *DeleteContainer) Kind() Kind { return KindDeleteContainer }
 
 // Target is TargetAll: the deletion hits every worker.

@@ -23,6 +23,8 @@ type DeleteDocument struct {
 
 var _ Fault = (*DeleteDocument)(nil)
 
+func (f *DeleteDocument) SetStorage(c *container.Client, _ string) { f.Container = c }
+
 func (f *DeleteDocument) Kind() Kind { return KindDeleteDocument }
 
 // Target is TargetAll: every member reads the document.

@@ -19,6 +19,8 @@ type LateBreak struct {
 
 var _ Fault = (*LateBreak)(nil)
 
+func (f *LateBreak) SetHTTPProxy(p *HTTPProxy) { f.Proxy = p }
+
 func (f *LateBreak) Kind() Kind     { return KindLateBreak }
 func (f *LateBreak) Target() string { return httpTargetOf(f.Proxy) }
 

@@ -27,6 +27,8 @@ type LateDelivery struct {
 
 var _ Fault = (*LateDelivery)(nil)
 
+func (f *LateDelivery) SetHTTPProxy(p *HTTPProxy) { f.Proxy = p }
+
 func (f *LateDelivery) Kind() Kind     { return KindLateDelivery }
 func (f *LateDelivery) Target() string { return httpTargetOf(f.Proxy) }
 

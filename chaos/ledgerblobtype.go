@@ -44,6 +44,8 @@ type LedgerBlobType struct {
 
 var _ Fault = (*LedgerBlobType)(nil)
 
+func (f *LedgerBlobType) SetStorage(c *container.Client, _ string) { f.Container = c }
+
 func (f *LedgerBlobType) Kind() Kind { return KindLedgerBlobType }
 
 // Target is TargetAll: the ledger's next writer meets it.

@@ -31,6 +31,8 @@ type Drop struct {
 
 var _ Fault = (*LostResponse)(nil)
 
+func (f *LostResponse) SetHTTPProxy(p *HTTPProxy) { f.Proxy = p }
+
 func (f *LostResponse) Kind() Kind     { return KindLostResponse }
 func (f *LostResponse) Target() string { return httpTargetOf(f.Proxy) }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/storage"
 )
@@ -36,6 +37,10 @@ type OperatorMetadata struct {
 }
 
 var _ Fault = (*OperatorMetadata)(nil)
+
+func (f *OperatorMetadata) SetStorage(c *container.Client, lockBlob string) {
+	f.Blob = c.NewBlobClient(lockBlob)
+}
 
 func (f *OperatorMetadata) Kind() Kind { return KindOperatorMetadata }
 

@@ -37,6 +37,8 @@ type Refused struct {
 
 var _ Fault = (*Refusal)(nil)
 
+func (f *Refusal) SetHTTPProxy(p *HTTPProxy) { f.Proxy = p }
+
 func (f *Refusal) Kind() Kind     { return KindRefusal }
 func (f *Refusal) Target() string { return httpTargetOf(f.Proxy) }
 

@@ -38,6 +38,10 @@ type segmentCopy struct {
 
 var _ Fault = (*Rollback)(nil)
 
+func (f *Rollback) SetStorage(c *container.Client, lockBlob string) {
+	f.Container, f.LockBlob = c, lockBlob
+}
+
 func (f *Rollback) Kind() Kind { return KindRollback }
 
 // Target is TargetAll: storage forgets for everyone.

@@ -30,6 +30,8 @@ type RollbackDocument struct {
 
 var _ Fault = (*RollbackDocument)(nil)
 
+func (f *RollbackDocument) SetStorage(c *container.Client, _ string) { f.Container = c }
+
 func (f *RollbackDocument) Kind() Kind { return KindDocumentRollback }
 
 // Target is TargetAll: every member reads the document.

@@ -25,6 +25,8 @@ type SlowReads struct {
 
 var _ Fault = (*SlowReads)(nil)
 
+func (f *SlowReads) SetHTTPProxy(p *HTTPProxy) { f.Proxy = p }
+
 func (f *SlowReads) Kind() Kind     { return KindSlowReads }
 func (f *SlowReads) Target() string { return httpTargetOf(f.Proxy) }
 

@@ -300,30 +300,11 @@ func (c *Cluster) Translate(f chaos.Fault, target cluster.Worker) (chaos.Fault, 
 		}
 		return &chaos.AzureOutage{Accounts: c.cfg.Accounts, ResourceGroup: c.cfg.ResourceGroup, Account: c.cfg.StorageAccount,
 			Probe: c.reachable, ProbeEvery: c.cfg.Poll, OnOp: c.recordOp}, nil
-	case *chaos.BreakLease:
-		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
-		return f, nil
-	case *chaos.DeleteBlob:
-		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
-		return f, nil
-	case *chaos.OperatorMetadata:
-		f.Blob = c.cfg.Leases.NewBlobClient(c.cfg.LockBlob)
-		return f, nil
-	case *chaos.Rollback:
-		f.Container, f.LockBlob = c.cfg.Leases, c.cfg.LockBlob
-		return f, nil
-	case *chaos.DeleteDocument:
-		f.Container = c.cfg.Leases
-		return f, nil
-	case *chaos.RollbackDocument:
-		f.Container = c.cfg.Leases
-		return f, nil
-	case *chaos.CorruptDocument:
-		f.Container = c.cfg.Leases
-		return f, nil
-	case *chaos.LedgerBlobType:
-		f.Container = c.cfg.Leases
-		return f, nil
+	case *chaos.DeleteContainer:
+		return nil, fmt.Errorf("azure: cannot inject %T", f) // the lock's container is the deployment's
+	case chaos.StorageTarget: // the operator and state faults, straight to storage
+		f.SetStorage(c.cfg.Leases, c.cfg.LockBlob)
+		return f.(chaos.Fault), nil
 	case *chaos.AzureCrash:
 		if f.Group == nil {
 			if err := needGroups(); err != nil {

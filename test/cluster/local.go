@@ -267,22 +267,21 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 	case chaos.ProcessTarget: // Crash, Stop, Pause, SupervisorFreeze, JobStop, GuardKill, ForeignOrphan
 		f.SetProcess(w)
 		return need()
+	case chaos.StorageTarget: // the operator and state faults, straight to storage
+		f.SetStorage(c.storage, c.blobName)
+		return nil
+	case chaos.RequestTarget: // in the worker's HTTP-aware proxy
+		if err := need(); err != nil {
+			return err
+		}
+		f.SetHTTPProxy(w.http)
+		return nil
 	case *chaos.Escape:
 		return nil // aimed at a command's pid, not at a worker
 	case *chaos.BlockedOutput:
-		if err := need(); err != nil {
-			return err
-		}
-		var err error
-		f.Pipe, err = w.output()
-		return err
+		return bindPipe(&f.Pipe, w, need)
 	case *chaos.OutputReaderGone:
-		if err := need(); err != nil {
-			return err
-		}
-		var err error
-		f.Pipe, err = w.output()
-		return err
+		return bindPipe(&f.Pipe, w, need)
 	case *chaos.Latency:
 		return c.bindProxy(&f.Proxy, w)
 	case *chaos.Timeout:
@@ -299,65 +298,18 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		}
 		c.mu.Unlock()
 		return nil
-	case *chaos.LateDelivery:
-		if err := need(); err != nil {
-			return err
-		}
-		f.Proxy = w.http
-		return nil
-	case *chaos.LateBreak:
-		if err := need(); err != nil {
-			return err
-		}
-		f.Proxy = w.http
-		return nil
-	case *chaos.LostResponse:
-		if err := need(); err != nil {
-			return err
-		}
-		f.Proxy = w.http
-		return nil
-	case *chaos.Refusal:
-		if err := need(); err != nil {
-			return err
-		}
-		f.Proxy = w.http
-		return nil
-	case *chaos.SlowReads:
-		if err := need(); err != nil {
-			return err
-		}
-		f.Proxy = w.http
-		return nil
-	case *chaos.BreakLease:
-		f.Blob = c.storage.NewBlobClient(c.blobName)
-		return nil
-	case *chaos.DeleteBlob:
-		f.Blob = c.storage.NewBlobClient(c.blobName)
-		return nil
-	case *chaos.OperatorMetadata:
-		f.Blob = c.storage.NewBlobClient(c.blobName)
-		return nil
-	case *chaos.Rollback:
-		f.Container, f.LockBlob = c.storage, c.blobName
-		return nil
-	case *chaos.DeleteContainer:
-		f.Container = c.storage
-		return nil
-	case *chaos.DeleteDocument:
-		f.Container = c.storage
-		return nil
-	case *chaos.RollbackDocument:
-		f.Container = c.storage
-		return nil
-	case *chaos.CorruptDocument:
-		f.Container = c.storage
-		return nil
-	case *chaos.LedgerBlobType:
-		f.Container = c.storage
-		return nil
 	}
 	return fmt.Errorf("cluster: cannot bind fault %T", f)
+}
+
+// bindPipe hands an output fault the output pipe of its target worker.
+func bindPipe(dst **chaos.OutputPipe, w *localWorker, need func() error) error {
+	if err := need(); err != nil {
+		return err
+	}
+	var err error
+	*dst, err = w.output()
+	return err
 }
 
 func (c *Local) bindProxy(dst **chaos.Proxy, w *localWorker) error {
