@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -55,15 +52,11 @@ type BlockedOutputResult struct {
 // report. The checker judges supervisors and commands afterwards.
 func BlockedOutputRun(t testing.TB, env Env, fl Flavor, n int, job string) BlockedOutputResult {
 	out := BlockedOutputResult{Job: job, Violations: map[string]int{}}
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
+	c := newCluster(t, fl)
 	activity := filepath.Join(c.Dir(), "activity.jsonl")
 	command := []string{cluster.LedgerCommandBinary(t), "--connection-string", c.DirectConnectionString(), "--container", c.ContainerName(),
 		"--blob", "leader-cmd", "--activity", activity, "--interval", "100ms"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := c.Start(ctx, 3, cluster.RunCommand(command...), cluster.BlockableOutput()); err != nil {
-		t.Fatalf("start 3 supervisors: %v", err)
-	}
+	startWorkers(t, c, fl, 3, 2*time.Minute, cluster.RunCommand(command...), cluster.BlockableOutput())
 	start := time.Now()
 	p := fl.Params
 	wait := fl.crashBound() + 20*time.Second
@@ -107,12 +100,12 @@ func BlockedOutputRun(t testing.TB, env Env, fl Flavor, n int, job string) Block
 			return e.Event.Event == checker.EventChildExited && e.Identity == cur.Identity && e.PID == cur.PID
 		})
 		next := awaitRunning(t, c, wait, cur.PID)
-		firstNext := awaitActivity(t, activity, 20*time.Second, func(a checker.Activity) bool { return a.Holder == next.Identity && a.Term == next.Term })
+		firstNext := awaitActivity(t, activity, 20*time.Second, "a report of the next command", func(a checker.Activity) bool { return a.Holder == next.Identity && a.Term == next.Term })
 		fault(part, w, false)
 		if tr.Blocked {
 			fault(blocked, w, false)
 		}
-		lastOld := lastActivity(t, activity, cur.Identity, cur.Term)
+		_, lastOld := reportSpan(t, activity, cur.Identity, cur.Term)
 		tr.RenewRecovery = renewed.T.Sub(failed.T).Seconds()
 		tr.StepDownLate = stopped.T.Sub(stopped.ValidUntil).Seconds()
 		tr.ReapedAfter = exited.T.Sub(stopped.ValidUntil).Seconds()
@@ -134,16 +127,6 @@ func BlockedOutputRun(t testing.TB, env Env, fl Flavor, n int, job string) Block
 	return out
 }
 
-func workerNamed(t testing.TB, c *cluster.Local, identity string) cluster.Worker {
-	for _, w := range c.Workers() {
-		if w.Identity() == identity {
-			return w
-		}
-	}
-	t.Fatalf("no worker %s", identity)
-	return nil
-}
-
 // awaitEvent polls the histories until an event satisfies pred.
 func awaitEvent(t testing.TB, c *cluster.Local, timeout time.Duration, what string, pred func(checker.Event) bool) checker.Event {
 	deadline := time.Now().Add(timeout)
@@ -160,48 +143,6 @@ func awaitEvent(t testing.TB, c *cluster.Local, timeout time.Duration, what stri
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func readActivity(t testing.TB, path string) []checker.Activity {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []checker.Activity
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var a checker.Activity
-		if json.Unmarshal(sc.Bytes(), &a) == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func awaitActivity(t testing.TB, path string, timeout time.Duration, pred func(checker.Activity) bool) checker.Activity {
-	deadline := time.Now().Add(timeout)
-	for {
-		if acts := readActivity(t, path); slices.ContainsFunc(acts, pred) {
-			return acts[slices.IndexFunc(acts, pred)]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no such command activity within %v", timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func lastActivity(t testing.TB, path, holder string, term int64) time.Time {
-	var last time.Time
-	for _, a := range readActivity(t, path) {
-		if a.Holder == holder && a.Term == term && a.At.After(last) {
-			last = a.At
-		}
-	}
-	return last
 }
 
 // blockedOutputView is the blocked-output rows of the run-mode section.

@@ -71,14 +71,27 @@ func (e Env) sleep(t testing.TB, d time.Duration) {
 	}
 }
 
-func startCluster(t testing.TB, fl Flavor, n int) *cluster.Local {
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+// startCluster starts n workers of fl with opts on a new local cluster.
+func startCluster(t testing.TB, fl Flavor, n int, opts ...cluster.Option) *cluster.Local {
+	c := newCluster(t, fl)
+	startWorkers(t, c, fl, n, 2*time.Minute, opts...)
+	return c
+}
+
+// newCluster is a local cluster of fl's binary and timings, with no worker
+// started yet.
+func newCluster(t testing.TB, fl Flavor) *cluster.Local {
+	return cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
+}
+
+// startWorkers starts n workers of fl with opts on c within timeout, or
+// fails t.
+func startWorkers(t testing.TB, c *cluster.Local, fl Flavor, n int, timeout time.Duration, opts ...cluster.Option) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if _, err := c.Start(ctx, n); err != nil {
+	if _, err := c.Start(ctx, n, opts...); err != nil {
 		t.Fatalf("start %d %s workers: %v", n, fl.Name, err)
 	}
-	return c
 }
 
 // FailoverRun starts three workers and, n times: waits for a leader, waits a

@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -57,7 +54,7 @@ type FaultTrial struct {
 // a second, reads the overlap from the commands' own reports, then heals
 // (thaw, unblock, restart).
 func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job string) []FaultTrial {
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
+	c := newCluster(t, fl)
 	activity := filepath.Join(c.Dir(), "activity.jsonl")
 	cmd := []string{cluster.LedgerCommandBinary(t), "--connection-string", c.DirectConnectionString(), "--container", c.ContainerName(),
 		"--blob", "leader-cmd", "--activity", activity, "--interval", "100ms", "--grandchild"}
@@ -68,20 +65,18 @@ func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job st
 	if f.Launch != nil {
 		opts = append(opts, cluster.Launch(f.Launch(t)))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := c.Start(ctx, 3, opts...); err != nil {
-		t.Fatalf("start 3 supervisors: %v", err)
-	}
+	startWorkers(t, c, fl, 3, 2*time.Minute, opts...)
 	wait := fl.crashBound() + 20*time.Second
 	var trials []FaultTrial
 	ended := map[int]bool{}
 	for i := 1; i <= n; i++ {
 		cur := awaitLive(t, c, wait, ended)
 		ended[cur.PID] = true
-		gc := awaitGrandchild(t, activity, cur, 10*time.Second)
+		gc := awaitActivity(t, activity, 10*time.Second, "a grandchild of "+cur.Identity+"'s command", func(a checker.Activity) bool {
+			return a.Holder == cur.Identity && a.Term == cur.Term && a.What == "grandchild started"
+		}).PID
 		env.sleep(t, time.Duration(env.Rand.Int64N(int64(fl.Params.RenewInterval))))
-		w := workerOf(t, c, cur.Identity)
+		w := workerNamed(t, c, cur.Identity)
 		at, heal := injectRunFault(t, c, f, w)
 		var dead time.Time
 		for deadline := at.Add(wait); dead.IsZero() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -90,9 +85,10 @@ func RunModeFaultRun(t testing.TB, env Env, fl Flavor, f RunFault, n int, job st
 			}
 		}
 		next := awaitLive(t, c, wait, ended)
-		first := awaitReport(t, activity, next.Identity, next.Term, 10*time.Second)
+		first := awaitFirstReport(t, activity, next.Identity, next.Term, 10*time.Second)
 		env.sleep(t, time.Second) // 20 more of the grandchild's reports
-		tr := FaultTrial{Fault: f.Name, Leader: cur.Identity, OverlapS: max(0, lastReport(t, activity, cur.Identity, cur.Term).Sub(first).Seconds())}
+		_, last := reportSpan(t, activity, cur.Identity, cur.Term)
+		tr := FaultTrial{Fault: f.Name, Leader: cur.Identity, OverlapS: max(0, last.Sub(first).Seconds())}
 		if dead.IsZero() {
 			tr.FaultDead = wait.Seconds()
 			t.Errorf("trial %d: %s's command %d or grandchild %d still ran %v after %s", i, cur.Identity, cur.PID, gc, wait, f.Name)
@@ -156,95 +152,7 @@ func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker
 // (in /proc: a killed supervisor writes no child_exited), and is not one of
 // ended, and returns its child_started.
 func awaitLive(t testing.TB, c *cluster.Local, timeout time.Duration, ended map[int]bool) childEvent {
-	deadline := time.Now().Add(timeout)
-	for {
-		running := map[string]childEvent{}
-		for _, e := range children(t, c) {
-			k := fmt.Sprintf("%s/%d", e.Identity, e.PID)
-			if e.Event.Event == checker.EventChildStarted {
-				running[k] = e
-			} else {
-				delete(running, k)
-			}
-		}
-		for _, e := range running {
-			if !ended[e.PID] && chaos.ProcAlive(e.PID) {
-				return e
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no running command within %v", timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func workerOf(t testing.TB, c *cluster.Local, identity string) cluster.Worker {
-	for _, w := range c.Workers() {
-		if w.Identity() == identity {
-			return w
-		}
-	}
-	t.Fatalf("no worker %s", identity)
-	return nil
-}
-
-// reports reads the commands' activity log.
-func reports(t testing.TB, path string) []checker.Activity {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []checker.Activity
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var a checker.Activity
-		if json.Unmarshal(sc.Bytes(), &a) == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func awaitGrandchild(t testing.TB, path string, cur childEvent, timeout time.Duration) int {
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, a := range reports(t, path) {
-			if a.Holder == cur.Identity && a.Term == cur.Term && a.What == "grandchild started" {
-				return a.PID
-			}
-		}
-	}
-	t.Fatalf("no grandchild of %s's command within %v", cur.Identity, timeout)
-	return 0
-}
-
-func awaitReport(t testing.TB, path, holder string, term int64, timeout time.Duration) time.Time {
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var first time.Time
-		for _, a := range reports(t, path) {
-			if a.Holder == holder && a.Term == term && (first.IsZero() || a.At.Before(first)) {
-				first = a.At
-			}
-		}
-		if !first.IsZero() {
-			return first
-		}
-	}
-	t.Fatalf("no report of %s's command (term %d) within %v", holder, term, timeout)
-	return time.Time{}
-}
-
-func lastReport(t testing.TB, path, holder string, term int64) time.Time {
-	var last time.Time
-	for _, a := range reports(t, path) {
-		if a.Holder == holder && a.Term == term && a.At.After(last) {
-			last = a.At
-		}
-	}
-	return last
+	return awaitCommand(t, c, timeout, "running command", func(e childEvent) bool { return !ended[e.PID] && chaos.ProcAlive(e.PID) })
 }
 
 // runFaultsView is the host-side fault rows of the run-mode section, one

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -31,12 +30,7 @@ type FreezeTrial struct {
 // the next child_started: the frozen supervisor's own child_exited comes
 // only after its thaw.
 func RunModeFreezeRun(t testing.TB, env Env, fl Flavor, n int, job string) ([]FreezeTrial, map[string]int) {
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := c.Start(ctx, 3, cluster.RunCommand(runModeCommand...)); err != nil {
-		t.Fatalf("start 3 supervisors: %v", err)
-	}
+	c := startCluster(t, fl, 3, cluster.RunCommand(runModeCommand...))
 	start := time.Now()
 	wait := fl.crashBound() + 20*time.Second
 	var trials []FreezeTrial

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -51,12 +50,7 @@ var runModeCommand = []string{"sleep", "86400"}
 // The checker judges the supervisors and the commands afterwards.
 func RunModeRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration, job string) RunModeResult {
 	out := RunModeResult{Job: job, Violations: map[string]int{}, WindowS: window.Seconds()}
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := c.Start(ctx, 3, cluster.RunCommand(runModeCommand...)); err != nil {
-		t.Fatalf("start 3 supervisors: %v", err)
-	}
+	c := startCluster(t, fl, 3, cluster.RunCommand(runModeCommand...))
 	start := time.Now()
 	wait := fl.crashBound() + 20*time.Second
 
@@ -157,6 +151,12 @@ func awaitChild(t testing.TB, c *cluster.Local, timeout time.Duration, what stri
 // awaitRunning waits for a command that has started and not exited, other
 // than pid not (0: any), and returns its child_started.
 func awaitRunning(t testing.TB, c *cluster.Local, timeout time.Duration, not int) childEvent {
+	return awaitCommand(t, c, timeout, fmt.Sprintf("running command (other than %d)", not), func(e childEvent) bool { return e.PID != not })
+}
+
+// awaitCommand waits for a command that has started and not exited (by the
+// histories) and that accept takes, and returns its child_started.
+func awaitCommand(t testing.TB, c *cluster.Local, timeout time.Duration, what string, accept func(childEvent) bool) childEvent {
 	deadline := time.Now().Add(timeout)
 	for {
 		running := map[string]childEvent{}
@@ -169,12 +169,12 @@ func awaitRunning(t testing.TB, c *cluster.Local, timeout time.Duration, not int
 			}
 		}
 		for _, e := range running {
-			if e.PID != not {
+			if accept(e) {
 				return e
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no running command (other than %d) within %v", not, timeout)
+			t.Fatalf("no %s within %v", what, timeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

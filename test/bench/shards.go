@@ -98,12 +98,8 @@ func shardSettle(fl Flavor) time.Duration {
 }
 
 func startShardCluster(t testing.TB, fl Flavor, n, m int) *cluster.Local {
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: fl.Params, Binary: fl.Binary})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if _, err := c.Start(ctx, m, cluster.Args("--shards", fmt.Sprint(n))); err != nil {
-		t.Fatalf("start %d workers with --shards %d: %v", m, n, err)
-	}
+	c := newCluster(t, fl)
+	startWorkers(t, c, fl, m, 3*time.Minute, cluster.Args("--shards", fmt.Sprint(n)))
 	return c
 }
 

@@ -1,8 +1,11 @@
 package checker
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 )
@@ -64,6 +67,29 @@ type Activity struct {
 	PID    int       `json:"pid"`    // the reporting process (the command or one it forked)
 	At     time.Time `json:"at"`
 	What   string    `json:"what"` // e.g. "append ok", "append fenced", "alive"
+}
+
+// ReadActivity reads a commands' activity log: one Activity a JSON line. A
+// log that does not exist holds no activity; a line that is no Activity (one
+// torn by a SIGKILL mid-write) is skipped.
+func ReadActivity(path string) ([]Activity, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Activity
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var a Activity
+		if json.Unmarshal(sc.Bytes(), &a) == nil {
+			out = append(out, a)
+		}
+	}
+	return out, sc.Err()
 }
 
 // CommandRun is a run-mode run: the supervisors' histories, faults and

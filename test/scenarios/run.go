@@ -1,11 +1,9 @@
 package scenarios
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -136,21 +134,9 @@ func (rc *RunCluster) awaitChild(timeout time.Duration, what string, pred func(C
 // Activity reads the commands' activity log.
 func (rc *RunCluster) Activity() []checker.Activity {
 	rc.t.Helper()
-	f, err := os.Open(rc.activity)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	out, err := checker.ReadActivity(rc.activity)
 	if err != nil {
 		rc.t.Fatal(err)
-	}
-	defer f.Close()
-	var out []checker.Activity
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var a checker.Activity
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-			continue // a line torn by a SIGKILL mid-write
-		}
-		out = append(out, a)
 	}
 	return out
 }
