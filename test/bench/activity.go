@@ -20,14 +20,14 @@ func readActivity(t testing.TB, path string) []checker.Activity {
 	return acts
 }
 
-// awaitActivity polls the activity log until an entry satisfies pred and
-// returns the first such entry.
-func awaitActivity(t testing.TB, path string, timeout time.Duration, what string, pred func(checker.Activity) bool) checker.Activity {
+// await reads every 10 ms until an item satisfies pred and returns the
+// first such; t fails with "no <what> within <timeout>" after timeout.
+func await[T any](t testing.TB, timeout time.Duration, what string, read func() []T, pred func(T) bool) T {
 	deadline := time.Now().Add(timeout)
 	for {
-		for _, a := range readActivity(t, path) {
-			if pred(a) {
-				return a
+		for _, x := range read() {
+			if pred(x) {
+				return x
 			}
 		}
 		if time.Now().After(deadline) {
@@ -35,6 +35,12 @@ func awaitActivity(t testing.TB, path string, timeout time.Duration, what string
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// awaitActivity polls the activity log until an entry satisfies pred and
+// returns the first such entry.
+func awaitActivity(t testing.TB, path string, timeout time.Duration, what string, pred func(checker.Activity) bool) checker.Activity {
+	return await(t, timeout, what, func() []checker.Activity { return readActivity(t, path) }, pred)
 }
 
 // reportSpan is the earliest and the latest report of holder's command of

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -96,7 +95,7 @@ func BlockedOutputRun(t testing.TB, env Env, fl Flavor, n int, job string) Block
 		stopped := awaitEvent(t, c, p.RenewDeadline+p.RequestTimeout()+10*time.Second, "stopped_leading", func(e checker.Event) bool {
 			return e.Identity == cur.Identity && e.Event == checker.EventStoppedLeading && e.Term == cur.Term
 		})
-		exited := awaitChild(t, c, wait, fmt.Sprintf("child_exited of %d", cur.PID), func(e childEvent) bool {
+		exited := awaitChild(t, c, wait, fmt.Sprintf("child_exited of %d", cur.PID), func(e checker.ChildEvent) bool {
 			return e.Event.Event == checker.EventChildExited && e.Identity == cur.Identity && e.PID == cur.PID
 		})
 		next := awaitRunning(t, c, wait, cur.PID)
@@ -129,20 +128,13 @@ func BlockedOutputRun(t testing.TB, env Env, fl Flavor, n int, job string) Block
 
 // awaitEvent polls the histories until an event satisfies pred.
 func awaitEvent(t testing.TB, c *cluster.Local, timeout time.Duration, what string, pred func(checker.Event) bool) checker.Event {
-	deadline := time.Now().Add(timeout)
-	for {
+	return await(t, timeout, what, func() []checker.Event {
 		evs, err := checker.ReadWrittenHistory(c.HistoryFiles()...)
 		if err != nil {
 			t.Fatalf("read histories: %v", err)
 		}
-		if i := slices.IndexFunc(evs, pred); i >= 0 {
-			return evs[i]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return evs
+	}, pred)
 }
 
 // blockedOutputView is the blocked-output rows of the run-mode section.

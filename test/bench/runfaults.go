@@ -151,8 +151,8 @@ func injectRunFault(t testing.TB, c *cluster.Local, f RunFault, w cluster.Worker
 // awaitLive waits for a command that has started, has not exited, runs
 // (in /proc: a killed supervisor writes no child_exited), and is not one of
 // ended, and returns its child_started.
-func awaitLive(t testing.TB, c *cluster.Local, timeout time.Duration, ended map[int]bool) childEvent {
-	return awaitCommand(t, c, timeout, "running command", func(e childEvent) bool { return !ended[e.PID] && chaos.ProcAlive(e.PID) })
+func awaitLive(t testing.TB, c *cluster.Local, timeout time.Duration, ended map[int]bool) checker.ChildEvent {
+	return awaitCommand(t, c, timeout, "running command", func(e checker.ChildEvent) bool { return !ended[e.PID] && chaos.ProcAlive(e.PID) })
 }
 
 // runFaultsView is the host-side fault rows of the run-mode section, one

@@ -64,7 +64,7 @@ func RunModeFreezeRun(t testing.TB, env Env, fl Flavor, n int, job string) ([]Fr
 		tr.OverlapS = max(0, -tr.DeadNext)
 		trials = append(trials, tr)
 		env.Progress(fmt.Sprintf("%s: freeze %d/%d: %s frozen %.2f s after its renew; command dead %.3f s later, %.3f s before the next start", job, i, n, cur.Identity, tr.PhaseS, tr.FreezeDead, tr.DeadNext))
-		awaitChild(t, c, 20*time.Second, fmt.Sprintf("child_exited of %d", cur.PID), func(e childEvent) bool {
+		awaitChild(t, c, 20*time.Second, fmt.Sprintf("child_exited of %d", cur.PID), func(e checker.ChildEvent) bool {
 			return e.Event.Event == checker.EventChildExited && e.Identity == cur.Identity && e.PID == cur.PID
 		})
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,7 +85,7 @@ func RunModeRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration, j
 		if err := syscall.Kill(cur.PID, syscall.SIGKILL); err != nil {
 			t.Fatalf("trial %d: kill command %d of %s: %v", i, cur.PID, cur.Identity, err)
 		}
-		exited := awaitChild(t, c, 20*time.Second, fmt.Sprintf("child_exited of %d", cur.PID), func(e childEvent) bool {
+		exited := awaitChild(t, c, 20*time.Second, fmt.Sprintf("child_exited of %d", cur.PID), func(e checker.ChildEvent) bool {
 			return e.Event.Event == checker.EventChildExited && e.Identity == cur.Identity && e.PID == cur.PID
 		})
 		next := awaitRunning(t, c, wait, cur.PID)
@@ -106,60 +105,35 @@ func RunModeRun(t testing.TB, env Env, fl Flavor, n int, window time.Duration, j
 	return out
 }
 
-// childEvent is a child_started or child_exited with its own fields.
-type childEvent struct {
-	checker.Event
-	PID   int    `json:"pid"`
-	Cause string `json:"cause"`
-}
-
-func children(t testing.TB, c *cluster.Local) []childEvent {
+// children are the child_started and child_exited events of c's histories.
+func children(t testing.TB, c *cluster.Local) []checker.ChildEvent {
 	evs, err := checker.ReadWrittenHistory(c.HistoryFiles()...)
 	if err != nil {
 		t.Fatalf("read histories: %v", err)
 	}
-	var out []childEvent
-	for _, e := range evs {
-		if e.Event != checker.EventChildStarted && e.Event != checker.EventChildExited {
-			continue
-		}
-		var ce childEvent
-		if err := json.Unmarshal([]byte(e.Raw), &ce); err != nil {
-			t.Fatalf("%s: %v", e.Source, err)
-		}
-		ce.Event = e
-		out = append(out, ce)
+	out, err := checker.ChildEvents(evs)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
 
-func awaitChild(t testing.TB, c *cluster.Local, timeout time.Duration, what string, pred func(childEvent) bool) childEvent {
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, e := range children(t, c) {
-			if pred(e) {
-				return e
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+func awaitChild(t testing.TB, c *cluster.Local, timeout time.Duration, what string, pred func(checker.ChildEvent) bool) checker.ChildEvent {
+	return await(t, timeout, what, func() []checker.ChildEvent { return children(t, c) }, pred)
 }
 
 // awaitRunning waits for a command that has started and not exited, other
 // than pid not (0: any), and returns its child_started.
-func awaitRunning(t testing.TB, c *cluster.Local, timeout time.Duration, not int) childEvent {
-	return awaitCommand(t, c, timeout, fmt.Sprintf("running command (other than %d)", not), func(e childEvent) bool { return e.PID != not })
+func awaitRunning(t testing.TB, c *cluster.Local, timeout time.Duration, not int) checker.ChildEvent {
+	return awaitCommand(t, c, timeout, fmt.Sprintf("running command (other than %d)", not), func(e checker.ChildEvent) bool { return e.PID != not })
 }
 
 // awaitCommand waits for a command that has started and not exited (by the
 // histories) and that accept takes, and returns its child_started.
-func awaitCommand(t testing.TB, c *cluster.Local, timeout time.Duration, what string, accept func(childEvent) bool) childEvent {
+func awaitCommand(t testing.TB, c *cluster.Local, timeout time.Duration, what string, accept func(checker.ChildEvent) bool) checker.ChildEvent {
 	deadline := time.Now().Add(timeout)
 	for {
-		running := map[string]childEvent{}
+		running := map[string]checker.ChildEvent{}
 		for _, e := range children(t, c) {
 			k := fmt.Sprintf("%s/%d", e.Identity, e.PID)
 			if e.Event.Event == checker.EventChildStarted {

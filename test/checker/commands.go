@@ -147,21 +147,46 @@ type CommandResult struct {
 	Failovers []CommandFailover
 }
 
-// childFields are child_started/child_exited's own fields, read from the
-// raw line so the shared Event keeps its shape.
-type childFields struct {
+// ChildEvent is a child_started or child_exited event with the command's
+// own fields, read from the line as written.
+type ChildEvent struct {
+	Event
 	PID      int    `json:"pid"`
-	ExitCode *int   `json:"exit_code"`
-	Signal   string `json:"signal"`
-	Cause    string `json:"cause"`
+	ExitCode *int   `json:"exit_code"` // child_exited: nil when a signal ended it
+	Signal   string `json:"signal"`    // child_exited: the signal that ended it
+	Cause    string `json:"cause"`     // child_exited: why (e.g. "exited")
 }
 
-func childOf(e Event) childFields {
-	var f childFields
-	if e.Raw != "" {
-		_ = json.Unmarshal([]byte(e.Raw), &f)
+// ChildEvents picks the child_started and child_exited events out of evs,
+// in order, each with its own fields; a line that does not parse is an
+// error naming its source.
+func ChildEvents(evs []Event) ([]ChildEvent, error) {
+	var out []ChildEvent
+	for _, e := range evs {
+		if e.Event != EventChildStarted && e.Event != EventChildExited {
+			continue
+		}
+		ce, err := childOf(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ce)
 	}
-	return f
+	return out, nil
+}
+
+// childOf reads e's own fields from its raw line (none for a synthetic
+// event).
+func childOf(e Event) (ChildEvent, error) {
+	ce := ChildEvent{Event: e}
+	if e.Raw == "" {
+		return ce, nil
+	}
+	if err := json.Unmarshal([]byte(e.Raw), &ce); err != nil {
+		return ChildEvent{Event: e}, fmt.Errorf("%s: %w", e.Source, err)
+	}
+	ce.Event = e
+	return ce, nil
 }
 
 // CheckCommands judges the commands of a run-mode run (`blobleader run --
@@ -288,11 +313,11 @@ func (k *commandChecker) pairChildren() {
 	for _, e := range k.run.Events {
 		switch e.Event {
 		case EventChildStarted:
-			f := childOf(e)
+			f, _ := childOf(e)
 			k.lts = append(k.lts, Lifetime{Identity: e.Identity, Term: e.Term, PID: f.PID, Start: e.T, Started: e})
 			open[key{e.Identity, f.PID}] = len(k.lts) - 1
 		case EventChildExited:
-			f := childOf(e)
+			f, _ := childOf(e)
 			if i, ok := open[key{e.Identity, f.PID}]; ok {
 				k.lts[i].Exited, k.lts[i].Cause = e, f.Cause
 				delete(open, key{e.Identity, f.PID})

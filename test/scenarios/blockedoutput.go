@@ -179,7 +179,7 @@ func supervisorOutputBlocked(t *testing.T, rc *RunCluster) []checker.Exception {
 // commandOverlap is how long the command started by a kept reporting after
 // the first report of the command started by b, from their own activity
 // (0 when it had stopped before).
-func commandOverlap(rc *RunCluster, a, b ChildEvent) time.Duration {
+func commandOverlap(rc *RunCluster, a, b checker.ChildEvent) time.Duration {
 	var lastA, firstB time.Time
 	for _, act := range rc.Activity() {
 		if act.Holder == a.Identity && act.Term == a.Term && act.At.After(lastA) {

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -79,15 +78,6 @@ func (rc *RunCluster) Supervise(n int, flags ...string) []cluster.Worker {
 	return ws
 }
 
-// ChildEvent is a child_started or child_exited from the histories.
-type ChildEvent struct {
-	checker.Event
-	PID      int    `json:"pid"`
-	ExitCode *int   `json:"exit_code"`
-	Signal   string `json:"signal"`
-	Cause    string `json:"cause"`
-}
-
 // events reads every history so far (in time order).
 func (rc *RunCluster) events() []checker.Event {
 	rc.t.Helper()
@@ -98,24 +88,16 @@ func (rc *RunCluster) events() []checker.Event {
 	return evs
 }
 
-func (rc *RunCluster) children() []ChildEvent {
-	var out []ChildEvent
-	for _, e := range rc.events() {
-		if e.Event != checker.EventChildStarted && e.Event != checker.EventChildExited {
-			continue
-		}
-		ce := ChildEvent{Event: e}
-		if err := json.Unmarshal([]byte(e.Raw), &ce); err != nil {
-			rc.t.Fatalf("%s: %v", e.Source, err)
-		}
-		ce.Event = e // Unmarshal into the embedded struct dropped Source and Raw
-		out = append(out, ce)
+func (rc *RunCluster) children() []checker.ChildEvent {
+	out, err := checker.ChildEvents(rc.events())
+	if err != nil {
+		rc.t.Fatal(err)
 	}
 	return out
 }
 
 // awaitChild polls the histories until a child event satisfies pred.
-func (rc *RunCluster) awaitChild(timeout time.Duration, what string, pred func(ChildEvent) bool) ChildEvent {
+func (rc *RunCluster) awaitChild(timeout time.Duration, what string, pred func(checker.ChildEvent) bool) checker.ChildEvent {
 	rc.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -229,10 +211,10 @@ func RunCommandScenario(t *testing.T, s CommandScenario) {
 // firstCommand starts a leader supervisor with leaderFlags, waits for its
 // command to write, then starts a standby with standbyFlags (so the leader
 // is known), and returns both and the leader's child_started.
-func firstCommand(t *testing.T, rc *RunCluster, leaderFlags, standbyFlags []string) (leader, standby cluster.Worker, started ChildEvent) {
+func firstCommand(t *testing.T, rc *RunCluster, leaderFlags, standbyFlags []string) (leader, standby cluster.Worker, started checker.ChildEvent) {
 	t.Helper()
 	leader = rc.Supervise(1, leaderFlags...)[0]
-	started = rc.awaitChild(takeover(rc.Params()), "first child_started", func(e ChildEvent) bool { return e.Event.Event == checker.EventChildStarted })
+	started = rc.awaitChild(takeover(rc.Params()), "first child_started", func(e checker.ChildEvent) bool { return e.Event.Event == checker.EventChildStarted })
 	rc.awaitActivity(10*time.Second, "a first ledger append", func(a checker.Activity) bool {
 		return a.Holder == leader.Identity() && strings.HasPrefix(a.What, "append ok")
 	})
@@ -241,24 +223,24 @@ func firstCommand(t *testing.T, rc *RunCluster, leaderFlags, standbyFlags []stri
 }
 
 // exitOf waits for the child_exited of the command started by s.
-func (rc *RunCluster) exitOf(s ChildEvent, timeout time.Duration) ChildEvent {
+func (rc *RunCluster) exitOf(s checker.ChildEvent, timeout time.Duration) checker.ChildEvent {
 	rc.t.Helper()
-	return rc.awaitChild(timeout, fmt.Sprintf("child_exited of %s's command %d", s.Identity, s.PID), func(e ChildEvent) bool {
+	return rc.awaitChild(timeout, fmt.Sprintf("child_exited of %s's command %d", s.Identity, s.PID), func(e checker.ChildEvent) bool {
 		return e.Event.Event == checker.EventChildExited && e.Identity == s.Identity && e.PID == s.PID
 	})
 }
 
 // nextStart waits for a command started by another supervisor than s's.
-func (rc *RunCluster) nextStart(s ChildEvent, timeout time.Duration) ChildEvent {
+func (rc *RunCluster) nextStart(s checker.ChildEvent, timeout time.Duration) checker.ChildEvent {
 	rc.t.Helper()
-	return rc.awaitChild(timeout, "the next command's child_started", func(e ChildEvent) bool {
+	return rc.awaitChild(timeout, "the next command's child_started", func(e checker.ChildEvent) bool {
 		return e.Event.Event == checker.EventChildStarted && e.Identity != s.Identity && e.T.After(s.T)
 	})
 }
 
 // grandchildOf waits for the grandchild of the command (identity, term) to
 // report, and returns its pid.
-func (rc *RunCluster) grandchildOf(s ChildEvent) int {
+func (rc *RunCluster) grandchildOf(s checker.ChildEvent) int {
 	rc.t.Helper()
 	a := rc.awaitActivity(10*time.Second, "the grandchild", func(a checker.Activity) bool {
 		return a.Holder == s.Identity && a.Term == s.Term && a.What == "grandchild started"
@@ -307,10 +289,10 @@ func commandExits(t *testing.T, rc *RunCluster) []checker.Exception {
 	_, _, started := firstCommand(t, rc, []string{"--exit-after", "3s", "--exit-code", "0"}, []string{"--exit-after", "3s", "--exit-code", "3"})
 	rc.exitOf(started, 10*time.Second)
 	for _, code := range []int{0, 3} {
-		e := rc.awaitChild(20*time.Second, fmt.Sprintf("a command exiting %d on its own", code), func(e ChildEvent) bool {
+		e := rc.awaitChild(20*time.Second, fmt.Sprintf("a command exiting %d on its own", code), func(e checker.ChildEvent) bool {
 			return e.Event.Event == checker.EventChildExited && e.Cause == "exited" && e.ExitCode != nil && *e.ExitCode == code
 		})
-		rc.nextStart(ChildEvent{Event: checker.Event{Identity: e.Identity, T: e.T}}, 10*time.Second)
+		rc.nextStart(checker.ChildEvent{Event: checker.Event{Identity: e.Identity, T: e.T}}, 10*time.Second)
 	}
 	return nil
 }

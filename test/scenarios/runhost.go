@@ -117,7 +117,7 @@ func jobControlStop(t *testing.T, rc *RunCluster) []checker.Exception {
 
 // escapedJobs signals the command to start its escaping jobs (chaos.Escape)
 // and returns their pids once they report.
-func (rc *RunCluster) escapedJobs(t *testing.T, started ChildEvent) []int {
+func (rc *RunCluster) escapedJobs(t *testing.T, started checker.ChildEvent) []int {
 	t.Helper()
 	if err := (&chaos.Escape{PID: started.PID, Name: started.Identity}).Inject(ctxFor(t, 10*time.Second)); err != nil {
 		t.Fatal(err)

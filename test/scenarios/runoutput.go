@@ -36,7 +36,7 @@ const guardKillBound = time.Second
 // and reported nothing after the next command's first report. It returns
 // the time from fault to their death (0 if they never died) and the next
 // command's start.
-func (rc *RunCluster) handedOver(t *testing.T, old ChildEvent, gc int, fault time.Time, within time.Duration) (time.Duration, ChildEvent) {
+func (rc *RunCluster) handedOver(t *testing.T, old checker.ChildEvent, gc int, fault time.Time, within time.Duration) (time.Duration, checker.ChildEvent) {
 	t.Helper()
 	dead := deathOf(t, within, old.PID, gc)
 	next := rc.nextStart(old, takeover(rc.Params()))
