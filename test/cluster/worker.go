@@ -167,8 +167,7 @@ func (w *localWorker) start(ctx context.Context) error {
 		}
 		// It exited at its listen, before it touched storage (the binary
 		// listens first): it never contended, so it is no incarnation of
-		// the run (the checker would fail a started worker with no history;
-		// seen in CI: w3 lost its port, w3.2 ran).
+		// the run (the checker would fail a started worker with no history).
 		w.forget(inc)
 	}
 	return err
@@ -189,16 +188,8 @@ func (w *localWorker) spawn() (*incarnation, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	w.n++
-	id := w.slot
-	if w.n > 1 {
-		id = w.slot + "." + strconv.Itoa(w.n)
-	}
-	w.mu.Unlock()
-
 	c := w.c
-	p := c.params
+	id := w.nextIdentity()
 	inc := &incarnation{
 		identity: id,
 		listen:   "127.0.0.1:" + strconv.Itoa(port),
@@ -207,12 +198,46 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		unsafe:   w.opts.unsafe,
 		exited:   make(chan struct{}),
 	}
+	argv := append([]string{c.binaryFor(w.opts)}, w.args(inc)...)
+	if w.opts.launch != nil {
+		if argv, err = w.opts.launch.Wrap(argv); err != nil {
+			return nil, fmt.Errorf("cluster: start %s: %w", id, err)
+		}
+	}
+	if err := w.startProcess(inc, argv); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.cur = inc
+	w.all = append(w.all, inc)
+	w.mu.Unlock()
+	return inc, nil
+}
+
+// nextIdentity is the identity of the slot's next incarnation: the slot's
+// name, then w1.2, w1.3, …
+func (w *localWorker) nextIdentity() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	if w.n > 1 {
+		return w.slot + "." + strconv.Itoa(w.n)
+	}
+	return w.slot
+}
+
+// args are the worker's flags for incarnation inc: storage through the
+// slot's proxy, the cluster's timings, its listen address and history, then
+// the options' own (run mode's `run … -- COMMAND` last).
+func (w *localWorker) args(inc *incarnation) []string {
+	c := w.c
+	p := c.params
 	endpoint := "http://" + w.proxy.Addr() + "/" + azuritetest.Account
 	args := []string{
 		"--connection-string", ConnectionString(endpoint),
 		"--container", c.containerName,
 		"--blob", c.blobName,
-		"--identity", id,
+		"--identity", inc.identity,
 		"--lease-duration", p.LeaseDuration.String(),
 		"--renew-deadline", p.RenewDeadline.String(),
 		"--renew-interval", p.RenewInterval.String(),
@@ -230,27 +255,26 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		args = append(args, "--unsafe-no-step-down")
 	}
 	args = append(args, w.opts.args...)
-	args = w.opts.modeArgs(args) // run mode: `run … -- COMMAND`
+	return w.opts.modeArgs(args)
+}
+
+// startProcess runs argv as incarnation inc: its output to its log (through a
+// blockable pipe when the options ask for one), its own process group,
+// and a goroutine that reaps it and closes inc.exited.
+func (w *localWorker) startProcess(inc *incarnation, argv []string) error {
 	logf, err := os.OpenFile(inc.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
-	}
-	argv := append([]string{c.binaryFor(w.opts)}, args...)
-	if w.opts.launch != nil {
-		if argv, err = w.opts.launch.Wrap(argv); err != nil {
-			logf.Close()
-			return nil, fmt.Errorf("cluster: start %s: %w", id, err)
-		}
+		return err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	// Only what the worker needs: no Azure credentials from the caller's
 	// environment can leak in, and no BLOBLEADER_* overrides.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + c.dir}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + w.c.dir}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if w.opts.blockable {
-		if inc.output, err = chaos.NewOutputPipe(id, logf); err != nil {
+		if inc.output, err = chaos.NewOutputPipe(inc.identity, logf); err != nil {
 			logf.Close()
-			return nil, err
+			return err
 		}
 		cmd.Stdout, cmd.Stderr = inc.output.Writer(), inc.output.Writer()
 	}
@@ -261,7 +285,7 @@ func (w *localWorker) spawn() (*incarnation, error) {
 			_ = inc.output.Close(context.Background())
 		}
 		logf.Close()
-		return nil, fmt.Errorf("cluster: start %s: %w", id, err)
+		return fmt.Errorf("cluster: start %s: %w", inc.identity, err)
 	}
 	if inc.output != nil {
 		_ = inc.output.Started()
@@ -280,11 +304,7 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		inc.exitErr = err
 		close(inc.exited)
 	}()
-	w.mu.Lock()
-	w.cur = inc
-	w.all = append(w.all, inc)
-	w.mu.Unlock()
-	return inc, nil
+	return nil
 }
 
 func (w *localWorker) waitReady(ctx context.Context, inc *incarnation) error {
