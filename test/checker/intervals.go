@@ -61,6 +61,17 @@ func (iv Interval) contains(t time.Time) bool {
 // until the run ends. A paused worker needs no case of its own: its
 // valid_until ends its belief at its deadline.
 func intervals(events []Event, faults []Fault, runEnd time.Time) []Interval {
+	ivs := beliefs(events)
+	for i := range ivs {
+		ivs[i].end(faults, runEnd)
+	}
+	sort.SliceStable(ivs, func(a, b int) bool { return ivs[a].Start.Before(ivs[b].Start) })
+	return ivs
+}
+
+// beliefs starts an interval at every started_leading and gives it its
+// first stopped_leading and every deadline (valid_until) logged for it.
+func beliefs(events []Event) []Interval {
 	var ivs []Interval
 	latest := map[string]int{} // identity -> index of its most recent interval
 	type key struct {
@@ -107,48 +118,45 @@ func intervals(events []Event, faults []Fault, runEnd time.Time) []Interval {
 			}
 		}
 	}
-	for i := range ivs {
-		iv := &ivs[i]
-		for _, v := range iv.valids {
-			if iv.Valid.Event == "" || v.ValidUntil.After(iv.Valid.ValidUntil) {
-				iv.Valid = v
-			}
-		}
-		// 4. End = min(stop, latest valid_until, kill); run end when none.
-		end, by := time.Time{}, EndRunEnd
-		take := func(t time.Time, why string) {
-			if end.IsZero() || t.Before(end) {
-				end, by = t, why
-			}
-		}
-		if iv.Stopped.Event != "" {
-			take(iv.Stopped.T, EndStopped)
-		}
-		if iv.Valid.Event != "" {
-			take(iv.Valid.ValidUntil, EndValidUntil)
-		}
-		// The kill caps only a belief without a logged deadline (the
-		// unsafe control): a crash fault is stamped by the harness's clock
-		// before the kill lands (on Azure, before a stop of several
-		// seconds), so capping a belief at it could hide an overlap, while
-		// a logged valid_until is the worker's own bound.
-		if k, ok := killedAfter(faults, iv.Identity, iv.Start); ok && iv.Valid.Event == "" {
-			take(k, EndCrash)
-		}
-		if end.IsZero() {
-			end = runEnd
-			if end.Before(iv.Start) {
-				end = iv.Start
-			}
-		}
-		if end.Before(iv.Start) {
-			// A deadline or kill before the start: the belief was empty.
-			end = iv.Start
-		}
-		iv.End, iv.EndedBy = end, by
-	}
-	sort.SliceStable(ivs, func(a, b int) bool { return ivs[a].Start.Before(ivs[b].Start) })
 	return ivs
+}
+
+// end sets End and EndedBy: the earliest of its stop, its latest deadline
+// and — only without a deadline — a kill; the run's end when none; never
+// before its start.
+func (iv *Interval) end(faults []Fault, runEnd time.Time) {
+	for _, v := range iv.valids {
+		if iv.Valid.Event == "" || v.ValidUntil.After(iv.Valid.ValidUntil) {
+			iv.Valid = v
+		}
+	}
+	end, by := time.Time{}, EndRunEnd
+	take := func(t time.Time, why string) {
+		if end.IsZero() || t.Before(end) {
+			end, by = t, why
+		}
+	}
+	if iv.Stopped.Event != "" {
+		take(iv.Stopped.T, EndStopped)
+	}
+	if iv.Valid.Event != "" {
+		take(iv.Valid.ValidUntil, EndValidUntil)
+	}
+	// The kill caps only a belief without a logged deadline (the unsafe
+	// control): a crash fault is stamped by the harness's clock before the
+	// kill lands, so capping a belief at it could hide an overlap, while a
+	// logged valid_until is the worker's own bound.
+	if k, ok := killedAfter(faults, iv.Identity, iv.Start); ok && iv.Valid.Event == "" {
+		take(k, EndCrash)
+	}
+	if end.IsZero() {
+		end = runEnd
+	}
+	if end.Before(iv.Start) {
+		// A deadline or kill before the start: the belief was empty.
+		end = iv.Start
+	}
+	iv.End, iv.EndedBy = end, by
 }
 
 // killedAfter returns the first crash of id at or after t.
