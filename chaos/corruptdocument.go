@@ -59,19 +59,11 @@ func (f *CorruptDocument) Inject(ctx context.Context) error {
 	if f.active {
 		return ErrInjected
 	}
-	for {
-		err := f.overwrite(ctx)
-		if !storage.Changed(err) {
-			if err != nil {
-				return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, err)
-			}
-			f.active = true
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, ctx.Err())
-		}
+	if err := whileRaced(ctx, f.overwrite); err != nil {
+		return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, err)
 	}
+	f.active = true
+	return nil
 }
 
 func (f *CorruptDocument) overwrite(ctx context.Context) error {

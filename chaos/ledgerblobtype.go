@@ -69,19 +69,11 @@ func (f *LedgerBlobType) Inject(ctx context.Context) error {
 	if f.active {
 		return ErrInjected
 	}
-	for {
-		err := f.replaceLast(ctx)
-		if !storage.Changed(err) {
-			if err != nil {
-				return fmt.Errorf("chaos: ledger blob type: %w", err)
-			}
-			f.active = true
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("chaos: ledger blob type: %w", ctx.Err())
-		}
+	if err := whileRaced(ctx, f.replaceLast); err != nil {
+		return fmt.Errorf("chaos: ledger blob type: %w", err)
 	}
+	f.active = true
+	return nil
 }
 
 func (f *LedgerBlobType) replaceLast(ctx context.Context) error {
