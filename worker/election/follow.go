@@ -3,8 +3,6 @@ package election
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election/lease"
@@ -133,34 +131,27 @@ func (f *following) release() {
 	_ = e.call(context.WithoutCancel(f.ctx), func(c context.Context) error { return e.lock.Release(c, f.leaseID) })
 }
 
-// stampTerm writes the new term under the lease just won. The term is above
-// the stored one, above every term this process has seen or led, and above
-// the lock's term floor (lease.Lock.TermFloor), so neither a record recreated after an
-// operator deleted it nor one restored to an older copy can hand out a term
-// at or below one already used (under the assumption in the package doc).
+// stampTerm writes the new term under the lease just won: NextTerm of the
+// stored one, every term this process has seen or led, and the lock's term
+// floor (the record may be older than the newest leadership: storage rolled
+// back).
 func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time) (int64, error) {
 	var rec lease.Record
 	if err := e.call(ctx, func(c context.Context) (err error) { rec, err = e.lock.Get(c); return err }); err != nil {
 		e.noteRecord(err)
 		return 0, err
 	}
-	// The record may be older than the newest leadership (storage rolled
-	// back): stay above the lock's term floor too.
-	floor := e.lock.TermFloor()
 	e.mu.Lock()
-	base := max(rec.Term, e.highest, floor)
+	highest := e.highest
 	e.mu.Unlock()
-	if base == math.MaxInt64 {
-		// The next term would wrap to the most negative int64: terms would
-		// go backwards. Leave the record as it is and say so.
-		err := fmt.Errorf("%w: term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, base)
-		e.noteRecord(err)
+	term, err := NextTerm(rec.Term, highest, e.lock.TermFloor())
+	e.noteRecord(err)
+	if err != nil {
 		return 0, err
 	}
-	e.noteRecord(nil)
-	next := lease.Record{Holder: e.cfg.Identity, Term: base + 1, Acquired: time.Now().UTC(), Mode: e.cfg.Mode, Process: thisProcess}
+	next := lease.Record{Holder: e.cfg.Identity, Term: term, Acquired: time.Now().UTC(), Mode: e.cfg.Mode, Process: thisProcess}
 	e.publishContract(&next) // heartbeat 0: early takeover covers us from the term write (takeover.go)
-	err := e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
+	err = e.call(ctx, func(c context.Context) error { return e.lock.Update(c, leaseID, next) })
 	e.mu.Lock()
 	switch {
 	case errors.Is(err, lease.ErrRejected):

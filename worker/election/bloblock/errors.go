@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // Error is one failed storage call, compact enough for a log line or a
@@ -88,7 +89,8 @@ const (
 	// plainCall: acquire, get, break, creates — a 404 means "not there yet".
 	plainCall callKind = iota
 	// leaseCall: renew or release of a lease we hold — a 404 means the blob
-	// or its container was deleted under us, so the lease is gone.
+	// or its container was deleted under us, so the lease is gone; a 412
+	// (made At a version) that the record moved on to a later holding.
 	leaseCall
 	// guardedWrite: a write conditioned on our lease — any 412 means the
 	// condition (our lease) no longer holds, a 404 that the blob is gone, and
@@ -126,6 +128,10 @@ func classify(op string, err error, kind callKind) error {
 	case kind != plainCall && (e.Status == http.StatusNotFound || bloberror.HasCode(err, goneCodes...)):
 		e.Kind = lease.ErrLost
 	case kind == guardedWrite && e.Status == http.StatusPreconditionFailed:
+		e.Kind = lease.ErrLost
+	case kind == leaseCall && storage.Changed(err):
+		// A renew or release made At a version the record has left: the
+		// holding it was made for is over.
 		e.Kind = lease.ErrLost
 	case kind == guardedWrite && e.Status >= 400 && e.Status < 500 &&
 		e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests:

@@ -53,6 +53,10 @@ type Lock struct {
 	blob *blockblob.Client
 	// now is the wall clock of the term floor (tests replace it).
 	now func() time.Time
+	// label is metadata every record of this lock carries (label.go); nil: none.
+	label *label
+	// ifMatch conditions Renew and Release on the record's version (At); "": none.
+	ifMatch string
 }
 
 var _ lease.Lock = (*Lock)(nil)
@@ -118,6 +122,7 @@ func (l *Lock) ensure(ctx context.Context) error {
 	// (and its term) between our acquire and this create.
 	_, err := l.blob.Upload(storage.WithOp(ctx, "create_blob"), streaming.NopCloser(strings.NewReader("")), &blockblob.UploadOptions{
 		AccessConditions: storage.IfUnchanged(""),
+		Metadata:         l.label.metadata(),
 	})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet, bloberror.LeaseIDMissing) {
 		return classify("create_blob", err, plainCall)
@@ -131,7 +136,7 @@ func (l *Lock) Renew(ctx context.Context, leaseID string) error {
 	if err != nil {
 		return err
 	}
-	_, err = lc.RenewLease(storage.WithOp(ctx, "renew"), nil)
+	_, err = lc.RenewLease(storage.WithOp(ctx, "renew"), &azlease.BlobRenewOptions{ModifiedAccessConditions: l.conditions()})
 	return classify("renew", err, leaseCall)
 }
 
@@ -142,7 +147,7 @@ func (l *Lock) Release(ctx context.Context, leaseID string) error {
 	if err != nil {
 		return err
 	}
-	_, err = lc.ReleaseLease(storage.WithOp(ctx, "release"), nil)
+	_, err = lc.ReleaseLease(storage.WithOp(ctx, "release"), &azlease.BlobReleaseOptions{ModifiedAccessConditions: l.conditions()})
 	return classify("release", err, leaseCall)
 }
 
@@ -169,7 +174,7 @@ func (l *Lock) Stored(ctx context.Context) (r lease.Record, term string, err err
 	if err != nil {
 		return lease.Record{}, "", classify("get", err, plainCall)
 	}
-	r, err = RecordFromMetadata(props.Metadata)
+	r, err = l.record(props.Metadata)
 	return r, storage.MetadataValue(props.Metadata, storage.MetaTerm), err
 }
 
@@ -242,6 +247,7 @@ func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error
 		md[metaProcess] = &r.Process
 	}
 	takeoverMetadata(md, r)
+	l.label.add(md)
 	_, err := l.blob.SetMetadata(storage.WithOp(ctx, "update"), md, &blob.SetMetadataOptions{
 		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID}},
 	})

@@ -45,7 +45,7 @@ func (l *Lock) Inspect(ctx context.Context) (lease.View, error) {
 	if props.ETag != nil {
 		v.Version = string(*props.ETag)
 	}
-	v.Record, err = RecordFromMetadata(props.Metadata)
+	v.Record, err = l.record(props.Metadata)
 	if err == nil && v.Record.Term == 0 {
 		v.Record.Term = l.termFloor()
 	}
