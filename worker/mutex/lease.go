@@ -1,0 +1,262 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
+)
+
+// Sentinel errors.
+var (
+	// ErrLocked: another lease holds the lock (a *LockedError names it).
+	ErrLocked = errors.New("mutex: locked by another holder")
+	// ErrNotHeld: there is no holding to renew or release — never taken,
+	// released, expired, broken, or its blob deleted.
+	ErrNotHeld = errors.New("mutex: lock does not exist")
+	// ErrNotOwner: the lock is another holding's — another lease ID, or a
+	// later term than the one the request was made for.
+	ErrNotOwner = errors.New("mutex: lock belongs to another holding")
+	// ErrLost: a *Held's holding ended without Unlock (deadline passed, or
+	// storage said the lease is gone).
+	ErrLost = errors.New("mutex: lock lost")
+	// ErrUnlocked: a *Held's holding ended by Unlock.
+	ErrUnlocked = errors.New("mutex: unlocked")
+)
+
+// LockedError says who holds a lock that could not be taken: Holder and
+// Term as its record reads (empty and 0 when it could not be read, or the
+// holder has not written its term yet). It matches ErrLocked.
+type LockedError struct {
+	Resource string
+	Holder   string
+	Term     int64
+}
+
+func (e *LockedError) Error() string {
+	if e.Holder == "" {
+		return fmt.Sprintf("mutex: %q is locked by another holder", e.Resource)
+	}
+	return fmt.Sprintf("mutex: %q is locked by %s (term %d)", e.Resource, e.Holder, e.Term)
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// Locker hands out named locks on the resources of one container.
+// It is safe for concurrent use.
+type Locker struct {
+	c   *container.Client
+	cfg Config
+}
+
+// New returns a Locker on container c (bloblock.NewContainerClient: SDK
+// retries off, every try bounded) after validating cfg.
+func New(c *container.Client, cfg Config) (*Locker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Locker{c: c, cfg: cfg}, nil
+}
+
+// Lease names one holding at storage: the resource, the lease ID every
+// operation of the holding carries (a GUID), and the holder its record names.
+type Lease struct {
+	Resource string
+	ID       string
+	Owner    string
+}
+
+// Grant is a holding just granted: its term, and the send time of the
+// acquire, from which its holder counts its deadline.
+type Grant struct {
+	Term int64
+	Sent time.Time
+}
+
+// Status is one read of a resource's lock.
+type Status struct {
+	Resource string
+	Locked   bool   // a lease holds it now (leased, or breaking)
+	Holder   string // the last holding's holder; "" if none ever wrote
+	Term     int64  // the last holding's term; 0 if none ever wrote
+}
+
+// lock is the blob lease of resource id.
+func (l *Locker) lock(id string) (*bloblock.Lock, error) {
+	name, err := BlobName(l.cfg.Prefix, id)
+	if err != nil {
+		return nil, err
+	}
+	bl, err := bloblock.New(l.c, name)
+	if err != nil {
+		return nil, err
+	}
+	return bl.Labelled(metaResource, escapeID(id))
+}
+
+// call runs one storage call under the request timeout.
+func (l *Locker) call(ctx context.Context, op func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RequestTimeout())
+	defer cancel()
+	return op(ctx)
+}
+
+// Acquire takes the lock of ls.Resource as lease ls.ID for d (whole
+// seconds, 15s–60s) and writes the holding's term under it (the election's
+// rule, election.NextTerm). Acquiring a lock already held as ls.ID extends
+// that lease and starts a new holding with a new term. A lock another lease
+// holds is a *LockedError naming the holder. On any other error the lease,
+// if it may have been granted, has been released again.
+func (l *Locker) Acquire(ctx context.Context, ls Lease, d time.Duration) (Grant, error) {
+	return l.acquire(ctx, ls, d, true)
+}
+
+// acquire is Acquire; readHolder says whether a refusal reads who holds.
+func (l *Locker) acquire(ctx context.Context, ls Lease, d time.Duration, readHolder bool) (Grant, error) {
+	lk, err := l.lock(ls.Resource)
+	if err != nil {
+		return Grant{}, err
+	}
+	sent := time.Now()
+	err = l.call(ctx, func(c context.Context) error { return lk.Acquire(c, ls.ID, d) })
+	switch {
+	case errors.Is(err, lease.ErrHeld):
+		le := &LockedError{Resource: ls.Resource}
+		if readHolder {
+			if rec, err := l.get(ctx, lk); err == nil && rec.Holder != "" {
+				le.Holder, le.Term = rec.Holder, rec.Term
+			}
+		}
+		return Grant{}, le
+	case err != nil:
+		l.giveUp(ctx, lk, ls.ID)
+		return Grant{}, err
+	}
+	term, err := l.stamp(ctx, lk, ls)
+	if err != nil {
+		if !errors.Is(err, lease.ErrLost) {
+			l.giveUp(ctx, lk, ls.ID)
+		}
+		return Grant{}, err
+	}
+	return Grant{Term: term, Sent: sent}, nil
+}
+
+// stamp writes the holding's term under its lease: the stored record's term
+// and the term floor give the next by election.NextTerm.
+func (l *Locker) stamp(ctx context.Context, lk *bloblock.Lock, ls Lease) (int64, error) {
+	rec, err := l.get(ctx, lk)
+	if err != nil {
+		return 0, err
+	}
+	term, err := election.NextTerm(rec.Term, 0, lk.TermFloor())
+	if err != nil {
+		return 0, err
+	}
+	next := lease.Record{Holder: ls.Owner, Term: term, Acquired: time.Now().UTC()}
+	if err := l.call(ctx, func(c context.Context) error { return lk.Update(c, ls.ID, next) }); err != nil {
+		return 0, err
+	}
+	return term, nil
+}
+
+func (l *Locker) get(ctx context.Context, lk *bloblock.Lock) (rec lease.Record, err error) {
+	err = l.call(ctx, func(c context.Context) (err error) { rec, err = lk.Get(c); return err })
+	return rec, err
+}
+
+// giveUp releases a lease that may have been granted with its answer lost,
+// on a context of its own (ctx may be over): a no-op at storage if it was
+// never granted; with the holding's own ID it can free nothing else.
+func (l *Locker) giveUp(ctx context.Context, lk *bloblock.Lock, leaseID string) {
+	_ = l.call(context.WithoutCancel(ctx), func(c context.Context) error { return lk.Release(c, leaseID) })
+}
+
+// Renew extends the lease of holding ls for the duration it was acquired
+// with. With term ≠ 0 it acts only while the record still carries that term
+// (a later holding by the same lease ID is refused with ErrNotOwner).
+// ErrNotHeld: no lease to renew; ErrNotOwner: another holding's.
+func (l *Locker) Renew(ctx context.Context, ls Lease, term int64) error {
+	return l.leaseOp(ctx, ls, term, (*bloblock.Lock).Renew)
+}
+
+// Release gives the lease of holding ls up, so a waiter takes it at its next
+// poll. With term ≠ 0 it acts only while the record still carries that
+// term. ErrNotHeld: no lease to release; ErrNotOwner: another holding's.
+func (l *Locker) Release(ctx context.Context, ls Lease, term int64) error {
+	return l.leaseOp(ctx, ls, term, (*bloblock.Lock).Release)
+}
+
+func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*bloblock.Lock, context.Context, string) error) error {
+	lk, err := l.lock(ls.Resource)
+	if err != nil {
+		return err
+	}
+	if term != 0 {
+		// 1. Read the record; 2. refuse a term it does not carry; 3. act
+		// only while the record is as read (If-Match): a later holding's
+		// term write changes it, lease operations do not.
+		var v lease.View
+		if err := l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err }); err != nil {
+			return err
+		}
+		switch {
+		case v.State == lease.Available || v.State == lease.Broken:
+			return ErrNotHeld
+		case v.Record.Holder == "" || v.Record.Term != term:
+			return fmt.Errorf("%w: term %d, not %d", ErrNotOwner, v.Record.Term, term)
+		}
+		lk = lk.At(v.Version)
+	}
+	err = leaseAnswer(l.call(ctx, func(c context.Context) error { return op(lk, c, ls.ID) }))
+	if errors.Is(err, ErrNotOwner) && term == 0 {
+		// Storage answers a lease ID mismatch also when there is no lease
+		// at all (Azurite does): then the lock does not exist.
+		var v lease.View
+		if l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err }) == nil &&
+			(v.State == lease.Available || v.State == lease.Broken) {
+			return fmt.Errorf("%w: %v", ErrNotHeld, err)
+		}
+	}
+	return err
+}
+
+// leaseAnswer turns a renew's or release's storage answer into ErrNotHeld or
+// ErrNotOwner where storage was definite; anything else is returned as is.
+func leaseAnswer(err error) error {
+	var be *bloblock.Error
+	switch {
+	case err == nil || !errors.As(err, &be):
+		return err
+	case be.Code == "LeaseIdMismatchWithLeaseOperation", be.Status == http.StatusPreconditionFailed:
+		return fmt.Errorf("%w: %v", ErrNotOwner, err)
+	case errors.Is(err, lease.ErrLost):
+		return fmt.Errorf("%w: %v", ErrNotHeld, err)
+	}
+	return err
+}
+
+// Read reads who holds resource id, with its last holding's holder and term.
+func (l *Locker) Read(ctx context.Context, id string) (Status, error) {
+	lk, err := l.lock(id)
+	if err != nil {
+		return Status{}, err
+	}
+	var v lease.View
+	if err := l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err }); err != nil {
+		return Status{}, err
+	}
+	s := Status{Resource: id, Locked: v.State == lease.Leased || v.State == lease.Breaking}
+	if v.Record.Holder != "" {
+		s.Holder, s.Term = v.Record.Holder, v.Record.Term
+	}
+	return s, nil
+}

@@ -1,0 +1,53 @@
+package mutex
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+)
+
+// MaxResourceIDLength bounds a resource id, in bytes. The id is kept in the
+// lock blob's metadata, escaped to ASCII (at most 4 bytes for each byte of
+// the id), and Azure allows 8 KiB for all of a blob's metadata.
+const MaxResourceIDLength = 1024
+
+// metaResource is the metadata key that keeps the id a lock blob stands for.
+const metaResource = "resource"
+
+// ErrBadResourceID is wrapped when a resource id cannot name a lock.
+var ErrBadResourceID = fmt.Errorf("mutex: invalid resource id")
+
+// BlobName is the lock blob of resource id under prefix:
+// prefix + "/" + the hex SHA-256 of the id. Any id of 1 to
+// MaxResourceIDLength bytes — any bytes, "/" and "\" and dots included —
+// maps to a fixed-length name storage keeps as written; distinct ids map to
+// distinct names unless SHA-256 collides, and the id kept in the blob's
+// metadata (checked on every read) refuses even that.
+func BlobName(prefix, id string) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	return prefix + "/" + hashHex(id), nil
+}
+
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: must not be empty", ErrBadResourceID)
+	case len(id) > MaxResourceIDLength:
+		return fmt.Errorf("%w: must be at most %d bytes, not %d", ErrBadResourceID, MaxResourceIDLength, len(id))
+	}
+	return nil
+}
+
+func hashHex(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// escapeID is the id as a metadata value: a Go string literal in ASCII
+// (strconv.QuoteToASCII), which is printable ASCII, starts and ends with a
+// quote (so no leading or trailing space), and decodes back to exactly the
+// id (strconv.Unquote), invalid UTF-8 included.
+func escapeID(id string) string { return strconv.QuoteToASCII(id) }
