@@ -55,3 +55,16 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// CheckOwner returns nil for a holder name a lock's record can carry —
+// printable ASCII, no leading or trailing space, at most
+// election.MaxIdentityLength bytes (the election's rule for an identity) —
+// and otherwise the rule it breaks.
+func CheckOwner(owner string) error {
+	err := election.DefaultConfig(owner).Validate()
+	var ce *election.ConfigError
+	if errors.As(err, &ce) && ce.Field == "Identity" {
+		return errors.New(ce.Rule)
+	}
+	return nil
+}
