@@ -47,6 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRun(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "shards":
 		err = runShards(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "locks":
+		err = runLocks(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "lock":
+		err = runLock(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "recover-term":
 		err = runRecoverTerm(args[1:], stdout, stderr)
 	default:

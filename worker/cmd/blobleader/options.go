@@ -79,6 +79,9 @@ Usage:
   blobleader shards [flags]     print the leader's summary of a --shards pool (blobleader shards --help)
   blobleader recover-term --floor N [flags]
                                 set the lock's term above N with the workers up (blobleader recover-term --help)
+  blobleader locks [flags]      serve named resource locks over HTTP, Dapr's lock API (blobleader locks --help)
+  blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]
+                                run COMMAND once under RESOURCE's named lock (blobleader lock --help)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`
 

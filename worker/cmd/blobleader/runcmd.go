@@ -43,15 +43,23 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return superviseRun(o, stderr)
+}
+
+// superviseRun contends and supervises o's command (`blobleader run`, and
+// `blobleader lock`, which is run --once on a named lock).
+func superviseRun(o *runOptions, stderr io.Writer) error {
 	if err := supervise.EnableSubreaper(); err != nil {
 		return err
 	}
 	// This binary is also the group guard (main runs it as GuardName): it
 	// kills what the command forked should we be SIGKILLed, and the whole
 	// group when we miss the leadership's deadline (frozen, blocked).
-	if o.guard, err = os.Executable(); err != nil {
+	guard, err := os.Executable()
+	if err != nil {
 		return fmt.Errorf("find our own executable for the group guard: %w", err)
 	}
+	o.guard = guard
 	// Run's context: a shutdown ends it once the command is reaped
 	// (onSignals), --once once the command's leadership has stepped down
 	// (observe).
@@ -60,7 +68,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	var s *supervisor
 	n, err := openNode(&o.options, o.electionConfig(), stderr, func(n *node) (mode, error) {
 		s = newSupervisor(o, n, endRun)
-		return s.mode(), nil
+		m := s.mode()
+		if o.giveUp != nil { // `blobleader lock --wait/--no-wait` (lockcmd.go)
+			m.callbacks.OnEvent = o.giveUp.watch(m.callbacks.OnEvent, endRun)
+		}
+		return m, nil
 	})
 	if err != nil {
 		return err
@@ -74,6 +86,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		"cgroup_kill", cgroupKill, "group", groupMode(cgroupKill))
 	if err := n.run(ctx); err != nil {
 		return err
+	}
+	if o.giveUp != nil && o.giveUp.gaveUp() {
+		return o.giveUp.exit(stderr)
 	}
 	return s.onceStatus(stderr)
 }

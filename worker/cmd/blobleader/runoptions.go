@@ -24,6 +24,7 @@ type runOptions struct {
 	argv      []string      // the command and its arguments, as given
 	path      string        // the command resolved (supervise.Resolve)
 	guard     string        // this binary, the group guard (supervise.Spec.Guard)
+	giveUp    *giveUp       // `blobleader lock`: when to stop contending without the lock (lockcmd.go); nil: never
 }
 
 const runSummary = `blobleader run — run COMMAND only while this process leads: the fleet's singleton.

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/mutex"
+)
+
+// `blobleader lock RESOURCE [flags] -- COMMAND`: run COMMAND once under the
+// named lock of RESOURCE, like flock or consul lock. It is `blobleader run
+// --once` on the resource's lock blob (mutex.BlobName), with run's flags,
+// supervisor and guard, plus how long to wait for the lock.
+
+const lockSummary = `blobleader lock — run COMMAND once while holding the named lock of RESOURCE.
+
+Usage:
+  blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]
+
+RESOURCE is any id of 1–1024 bytes; its lock is the blob <prefix>/<sha-256 of
+RESOURCE> in --container, the same lock the lock service (blobleader locks) and
+the Go library (worker/mutex) hand out for that id. It waits for the lock (for
+ever, up to --wait, or not at all with --no-wait), runs COMMAND exactly as
+blobleader run --once does (BLOBLEADER_TERM is the lock's fencing term; the
+command is stopped and killed before the lock can pass to anyone else), releases
+the lock and exits with COMMAND's status.
+
+Own flags (each with its env twin):
+  --prefix P     lock blob prefix (default locks)          [BLOBLEADER_PREFIX]
+  --wait D       give up, exit 1, if not holding the lock within D  [BLOBLEADER_WAIT]
+  --no-wait      give up, exit 1, if the lock is held by another    [BLOBLEADER_NO_WAIT]
+Every other flag is blobleader run's (blobleader run --help) but --blob and --once.
+
+Exit codes: COMMAND's status once it has run; 1 the lock was not taken in time
+(or anything else failed); 2 invalid configuration or command.`
+
+func runLock(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "--" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprintln(stdout, lockSummary)
+			return flag.ErrHelp
+		}
+		return usagef("missing RESOURCE: blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]")
+	}
+	resource, rest := args[0], args[1:]
+	sep := slices.Index(rest, "--")
+	if sep < 0 {
+		sep = len(rest)
+	}
+	own, runArgs, err := lockFlags(rest[:sep])
+	if err != nil {
+		return err
+	}
+	blob, err := mutex.BlobName(own.prefix, resource)
+	if err != nil {
+		return usagef("invalid RESOURCE (%d bytes): %v", len(resource), strings.TrimPrefix(err.Error(), "mutex: invalid resource id: "))
+	}
+	o, err := parseRunOptions(append(append([]string{"--once", "--blob", blob}, runArgs...), rest[sep:]...), stdout)
+	if err != nil {
+		return err
+	}
+	if own.wait >= 0 || own.noWait {
+		o.giveUp = &giveUp{resource: resource, wait: own.wait, noWait: own.noWait, requestTimeout: o.timing.RequestTimeout()}
+	}
+	return superviseRun(o, stderr)
+}
+
+type lockOwn struct {
+	prefix string
+	wait   time.Duration // < 0: for ever
+	noWait bool
+}
+
+// lockFlags takes lock's own flags (and their env twins) out of args and
+// refuses --blob and --once, which lock sets; the rest are run's.
+func lockFlags(args []string) (lockOwn, []string, error) {
+	own := lockOwn{prefix: mutex.DefaultPrefix, wait: -1}
+	set := func(name, v string, from string) error {
+		switch name {
+		case "prefix":
+			own.prefix = v
+			if err := storageNameOK(v); err != nil {
+				return usagef("invalid %s %q: %v", from, v, err)
+			}
+		case "wait":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return usagef("invalid %s %q: must be a duration ≥ 0, e.g. 30s", from, v)
+			}
+			own.wait = d
+		case "no-wait":
+			own.noWait = v == "" || v == "true" || v == "1"
+			if !own.noWait && v != "false" && v != "0" {
+				return usagef("invalid %s %q: must be true or false", from, v)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"prefix", "wait", "no-wait"} {
+		if v, ok := os.LookupEnv(envName(name)); ok {
+			if err := set(name, v, envName(name)); err != nil {
+				return own, nil, err
+			}
+		}
+	}
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		name, v, hasV := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		switch {
+		case !strings.HasPrefix(args[i], "-"):
+			rest = append(rest, args[i])
+			continue
+		case name == "blob" || name == "once":
+			return own, nil, usagef("--%s is not a flag of blobleader lock: the lock blob derives from RESOURCE and the command runs once", name)
+		case name == "no-wait":
+		case name == "prefix" || name == "wait":
+			if !hasV {
+				if i+1 >= len(args) {
+					return own, nil, usagef("flag needs an argument: --%s", name)
+				}
+				i++
+				v = args[i]
+			}
+		default:
+			rest = append(rest, args[i])
+			continue
+		}
+		if err := set(name, v, "--"+name); err != nil {
+			return own, nil, err
+		}
+	}
+	if own.noWait && own.wait >= 0 {
+		return own, nil, usagef("--wait and --no-wait are exclusive: set one")
+	}
+	return own, rest, nil
+}
+
+// storageNameOK checks a prefix as mutex.Config.Validate does.
+func storageNameOK(prefix string) error {
+	c := mutex.DefaultConfig("x")
+	c.Prefix = prefix
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%s", err.(*election.ConfigError).Rule)
+	}
+	return nil
+}
+
+// giveUp stops a `lock` that has not started holding within its wait, or,
+// with --no-wait, as soon as it finds the lock held by another.
+type giveUp struct {
+	resource       string
+	wait           time.Duration
+	noWait         bool
+	requestTimeout time.Duration
+
+	mu      sync.Mutex
+	started bool   // leadership began: never give up after
+	why     string // set once given up
+}
+
+// watch wraps the election's event callback (called on the election loop,
+// so it only looks and cancels); cancel stops contending.
+func (g *giveUp) watch(next func(election.Event), cancel context.CancelFunc) func(election.Event) {
+	limit := g.wait
+	if g.noWait {
+		// One attempt: its acquire and, if held, the read of who holds.
+		limit = 2*g.requestTimeout + time.Second
+	}
+	time.AfterFunc(limit, func() { g.stop(cancel, fmt.Sprintf("not holding it within %s", limit)) })
+	return func(ev election.Event) {
+		switch {
+		case ev.Kind == election.EventStartedLeading:
+			g.mu.Lock()
+			g.started = true
+			g.mu.Unlock()
+		case ev.Kind == election.EventObservedLeader && g.noWait:
+			g.stop(cancel, fmt.Sprintf("held by %s (term %d)", ev.Leader, ev.Term))
+		}
+		next(ev)
+	}
+}
+
+func (g *giveUp) stop(cancel context.CancelFunc, why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.started || g.why != "" {
+		return
+	}
+	g.why = why
+	cancel()
+}
+
+func (g *giveUp) gaveUp() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.why != "" && !g.started
+}
+
+// exit is the give-up's one line and exit status 1.
+func (g *giveUp) exit(stderr io.Writer) error {
+	msg := fmt.Sprintf("lock %q not taken: %s", g.resource, g.why)
+	fmt.Fprintf(stderr, "blobleader: %s\n", msg)
+	return &exitStatusError{code: 1, msg: msg}
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/mutex"
+)
+
+func TestLock_InvalidUseExitsTwoNamingTheProblem(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no resource", []string{"lock"}, "missing RESOURCE"},
+		{"flag instead of resource", []string{"lock", conn, "--", "true"}, "missing RESOURCE"},
+		{"blob is derived", []string{"lock", "r", conn, "--blob", "x", "--", "true"}, "--blob is not a flag of blobleader lock"},
+		{"once is implied", []string{"lock", "r", conn, "--once", "--", "true"}, "--once is not a flag of blobleader lock"},
+		{"bad wait", []string{"lock", "r", conn, "--wait", "soon", "--", "true"}, `invalid --wait "soon"`},
+		{"wait and no-wait", []string{"lock", "r", conn, "--wait=1s", "--no-wait", "--", "true"}, "exclusive"},
+		{"bad prefix", []string{"lock", "r", conn, "--prefix=locks.", "--", "true"}, `invalid --prefix "locks."`},
+		{"resource too long", []string{"lock", strings.Repeat("r", 1025), conn, "--", "true"}, "invalid RESOURCE (1025 bytes)"},
+		{"run's rules apply", []string{"lock", "r", conn, "--", "no-such-command-blobleader"}, "not in $PATH"},
+		{"no command", []string{"lock", "r", conn}, "missing -- before the command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING="}, tc.args...)
+			if code != 2 || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want 2 saying %q:\n%s", code, tc.want, out)
+			}
+		})
+	}
+}
+
+// lock runs the command once under the resource's named lock — the same
+// lock the library and the service hand out — and exits with its status;
+// --no-wait and --wait give up with exit 1 while another holds it.
+func TestLock_RunsOnceUnderTheNamedLockAndGivesUpWhenHeld(t *testing.T) {
+	t.Parallel()
+	az := azuritetest.StartT(t)
+	conn := "--connection-string=" + az.ConnectionString()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	code, out := runWorkerCmd(t, nil, "lock", "acct/42", conn, "--container=locktest", "--listen=127.0.0.1:0", "--log-format=json",
+		"--", "sh", "-c", `echo "term=$BLOBLEADER_TERM"; exit 3`)
+	if code != 3 || !strings.Contains(out, "term=") {
+		t.Fatalf("lock -- sh: exit %d, want the command's 3 and its term:\n%s", code, out)
+	}
+
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "locktest", RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := mutex.New(c, mutex.DefaultConfig("library-holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := l.TryLock(ctx, "acct/42")
+	if err != nil {
+		t.Fatalf("the library could not take the lock after lock exited (not released?): %v", err)
+	}
+	defer h.Unlock(ctx)
+	for _, tc := range []struct {
+		name string
+		flag string
+		want string
+		max  time.Duration
+	}{
+		{"no-wait", "--no-wait", "held by library-holder", 8 * time.Second},
+		{"wait 2s", "--wait=2s", "not holding it within 2s", 8 * time.Second},
+	} {
+		start := time.Now()
+		code, out := runWorkerCmd(t, nil, "lock", "acct/42", conn, "--container=locktest", "--listen=127.0.0.1:0", "--log-format=json", tc.flag, "--", "sh", "-c", `echo R""AN`)
+		took := time.Since(start)
+		if code != 1 || !strings.Contains(out, tc.want) || strings.Contains(out, "RAN") || took > tc.max {
+			t.Fatalf("%s while held: exit %d after %s, want 1 saying %q without running, within %s:\n%s", tc.name, code, took, tc.want, tc.max, out)
+		}
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runWorkerCmd(t, nil, "lock", "acct/42", conn, "--container=locktest", "--listen=127.0.0.1:0", "--no-wait", "--", "sh", "-c", `echo R""AN`)
+	if code != 0 || !strings.Contains(out, "RAN") {
+		t.Fatalf("--no-wait on a free lock: exit %d:\n%s", code, out)
+	}
+}
+
+func TestLocks_RefusesAnUnprotectedNonLoopbackListen(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"all interfaces without a token", nil, []string{"locks", conn, "--listen=:3500"}, `invalid --listen ":3500": an address that is not loopback requires a bearer token`},
+		{"a LAN address without a token", nil, []string{"locks", conn, "--listen=10.0.0.1:3500"}, "requires a bearer token"},
+		{"empty token", []string{"BLOBLEADER_LOCKS_TOKEN= "}, []string{"locks", conn, "--listen=:3500"}, "invalid BLOBLEADER_LOCKS_TOKEN: must not be empty"},
+		{"token twice", []string{"BLOBLEADER_LOCKS_TOKEN=x"}, []string{"locks", conn, "--token-file=/nonexistent"}, "exclusive"},
+		{"missing token file", nil, []string{"locks", conn, "--token-file=/nonexistent/t"}, `invalid --token-file "/nonexistent/t"`},
+		{"max wait", nil, []string{"locks", conn, "--max-wait=2m"}, "invalid --max-wait 2m0s"},
+		{"retry period", nil, []string{"locks", conn, "--retry-period=1ms"}, "invalid --retry-period"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out := runWorkerCmd(t, append([]string{"AZURE_STORAGE_CONNECTION_STRING="}, tc.env...), tc.args...)
+			if code != 2 || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+				t.Fatalf("exit %d, want 2 with one line saying %q:\n%s", code, tc.want, out)
+			}
+		})
+	}
+}
