@@ -72,7 +72,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, mutex.ErrLocked):
 		writeJSON(w, http.StatusOK, map[string]any{"success": false})
 	case err != nil:
-		writeError(w, &apiError{http.StatusInternalServerError, "ERR_TRY_LOCK", "failed to try acquiring lock: " + err.Error()})
+		writeError(w, &apiError{http.StatusInternalServerError, "ERR_TRY_LOCK", "failed to try acquiring lock: " + public(err)})
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"success": true, "term": g.Term})
 		s.log.Info("lock granted", "event", "lock_granted", "store", store, "resource", q.ResourceID,
@@ -132,7 +132,7 @@ func (s *Server) leaseOp(w http.ResponseWriter, r *http.Request, code, prefix, e
 	case errors.Is(err, mutex.ErrNotOwner):
 		status = statusOthers
 	case err != nil:
-		writeError(w, &apiError{http.StatusInternalServerError, code, prefix + err.Error()})
+		writeError(w, &apiError{http.StatusInternalServerError, code, prefix + public(err)})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"status": status})
@@ -158,7 +158,7 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.l.Read(r.Context(), id)
 	if err != nil {
-		writeError(w, &apiError{http.StatusInternalServerError, "ERR_LOCK_READ", "failed to read lock: " + err.Error()})
+		writeError(w, &apiError{http.StatusInternalServerError, "ERR_LOCK_READ", "failed to read lock: " + public(err)})
 		return
 	}
 	body := map[string]any{"resourceId": id, "locked": st.Locked}
