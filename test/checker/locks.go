@@ -18,11 +18,15 @@ import (
 
 // LockLine is one line a lock client wrote (test/cmd/lockclient).
 type LockLine struct {
-	Client     string    `json:"client"`
-	Ev         string    `json:"ev"` // got, renewed, wrote, unlocked, lost, denied, …
-	Resource   string    `json:"resource"`
-	Term       int64     `json:"term"`
-	T          time.Time `json:"t"` // the send of the request the line reports
+	Client   string    `json:"client"`
+	Ev       string    `json:"ev"` // got, renewed, wrote, unlocked, lost, denied, …
+	Resource string    `json:"resource"`
+	Term     int64     `json:"term"`
+	T        time.Time `json:"t"` // the send of the request the line reports
+	// Done is when its answer came: a got's holding starts there (a lock
+	// request may wait), while its belief ends at the send + expiry −
+	// margin (ValidUntil).
+	Done       time.Time `json:"done"`
 	ValidUntil time.Time `json:"valid_until"`
 	Seq        int64     `json:"seq"`
 	Status     int       `json:"status"`
@@ -131,8 +135,8 @@ func CheckLocks(run LockRun, p LockParams) Result {
 	return res
 }
 
-// lockHoldings builds every belief from the lines: from a got's send to its
-// valid_until, moved by each renewed, cut by unlocked or lost (their sends),
+// lockHoldings builds every belief from the lines: from a got's answer to
+// its valid_until (the request's send + expiry − margin), moved by each renewed, cut by unlocked or lost (their sends),
 // or by the client's kill.
 func lockHoldings(run LockRun) []holding {
 	killed := map[string]time.Time{}
@@ -147,7 +151,11 @@ func lockHoldings(run LockRun) []holding {
 		h := open[l.Client]
 		switch {
 		case l.Ev == "got":
-			h = &holding{client: l.Client, resource: l.Resource, term: l.Term, start: l.T, end: l.ValidUntil, ended: "deadline"}
+			start := l.T
+			if l.Done.After(start) {
+				start = l.Done
+			}
+			h = &holding{client: l.Client, resource: l.Resource, term: l.Term, start: start, end: l.ValidUntil, ended: "deadline"}
 			open[l.Client] = h
 			out = append(out, h)
 		case h == nil || l.Term != h.term || l.Resource != h.resource:

@@ -84,7 +84,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 func (s *Server) acquire(ctx context.Context, ls mutex.Lease, d, wait time.Duration) (mutex.Grant, error) {
 	until := time.Now().Add(wait)
 	for {
-		g, err := s.l.Acquire(ctx, ls, d)
+		g, err := s.grant(ctx, ls, d)
 		if !errors.Is(err, mutex.ErrLocked) {
 			return g, err
 		}

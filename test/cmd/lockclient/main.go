@@ -168,7 +168,7 @@ func (c *client) hold(ctx context.Context, cc *container.Client, res string) {
 	}
 	term := int64(m["term"].(float64))
 	h := &holding{c: c, res: res, term: term, validUntil: sent.Add(expiry - c.o.margin), lastRenew: sent}
-	c.log(line{Ev: "got", Resource: res, Term: term, T: sent, ValidUntil: h.validUntil})
+	c.log(line{Ev: "got", Resource: res, Term: term, T: sent, Done: time.Now(), ValidUntil: h.validUntil})
 	h.work(ctx, cc)
 	if h.lost {
 		return

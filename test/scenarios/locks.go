@@ -1,0 +1,336 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/mutex"
+)
+
+// The lock scenarios: many client processes contend for K resources through
+// several replicas of `blobleader locks`; each holder writes its resource's
+// fenced ledger under the term it got, and the checker judges per resource
+// from the clients' own lines and the ledgers (checker.CheckLocks).
+
+// LockParams of a lock scenario.
+type LockScenario struct {
+	Service   string // the blobleader binary (real, or the negative control)
+	Replicas  int
+	Clients   int
+	Resources int
+	Duration  time.Duration // how long clients contend
+	Expiry    int           // expiryInSeconds
+	Wait      int           // waitSeconds
+}
+
+// lockRig is one running lock scenario.
+type lockRig struct {
+	t        *testing.T
+	s        LockScenario
+	az       *azuritetest.Server
+	dir      string
+	urls     []string
+	replicas []*exec.Cmd
+	clients  []*exec.Cmd
+	outs     []string
+	locks    *container.Client
+	ledgers  *container.Client
+
+	mu     sync.Mutex
+	faults []checker.LockFault
+}
+
+const (
+	lockStore     = "lockstore"
+	lockContainer = "locks"
+	ledgerBox     = "ledgers"
+)
+
+func startLockRig(t *testing.T, s LockScenario) *lockRig {
+	t.Helper()
+	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir()}
+	var err error
+	for _, c := range []struct {
+		p    **container.Client
+		name string
+	}{{&r.locks, lockContainer}, {&r.ledgers, ledgerBox}} {
+		if *c.p, err = bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: r.az.ConnectionString(), Container: c.name, RequestTimeout: 2 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < s.Replicas; i++ {
+		r.startReplica(i)
+	}
+	client := cluster.LockClientBinary(t)
+	for i := 0; i < s.Clients; i++ {
+		out := filepath.Join(r.dir, fmt.Sprintf("client-%d.jsonl", i))
+		cmd := exec.Command(client, "--urls", strings.Join(rotate(r.urls, i), ","), "--store", lockStore,
+			"--owner", fmt.Sprintf("c%d", i), "--resources", fmt.Sprint(s.Resources), "--rounds", "100000",
+			"--duration", s.Duration.String(), "--seed", fmt.Sprint(i+1), "--expiry", fmt.Sprint(s.Expiry),
+			"--wait", fmt.Sprint(s.Wait), "--connection-string", r.az.ConnectionString(), "--container", ledgerBox, "--out", out)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+func rotate(s []string, n int) []string {
+	n %= len(s)
+	return append(append([]string(nil), s[n:]...), s[:n]...)
+}
+
+func (r *lockRig) startReplica(i int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(r.s.Service, "locks", "--connection-string", r.az.ConnectionString(), "--container", lockContainer,
+		"--store", lockStore, "--listen", addr, "--log-format", "json")
+	log, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("replica-%d.log", i)))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.replicas = append(r.replicas, cmd)
+	r.urls = append(r.urls, "http://"+addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("replica %d did not serve /healthz within 10s", i)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (r *lockRig) stop() {
+	for _, c := range append(append([]*exec.Cmd(nil), r.clients...), r.replicas...) {
+		if c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+}
+
+func (r *lockRig) fault(f checker.LockFault) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, f)
+}
+
+// lines reads every client's lines so far.
+func (r *lockRig) lines() []checker.LockLine {
+	var all []checker.LockLine
+	for _, p := range r.outs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// A client killed mid-write can leave a partial last line.
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			b = b[:i+1]
+		}
+		ls, err := checker.ParseLockLines(bytes.NewReader(b))
+		if err != nil {
+			r.t.Fatalf("client lines: %v", err)
+		}
+		all = append(all, ls...)
+	}
+	return all
+}
+
+// openHoldings are the holdings still open in the clients' lines (a got
+// with no unlocked or lost after it) with more than 3 s of belief left.
+func (r *lockRig) openHoldings() []checker.LockLine {
+	open := map[string]checker.LockLine{}
+	for _, l := range r.lines() {
+		switch l.Ev {
+		case "got":
+			open[l.Client] = l
+		case "unlocked", "lost":
+			delete(open, l.Client)
+		}
+	}
+	var out []checker.LockLine
+	for _, l := range open {
+		if time.Until(l.ValidUntil) > 3*time.Second {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// openHolding is an open holding of client i (any client when i < 0).
+func (r *lockRig) openHolding(i int) (checker.LockLine, bool) {
+	for _, l := range r.openHoldings() {
+		if i < 0 || l.Client == fmt.Sprintf("c%d", i) {
+			return l, true
+		}
+	}
+	return checker.LockLine{}, false
+}
+
+// await polls until cond holds or d passes.
+func await(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+// killClientHolding SIGKILLs client i while it holds a lock.
+func (r *lockRig) killClientHolding(i int) bool {
+	var h checker.LockLine
+	if !await(20*time.Second, func() (ok bool) { h, ok = r.openHolding(i); return ok }) {
+		return false
+	}
+	at := time.Now()
+	_ = r.clients[i].Process.Signal(syscall.SIGKILL)
+	_ = r.clients[i].Wait()
+	r.fault(checker.LockFault{Kind: checker.LockFaultKillClient, Client: h.Client, Resource: h.Resource, At: at})
+	r.t.Logf("killed %s holding %s (term %d)", h.Client, h.Resource, h.Term)
+	return true
+}
+
+// killedLockTaken reports whether every lock a killed client held has been
+// taken by another client since.
+func (r *lockRig) killedLockTaken() bool {
+	ls := r.lines()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.faults {
+		if f.Kind != checker.LockFaultKillClient {
+			continue
+		}
+		taken := false
+		for _, l := range ls {
+			taken = taken || l.Ev == "got" && l.Resource == f.Resource && l.Client != f.Client && l.Done.After(f.At)
+		}
+		if !taken {
+			return false
+		}
+	}
+	return true
+}
+
+// killReplica SIGKILLs replica i while clients use it.
+func (r *lockRig) killReplica(i int) {
+	_ = r.replicas[i].Process.Signal(syscall.SIGKILL)
+	_ = r.replicas[i].Wait()
+	r.t.Logf("killed replica %d", i)
+}
+
+// lateUnlock sends, for a client that holds a resource again at a later
+// term, an unlock carrying its earlier, ended term: the request a network
+// delivered late. It reports whether it found such a holding.
+func (r *lockRig) lateUnlock() bool {
+	return await(20*time.Second, func() bool {
+		ls := r.lines()
+		for _, cur := range r.openHoldings() {
+			for _, l := range ls {
+				if l.Ev != "got" || l.Client != cur.Client || l.Resource != cur.Resource || l.Term >= cur.Term {
+					continue
+				}
+				body, _ := json.Marshal(map[string]any{"resourceId": l.Resource, "lockOwner": l.Client, "term": l.Term})
+				at := time.Now()
+				resp, err := http.Post(r.urls[0]+"/v1.0-alpha1/unlock/"+lockStore, "application/json", bytes.NewReader(body))
+				if err != nil {
+					return false
+				}
+				var m struct{ Status int }
+				_ = json.NewDecoder(resp.Body).Decode(&m)
+				resp.Body.Close()
+				r.fault(checker.LockFault{Kind: checker.LockFaultLateUnlock, Client: l.Client, Resource: l.Resource, Term: l.Term, Status: m.Status, At: at})
+				r.t.Logf("late unlock of %s's ended term %d on %s (holding term %d): status %d", l.Client, l.Term, l.Resource, cur.Term, m.Status)
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// deleteLocks deletes the lock blobs' container while locks are held: a
+// forced loss of every held resource.
+func (r *lockRig) deleteLocks(ctx context.Context) {
+	at := time.Now()
+	if _, err := r.locks.Delete(ctx, nil); err != nil {
+		r.t.Fatalf("delete the lock container: %v", err)
+	}
+	for k := 0; k < r.s.Resources; k++ {
+		r.fault(checker.LockFault{Kind: checker.LockFaultDeleteBlob, Resource: fmt.Sprintf("res-%d", k), At: at})
+	}
+	r.t.Logf("deleted the lock container")
+}
+
+// finish waits for the clients, reads the ledgers and judges the run.
+func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) {
+	for _, c := range r.clients {
+		if c.ProcessState == nil {
+			_ = c.Wait()
+		}
+	}
+	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now()}
+	for k := 0; k < r.s.Resources; k++ {
+		res := fmt.Sprintf("res-%d", k)
+		name, _ := mutex.BlobName("ledgers", res)
+		es, err := ReadLedger(ctx, r.ledgers, name)
+		if err != nil {
+			r.t.Fatalf("ledger of %s: %v", res, err)
+		}
+		run.Ledgers[res] = es
+	}
+	return run, checker.CheckLocks(run, lockCheckerParams(r.s))
+}
+
+func lockCheckerParams(s LockScenario) checker.LockParams {
+	return checker.LockParams{Margin: 2 * time.Second, RetryPeriod: time.Second, RequestTimeout: 2 * time.Second,
+		RenewEvery: 2 * time.Second, MinHoldings: 2}
+}
+
+// summary is one line per resource: holdings, ledger entries, terms.
+func lockSummary(run checker.LockRun) string {
+	var b strings.Builder
+	got := map[string]int{}
+	for _, l := range run.Lines {
+		if l.Ev == "got" {
+			got[l.Resource]++
+		}
+	}
+	for res, es := range run.Ledgers {
+		fmt.Fprintf(&b, "%s: %d holdings, %d ledger entries; ", res, got[res], len(es))
+	}
+	return b.String()
+}

@@ -1,0 +1,77 @@
+package scenarios
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// Six client processes contend for two resources through two replicas of
+// the lock service, while a holder is killed, a replica is killed
+// mid-request, a late unlock from an ended holding arrives, and the lock
+// blobs' container is deleted under their holders. The checker must find
+// one holder at a time per resource, increasing terms, a fenced gap-free
+// ledger, and the killed holder's lock taken within its bound.
+func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 2, Clients: 6, Resources: 2,
+		Duration: 45 * time.Second, Expiry: 15, Wait: 10})
+	if !r.killClientHolding(0) {
+		t.Fatal("client c0 never held a lock to be killed holding")
+	}
+	time.Sleep(2 * time.Second)
+	r.killReplica(1)
+	if !r.lateUnlock() {
+		t.Fatal("no client held a resource again at a later term: the late unlock could not be sent")
+	}
+	// The killed holder's lock is taken once its lease has expired; only
+	// then is the container deleted, so the handover is measured alone.
+	if !await(30*time.Second, r.killedLockTaken) {
+		t.Fatal("the killed holder's lock was not taken within 30 s")
+	}
+	if !await(10*time.Second, func() bool { _, ok := r.openHolding(-1); return ok }) {
+		t.Fatal("no lock held to delete under its holder")
+	}
+	r.deleteLocks(ctx)
+	run, res := r.finish(ctx)
+	t.Logf("%s", lockSummary(run))
+	if err := res.Err(); err != nil {
+		t.Fatalf("verdict %s: %v", res.Outcome(), err)
+	}
+	if d := checker.LockHandover(run, lockCheckerParams(r.s)); len(d) == 0 {
+		t.Fatal("no handover after the killed holder was measured")
+	} else {
+		t.Logf("killed holder's lock taken %v after its lease ended", d)
+	}
+}
+
+// The negative control: a service built with -tags negativecontrol grants
+// a held lock without the lease. The same checker must fail the run (two
+// holders at once, LS1).
+func TestLocks_CheckerCatchesALockGrantedWithoutTheLease(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := startLockRig(t, LockScenario{Service: cluster.UnsafeWorkerBinary(t), Replicas: 2, Clients: 4, Resources: 2,
+		Duration: 15 * time.Second, Expiry: 15, Wait: 2})
+	run, res := r.finish(ctx)
+	t.Logf("%s", lockSummary(run))
+	if res.Outcome() != checker.VerdictFail {
+		t.Fatalf("the checker passed a service that grants without the lease: verdict %s", res.Outcome())
+	}
+	ls1 := 0
+	for _, v := range res.Violations {
+		if v.Invariant == "LS1" {
+			ls1++
+		}
+	}
+	if ls1 == 0 {
+		t.Fatalf("no LS1 violation among %d: %v", len(res.Violations), res.Err())
+	}
+	t.Logf("caught: %d LS1 violations, e.g. %s", ls1, res.Violations[0])
+}
