@@ -164,6 +164,50 @@ variable "lease_duration_seconds" {
   }
 }
 
+variable "lock_service" {
+  type = object({
+    enabled   = optional(bool, false)
+    replicas  = optional(number, 2)
+    subnet_id = optional(string)
+    store     = optional(string, "lockstore")
+    cpu       = optional(number, 0.5)
+    memory_gb = optional(number, 0.5)
+  })
+  default     = {}
+  description = <<-EOT
+    The named resource lock service (`blobleader locks`: Dapr's lock API plus a fencing term; docs/architecture.md,
+    Resource locks) beside the workers. Off by default. When enabled, `replicas` (1–10) stateless container groups
+    serve it on port 3500 of private IPs in `subnet_id` (an ACI-delegated subnet: required), on the lease container;
+    `store` is the {store} in the API paths. Requires lock_service_token.
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = var.lock_service.replicas >= 1 && var.lock_service.replicas <= 10 && floor(var.lock_service.replicas) == var.lock_service.replicas
+    error_message = "lock_service.replicas must be a whole number from 1 to 10, got ${var.lock_service.replicas}."
+  }
+  validation {
+    condition     = !var.lock_service.enabled || try(length(var.lock_service.subnet_id) > 0, false)
+    error_message = "lock_service.enabled needs lock_service.subnet_id: the service listens on a private IP in that subnet (never a public one)."
+  }
+  validation {
+    condition     = length(var.lock_service.store) > 0
+    error_message = "lock_service.store must not be empty."
+  }
+}
+
+variable "lock_service_token" {
+  type        = string
+  default     = ""
+  sensitive   = true
+  description = <<-EOT
+    The lock service's bearer token (clients send `Authorization: Bearer <token>` or `dapr-api-token`), at least 32
+    characters when lock_service.enabled; passed as a secure environment variable. Set it from a secret store
+    (TF_VAR_lock_service_token), never in a committed file.
+  EOT
+  nullable    = false
+}
+
 variable "log_daily_quota_gb" {
   type        = number
   default     = 1

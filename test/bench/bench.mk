@@ -16,7 +16,7 @@
 BENCH_RUNS     ?= 20
 BENCH_PARALLEL ?= 4
 BENCH_SEED     ?= 1
-BENCH_PHASES   ?= failover,graceful,schedule,cost,scale,run,run-freeze,run-faults,blocked,shards
+BENCH_PHASES   ?= failover,graceful,schedule,cost,scale,run,run-freeze,run-faults,blocked,shards,locks
 BENCH_SCALE    ?= 3,30,100,300
 BENCH_LOGS     ?= $(ROOT)/out/bench
 # go run's budget: the cluster phases are bounded by their schedule, the

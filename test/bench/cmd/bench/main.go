@@ -54,7 +54,7 @@ type job struct {
 }
 
 // phaseOrder is the order phases are listed in (Machine.Phases).
-var phaseOrder = []string{"failover", "graceful", "schedule", "cost", "scale", "run", "run-freeze", "run-faults", "blocked", "shards", "shards-scale", "takeover"}
+var phaseOrder = []string{"failover", "graceful", "schedule", "cost", "scale", "run", "run-freeze", "run-faults", "blocked", "shards", "shards-scale", "takeover", "locks"}
 
 // config is what the flags ask for.
 type config struct {
