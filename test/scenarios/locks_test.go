@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -74,4 +75,38 @@ func TestLocks_CheckerCatchesALockGrantedWithoutTheLease(t *testing.T) {
 		t.Fatalf("no LS1 violation among %d: %v", len(res.Violations), res.Err())
 	}
 	t.Logf("caught: %d LS1 violations, e.g. %s", ls1, res.Violations[0])
+}
+
+// The lock soak, under `make chaos` only ($BLOBLEADER_CHAOS_DURATION): ten
+// clients on three resources through three replicas for the soak's
+// duration; a holder killed at the start, then a late unlock with an ended
+// term whenever one can be sent. Judged as the short scenario.
+func TestLocks_Soak(t *testing.T) {
+	if os.Getenv(EnvDuration) == "" {
+		t.Skip("the lock soak runs under make chaos: set " + EnvDuration)
+	}
+	t.Parallel()
+	cfg := SoakFromEnv(t, 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*time.Minute)
+	defer cancel()
+	r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 3, Clients: 10, Resources: 3,
+		Duration: cfg.Duration, Expiry: 15, Wait: 10})
+	if !r.killClientHolding(0) {
+		t.Fatal("client c0 never held a lock to be killed holding")
+	}
+	late := 0
+	for end := time.Now().Add(cfg.Duration - 25*time.Second); time.Now().Before(end); {
+		if r.lateUnlock() {
+			late++
+		}
+		time.Sleep(5 * time.Second)
+	}
+	run, res := r.finish(ctx)
+	t.Logf("%s; %d late unlocks", lockSummary(run), late)
+	if late == 0 {
+		t.Error("no late unlock could be sent: the soak did not test it")
+	}
+	if err := res.Err(); err != nil {
+		t.Fatalf("verdict %s: %v", res.Outcome(), err)
+	}
 }
