@@ -57,6 +57,10 @@ const (
 	LockFaultKillClient = "kill_client" // a client SIGKILLed (Client; Resource it held, if any)
 	LockFaultDeleteBlob = "delete_blob" // a resource's lock blob deleted (Resource): a forced loss
 	LockFaultLateUnlock = "late_unlock" // an unlock with an ended holding's term delivered late (Client, Resource, Term; Status answered)
+	// The faults below change no bound; the checker wants evidence each hit
+	// the clients, or the run did not test it.
+	LockFaultKillReplica = "kill_replica" // a service replica SIGKILLed: some client's request to it failed (a replica_failed line sent before At)
+	LockFaultSlowStorage = "slow_storage" // the service's storage slowed from At to Until: some lock was got or renewed in between
 )
 
 // LockFault is one fault a lock scenario injected.
@@ -67,6 +71,7 @@ type LockFault struct {
 	Term     int64
 	Status   int // late_unlock: the status the service answered
 	At       time.Time
+	Until    time.Time // slow_storage: when the fault was removed
 }
 
 // LockRun is everything the lock checker judges.
@@ -126,7 +131,13 @@ func CheckLocks(run LockRun, p LockParams) Result {
 				Message: fmt.Sprintf("%s: %d holdings and %d ledger entries; the run needs ≥ %d holdings and a ledger to judge", r, len(h), len(run.Ledgers[r]), p.MinHoldings)})
 		}
 	}
+	for r := range run.Ledgers {
+		if len(byRes[r]) == 0 {
+			res.Violations = append(res.Violations, Violation{Invariant: "evidence", Message: fmt.Sprintf("%s: no client ever held it: nothing to judge", r)})
+		}
+	}
 	res.Violations = append(res.Violations, checkLockL1(byRes, run, p)...)
+	res.Violations = append(res.Violations, checkLockFaultsHit(run)...)
 	for _, f := range run.Faults {
 		if f.Kind == LockFaultLateUnlock && f.Status == 0 {
 			res.Violations = append(res.Violations, Violation{Invariant: "LS1", At: f.At, Workers: []string{f.Client},
@@ -329,6 +340,30 @@ func checkLockL1(byRes map[string][]holding, run LockRun, p LockParams) []Violat
 		case next == nil || next.start.After(bound):
 			vs = append(vs, Violation{Invariant: "LL1", At: f.At, Workers: []string{f.Client},
 				Message: fmt.Sprintf("%s: killed holder %s's lock (lease to %s) not taken by %s", f.Resource, f.Client, last.ValidUntil.Add(p.Margin).Format(time.RFC3339Nano), bound.Format(time.RFC3339Nano))})
+		}
+	}
+	return vs
+}
+
+// checkLockFaultsHit: a replica's kill and slow storage change no bound,
+// but a run in which no client met them did not test them.
+func checkLockFaultsHit(run LockRun) []Violation {
+	var vs []Violation
+	for _, f := range run.Faults {
+		if f.Kind != LockFaultKillReplica && f.Kind != LockFaultSlowStorage {
+			continue
+		}
+		hit := false
+		for _, l := range run.Lines {
+			switch f.Kind {
+			case LockFaultKillReplica:
+				hit = hit || l.Ev == "replica_failed" && l.T.Before(f.At) && !l.Done.Before(f.At)
+			case LockFaultSlowStorage:
+				hit = hit || (l.Ev == "got" || l.Ev == "renewed") && !l.T.Before(f.At) && l.T.Before(f.Until)
+			}
+		}
+		if !hit {
+			vs = append(vs, Violation{Invariant: "evidence", At: f.At, Message: fmt.Sprintf("%s at %s: no client line shows it hit a request", f.Kind, f.At.Format(time.RFC3339Nano))})
 		}
 	}
 	return vs

@@ -67,3 +67,44 @@ func lost(c string, term int64, s float64) LockLine {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return LockLine{Client: c, Ev: "lost", Resource: "r", Term: term, T: t0.Add(time.Duration(s * float64(time.Second)))}
 }
+
+// A checker that saw no evidence has not passed: a resource nobody held, a
+// replica's kill no request met, slow storage under which nothing was got
+// or renewed — each is an evidence violation, never a pass.
+func TestCheckLocks_FaultsThatHitNothingAreNoEvidence(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	p := LockParams{Margin: 2 * time.Second, RetryPeriod: time.Second, RequestTimeout: 2 * time.Second, RenewEvery: 2 * time.Second, MinHoldings: 2}
+	lines := []LockLine{
+		{Client: "a", Ev: "got", Resource: "r", Term: 10, T: at(0), ValidUntil: at(13)},
+		{Client: "a", Ev: "wrote", Resource: "r", Term: 10, Seq: 1, T: at(1)},
+		{Client: "c", Ev: "replica_failed", T: at(1.5), Done: at(2.2)},
+		{Client: "a", Ev: "unlocked", Resource: "r", Term: 10, T: at(2)},
+		{Client: "b", Ev: "got", Resource: "r", Term: 11, T: at(3), ValidUntil: at(16)},
+		{Client: "b", Ev: "renewed", Resource: "r", Term: 11, T: at(5), ValidUntil: at(18)},
+		{Client: "b", Ev: "wrote", Resource: "r", Term: 11, Seq: 2, T: at(6)},
+		{Client: "b", Ev: "unlocked", Resource: "r", Term: 11, T: at(7)},
+	}
+	ledger := []LedgerEntry{{Seq: 1, Term: 10, Holder: "a"}, {Seq: 2, Term: 11, Holder: "b"}}
+	for _, tc := range []struct {
+		name    string
+		ledgers map[string][]LedgerEntry
+		faults  []LockFault
+		want    string
+	}{
+		{"every fault met", map[string][]LedgerEntry{"r": ledger}, []LockFault{{Kind: LockFaultKillReplica, At: at(2)}, {Kind: LockFaultSlowStorage, At: at(4), Until: at(6)}}, ""},
+		{"a resource nobody held", map[string][]LedgerEntry{"r": ledger, "q": nil}, nil, "evidence: q: no client ever held it"},
+		{"a replica killed between requests", map[string][]LedgerEntry{"r": ledger}, []LockFault{{Kind: LockFaultKillReplica, At: at(2.5)}}, "evidence: kill_replica"},
+		{"slow storage nothing got or renewed", map[string][]LedgerEntry{"r": ledger}, []LockFault{{Kind: LockFaultSlowStorage, At: at(8), Until: at(10)}}, "evidence: slow_storage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckLocks(LockRun{Lines: lines, Ledgers: tc.ledgers, Faults: tc.faults, End: at(30)}, p).Err()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("want a pass, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("want a violation saying %q, got %v", tc.want, err)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,12 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/worker/azuritetest"
@@ -49,6 +48,7 @@ type lockRig struct {
 	dir      string
 	urls     []string
 	replicas []*exec.Cmd
+	proxies  []*chaos.Proxy // replica i reaches storage through proxies[i]
 	clients  []*exec.Cmd
 	outs     []string
 	locks    *container.Client
@@ -108,7 +108,14 @@ func (r *lockRig) startReplica(i int) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(r.s.Service, "locks", "--connection-string", r.az.ConnectionString(), "--container", lockContainer,
+	px, err := chaos.NewProxy(fmt.Sprintf("lock-replica-%d", i), fmt.Sprintf("%s:%d", r.az.Host, r.az.Port))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(px.Close)
+	r.proxies = append(r.proxies, px)
+	storage := azuritetest.ConnectionString(fmt.Sprintf("http://%s/%s", px.Addr(), azuritetest.Account))
+	cmd := exec.Command(r.s.Service, "locks", "--connection-string", storage, "--container", lockContainer,
 		"--store", lockStore, "--listen", addr, "--log-format", "json")
 	log, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("replica-%d.log", i)))
 	if err != nil {
@@ -209,90 +216,6 @@ func await(d time.Duration, cond func() bool) bool {
 		}
 	}
 	return false
-}
-
-// killClientHolding SIGKILLs client i while it holds a lock.
-func (r *lockRig) killClientHolding(i int) bool {
-	var h checker.LockLine
-	if !await(20*time.Second, func() (ok bool) { h, ok = r.openHolding(i); return ok }) {
-		return false
-	}
-	at := time.Now()
-	_ = r.clients[i].Process.Signal(syscall.SIGKILL)
-	_ = r.clients[i].Wait()
-	r.fault(checker.LockFault{Kind: checker.LockFaultKillClient, Client: h.Client, Resource: h.Resource, At: at})
-	r.t.Logf("killed %s holding %s (term %d)", h.Client, h.Resource, h.Term)
-	return true
-}
-
-// killedLockTaken reports whether every lock a killed client held has been
-// taken by another client since.
-func (r *lockRig) killedLockTaken() bool {
-	ls := r.lines()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, f := range r.faults {
-		if f.Kind != checker.LockFaultKillClient {
-			continue
-		}
-		taken := false
-		for _, l := range ls {
-			taken = taken || l.Ev == "got" && l.Resource == f.Resource && l.Client != f.Client && l.Done.After(f.At)
-		}
-		if !taken {
-			return false
-		}
-	}
-	return true
-}
-
-// killReplica SIGKILLs replica i while clients use it.
-func (r *lockRig) killReplica(i int) {
-	_ = r.replicas[i].Process.Signal(syscall.SIGKILL)
-	_ = r.replicas[i].Wait()
-	r.t.Logf("killed replica %d", i)
-}
-
-// lateUnlock sends, for a client that holds a resource again at a later
-// term, an unlock carrying its earlier, ended term: the request a network
-// delivered late. It reports whether it found such a holding.
-func (r *lockRig) lateUnlock() bool {
-	return await(20*time.Second, func() bool {
-		ls := r.lines()
-		for _, cur := range r.openHoldings() {
-			for _, l := range ls {
-				if l.Ev != "got" || l.Client != cur.Client || l.Resource != cur.Resource || l.Term >= cur.Term {
-					continue
-				}
-				body, _ := json.Marshal(map[string]any{"resourceId": l.Resource, "lockOwner": l.Client, "term": l.Term})
-				at := time.Now()
-				resp, err := http.Post(r.urls[0]+"/v1.0-alpha1/unlock/"+lockStore, "application/json", bytes.NewReader(body))
-				if err != nil {
-					return false
-				}
-				var m struct{ Status int }
-				_ = json.NewDecoder(resp.Body).Decode(&m)
-				resp.Body.Close()
-				r.fault(checker.LockFault{Kind: checker.LockFaultLateUnlock, Client: l.Client, Resource: l.Resource, Term: l.Term, Status: m.Status, At: at})
-				r.t.Logf("late unlock of %s's ended term %d on %s (holding term %d): status %d", l.Client, l.Term, l.Resource, cur.Term, m.Status)
-				return true
-			}
-		}
-		return false
-	})
-}
-
-// deleteLocks deletes the lock blobs' container while locks are held: a
-// forced loss of every held resource.
-func (r *lockRig) deleteLocks(ctx context.Context) {
-	at := time.Now()
-	if _, err := r.locks.Delete(ctx, nil); err != nil {
-		r.t.Fatalf("delete the lock container: %v", err)
-	}
-	for k := 0; k < r.s.Resources; k++ {
-		r.fault(checker.LockFault{Kind: checker.LockFaultDeleteBlob, Resource: fmt.Sprintf("res-%d", k), At: at})
-	}
-	r.t.Logf("deleted the lock container")
 }
 
 // finish waits for the clients, reads the ledgers and judges the run.

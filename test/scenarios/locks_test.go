@@ -12,8 +12,9 @@ import (
 
 // Six client processes contend for two resources through two replicas of
 // the lock service, while a holder is killed, a replica is killed
-// mid-request, a late unlock from an ended holding arrives, and the lock
-// blobs' container is deleted under their holders. The checker must find
+// mid-request, a late unlock from an ended holding arrives, storage slows
+// (each request held 300 ms each way, below the 2 s request timeout), and
+// the lock blobs' container is deleted under their holders. The checker must find
 // one holder at a time per resource, increasing terms, a fenced gap-free
 // ledger, and the killed holder's lock taken within its bound.
 func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
@@ -35,6 +36,7 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 	if !await(30*time.Second, r.killedLockTaken) {
 		t.Fatal("the killed holder's lock was not taken within 30 s")
 	}
+	r.slowStorage(ctx, 300*time.Millisecond, 6*time.Second)
 	if !await(10*time.Second, func() bool { _, ok := r.openHolding(-1); return ok }) {
 		t.Fatal("no lock held to delete under its holder")
 	}
@@ -79,7 +81,8 @@ func TestLocks_CheckerCatchesALockGrantedWithoutTheLease(t *testing.T) {
 
 // The lock soak, under `make chaos` only ($BLOBLEADER_CHAOS_DURATION): ten
 // clients on three resources through three replicas for the soak's
-// duration; a holder killed at the start, then a late unlock with an ended
+// duration; a holder killed at the start, then a replica, then storage
+// slowed for 10 s, then a late unlock with an ended
 // term whenever one can be sent. Judged as the short scenario.
 func TestLocks_Soak(t *testing.T) {
 	if os.Getenv(EnvDuration) == "" {
@@ -94,6 +97,8 @@ func TestLocks_Soak(t *testing.T) {
 	if !r.killClientHolding(0) {
 		t.Fatal("client c0 never held a lock to be killed holding")
 	}
+	r.killReplica(2)
+	r.slowStorage(ctx, 300*time.Millisecond, 10*time.Second)
 	late := 0
 	for end := time.Now().Add(cfg.Duration - 25*time.Second); time.Now().Before(end); {
 		if r.lateUnlock() {

@@ -135,8 +135,10 @@ func (c *client) post(ctx context.Context, path string, body map[string]any) (ma
 		u := c.o.urls[(c.next+i)%len(c.o.urls)]
 		req, _ := http.NewRequestWithContext(ctx, "POST", u+path+c.o.store, bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
+		sent := time.Now()
 		resp, err := c.hc.Do(req)
 		if err != nil {
+			c.log(line{Ev: "replica_failed", T: sent, Done: time.Now(), Reason: err.Error()})
 			lastErr = err
 			continue
 		}
