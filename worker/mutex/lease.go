@@ -90,17 +90,7 @@ type Status struct {
 }
 
 // lock is the blob lease of resource id.
-func (l *Locker) lock(id string) (*bloblock.Lock, error) {
-	name, err := BlobName(l.cfg.Prefix, id)
-	if err != nil {
-		return nil, err
-	}
-	bl, err := bloblock.New(l.c, name)
-	if err != nil {
-		return nil, err
-	}
-	return bl.Labelled(metaResource, escapeID(id))
-}
+func (l *Locker) lock(id string) (*bloblock.Lock, error) { return BlobLock(l.c, l.cfg.Prefix, id) }
 
 // call runs one storage call under the request timeout.
 func (l *Locker) call(ctx context.Context, op func(context.Context) error) error {

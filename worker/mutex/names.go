@@ -5,6 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election/bloblock"
 )
 
 // MaxResourceIDLength bounds a resource id, in bytes. The id is kept in the
@@ -29,6 +33,23 @@ func BlobName(prefix, id string) (string, error) {
 		return "", err
 	}
 	return prefix + "/" + hashHex(id), nil
+}
+
+// BlobLock is the lease lock of resource id under prefix in c: the blob
+// BlobName names, whose record carries the id (metadata "resource") and is
+// refused, as belonging to something else, if it carries another. Every
+// holder of a named lock — Locker, blobleader locks, blobleader lock — uses
+// this lock.
+func BlobLock(c *container.Client, prefix, id string) (*bloblock.Lock, error) {
+	name, err := BlobName(prefix, id)
+	if err != nil {
+		return nil, err
+	}
+	bl, err := bloblock.New(c, name)
+	if err != nil {
+		return nil, err
+	}
+	return bl.Labelled(metaResource, escapeID(id))
 }
 
 func checkID(id string) error {

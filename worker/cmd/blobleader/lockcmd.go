@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/mutex"
 )
 
@@ -67,6 +70,7 @@ func runLock(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	o.openLock = func(c *container.Client) (*bloblock.Lock, error) { return mutex.BlobLock(c, own.prefix, resource) }
 	if own.wait >= 0 || own.noWait {
 		o.giveUp = &giveUp{resource: resource, wait: own.wait, noWait: own.noWait, requestTimeout: o.timing.RequestTimeout()}
 	}

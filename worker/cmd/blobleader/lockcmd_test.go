@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,15 @@ func TestLock_RunsOnceUnderTheNamedLockAndGivesUpWhenHeld(t *testing.T) {
 	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "locktest", RequestTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The blob says which resource it locks, as the library's blobs do.
+	name, _ := mutex.BlobName(mutex.DefaultPrefix, "acct/42")
+	props, err := c.NewBlobClient(name).GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := props.Metadata["Resource"]; v == nil || *v != strconv.QuoteToASCII("acct/42") {
+		t.Fatalf("the lock blob's metadata %v has no resource=%q", metadataText(props.Metadata), strconv.QuoteToASCII("acct/42"))
 	}
 	l, err := mutex.New(c, mutex.DefaultConfig("library-holder"))
 	if err != nil {
@@ -119,4 +130,14 @@ func TestLocks_RefusesAnUnprotectedNonLoopbackListen(t *testing.T) {
 			}
 		})
 	}
+}
+
+func metadataText(md map[string]*string) string {
+	var b strings.Builder
+	for k, v := range md {
+		if v != nil {
+			fmt.Fprintf(&b, "%s=%s ", k, *v)
+		}
+	}
+	return b.String()
 }

@@ -135,7 +135,11 @@ func (n *node) open() error {
 	if n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.observeRequest); err != nil {
 		return storageUsage(err)
 	}
-	if n.lock, err = bloblock.New(n.storage, o.blob); err != nil {
+	open := o.openLock
+	if open == nil {
+		open = func(c *container.Client) (*bloblock.Lock, error) { return bloblock.New(c, o.blob) }
+	}
+	if n.lock, err = open(n.storage); err != nil {
 		return usagef("invalid --blob %q: %v", o.blob, err)
 	}
 	if o.history == "blob" {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
 	"github.com/blobleader/blobleader/worker/dialer"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
@@ -52,6 +54,10 @@ type options struct {
 	logFormat       string          // --log-format
 	controlListen   string          // --control-listen (control.go); "" off
 	build           buildOptions    // what only some builds have (buildoptions.go)
+	// openLock opens the lock on --blob when it is not plain bloblock.New:
+	// `blobleader lock` sets its resource's named lock (mutex.BlobLock,
+	// whose record names the resource). nil: bloblock.New.
+	openLock func(*container.Client) (*bloblock.Lock, error)
 }
 
 // takeoverOptions are early takeover's (docs/failover.md#early-takeover).
