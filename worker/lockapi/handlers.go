@@ -105,16 +105,19 @@ func (s *Server) acquire(ctx context.Context, ls mutex.Lease, d, wait time.Durat
 // unlock: POST /v1.0-alpha1/unlock/{store} {resourceId, lockOwner[, term]}
 // → 200 {"status": 0 | 1 | 2}.
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request) {
-	s.leaseOp(w, r, "ERR_UNLOCK", "failed to release lock: ", "lock_released", s.l.Release)
+	s.leaseOp(w, r, "ERR_UNLOCK", "failed to release lock: ", "lock_released", "unlock", s.l.Release)
 }
 
 // renew (added): POST /v1.0-alpha1/renew/{store} {resourceId, lockOwner[,
 // term]} → 200 {"status": 0 | 1 | 2}: the lease runs for its expiry again.
 func (s *Server) renew(w http.ResponseWriter, r *http.Request) {
-	s.leaseOp(w, r, "ERR_RENEW", "failed to renew lock: ", "lock_renewed", s.l.Renew)
+	s.leaseOp(w, r, "ERR_RENEW", "failed to renew lock: ", "lock_renewed", "renew", s.l.Renew)
 }
 
-func (s *Server) leaseOp(w http.ResponseWriter, r *http.Request, code, prefix, event string,
+// statusText is how a log line reads an unlock's or renew's status.
+var statusText = map[int]string{statusSuccess: "done", statusDoesNotExist: "no such lock", statusOthers: "the lock belongs to another holding"}
+
+func (s *Server) leaseOp(w http.ResponseWriter, r *http.Request, code, prefix, event, verb string,
 	op func(context.Context, mutex.Lease, int64) error) {
 	q, e := decode(r)
 	if e == nil {
@@ -136,7 +139,7 @@ func (s *Server) leaseOp(w http.ResponseWriter, r *http.Request, code, prefix, e
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"status": status})
-	s.log.Info(event, "event", event, "store", r.PathValue("store"), "resource", q.ResourceID, "owner", q.LockOwner,
+	s.log.Info(verb+": "+statusText[status], "event", event, "store", r.PathValue("store"), "resource", q.ResourceID, "owner", q.LockOwner,
 		"term", q.Term, "status", status)
 }
 

@@ -181,7 +181,7 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("lock service started", "listen", ln.Addr().String(), "store", o.store, "container", o.storage.container,
-		"prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait)
+		"prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait.String())
 	select {
 	case err = <-served:
 		return fmt.Errorf("http server: %w", err)
