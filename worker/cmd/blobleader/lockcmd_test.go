@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,6 +109,11 @@ func TestLock_RunsOnceUnderTheNamedLockAndGivesUpWhenHeld(t *testing.T) {
 func TestLocks_RefusesAnUnprotectedNonLoopbackListen(t *testing.T) {
 	t.Parallel()
 	conn := "--connection-string=" + goodConn
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() }) // the parallel subtests run after this function returns
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -121,6 +127,8 @@ func TestLocks_RefusesAnUnprotectedNonLoopbackListen(t *testing.T) {
 		{"missing token file", nil, []string{"locks", conn, "--token-file=/nonexistent/t"}, `invalid --token-file "/nonexistent/t"`},
 		{"max wait", nil, []string{"locks", conn, "--max-wait=2m"}, "invalid --max-wait 2m0s"},
 		{"retry period", nil, []string{"locks", conn, "--retry-period=1ms"}, "invalid --retry-period"},
+		{"a port that is no port", nil, []string{"locks", conn, "--listen=127.0.0.1:99999"}, "cannot listen on --listen 127.0.0.1:99999: "},
+		{"a busy port", nil, []string{"locks", conn, "--listen=" + busy.Addr().String()}, "cannot listen on --listen " + busy.Addr().String() + ": address already in use"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -173,7 +173,7 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 	mux.Handle("/", api)
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.listen, err)
+		return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
