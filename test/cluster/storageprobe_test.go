@@ -119,9 +119,10 @@ func TestLocal_StorageProbeRecordsAStallWhenAzuriteIsFrozen(t *testing.T) {
 	}
 	pgid := c.Azurite().Pid() // Azurite leads its own process group
 	thawed := false
+	var thawedAt time.Time // just before SIGCONT: no answer can come earlier
 	thaw := func() {
 		if !thawed {
-			thawed = true
+			thawed, thawedAt = true, time.Now()
 			if err := syscall.Kill(-pgid, syscall.SIGCONT); err != nil {
 				t.Errorf("SIGCONT Azurite: %v", err)
 			}
@@ -138,7 +139,6 @@ func TestLocal_StorageProbeRecordsAStallWhenAzuriteIsFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 	thaw()
-	thawedAt := time.Now()
 
 	recs, _ := readProbeDump(t, filepath.Join(during, "azurite-probe.jsonl"))
 	if last := recs[len(recs)-1]; !last.InFlight || !last.Stall || last.Duration() < time.Second {
