@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 )
@@ -136,19 +139,22 @@ func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
 		t.Errorf("blobleader_shards_unowned = %v on a follower, want 0", v)
 	}
 
-	// Both followers killed at once: their shards go to the leader. A shard
+	// Both followers killed at once, and (as an operator would) their
+	// shards' leases broken at once: their shards go to the leader. A shard
 	// whose standby died with its owner (with two of three members gone,
-	// some shard always has one) waits, once its lease has expired, for the
-	// leader to reassign it: the leader says so in its metric and its
-	// shards log line until then. (A lone follower's death leaves its
-	// shards unowned only between the lease's expiry and its standby's next
-	// poll, a gap the leader's listing may not fall into.)
+	// some shard always has one) is assigned and free until the dead
+	// members leave the pool (member lease, then grace): the leader says so
+	// in its metric and its shards log line until then. Without the break
+	// the window opens only when the shard leases expire, which can be
+	// after the members left, and then lasts one poll: under two CPU hogs
+	// the leader's listing missed it ("stayed 0 for 30s").
 	for _, w := range []*exec.Cmd{w2, w3} {
 		if err := w.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		_ = w.Wait()
 	}
+	breakShardLeases(t, az.ConnectionString(), owner, "w2", "w3")
 	awaitMetric(t, url1, "blobleader_shards_unowned", func(v float64) bool { return v >= 1 }, 30*time.Second)
 	after := balanced(map[string]string{"w1": url1}, 45*time.Second)
 	awaitMetric(t, url1, "blobleader_shards_unowned", func(v float64) bool { return v == 0 }, 10*time.Second)
@@ -378,5 +384,30 @@ func TestWorker_ShardAssignmentLineReadsAsText(t *testing.T) {
 	}
 	if !strings.Contains(line, "w1=2") {
 		t.Fatalf("the line does not say w1 holds 2 shards as w1=2: %s", line)
+	}
+}
+
+// breakShardLeases breaks, with no break period, the shard leases the
+// given members own (owner: shard → member), as `az storage blob lease
+// break` would.
+func breakShardLeases(t *testing.T, conn string, owner map[int]string, members ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: conn, Container: "status-test", RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, o := range owner {
+		if !slices.Contains(members, o) {
+			continue
+		}
+		lc, err := lease.NewBlobClient(c.NewBlobClient(fmt.Sprintf("leader-shards/shards/%04d", s)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: to.Ptr(int32(0))}); err != nil {
+			t.Fatalf("break shard %d's lease (owner %s): %v", s, o, err)
+		}
 	}
 }
