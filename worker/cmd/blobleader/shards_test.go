@@ -145,9 +145,9 @@ func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
 	// some shard always has one) is assigned and free until the dead
 	// members leave the pool (member lease, then grace): the leader says so
 	// in its metric and its shards log line until then. Without the break
-	// the window opens only when the shard leases expire, which can be
-	// after the members left, and then lasts one poll: under two CPU hogs
-	// the leader's listing missed it ("stayed 0 for 30s").
+	// the window would open only when the shard leases expire, which can be
+	// after the members left, and then last one poll: too short to be sure
+	// the leader's listing falls into it.
 	for _, w := range []*exec.Cmd{w2, w3} {
 		if err := w.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
