@@ -107,6 +107,7 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"oneLine":     func(s string) string { return strings.ReplaceAll(s, "\n", " ") },
 	"noPipes":     func(s string) string { return strings.ReplaceAll(s, "|", "/") },
 	"scaleWindow": scaleWindowText,
+	"locksTable":  func(r *LocksResult) string { return LocksSection(*r) },
 }).ParseFS(templateFS, "templates/*.md.tmpl"))
 
 // Render writes docs/benchmarks.md and its plots into plotDir (docs/bench);
@@ -125,7 +126,37 @@ func Render(r Results, mdPath, plotDir, relPlots string) error {
 			return err
 		}
 	}
+	if old, err := os.ReadFile(mdPath); err == nil {
+		b.WriteString(keptSections(string(old), b.String()))
+	}
 	return os.WriteFile(mdPath, []byte(b.String()), 0o644)
+}
+
+// keptSections are the "## " sections of the old document whose headings
+// the new one lacks: sections measured by separate invocations (§10, the
+// takeover phase; §11 when the locks phase did not run) and kept by hand.
+// A section the new document has replaces its old text.
+func keptSections(old, doc string) string {
+	has := map[string]bool{}
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(l, "## ") {
+			has[l] = true
+		}
+	}
+	var out strings.Builder
+	keep := false
+	for _, l := range strings.SplitAfter(old, "\n") {
+		if h := strings.TrimSuffix(l, "\n"); strings.HasPrefix(h, "## ") {
+			keep = !has[h]
+		}
+		if keep {
+			out.WriteString(l)
+		}
+	}
+	if out.Len() == 0 {
+		return ""
+	}
+	return "\n" + strings.TrimRight(out.String(), "\n") + "\n"
 }
 
 // benchDoc is what benchmarks.md.tmpl renders: the results, and the figures

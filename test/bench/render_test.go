@@ -107,3 +107,34 @@ func renderSection(t *testing.T, name string, r Results) string {
 	}
 	return b.String()
 }
+
+// Sections measured by separate invocations (early takeover, §10) are kept
+// by hand in docs/benchmarks.md; a full re-render must not drop them, and a
+// section the run measured replaces its old text.
+func TestRender_KeepsSectionsItDoesNotWrite(t *testing.T) {
+	dir := t.TempDir()
+	md := filepath.Join(dir, "benchmarks.md")
+	r := Results{Machine: Machine{Runs: 1}}
+	if err := Render(r, md, filepath.Join(dir, "bench"), "bench"); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := os.ReadFile(md)
+	kept := "## 10. Early takeover: host loss on the fast profile\n\nMeasured by hand: 6.56 s.\n\n"
+	old := "## 11. Named resource locks\n\nan old table\n"
+	if err := os.WriteFile(md, append(doc, []byte("\n"+kept+old)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Locks = &LocksResult{Throughput: 123, ThroughputWin: 30}
+	if err := Render(r, md, filepath.Join(dir, "bench"), "bench"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(md)
+	switch s := string(got); {
+	case !strings.Contains(s, strings.TrimSpace(kept)):
+		t.Errorf("the re-render dropped the hand-kept section:\n%s", s)
+	case strings.Contains(s, "an old table") || !strings.Contains(s, "123 /s"):
+		t.Errorf("§11 is not the one this run measured:\n%s", s)
+	case strings.Count(s, "## 11. Named resource locks") != 1:
+		t.Errorf("§11 %d times", strings.Count(s, "## 11. Named resource locks"))
+	}
+}

@@ -39,6 +39,7 @@ type Results struct {
 	// BlockedOutput: run mode with the supervisor's output blocked.
 	BlockedOutput []BlockedOutputResult `json:"blocked_output,omitempty"`
 	Shards        *ShardsResult         `json:"shards,omitempty"`
+	Locks         *LocksResult          `json:"locks,omitempty"` // the locks phase (locks.go)
 	Binaries      map[string]int64      `json:"binary_bytes"`
 	Errors        []string              `json:"errors,omitempty"`
 }

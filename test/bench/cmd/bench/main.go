@@ -9,7 +9,9 @@
 // run (run mode), shards (shards.go; shards-scale runs only its
 // scale step), takeover (early takeover: host loss on the fast profile
 // beside the default, the fault schedule's breaks by cause, the cost of
-// both; written to <plots>/takeover.md).
+// both; written to <plots>/takeover.md), locks (named resource locks
+// through the library and HTTP; <plots>/locks.md and §11). Asked for alone,
+// takeover and locks leave the document as it is.
 // Cluster phases run up to -parallel clusters at a time; scale runs alone
 // afterwards so its CPU figures are its own.
 package main
@@ -21,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -44,6 +47,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// step is a phase that takes the machine alone, after the cluster jobs, so
+// its CPU and latency figures are its own.
+type step struct {
+	name string
+	run  func()
 }
 
 type job struct {
@@ -84,11 +94,11 @@ func run() error {
 	b := newInvocation(ctx, cfg)
 	b.planJobs()
 	b.runJobs()
-	if cfg.phases["scale"] && ctx.Err() == nil {
-		b.runScale()
-	}
-	if (cfg.phases["shards"] || cfg.phases["shards-scale"]) && ctx.Err() == nil {
-		b.runShardScale(b.ours)
+	for _, s := range b.steps {
+		if ctx.Err() != nil {
+			break
+		}
+		s.run()
 	}
 	return b.write()
 }
@@ -125,6 +135,9 @@ func parseFlags() (config, error) {
 			cfg.phases[p] = true
 		}
 	}
+	if _, err := checkPhases(cfg.phases); err != nil {
+		return cfg, err
+	}
 	if cfg.phases["shards"] || cfg.phases["shards-scale"] {
 		if _, _, err := parseShardScale(*shardScale); err != nil {
 			return cfg, err
@@ -141,6 +154,38 @@ func parseFlags() (config, error) {
 		cfg.costWin = max(60*time.Second, time.Duration(cfg.runs)*6*time.Second)
 	}
 	return cfg, nil
+}
+
+// checkPhases refuses a phase name the bench does not know (a misspelt one
+// would measure nothing) and returns the phases in phaseOrder.
+func checkPhases(phases map[string]bool) ([]string, error) {
+	var known []string
+	for _, p := range phaseOrder {
+		if phases[p] {
+			known = append(known, p)
+		}
+	}
+	for p := range phases {
+		if !slices.Contains(phaseOrder, p) {
+			return nil, fmt.Errorf("-phases: unknown phase %q (known: %s)", p, strings.Join(phaseOrder, ", "))
+		}
+	}
+	if len(known) == 0 {
+		return nil, fmt.Errorf("-phases: no phase (known: %s)", strings.Join(phaseOrder, ", "))
+	}
+	return known, nil
+}
+
+// onlySeparatePhases reports whether every phase asked for is one measured
+// by a separate invocation (takeover, locks), which leaves the document as
+// it is.
+func onlySeparatePhases(phases map[string]bool) bool {
+	for p := range phases {
+		if p != "takeover" && p != "locks" {
+			return false
+		}
+	}
+	return true
 }
 
 // prepare makes the binaries' paths absolute (they must exist), creates the
@@ -163,6 +208,9 @@ func (c *config) prepare() error {
 	if err := os.MkdirAll(c.plotDir, 0o755); err != nil {
 		return err
 	}
+	if onlySeparatePhases(c.phases) {
+		return nil // the document's plots and results stay (write)
+	}
 	old, _ := filepath.Glob(filepath.Join(c.plotDir, "*.svg"))
 	for _, f := range append(old, filepath.Join(c.plotDir, "results.json")) {
 		os.Remove(f)
@@ -180,6 +228,7 @@ type invocation struct {
 	mu                 sync.Mutex // guards res while jobs run
 	res                bench.Results
 	jobs               []job
+	steps              []step // run alone, in order, after the jobs
 	ours, sample, fast bench.Flavor
 }
 
@@ -221,8 +270,9 @@ func (b *invocation) add(name string, cost time.Duration, run func(t testing.TB,
 	b.jobs = append(b.jobs, job{name: name, cost: cost, run: run})
 }
 
-// planJobs lists the cluster jobs of the phases asked for. The order is
-// fixed: each job's seed follows its place in it.
+// planJobs lists the cluster jobs of the phases asked for, then the steps
+// that run alone. The order is fixed: each job's seed follows its place in
+// it.
 func (b *invocation) planJobs() {
 	ph := b.cfg.phases
 	if ph["takeover"] {
@@ -259,6 +309,27 @@ func (b *invocation) planJobs() {
 	if ph["shards"] {
 		b.jobs = append(b.jobs, b.shardJobs(b.ours)...)
 	}
+	if ph["scale"] {
+		b.steps = append(b.steps, step{"scale", b.runScale})
+	}
+	if ph["shards"] || ph["shards-scale"] {
+		b.steps = append(b.steps, step{"shards-scale", func() { b.runShardScale(b.ours) }})
+	}
+	if ph["locks"] {
+		b.steps = append(b.steps, step{"locks", b.runLocks})
+	}
+}
+
+// runLocks runs the locks phase alone: named resource locks through the
+// library and through a real `blobleader locks`, on a private Azurite.
+func (b *invocation) runLocks() {
+	b.progress("locks: named resource locks, library and HTTP")
+	r, err := bench.LocksRun(b.ctx, b.cfg.workerBin, b.progress)
+	if err != nil {
+		b.res.Errors = append(b.res.Errors, fmt.Sprintf("locks: %v", err))
+		b.progress(fmt.Sprintf("locks: FAILED: %v", err))
+	}
+	b.res.Locks = &r // what was measured, also after a failure
 }
 
 // failoverJobs splits the runs of one failover figure into jobs of at most
@@ -419,12 +490,25 @@ func (b *invocation) write() error {
 	if err != nil {
 		return err
 	}
+	sections := map[string]string{}
 	if cfg.phases["takeover"] {
-		sec := bench.TakeoverSection(*res)
-		if err := os.WriteFile(filepath.Join(cfg.plotDir, "takeover.md"), []byte(sec), 0o644); err != nil {
+		sections["takeover.md"] = bench.TakeoverSection(*res)
+	}
+	if res.Locks != nil {
+		sections["locks.md"] = bench.LocksSection(*res.Locks)
+	}
+	for name, sec := range sections {
+		if err := os.WriteFile(filepath.Join(cfg.plotDir, name), []byte(sec), 0o644); err != nil {
 			return err
 		}
 		fmt.Print(sec)
+	}
+	// The takeover and locks phases alone are separate invocations: their
+	// sections go to <plots>/takeover.md and locks.md; the document, its
+	// plots and results.json stay as they are.
+	if onlySeparatePhases(cfg.phases) {
+		b.progress(fmt.Sprintf("wrote %s (%d errors)", strings.Join(slices.Sorted(maps.Keys(sections)), ", "), len(res.Errors)))
+		return b.failed()
 	}
 	if err := bench.Render(*res, cfg.docPath, cfg.plotDir, filepath.ToSlash(rel)); err != nil {
 		return err
@@ -437,11 +521,16 @@ func (b *invocation) write() error {
 		return err
 	}
 	b.progress(fmt.Sprintf("wrote %s and %s (%d errors)", cfg.docPath, cfg.plotDir, len(res.Errors)))
+	return b.failed()
+}
+
+// failed says whether the invocation was interrupted or jobs failed.
+func (b *invocation) failed() error {
 	if b.ctx.Err() != nil {
 		return b.ctx.Err()
 	}
-	if len(res.Errors) > 0 {
-		return fmt.Errorf("%d jobs failed (see the doc's Errors section and %s)", len(res.Errors), cfg.logDir)
+	if len(b.res.Errors) > 0 {
+		return fmt.Errorf("%d jobs failed (see the errors above, the doc's Errors section and %s)", len(b.res.Errors), b.cfg.logDir)
 	}
 	return nil
 }
