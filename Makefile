@@ -80,8 +80,10 @@ test-go: node_modules ## Go vet and tests in every module (unit, Azurite integra
 	@for m in $(GO_MODULES); do echo ">> go test ($$m)"; $(GO) -C $$m test -count=1 -parallel $(GO_TEST_PARALLEL) -timeout $(GO_TEST_TIMEOUT) ./...; done
 
 .PHONY: lint
-lint: ## gofmt, go vet (every module), and terraform fmt.
+lint: ## gofmt, go vet (every module), terraform fmt, and no binaries tracked.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(git ls-files -z | xargs -0 -r grep -l --binary-files=binary -m1 -P '^\x7fELF' 2>/dev/null || true); \
+	  if [ -n "$$out" ]; then echo "executables are tracked (build output belongs in bin/ or .gitignore):"; echo "$$out"; exit 1; fi
 	@for m in $(GO_MODULES); do echo ">> go vet ($$m)"; $(GO) -C $$m vet ./...; done
 	terraform fmt -check -recursive infra
 
