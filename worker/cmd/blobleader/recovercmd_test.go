@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
@@ -46,17 +47,7 @@ func TestRecoverTerm_SetsTheTermAboveTheFloorAndNeverLowersIt(t *testing.T) {
 	az := azuritetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "leases"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Create(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	b := c.NewBlockBlobClient("leader")
-	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	b := emptyLeaderBlob(ctx, t, az)
 	typo := "1795400000000x"
 	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &typo, "term": &typo}, nil); err != nil {
 		t.Fatal(err)
@@ -112,17 +103,7 @@ func TestRecoverTerm_RepairsATermThatCannotGrow(t *testing.T) {
 	az := azuritetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "leases"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Create(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	b := c.NewBlockBlobClient("leader")
-	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	b := emptyLeaderBlob(ctx, t, az)
 	for _, bad := range []string{"9223372036854775807", "-3"} {
 		holder, term := "w1", bad
 		if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holder, "term": &term}, nil); err != nil {
@@ -156,17 +137,7 @@ func TestRecoverTerm_RefusedFloorLeavesTheLeaderItsLease(t *testing.T) {
 	az := azuritetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "leases"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Create(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	b := c.NewBlockBlobClient("leader")
-	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	b := emptyLeaderBlob(ctx, t, az)
 	term, holderName := "1795400000001", "w1"
 	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holderName, "term": &term}, nil); err != nil {
 		t.Fatal(err)
@@ -194,4 +165,22 @@ func TestRecoverTerm_RefusedFloorLeavesTheLeaderItsLease(t *testing.T) {
 			t.Fatalf("a refused recover-term changed the term to %s", *v)
 		}
 	}
+}
+
+// emptyLeaderBlob creates the default lock blob (container leases, blob
+// leader) on az, empty and without a record, for a test to write one.
+func emptyLeaderBlob(ctx context.Context, t *testing.T, az *azuritetest.Server) *blockblob.Client {
+	t.Helper()
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "leases"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := c.NewBlockBlobClient("leader")
+	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
