@@ -14,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/supervise"
 )
 
 // The shim's death or stop, nested cgroups and runaway forks
@@ -127,7 +128,8 @@ func shimKilledNestedThenNameStopped(t *testing.T, rc *RunCluster) []checker.Exc
 	sk := &chaos.ShimKill{Nest: true}
 	inject(t, rc, sk, leader)
 	killed := time.Now()
-	took, next := rc.handedOver(t, started, manager, killed, guardKillBound)
+	// Its supervisor stops what is left (SIGTERM, --kill-grace 1 s, SIGKILL).
+	took, next := rc.handedOver(t, started, manager, killed, time.Second+supervise.KillTimeout)
 	exited := rc.exitOf(started, 10*time.Second)
 	if _, err := os.Stat(cg); !os.IsNotExist(err) {
 		t.Errorf("%s's command cgroup %s is still there after child_exited (err %v): left behind", started.Identity, cg, err)
@@ -261,21 +263,33 @@ func shimStopped(t *testing.T, rc *RunCluster) []checker.Exception {
 	t.Logf("shim stopped, command crashed: stepped down %v after the crash (child_exited %v), next command %v after",
 		exited.T.Sub(crashed).Round(time.Millisecond), exited.Cause, next.T.Sub(crashed).Round(time.Millisecond))
 
-	// 2. Stopped shim, then SIGTERM.
+	// 2. Stopped shim, then SIGTERM: judged on the release and on the
+	// commands' own reports (the shim, continued, reaps the lineage before
+	// the release, so the old command cannot outlive it).
 	w := rc.worker(t, next.Identity)
 	gc := rc.grandchildOf(next)
 	ss2 := &chaos.ShimStop{}
 	inject(t, rc, ss2, w)
 	term := time.Now()
 	inject(t, rc, &chaos.Stop{}, w)
-	took, next2 := rc.handedOver(t, next, gc, term, p.ShutdownGrace+2*time.Second)
-	if _, ok := awaitEvent(t, rc, time.Second, func(e checker.Event) bool {
+	rel, ok := awaitEvent(t, rc, p.ShutdownGrace+supervise.KillTimeout+slack, func(e checker.Event) bool {
 		return e.Identity == next.Identity && e.Event == "released" && e.T.After(term)
-	}); !ok {
+	})
+	if !ok {
 		t.Errorf("%s, its shim stopped, did not release the lease on SIGTERM", next.Identity)
 	}
+	next2 := rc.nextStart(next, takeover(p))
+	rc.awaitActivity(10*time.Second, "the next command's first report", func(a checker.Activity) bool {
+		return a.Holder == next2.Identity && a.Term == next2.Term
+	})
+	if ov := commandOverlap(rc, next, next2); ov > 0 || chaos.ProcAlive(gc) {
+		t.Errorf("%s's command (grandchild %d, alive %v) reported for %v after the next command's first report",
+			next.Identity, gc, chaos.ProcAlive(gc), ov.Round(time.Millisecond))
+	}
 	remove(t, rc, ss2)
-	t.Logf("shim stopped, then SIGTERM: command dead %v after, next command %v after the SIGTERM",
-		took.Round(time.Millisecond), next2.T.Sub(term).Round(time.Millisecond))
+	if ok {
+		t.Logf("shim stopped, then SIGTERM: released %v after it, next command %v after the SIGTERM",
+			rel.T.Sub(term).Round(time.Millisecond), next2.T.Sub(term).Round(time.Millisecond))
+	}
 	return nil
 }

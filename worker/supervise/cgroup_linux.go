@@ -93,10 +93,11 @@ func cgroupName() string {
 
 // removeLeftovers removes, once per process, the cgroups of ours under
 // parent that a supervisor killed together with its guard left behind:
-// those that are empty (no process, no child) and older than leftoverAge.
-// One that still holds processes (what the command forked, when supervisor,
-// guard and shim died at once) is left to whoever killed them, and named
-// on stderr.
+// those where no process runs (none in the subtree: a command may have
+// nested cgroups of its own) and that are older than leftoverAge. One that
+// still holds processes (what the command forked, when supervisor, guard
+// and shim died at once) is left to whoever killed them, and named on
+// stderr.
 func removeLeftovers(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -115,7 +116,7 @@ func removeLeftovers(parent string) {
 			fmt.Fprintf(os.Stderr, "supervise: cgroup %s, left by a supervisor that is gone, still holds %d process(es)\n", dir, n)
 			continue
 		}
-		_ = os.Remove(dir) // fails while it has children or members: then it is not a leftover
+		_ = removeTree(dir, 0) // fails while a member runs: then it is not a leftover
 	}
 }
 
@@ -168,31 +169,71 @@ func cgroupKill(dir string) error {
 	return nil
 }
 
-// pids lists the members that have not exited (a zombie has left the
-// cgroup: it runs nothing, its parent still has to reap it).
+// pids lists the members that have not exited, in the whole subtree (a
+// zombie has left the cgroup: it runs nothing, its parent still has to
+// reap it).
 func (c *cgroup) pids() []int { return cgroupPids(c.dir) }
 
+// populated reports whether a process runs anywhere in the subtree
+// (cgroup.events: the kernel's own count, which no fork can outrun).
+func (c *cgroup) populated() bool { return cgroupPopulated(c.dir) }
+
+func cgroupPopulated(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) // unreadable: not proven empty
+	}
+	return !bytes.Contains(b, []byte("populated 0"))
+}
+
+// cgroupPids lists the processes of dir and of every cgroup below it.
 func cgroupPids(dir string) []int {
+	var out []int
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
-	var out []int
 	for _, f := range strings.Fields(string(b)) {
 		if p, err := strconv.Atoi(f); err == nil {
 			out = append(out, p)
 		}
 	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, cgroupPids(filepath.Join(dir, e.Name()))...)
+		}
+	}
 	return out
 }
 
-// remove deletes the (empty) cgroup; a few tries, as the kernel may take a
-// moment to let go of members that just exited.
-func (c *cgroup) remove() {
-	for i := 0; i < 20; i++ {
-		if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return
+// remove deletes the cgroup and every cgroup the command nested in it,
+// deepest first; a few tries each, as the kernel may take a moment to let
+// go of members that just exited.
+func (c *cgroup) remove() { _ = removeTree(c.dir, 20) }
+
+// removeTree removes dir and the cgroups below it, deepest first, trying
+// each up to tries more times, 5 ms apart.
+func removeTree(dir string, tries int) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(dir, e.Name()), tries); err != nil {
+				return err
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
+	}
+	for i := 0; ; i++ {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if i >= tries {
+			return err
+		}
+		time.Sleep(killRound)
 	}
 }

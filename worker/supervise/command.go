@@ -91,12 +91,12 @@ type Spec struct {
 	// cgroup, is the subreaper of the command's lineage, and reports the
 	// command's status. Required.
 	Shim string
-	// Deadline, if positive, arms the shim and the guard (with Guard set):
-	// unless the supervisor extends it (Group.Extend) within Deadline, each
-	// SIGKILLs the group itself, so the command dies at its leadership's
-	// end even when the supervisor is frozen or blocked. A duration, not a
-	// time: the guard measures it on its own monotonic clock.
-	Deadline time.Duration
+	// KillAt, if not zero, arms the shim and the guard (with Guard set):
+	// unless the supervisor extends it (Group.Extend) before then, each
+	// SIGKILLs the group itself at KillAt, so the command dies at its
+	// leadership's end even when the supervisor is frozen or blocked. It
+	// reaches them as an instant of the clock they share (CLOCK_MONOTONIC).
+	KillAt time.Time
 	// NoCgroup: track the group by its process tree only, even where a
 	// cgroup could be made (what happens anyway where none can).
 	NoCgroup bool

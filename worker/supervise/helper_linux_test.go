@@ -131,7 +131,8 @@ func runHelper(role string) {
 		// never again; its command ignores SIGTERM.
 		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE"))
 		spec.Guard = spec.Path
-		spec.Deadline, _ = time.ParseDuration(os.Getenv("HELPER_DEADLINE"))
+		deadline, _ := time.ParseDuration(os.Getenv("HELPER_DEADLINE"))
+		spec.KillAt = time.Now().Add(deadline)
 		g, err := Start(spec)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -145,7 +146,7 @@ func runHelper(role string) {
 				break extending
 			default:
 			}
-			g.Extend(spec.Deadline)
+			g.Extend(time.Now().Add(deadline))
 		}
 		<-g.Done()
 		fmt.Printf("GUARD=%v\n", g.KilledByGuard())

@@ -243,7 +243,7 @@ func TestGuard_AdoptedGuardKillsItsGroupOnly(t *testing.T) {
 	}
 	exe, _ := os.Executable()
 	guard := &exec.Cmd{Path: exe, Args: []string{GuardName}, Env: []string{guardSupervisorEnv + "=" + strconv.Itoa(dead.Process.Pid)},
-		Stdin: strings.NewReader(strconv.Itoa(vcmd.Process.Pid) + "\n"), Stderr: os.Stderr}
+		Stdin: strings.NewReader(control{verb: ctlGroup, pid: vcmd.Process.Pid}.String() + "\n"), Stderr: os.Stderr}
 	if err := guard.Run(); err != nil && guard.ProcessState.ExitCode() != guardExitKilled {
 		t.Fatalf("guard: %v", err)
 	}

@@ -42,6 +42,7 @@ type node struct {
 	elector    *election.Elector // built last, over lock, with the mode's callbacks
 	companions []companion       // the mode's, beside the election
 	closers    []func()          // run by close, last first
+	sinks      []func()          // flush the log and history sinks (bounded); also closers
 }
 
 // A mode is what a contending mode runs on its node, built on the node's
@@ -88,7 +89,7 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 	logs := boundedlog.New(newLogger(o.logFormat, stderr).Handler(), boundedlog.Options{})
 	base := slog.New(logs.Handler())
 	n := &node{o: o, cfg: cfg, base: base, log: base.With("identity", o.identity)}
-	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
+	n.addSink(func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
 	if historyFile != nil {
 		n.queueHistory(historyFile)
@@ -235,6 +236,28 @@ func causeOf(err error) error {
 	}
 	return err
 }
+
+// addSink registers the flush of a log or history sink: a closer, and one
+// exitUnreleased runs.
+func (n *node) addSink(flush func()) {
+	n.closers = append(n.closers, flush)
+	n.sinks = append(n.sinks, flush)
+}
+
+// exitUnreleased ends the process with code at once, releasing nothing (the
+// lease expires on its own), once the history and then the logs are
+// flushed, each within exitFlush: the line that explains such an exit must
+// reach its sink before it. Nothing else is closed: a listener closed
+// early would end the election, which might release.
+func (n *node) exitUnreleased(code int) {
+	for i := len(n.sinks) - 1; i >= 0; i-- {
+		n.sinks[i]()
+	}
+	osExit(code)
+}
+
+// osExit is os.Exit (a test sees what was written by the time it is called).
+var osExit = os.Exit
 
 // close releases what openNode opened, last first.
 func (n *node) close() {
