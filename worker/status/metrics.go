@@ -56,7 +56,7 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 	}, func() float64 { return one(m.unusable(get)) })
 	stalled := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "blobleader_no_progress_stepdowns_total",
-		Help: "Leaderships this worker's stall watchdog ended: its leader task reported no progress (work that landed) for the watchdog timeout.",
+		Help: "Leaderships of this worker that ended without progress (work that landed): its stall watchdog's, no progress for the watchdog timeout, and those whose task said it made none (run mode: a command that exited at once); each lengthens the backoff.",
 	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.NoProgressStepDowns()) }))
 	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.requests, m.durations)
 	return m

@@ -55,6 +55,8 @@ type supervisor struct {
 	startErr   error                // the last start failure
 	shutdown   bool
 	lastRun    bool // --once: the command has run; end Run at the step-down
+	progressed bool // a look found the running command's group alive (watch.go)
+	quickExits int  // commands in a row that exited before any such look
 }
 
 // newSupervisor builds the supervisor on n, and its metrics. endRun ends
@@ -188,7 +190,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 		return err
 	}
 	if cause == history.CauseExited {
-		return fmt.Errorf("command %s", st)
+		return s.exitedOnItsOwn(term, g, st, log)
 	}
 	if cause == history.CauseShutdown {
 		// The shutdown ends Run once the group is reaped (onSignals): step
@@ -196,6 +198,31 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// exitedOnItsOwn is lead's error for a command that exited on its own: it
+// hands leadership on. A command that exited before any look found it
+// running (within half a renew interval: a crash at start, a bad
+// configuration) made no progress; the error says so (ErrNoProgress), so
+// the elector backs off before contending again (docs/architecture.md#the-election,
+// backoff) instead of restarting it at once, for ever; logged with the
+// count of such exits in a row.
+func (s *supervisor) exitedOnItsOwn(term int64, g *supervise.Group, st supervise.ExitStatus, log *slog.Logger) error {
+	s.mu.Lock()
+	quick := !s.progressed
+	if quick {
+		s.quickExits++
+	} else {
+		s.quickExits = 0
+	}
+	n := s.quickExits
+	s.mu.Unlock()
+	if !quick {
+		return fmt.Errorf("command %s", st)
+	}
+	log.Warn("the command exited before it ran for half a renew interval; backing off before contending again",
+		"event", "child_backoff", "pid", g.Pid(), "status", st.String(), "quick_exits", n)
+	return fmt.Errorf("command %s at once (%d in a row): %w", st, n, election.ErrNoProgress)
 }
 
 // abandon ends the process without releasing the lease, after a stop of
@@ -262,7 +289,7 @@ func (s *supervisor) start(term int64) (*supervise.Group, error) {
 		s.startErr = err
 		return nil, err
 	}
-	s.group, s.groupTerm, s.startErr = g, term, nil
+	s.group, s.groupTerm, s.startErr, s.progressed = g, term, nil, false
 	return g, nil
 }
 

@@ -90,11 +90,18 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 // leadership on; so a stopped shim is noticed within one renew interval.
 func (s *supervisor) look(ctx context.Context, term int64, g *supervise.Group, stoppedLooks *int) string {
 	running := g.Running()
-	s.running.Set(map[bool]float64{true: 1}[running])
+	if running {
+		s.running.Set(1)
+	} else {
+		s.running.Set(0)
+	}
 	if !g.ShimStopped() {
 		*stoppedLooks = 0
 		if running {
 			election.Progress(ctx)
+			s.mu.Lock()
+			s.progressed = true
+			s.mu.Unlock()
 		}
 		return ""
 	}
