@@ -123,11 +123,11 @@ func (m *Metrics) CountDrops(logs, history func() uint64) {
 	m.Registry.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "blobleader_log_records_dropped_total",
-			Help: "Log records dropped because the log output (stderr) was blocked or too slow; the election never waits on it.",
+			Help: "Log records lost because the log output (stderr) was blocked, too slow or refused the write (a full disk); the election never waits on it.",
 		}, func() float64 { return float64(logs()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "blobleader_history_records_dropped_total",
-			Help: "History records dropped because the history sink (--history file or blob) was blocked, too slow or unreachable.",
+			Help: "History records lost because the history sink (--history file or blob) was blocked, too slow, unreachable or refused the write (a full disk).",
 		}, func() float64 { return float64(history()) }),
 	)
 }

@@ -18,8 +18,9 @@ const reportFlush = 200 * time.Millisecond
 // reporter writes a helper process's (guard, shim) lines to its stderr
 // through a bounded queue: printf never blocks, and a line that cannot be
 // queued is dropped. Writes that fail (EPIPE once SIGPIPE is caught,
-// ENOSPC on a full disk) are lost too: a helper has no metrics to count
-// them in, and nothing to report them on but the output that failed.
+// ENOSPC on a full disk) are lost and counted too, though a helper has no
+// metrics to show the count in: the queue's next hole line says it, if the
+// output takes lines again.
 type reporter struct {
 	out *os.File
 	q   *dropqueue.Queue[string]
@@ -28,13 +29,14 @@ type reporter struct {
 func newReporter(out *os.File) *reporter {
 	r := &reporter{out: out}
 	r.q = dropqueue.New(64, r.write, func(n, total uint64) {
-		r.write(fmt.Sprintf("%s: %d line(s) dropped (%d in all)", filepath.Base(os.Args[0]), n, total))
+		_ = r.write(fmt.Sprintf("%s: %d line(s) dropped (%d in all)", filepath.Base(os.Args[0]), n, total))
 	})
 	return r
 }
 
-func (r *reporter) write(line string) {
-	_, _ = r.out.WriteString(line + "\n")
+func (r *reporter) write(line string) error {
+	_, err := r.out.WriteString(line + "\n")
+	return err
 }
 
 // printf queues one line; it never blocks.
