@@ -33,6 +33,9 @@ var (
 	// (hidepid) and the group has no cgroup: a member it cannot see would be
 	// taken for gone, so the group cannot be tracked by its process tree.
 	ErrProcHidden = errors.New("supervise: /proc hides processes from this supervisor")
+	// ErrProcForeign: /proc is another pid namespace's (ProcForeign): every
+	// pid it shows would be taken for another process.
+	ErrProcForeign = errors.New("supervise: /proc is another pid namespace's")
 )
 
 // KillTimeout bounds how long Stop waits, after SIGKILL, for the last member

@@ -158,6 +158,9 @@ func Start(spec Spec) (*Group, error) {
 	case spec.Shim == "":
 		return nil, errors.New("supervise: Spec.Shim is empty: the command is started through a shim")
 	}
+	if why, foreign := ProcForeign(); foreign {
+		return nil, fmt.Errorf("%w: %s", ErrProcForeign, why)
+	}
 	g := &Group{exited: make(chan struct{}), done: make(chan struct{})}
 	if err := g.makeCgroup(spec.NoCgroup); err != nil {
 		return nil, err

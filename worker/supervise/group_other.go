@@ -53,5 +53,8 @@ func CanKillAnyUser() bool { return false }
 // CheckReachable accepts everything elsewhere than Linux (Start refuses).
 func CheckReachable(string) error { return nil }
 
+// ProcForeign is false elsewhere than Linux (Start refuses anyway).
+func ProcForeign() (string, bool) { return "", false }
+
 // ProcHidden is false elsewhere than Linux (Start refuses anyway).
 func ProcHidden() (string, bool) { return "", false }
