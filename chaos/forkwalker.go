@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 )
 
@@ -26,8 +25,7 @@ type ForkWalker struct {
 	PID  int    `json:"pid"`  // the supervised command
 	Name string `json:"name"` // its supervisor, for the timeline
 
-	mu     sync.Mutex
-	active bool
+	sig commandSignal
 }
 
 var _ Fault = (*ForkWalker)(nil)
@@ -39,29 +37,12 @@ func (f *ForkWalker) Target() string { return f.Name }
 
 // Inject signals the command to start its walker.
 func (f *ForkWalker) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if f.PID <= 1 {
-		return fmt.Errorf("%w: ForkWalker.PID %d: want the command's pid", ErrInvalid, f.PID)
-	}
-	if err := syscall.Kill(f.PID, WalkerSignal); err != nil {
-		return fmt.Errorf("%w: command %d: %v", ErrNotRunning, f.PID, err)
-	}
-	f.active = true
-	return nil
+	return f.sig.send(ctx, "ForkWalker", f.PID, WalkerSignal)
 }
 
 // Remove forgets the fault.
 func (f *ForkWalker) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
+	f.sig.forget()
 	return nil
 }
 

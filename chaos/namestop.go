@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 )
 
@@ -23,9 +22,7 @@ type NameStop struct {
 	// Stopped are the pids Inject stopped.
 	Stopped []int `json:"stopped"`
 
-	mu     sync.Mutex
-	target string
-	active bool
+	state signalled
 }
 
 var (
@@ -38,67 +35,49 @@ func (f *NameStop) SetProcess(p Process) { f.Process = p }
 func (f *NameStop) Kind() Kind { return KindNameStop }
 
 // Target is the name of the process whose tree is stopped.
-func (f *NameStop) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target == "" && f.Process != nil {
-		return f.Process.Name()
-	}
-	return f.target
-}
+func (f *NameStop) Target() string { return f.state.name(f.Process) }
 
 // Inject stops every process of the tree named Name and returns once each
 // is stopped.
 func (f *NameStop) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
 	if f.Name == "" {
 		return fmt.Errorf("%w: NameStop.Name is empty", ErrInvalid)
 	}
-	if err := running(f.Process); err != nil {
-		return err
-	}
-	pp, ok := f.Process.(PIDProcess)
-	if !ok {
-		return fmt.Errorf("%w: %s has no pid to find its tree by", ErrNoTarget, f.Process.Name())
-	}
-	f.Stopped = f.Stopped[:0]
-	for _, pid := range append([]int{pp.Pid()}, descendantsOf(pp.Pid())...) {
-		if commOf(pid) == f.Name && syscall.Kill(pid, syscall.SIGSTOP) == nil {
-			f.Stopped = append(f.Stopped, pid)
+	return f.state.do(ctx, f.Process, func() (bool, error) {
+		pp, ok := f.Process.(PIDProcess)
+		if !ok {
+			return false, fmt.Errorf("%w: %s has no pid to find its tree by", ErrNoTarget, f.Process.Name())
 		}
-	}
-	if len(f.Stopped) == 0 {
-		return fmt.Errorf("%w: no process named %q in the tree of %s", ErrNotRunning, f.Name, f.Process.Name())
-	}
-	f.target, f.active = f.Process.Name(), true
-	for _, pid := range f.Stopped {
-		if err := awaitPidState(ctx, pid, true); err != nil {
-			return err
+		f.Stopped = f.Stopped[:0]
+		for _, pid := range append([]int{pp.Pid()}, descendantsOf(pp.Pid())...) {
+			if commOf(pid) == f.Name && syscall.Kill(pid, syscall.SIGSTOP) == nil {
+				f.Stopped = append(f.Stopped, pid)
+			}
 		}
-	}
-	return nil
+		if len(f.Stopped) == 0 {
+			return false, fmt.Errorf("%w: no process named %q in the tree of %s", ErrNotRunning, f.Name, f.Process.Name())
+		}
+		for _, pid := range f.Stopped {
+			if err := awaitPidState(ctx, pid, true); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	})
 }
 
 // Remove continues every process Inject stopped.
 func (f *NameStop) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	f.active = false
-	for _, pid := range f.Stopped {
-		if syscall.Kill(pid, syscall.SIGCONT) == nil {
-			if err := awaitPidState(ctx, pid, false); err != nil {
-				return err
+	return f.state.undo(func() error {
+		for _, pid := range f.Stopped {
+			if syscall.Kill(pid, syscall.SIGCONT) == nil {
+				if err := awaitPidState(ctx, pid, false); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // commOf is pid's process name (/proc/<pid>/comm), "" if unreadable.

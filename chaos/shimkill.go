@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/blobleader/blobleader/worker/supervise"
@@ -34,9 +33,7 @@ type ShimKill struct {
 	Nested string `json:"nested,omitempty"`
 	Moved  []int  `json:"moved,omitempty"`
 
-	mu     sync.Mutex
-	target string
-	active bool
+	state signalled
 }
 
 var (
@@ -49,45 +46,33 @@ func (f *ShimKill) SetProcess(p Process) { f.Process = p }
 func (f *ShimKill) Kind() Kind { return KindShimKill }
 
 // Target is the name of the supervisor whose shim is killed.
-func (f *ShimKill) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target == "" && f.Process != nil {
-		return f.Process.Name()
-	}
-	return f.target
-}
+func (f *ShimKill) Target() string { return f.state.name(f.Process) }
 
 // Inject finds the supervisor's shim, nests its command's other processes
 // (with Nest), SIGKILLs the shim and returns once it runs nothing.
 func (f *ShimKill) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	shim, err := helperOf(f.Process, supervise.ShimName)
-	if err != nil {
-		return err
-	}
-	if f.Nest {
-		if f.Nested, f.Moved, err = nestLineage(shim); err != nil {
-			return err
+	return f.state.do(ctx, f.Process, func() (bool, error) {
+		shim, err := helperOf(f.Process, supervise.ShimName)
+		if err != nil {
+			return false, err
 		}
-	}
-	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("chaos: kill shim %d: %w", shim, err)
-	}
-	f.target, f.Shim, f.active = f.Process.Name(), shim, true
-	return awaitDeath(ctx, shim)
+		if f.Nest {
+			if f.Nested, f.Moved, err = nestLineage(shim); err != nil {
+				return false, err
+			}
+		}
+		if err := syscall.Kill(shim, syscall.SIGKILL); err != nil {
+			return false, fmt.Errorf("chaos: kill shim %d: %w", shim, err)
+		}
+		f.Shim = shim
+		return true, awaitDeath(ctx, shim)
+	})
 }
 
 // Remove forgets the fault (the killed shim stays dead; the nested cgroup
 // is the supervisor's to clean up).
 func (f *ShimKill) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
+	_ = f.state.undo(nil)
 	return ctx.Err()
 }
 

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 	"syscall"
 
 	"github.com/blobleader/blobleader/worker/supervise"
@@ -19,9 +18,7 @@ type ShimStop struct {
 	Process Process `json:"-"` // the supervisor (must implement PIDProcess)
 	Shim    int     `json:"shim_pid"`
 
-	mu     sync.Mutex
-	target string
-	active bool
+	state signalled
 }
 
 var (
@@ -34,44 +31,30 @@ func (f *ShimStop) SetProcess(p Process) { f.Process = p }
 func (f *ShimStop) Kind() Kind { return KindShimStop }
 
 // Target is the name of the supervisor whose shim is stopped.
-func (f *ShimStop) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target == "" && f.Process != nil {
-		return f.Process.Name()
-	}
-	return f.target
-}
+func (f *ShimStop) Target() string { return f.state.name(f.Process) }
 
 // Inject SIGSTOPs the supervisor's shim and returns once it is stopped.
 func (f *ShimStop) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	shim, err := helperOf(f.Process, supervise.ShimName)
-	if err != nil {
-		return err
-	}
-	if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("chaos: stop shim %d: %w", shim, err)
-	}
-	f.target, f.Shim, f.active = f.Process.Name(), shim, true
-	return awaitPidState(ctx, shim, true)
+	return f.state.do(ctx, f.Process, func() (bool, error) {
+		shim, err := helperOf(f.Process, supervise.ShimName)
+		if err != nil {
+			return false, err
+		}
+		if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
+			return false, fmt.Errorf("chaos: stop shim %d: %w", shim, err)
+		}
+		f.Shim = shim
+		return true, awaitPidState(ctx, shim, true)
+	})
 }
 
 // Remove continues the shim (one that is gone meanwhile counts as
 // continued) and returns once it runs.
 func (f *ShimStop) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	f.active = false
-	if err := syscall.Kill(f.Shim, syscall.SIGCONT); err != nil {
-		return nil // gone: nothing to continue
-	}
-	return awaitPidState(ctx, f.Shim, false)
+	return f.state.undo(func() error {
+		if err := syscall.Kill(f.Shim, syscall.SIGCONT); err != nil {
+			return nil // gone: nothing to continue
+		}
+		return awaitPidState(ctx, f.Shim, false)
+	})
 }
