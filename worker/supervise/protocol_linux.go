@@ -202,6 +202,10 @@ func controls(r io.Reader) <-chan control {
 	return out
 }
 
+// whyOrdered is holdDeadline's reason when the supervisor said kill (its
+// own stop): the helper helps, but did not fire on its own.
+const whyOrdered = "the supervisor stops the group"
+
 // holdDeadline is the loop a guard and a shim share: it applies the control
 // messages (apply gets every one but kill-at, kill and done) and holds the
 // kill-at deadline, and returns why the lineage must be killed now — the
@@ -221,7 +225,7 @@ func holdDeadline(in <-chan control, apply func(control), tick <-chan time.Time,
 			case c.verb == ctlDone:
 				return ""
 			case c.verb == ctlKill:
-				return "the supervisor stops the group"
+				return whyOrdered
 			case c.verb == ctlKillAt:
 				deadline.Reset(max(c.at.until(), 0))
 			case apply != nil:

@@ -123,17 +123,19 @@ func holdLineage(pgid int, cgroup string, reported chan<- struct{}) {
 		return // "done" is the guard's; a shim's lineage ends by itself
 	}
 	rep := newReporter(os.Stderr)
-	reportLine(shimReportFD, report{verb: rptFired, text: why})
+	if why != whyOrdered { // on its own: the supervisor missed its deadline, or died
+		reportLine(shimReportFD, report{verb: rptFired, text: why})
+	}
 	first := true
 	killUntilGone(func() bool {
 		if cgroup != "" {
 			_ = cgroupKill(cgroup) // the shim is in it too: it ends here
 		}
 		killTree(pgid, os.Getpid(), nil)
-		if first {
+		if first && why != whyOrdered {
 			rep.printf("%s: %s: killed group %d", ShimName, why, pgid)
-			first = false
 		}
+		first = false
 		return shimEmpty()
 	}, time.Time{}, func() {
 		rep.printf("%s: %s: members of group %d still alive %s after SIGKILL (out of reach?); still killing", ShimName, why, pgid, KillTimeout)
