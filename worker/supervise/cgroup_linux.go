@@ -47,7 +47,30 @@ const cgroupPrefix = "blobleader-"
 // live group's is empty only between its mkdir and its shim's join).
 const leftoverAge = 10 * time.Second
 
-var sweepLeftovers sync.Once
+// leftovers is the once-per-process sweep of cgroups of ours that
+// supervisors which are gone left behind (removeLeftovers), and what it
+// could not remove because processes still run there.
+var leftovers struct {
+	once sync.Once
+	held []Leftover
+}
+
+// Leftover is a cgroup of ours that a supervisor which is gone left behind
+// with processes still in it: what the command forked, when supervisor,
+// guard and shim died at once (docs/failover.md, "Commands"). It is left to
+// whoever killed them.
+type Leftover struct {
+	Dir       string // the cgroup's directory
+	Processes int    // how many processes it held when it was found
+}
+
+// HeldLeftovers are the cgroups of ours that this process's first cgroup
+// found left behind with processes in them (nil before that, or where no
+// cgroup was made). The supervisor logs them; this package never writes
+// to stderr itself.
+func HeldLeftovers() []Leftover {
+	return leftovers.held
+}
 
 // newCgroup makes a cgroup for one group under the supervisor's own, or
 // says why it cannot.
@@ -64,7 +87,7 @@ func newCgroup() (*cgroup, error) {
 	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil && self != "/" {
 		return nil, fmt.Errorf("supervise: no cgroup.kill in %s (Linux < 5.14?)", parent)
 	}
-	sweepLeftovers.Do(func() { removeLeftovers(parent) })
+	leftovers.once.Do(func() { leftovers.held = removeLeftovers(parent) })
 	dir := filepath.Join(parent, cgroupName())
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("supervise: make a cgroup: %w", err)
@@ -95,13 +118,11 @@ func cgroupName() string {
 // parent that a supervisor killed together with its guard left behind:
 // those where no process runs (none in the subtree: a command may have
 // nested cgroups of its own) and that are older than leftoverAge. One that
-// still holds processes (what the command forked, when supervisor, guard
-// and shim died at once) is left to whoever killed them, and named on
-// stderr.
-func removeLeftovers(parent string) {
+// still holds processes is left to whoever killed them, and returned.
+func removeLeftovers(parent string) (held []Leftover) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
-		return
+		return nil
 	}
 	for _, e := range entries {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) {
@@ -113,11 +134,12 @@ func removeLeftovers(parent string) {
 			continue
 		}
 		if n := len(cgroupPids(dir)); n > 0 {
-			fmt.Fprintf(os.Stderr, "supervise: cgroup %s, left by a supervisor that is gone, still holds %d process(es)\n", dir, n)
+			held = append(held, Leftover{Dir: dir, Processes: n})
 			continue
 		}
 		_ = removeTree(dir, 0) // fails while a member runs: then it is not a leftover
 	}
+	return held
 }
 
 // cgroup2Mount finds where the v2 hierarchy is mounted (/sys/fs/cgroup on a
