@@ -40,6 +40,11 @@
 //     given the term it was made for (Renew, Release with term ≠ 0) is also
 //     refused once the same holder took the lock again (a later term): it is
 //     conditioned on the record it read (If-Match).
+//   - Acquire refuses a held lock whoever holds it, its own lease ID
+//     included (a second request by the same holder fails, as in Dapr's
+//     lock stores); of concurrent Acquires with one lease ID exactly one is
+//     granted: the term write is conditioned on the record read before the
+//     lease was taken.
 //   - Nothing is retried blindly: an acquire whose answer was lost is
 //     released with its own lease ID before TryLock or Lock returns an error.
 //
