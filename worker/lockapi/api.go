@@ -47,12 +47,14 @@ type Server struct {
 	mux *http.ServeMux
 	// retry is how long a waiting lock request sleeps between attempts.
 	retry func() time.Duration
+	// now is the clock a lock request's arrival and grant are read on.
+	now func() time.Time
 }
 
 // New returns the API over l. retry is the poll period of a waiting lock
 // request (the Locker's jittered RetryPeriod).
 func New(l *mutex.Locker, cfg Config, retry func() time.Duration) *Server {
-	s := &Server{l: l, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), retry: retry}
+	s := &Server{l: l, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), retry: retry, now: time.Now}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

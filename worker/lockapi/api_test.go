@@ -27,6 +27,13 @@ var seq atomic.Int64
 // replica when given the same container name.
 func newAPI(t *testing.T, store, container, token string) *httptest.Server {
 	t.Helper()
+	srv, _ := newAPIServer(t, store, container, token)
+	return srv
+}
+
+// newAPIServer is newAPI with the API itself.
+func newAPIServer(t *testing.T, store, container, token string) (*httptest.Server, *lockapi.Server) {
+	t.Helper()
 	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{
 		ConnectionString: server.ConnectionString(), Container: container, RequestTimeout: 2 * time.Second,
 	})
@@ -38,9 +45,10 @@ func newAPI(t *testing.T, store, container, token string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(lockapi.New(l, lockapi.Config{Store: store, Token: token, MaxWait: 30 * time.Second}, cfg.JitteredRetryPeriod))
+	api := lockapi.New(l, lockapi.Config{Store: store, Token: token, MaxWait: 30 * time.Second}, cfg.JitteredRetryPeriod)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, api
 }
 
 func freshContainer() string { return fmt.Sprintf("api%d-%d", time.Now().UnixNano()%1e9, seq.Add(1)) }
@@ -115,7 +123,7 @@ func TestAPI_ContractAnswers(t *testing.T) {
 		{"luke cannot unlock it", "POST", unlock, `{"resourceId":"r1","lockOwner":"luke"}`, 200, `{"status":2}`, ""},
 		{"luke cannot renew it", "POST", renew, `{"resourceId":"r1","lockOwner":"luke"}`, 200, `{"status":2}`, ""},
 		{"vader renews", "POST", renew, `{"resourceId":"r1","lockOwner":"vader"}`, 200, `{"status":0}`, ""},
-		{"read names the holder", "GET", lock + "?resourceId=r1", "", 200, "", `{"holder":"vader","locked":true,"resourceId":"r1","term":`},
+		{"read: locked, the last term, no holder", "GET", lock + "?resourceId=r1", "", 200, "", `{"lastTerm":`},
 		{"vader unlocks", "POST", unlock, `{"resourceId":"r1","lockOwner":"vader"}`, 200, `{"status":0}`, ""},
 		{"again: does not exist", "POST", unlock, `{"resourceId":"r1","lockOwner":"vader"}`, 200, `{"status":1}`, ""},
 		{"never locked: does not exist", "POST", unlock, `{"resourceId":"r9","lockOwner":"vader"}`, 200, `{"status":1}`, ""},
@@ -172,7 +180,7 @@ func TestAPI_StatelessReplicasAndLateUnlockWithTerm(t *testing.T) {
 	if code, got := call(t, a, "POST", unlock, late); code != 200 || got != `{"status":2}` {
 		t.Fatalf("late unlock with the ended term = %d %s, want {\"status\":2}", code, got)
 	}
-	if _, got := call(t, b, "GET", lock+"?resourceId=acct-7", ""); field(t, got, "locked") != true || field(t, got, "term") != t2 {
+	if _, got := call(t, b, "GET", lock+"?resourceId=acct-7", ""); field(t, got, "locked") != true || field(t, got, "lastTerm") != t2 {
 		t.Fatalf("after the late unlock: %s; want still locked at term %v", got, t2)
 	}
 	cur := fmt.Sprintf(`{"resourceId":"acct-7","lockOwner":"worker-1","term":%d}`, int64(t2))

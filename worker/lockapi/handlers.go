@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/mutex"
 )
 
@@ -47,6 +48,7 @@ func (s *Server) lease(r *http.Request, q request) mutex.Lease {
 // {resourceId, lockOwner, expiryInSeconds[, waitSeconds]} →
 // 200 {"success": true, "term": T} | 200 {"success": false}.
 func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
+	arrived := s.now()
 	q, e := decode(r)
 	store := r.PathValue("store")
 	if e == nil && q.Expiry <= 0 {
@@ -67,7 +69,15 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ls := s.lease(r, q)
-	g, err := s.acquire(r.Context(), ls, time.Duration(q.Expiry)*time.Second, time.Duration(q.Wait)*time.Second)
+	expiry := time.Duration(q.Expiry) * time.Second
+	// A client believes until its send + expiry − SafetyMargin; its send is
+	// before the arrival, so a grant done after cut leaves it nothing.
+	cut := arrived.Add(expiry - election.SafetyMargin)
+	g, err := s.acquire(r.Context(), ls, expiry, arrived.Add(time.Duration(q.Wait)*time.Second), cut)
+	if err == nil && !s.now().Before(cut) {
+		s.releaseLate(r.Context(), ls, g.Term, store)
+		err = mutex.ErrLocked
+	}
 	switch {
 	case errors.Is(err, mutex.ErrLocked):
 		writeJSON(w, http.StatusOK, map[string]any{"success": false})
@@ -80,19 +90,33 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// acquire tries once, then again every retry period while wait lasts.
-func (s *Server) acquire(ctx context.Context, ls mutex.Lease, d, wait time.Duration) (mutex.Grant, error) {
-	until := time.Now().Add(wait)
+// releaseLate gives up a grant that came too late to be of use (a replica
+// frozen or storage slow between the request's arrival and the grant): with
+// its term, so it frees only this holding, and on a context of its own.
+func (s *Server) releaseLate(ctx context.Context, ls mutex.Lease, term int64, store string) {
+	err := s.l.Release(context.WithoutCancel(ctx), ls, term)
+	s.log.Warn("lock granted too late to be held; released", "event", "lock_released_late", "store", store,
+		"resource", ls.Resource, "owner", ls.Owner, "term", term, "released", err == nil)
+}
+
+// acquire tries once, then again every retry period until waitEnd — the
+// last try at waitEnd itself — unless that try would start at or after cut,
+// when a grant could no longer be of use.
+func (s *Server) acquire(ctx context.Context, ls mutex.Lease, d time.Duration, waitEnd, cut time.Time) (mutex.Grant, error) {
 	for {
 		g, err := s.grant(ctx, ls, d)
 		if !errors.Is(err, mutex.ErrLocked) {
 			return g, err
 		}
-		pause := s.retry()
-		if time.Now().Add(pause).After(until) {
+		now := time.Now()
+		next := now.Add(s.retry())
+		if next.After(waitEnd) {
+			next = waitEnd
+		}
+		if !now.Before(waitEnd) || !next.Before(cut) {
 			return g, err
 		}
-		t := time.NewTimer(pause)
+		t := time.NewTimer(next.Sub(now))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -144,8 +168,10 @@ func (s *Server) leaseOp(w http.ResponseWriter, r *http.Request, code, prefix, e
 }
 
 // read (added): GET /v1.0-alpha1/lock/{store}?resourceId=ID →
-// 200 {"resourceId", "locked", "holder", "term"} (holder and term of the
-// last holding; absent if none ever wrote).
+// 200 {"resourceId", "locked"[, "lastTerm"]}: whether a lease holds the lock
+// at the moment of reading, and the last term written (the highest granted
+// so far; a holding being granted right now gets a higher one). It never
+// names the holder: a lockOwner is all another client needs to unlock.
 func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 	store, id := r.PathValue("store"), r.URL.Query().Get("resourceId")
 	switch {
@@ -165,8 +191,8 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := map[string]any{"resourceId": id, "locked": st.Locked}
-	if st.Holder != "" {
-		body["holder"], body["term"] = st.Holder, st.Term
+	if st.Holder != "" { // a holding wrote a term: not the term floor of a blob without one
+		body["lastTerm"] = st.Term
 	}
 	writeJSON(w, http.StatusOK, body)
 }
