@@ -26,6 +26,10 @@ var harnessOnly = []string{
 	"github.com/google/go-containerregistry",
 	"github.com/rs/zerolog",
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/",
+	// The lock service speaks gRPC on net/http's own HTTP/2 with generated
+	// messages (google.golang.org/protobuf only); grpc-go is the harness's
+	// client (test/daprsdk).
+	"google.golang.org/grpc",
 }
 
 // azureStorageSDK is the one module allowed to bring a harness-only module
