@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/storagelog"
 )
 
 // Sentinel errors.
@@ -56,6 +58,9 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 type Locker struct {
 	c   *container.Client
 	cfg Config
+	log *slog.Logger
+	// lines rate-limits the storage_error lines of Lock's retries.
+	lines storagelog.Limiter
 }
 
 // New returns a Locker on container c (bloblock.NewContainerClient: SDK
@@ -64,7 +69,45 @@ func New(c *container.Client, cfg Config) (*Locker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Locker{c: c, cfg: cfg}, nil
+	l := &Locker{c: c, cfg: cfg, log: cfg.Logger}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	return l, nil
+}
+
+// incurable reports whether err is an answer retrying cannot cure: a
+// record an operator must repair, a resource id that names no lock,
+// storage refusing what is written (lease.ErrRejected) or the request
+// itself (400), or the credentials (401, 403) — but a 403 that a role
+// assignment still propagating explains (AuthorizationPermissionMismatch),
+// which heals within minutes.
+func incurable(err error) bool {
+	var be *bloblock.Error
+	isBE := errors.As(err, &be)
+	switch {
+	case err == nil:
+		return false
+	case isBE && be.Status == http.StatusForbidden && be.Code == "AuthorizationPermissionMismatch":
+		return false
+	case errors.Is(err, lease.ErrUnusableRecord), errors.Is(err, ErrBadResourceID), errors.Is(err, lease.ErrRejected):
+		return true
+	}
+	return isBE && (be.Status == http.StatusBadRequest || be.Status == http.StatusUnauthorized || be.Status == http.StatusForbidden)
+}
+
+// noteRetried logs a storage failure Lock retries, as the storage_error
+// line (the first of each operation, status and code at once, then one per
+// LeaseDuration); a failure after ctx ended says nothing about storage.
+func (l *Locker) noteRetried(ctx context.Context, err error) {
+	var se lease.StorageError
+	if ctx.Err() != nil || !errors.As(err, &se) {
+		return
+	}
+	op, status, code, message := se.StorageAnswer()
+	if due, repeated := l.lines.Due(time.Now(), l.cfg.LeaseDuration, op, status, code); due {
+		storagelog.Write(l.log, op, status, code, message, repeated)
+	}
 }
 
 // Lease names one holding at storage: the resource, the lease ID every
