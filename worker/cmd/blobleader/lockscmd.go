@@ -49,7 +49,7 @@ HTTP (POST /v1.0-alpha1/lock/{store}, POST /v1.0-alpha1/unlock/{store}) and gRPC
 (dapr.proto.runtime.v1.Dapr/TryLockAlpha1, /UnlockAlpha1, /GetMetadata), plus the fencing
 term, a bounded wait, POST /v1.0-alpha1/renew/{store} and GET /v1.0-alpha1/lock/{store}?resourceId=.
 Point any Dapr SDK at it: DAPR_HTTP_ENDPOINT=http://127.0.0.1:3500,
-DAPR_GRPC_ENDPOINT=http://127.0.0.1:50001 (gRPC is also served on --listen).
+DAPR_GRPC_ENDPOINT=127.0.0.1:50001 (gRPC is also served on --listen).
 Stateless: run as many replicas as you like on the same container.
 
 Usage:
