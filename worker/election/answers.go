@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/storagelog"
 )
 
 // Storage answers (docs/architecture.md#the-election, "Expected answers").
@@ -21,13 +22,6 @@ import (
 // elector that has had no expected answer since Run began, for a whole
 // LeaseDuration, is not Healthy.
 
-// logEventStorageError is the `event` of the unexpected-answer log line
-// (docs/architecture.md#log-lines-the-alerts-read).
-const logEventStorageError = "storage_error"
-
-// maxToldKeys bounds the rate limiter's memory (operations × codes).
-const maxToldKeys = 64
-
 // answers is what the elector remembers of storage's answers.
 type answers struct {
 	mu           sync.Mutex
@@ -35,14 +29,7 @@ type answers struct {
 	lastExpected time.Time // zero: none since start
 	last         string    // the last unexpected answer, described; "" if none
 	lastAt       time.Time
-	told         map[string]*told // per operation and code: the rate limit
-}
-
-// told is when an operation's code was last logged, and how many answers
-// with it came since without a line.
-type told struct {
-	at       time.Time
-	repeated int
+	lines        storagelog.Limiter // per operation, status and code: the rate limit
 }
 
 // expectedAnswer reports whether err (nil: success) is an answer the
@@ -73,8 +60,7 @@ func (e *Elector) noteAnswer(ctx context.Context, err error) {
 	}
 	op, status, code, message := se.StorageAnswer()
 	if due, repeated := e.answers.unexpected(now, op, status, code, message, e.cfg.LeaseDuration); due {
-		e.log.Warn("unexpected storage answer", "event", logEventStorageError, "op", op, "status", status,
-			"code", code, "message", message, "repeated", repeated)
+		storagelog.Write(e.log, op, status, code, message, repeated)
 	}
 }
 
@@ -83,22 +69,9 @@ func (e *Elector) noteAnswer(ctx context.Context, err error) {
 // LeaseDuration since the last line, which carries how many came between.
 func (a *answers) unexpected(now time.Time, op string, status int, code, message string, every time.Duration) (due bool, repeated int) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.last, a.lastAt = describeAnswer(op, status, code, message), now
-	key := fmt.Sprintf("%s %d %s", op, status, code)
-	t, ok := a.told[key]
-	if ok && now.Sub(t.at) < every {
-		t.repeated++
-		return false, 0
-	}
-	if a.told == nil || len(a.told) >= maxToldKeys {
-		a.told = map[string]*told{}
-	}
-	if ok {
-		repeated = t.repeated
-	}
-	a.told[key] = &told{at: now}
-	return true, repeated
+	a.mu.Unlock()
+	return a.lines.Due(now, every, op, status, code)
 }
 
 func describeAnswer(op string, status int, code, message string) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election/electiontest"
+	"github.com/blobleader/blobleader/worker/internal/storagelog"
 )
 
 // busyAnswer is storage's refusal as a Lock reports it (a StorageError).
@@ -84,7 +85,7 @@ func TestElector_UnexpectedAnswersAreLoggedOncePerLeaseDurationAndFailHealth(t *
 	synctest.Test(t, func(t *testing.T) {
 		e, lock, logs := runWithFault(t, busyAnswer{op: "acquire"})
 		synctest.Wait()
-		lines := logs.lines(t, logEventStorageError)
+		lines := logs.lines(t, storagelog.Event)
 		if len(lines) != 1 || lines[0]["op"] != "acquire" || lines[0]["status"] != float64(503) ||
 			lines[0]["code"] != "ServerBusy" || lines[0]["message"] != "The server is busy." || lines[0]["repeated"] != float64(0) ||
 			lines[0]["level"] != "WARN" {
@@ -99,7 +100,7 @@ func TestElector_UnexpectedAnswersAreLoggedOncePerLeaseDurationAndFailHealth(t *
 
 		time.Sleep(e.cfg.LeaseDuration - time.Millisecond)
 		synctest.Wait()
-		if n := len(logs.lines(t, logEventStorageError)); n != 1 {
+		if n := len(logs.lines(t, storagelog.Event)); n != 1 {
 			t.Fatalf("%d storage_error lines within one lease duration, want 1", n)
 		}
 		if err := e.Healthy(); err != nil {
@@ -111,7 +112,7 @@ func TestElector_UnexpectedAnswersAreLoggedOncePerLeaseDurationAndFailHealth(t *
 		}
 		time.Sleep(2 * time.Second) // the next poll after a lease duration
 		synctest.Wait()
-		lines = logs.lines(t, logEventStorageError)
+		lines = logs.lines(t, storagelog.Event)
 		if len(lines) != 2 || lines[1]["repeated"].(float64) < 12 {
 			t.Fatalf("storage_error lines after a lease duration: %v; want a second one standing for the ≥ 12 polls between", lines)
 		}
@@ -138,7 +139,7 @@ func TestElector_ErrorsThatAreNotStorageAnswersAreNotReported(t *testing.T) {
 		e, _, logs := runWithFault(t, errors.New("gate: view is stale"))
 		time.Sleep(2 * e.cfg.LeaseDuration)
 		synctest.Wait()
-		if l := logs.lines(t, logEventStorageError); len(l) != 0 {
+		if l := logs.lines(t, storagelog.Event); len(l) != 0 {
 			t.Fatalf("storage_error lines for an error that is not storage's: %v", l)
 		}
 		if err := e.Healthy(); err != nil {

@@ -116,12 +116,15 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 func (n *node) open() error {
 	o := n.o
 	o.build.announce(n.log)
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
+	if o.listen != "" { // "": no listener (a one-shot lock not asked to listen)
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
+		}
+		n.ln = ln
+		n.closers = append(n.closers, func() { ln.Close() })
 	}
-	n.ln = ln
-	n.closers = append(n.closers, func() { ln.Close() })
+	var err error
 	if n.control, err = listenControl(o.controlListen); err != nil {
 		return err
 	}
@@ -291,9 +294,13 @@ func (n *node) run(ctx context.Context) error {
 	defer serveControl(n.control, n.log)()
 	srv := &http.Server{Handler: n.handler(), ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(n.ln) }()
+	listen := ""
+	if n.ln != nil {
+		go func() { srvErr <- srv.Serve(n.ln) }()
+		listen = n.ln.Addr().String()
+	}
 	cfg := n.cfg
-	n.log.Info("worker started", "listen", n.ln.Addr().String(), "lock", n.lock.Describe(),
+	n.log.Info("worker started", "listen", listen, "lock", n.lock.Describe(),
 		"lease", cfg.LeaseDuration, "renew_deadline", cfg.RenewDeadline, "renew_interval", cfg.RenewInterval,
 		"retry_period", cfg.RetryPeriod, "request_timeout", cfg.RequestTimeout())
 
