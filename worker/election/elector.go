@@ -105,7 +105,6 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 	e.running, e.stopping, e.lastLoop = true, false, time.Now()
 	e.mu.Unlock()
-	e.answers.began(time.Now())
 	defer func() {
 		e.mu.Lock()
 		e.running = false
