@@ -392,9 +392,9 @@ func WriteVerifyReport(dir string, at time.Time, target VerifyTarget, as []Assum
 	return md, os.WriteFile(filepath.Join(dir, "verify-azure.json"), j, 0o644)
 }
 
-// AlertColumns are the columns of table (documented in tables.json) that
-// the alert queries name.
-func AlertColumns(alertsDir, table string) (map[string]string, error) {
+// AlertColumns are the columns of table (documented in alertsDir's
+// tables.json) that the alert queries, as deployed, name.
+func AlertColumns(alertsDir, table string, queries []string) (map[string]string, error) {
 	b, err := os.ReadFile(filepath.Join(alertsDir, "tables.json"))
 	if err != nil {
 		return nil, err
@@ -411,21 +411,13 @@ func AlertColumns(alertsDir, table string) (map[string]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("tables.json documents no table %s", table)
 	}
-	kqls, err := filepath.Glob(filepath.Join(alertsDir, "*.kql"))
-	if err != nil || len(kqls) == 0 {
-		return nil, fmt.Errorf("no alert queries in %s", alertsDir)
+	if len(queries) == 0 {
+		return nil, fmt.Errorf("no alert queries to read the columns from")
 	}
-	var text strings.Builder
-	for _, f := range kqls {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		text.Write(b)
-	}
+	text := strings.Join(queries, "\n")
 	out := map[string]string{}
 	for c, typ := range cols.Columns {
-		if regexp.MustCompile(`\b` + regexp.QuoteMeta(c) + `\b`).MatchString(text.String()) {
+		if regexp.MustCompile(`\b` + regexp.QuoteMeta(c) + `\b`).MatchString(text) {
 			out[c] = typ
 		}
 	}

@@ -55,7 +55,11 @@ func TargetFromOutputs(outputs []byte, infraDir string) (VerifyTarget, string, e
 		return VerifyTarget{}, "", err
 	}
 	t.Providers = providers
-	if t.Columns, err = AlertColumns(filepath.Join(infraDir, "alerts"), t.Table); err != nil {
+	var queries []string
+	for _, a := range t.Alerts {
+		queries = append(queries, a.Query)
+	}
+	if t.Columns, err = AlertColumns(filepath.Join(infraDir, "alerts"), t.Table, queries); err != nil {
 		return VerifyTarget{}, "", err
 	}
 	lease := ""
