@@ -162,7 +162,7 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 		NoColor:         true,
 		EnvVars:         map[string]string{"CHECKPOINT_DISABLE": "1", "ARM_SUBSCRIPTION_ID": e.SubscriptionID},
 		RetryableTerraformErrors: map[string]string{
-			"(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*": "AcrPull for the workers' identity is still propagating",
+			retryImagePull: "AcrPull for the workers' identity is still propagating",
 			// PrincipalNotFound: a new identity not yet replicated in Entra ID.
 			// Not AuthorizationFailed: that is the deployer missing a role,
 			// which no amount of waiting grants.
@@ -173,6 +173,25 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 		MaxRetries:         8,
 		TimeBetweenRetries: 90 * time.Second,
 	}
+}
+
+// retryImagePull matches a refused image pull, which only the propagation
+// of the AcrPull assignment the deploy stage created can explain.
+const retryImagePull = "(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*"
+
+// LaterApply are the options of an apply after the deploy stage (the
+// shards stage's): the AcrPull assignment has propagated by then (the
+// verify stage saw every worker run), so a refused image pull is a real
+// failure to report at once, not one to retry for 12 minutes.
+func LaterApply(opts *terraform.Options) *terraform.Options {
+	o := *opts
+	o.RetryableTerraformErrors = map[string]string{}
+	for re, why := range opts.RetryableTerraformErrors {
+		if re != retryImagePull {
+			o.RetryableTerraformErrors[re] = why
+		}
+	}
+	return &o
 }
 
 // CopyInfra copies infra/'s deployment root into dir: the configuration, the

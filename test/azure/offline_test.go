@@ -804,3 +804,34 @@ func TestOffline_SuiteDeploysWhatUsersDeploy(t *testing.T) {
 		}
 	}
 }
+
+// TestOffline_LaterAppliesDoNotBlameAPullOnPropagation: the deploy stage
+// retries a refused image pull while its new AcrPull assignment
+// propagates; the shards stage's apply, long after, must report one at
+// once instead of retrying it for 12 minutes (a new identity is still
+// retried).
+func TestOffline_LaterAppliesDoNotBlameAPullOnPropagation(t *testing.T) {
+	first := TerraformOptions(Env{Terraform: "terraform"}, t.TempDir(), map[string]any{})
+	later := LaterApply(first)
+	pull := "Error: creating Container Group: InaccessibleImage: The image 'cr.azurecr.io/blobleader/worker@sha256:1' is not accessible"
+	retried := func(o map[string]string, out string) bool {
+		for re := range o {
+			if regexp.MustCompile(re).MatchString(out) {
+				return true
+			}
+		}
+		return false
+	}
+	if !retried(first.RetryableTerraformErrors, pull) {
+		t.Error("the deploy stage does not retry a refused pull while its AcrPull assignment propagates")
+	}
+	if retried(later.RetryableTerraformErrors, pull) {
+		t.Error("a later apply retries a refused image pull as propagation")
+	}
+	if !retried(later.RetryableTerraformErrors, "Error: PrincipalNotFound: Principal 1 does not exist") {
+		t.Error("a later apply no longer retries PrincipalNotFound")
+	}
+	if len(first.RetryableTerraformErrors) != 2 {
+		t.Errorf("LaterApply changed the deploy stage's options: %v", first.RetryableTerraformErrors)
+	}
+}

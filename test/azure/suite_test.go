@@ -285,7 +285,7 @@ func shardsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCre
 	c := newCluster(t, env, d, work, cred)
 	defer c.Stop()
 	since := time.Now()
-	opts := test_structure.LoadTerraformOptions(t, tfDir)
+	opts := LaterApply(test_structure.LoadTerraformOptions(t, tfDir))
 	opts.Vars["shards"] = n
 	t0 := time.Now()
 	terraform.Apply(t, opts)
