@@ -308,9 +308,10 @@ func (v *Verifier) queries(ctx context.Context, t VerifyTarget) (string, error) 
 }
 
 // roles: measured, not waited on. Each assignment's age (ARM's createdOn);
-// the caller's own data access now; the workers' storage 403s from their
-// log lines (storage_forbidden), whose last one bounds how long the
-// workers' roles took to propagate.
+// the caller's own data access now; the workers' and lock replicas' storage
+// 403s from their log lines (storage_forbidden, or a replica's storage_error
+// with status 403), whose last one bounds how long the roles took to
+// propagate.
 func (v *Verifier) roles(ctx context.Context, t VerifyTarget) (string, error) {
 	now := v.Now()
 	var oldest time.Time
@@ -339,7 +340,7 @@ func (v *Verifier) roles(ctx context.Context, t VerifyTarget) (string, error) {
 	}
 	q := fmt.Sprintf(`%s
 | extend j = parse_json(Message)
-| where tostring(j.event) == "storage_forbidden"
+| where tostring(j.event) == "storage_forbidden" or (tostring(j.event) == "storage_error" and tolong(j.status) == 403)
 | summarize refused = count(), last = max(todatetime(tostring(j['time']))) by ContainerGroup = %s`,
 		t.rows(append(append([]string{}, t.Groups...), t.LockGroups...), "worker", "locks"), t.Route.GroupColumn)
 	res, err := v.Logs.Query(ctx, t.Workspace, q, "PT6H")

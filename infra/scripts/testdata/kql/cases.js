@@ -152,9 +152,14 @@ module.exports = [
     rows: every(0, 960, 60, (s) => line(s, W[2], "WARN", "storage request forbidden", { event: "storage_forbidden", op: "acquire", code: 403 })),
   },
   {
-    query: "storage_forbidden", expect: "fire", name: "a lock service replica refused with 403 for 16 minutes",
+    query: "storage_forbidden", expect: "fire", name: "a lock service replica refused with 403 for 16 minutes (its storage_error lines)",
     now: now(1800),
-    rows: every(0, 960, 60, (s) => lockLine(s, "WARN", "storage request forbidden", { event: "storage_forbidden", op: "acquire", code: 403 })),
+    rows: every(0, 960, 30, (s) => lockLine(s, "WARN", "unexpected storage answer", { event: "storage_error", op: "acquire", status: 403, code: "AuthorizationPermissionMismatch", message: "This request is not authorized to perform this operation using this permission.", repeated: 2 })),
+  },
+  {
+    query: "storage_forbidden", expect: "quiet", name: "a lock service replica's 503s for 16 minutes are storage failing, not 403s",
+    now: now(1800),
+    rows: every(0, 960, 30, (s) => lockLine(s, "WARN", "unexpected storage answer", { event: "storage_error", op: "acquire", status: 503, code: "ServerBusy", message: "The server is busy.", repeated: 2 })),
   },
   {
     query: "storage_forbidden", expect: "quiet", name: "403s for 5 minutes while a role assignment propagates",
