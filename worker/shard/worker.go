@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -26,6 +27,11 @@ type Worker struct {
 	log    *slog.Logger // with identity and pool
 	elog   *slog.Logger // for the member and shard electors, which add identity themselves
 	view   view
+	// lock reads the election lock's record: only it says who leads, and
+	// the highest term it has shown (lockTerm) bounds the assignments this
+	// worker follows (repairs.go).
+	lock     *bloblock.Lock
+	lockTerm atomic.Int64
 
 	mu       sync.Mutex
 	runs     map[int]*shardRun
@@ -70,6 +76,11 @@ func New(cfg Config) (*Worker, error) {
 		log:  log.With("identity", cfg.Election.Identity, "pool", Layout{Blob: cfg.Blob}.Pool()),
 		elog: log.With("pool", Layout{Blob: cfg.Blob}.Pool())}
 	w.view = view{identity: cfg.Election.Identity, ttl: cfg.ViewTTL(), warmup: cfg.standbyWarmup()}
+	lock, err := bloblock.New(cfg.Container, cfg.Blob)
+	if err != nil {
+		return nil, err
+	}
+	w.lock = lock
 	return w, nil
 }
 
@@ -143,11 +154,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case <-timer.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, w.cfg.Election.RequestTimeout())
-		if err := w.view.refresh(rctx, w); err != nil && ctx.Err() == nil {
+		if err := w.view.refresh(ctx, w); err != nil && ctx.Err() == nil {
 			w.log.Debug("assignment read failed", "err", err)
 		}
-		cancel()
 		w.reconcile(ctx, time.Now())
 		if time.Since(lastReport) >= w.cfg.ReportEvery {
 			lastReport = time.Now()

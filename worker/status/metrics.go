@@ -18,6 +18,7 @@ type Metrics struct {
 	transitions prometheus.Counter
 	requests    *prometheus.CounterVec
 	durations   *prometheus.HistogramVec
+	repairs     *prometheus.CounterVec
 
 	mu        sync.Mutex
 	moreLocks func() string // AlsoUnusable's source; nil: none
@@ -41,6 +42,10 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 			Help:    "Storage request latency by operation.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"op"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blobleader_repairs_total",
+			Help: "Stored state this worker found gone bad and wrote again under its own term, by object (assignment, summary, ledger) and cause (missing, rolled_back, not_valid, term_above_lock, foreign_segment, not_a_ledger).",
+		}, []string{"object", "cause"}),
 	}
 	isLeader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_is_leader",
@@ -58,7 +63,7 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 		Name: "blobleader_no_progress_stepdowns_total",
 		Help: "Leaderships this worker's stall watchdog ended: its leader task reported no progress (work that landed) for the watchdog timeout.",
 	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.NoProgressStepDowns()) }))
-	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.requests, m.durations)
+	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.requests, m.durations, m.repairs)
 	return m
 }
 
@@ -106,6 +111,13 @@ func (m *Metrics) AlsoUnusable(unusable func() string) {
 func (m *Metrics) ObserveRequest(op, code string, took time.Duration) {
 	m.requests.WithLabelValues(op, code).Inc()
 	m.durations.WithLabelValues(op).Observe(took.Seconds())
+}
+
+// Repaired counts one repair of stored state (docs/architecture.md#shards,
+// "State we did not write is validated, never trusted"): object is what was
+// repaired, cause why.
+func (m *Metrics) Repaired(object, cause string) {
+	m.repairs.WithLabelValues(object, cause).Inc()
 }
 
 // ObserveEvent counts leadership transitions.

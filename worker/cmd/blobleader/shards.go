@@ -40,7 +40,8 @@ func newShardMode(o *workerOptions, n *node) (*shardMode, error) {
 	}
 	w, err := shard.New(shard.Config{
 		Shards: o.shards, Election: cfg, Container: c, Blob: o.blob, Task: task,
-		OnEvent: func(ev shard.Event) { n.write(shardRecord(o.identity, ev)) },
+		OnEvent:  func(ev shard.Event) { n.write(shardRecord(o.identity, ev)) },
+		OnRepair: n.metrics.Repaired,
 	})
 	if err != nil {
 		return nil, usagef("%v", err)
