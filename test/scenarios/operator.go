@@ -38,7 +38,7 @@ var OperatorWritesBadMetadata = Scenario{Name: "OperatorWritesBadMetadata", Work
 
 func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	for _, term := range []string{"1795400000000x", "9223372036854775807"} {
+	for _, term := range []string{"9223372036854775806", "1795400000000x", "9223372036854775807"} {
 		old := leading(t, c)
 		was, err := old.Status(ctxFor(t, 5*time.Second))
 		if err != nil {
