@@ -79,7 +79,9 @@ func (e *Elector) Status() Status {
 }
 
 // Healthy returns nil unless the election loop or a leading task is wedged,
-// or storage keeps refusing our term write (see lease.ErrRejected).
+// or storage keeps refusing our term write (see lease.ErrRejected): what
+// liveness reports. A record nobody can lead on, or a conflicting set-up,
+// is not cured by restarting this process; Ready reports those.
 func (e *Elector) Healthy() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -88,12 +90,6 @@ func (e *Elector) Healthy() error {
 	}
 	if e.rejected != "" {
 		return errors.New(e.rejected)
-	}
-	if e.unusable != "" {
-		return errors.New(e.unusable)
-	}
-	if e.setup.reason != "" {
-		return errors.New(e.setup.reason)
 	}
 	if reason := e.answers.unanswered(time.Now(), e.cfg.LeaseDuration); reason != "" {
 		return errors.New(reason)
@@ -118,7 +114,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // Ready reports whether the elector is running, has had a definite answer
-// from storage within the last lease duration, and can lead if it wins.
+// from storage within the last lease duration, and can lead if it wins: not
+// on a record nobody can lead on, nor beside a conflicting set-up.
 func (e *Elector) Ready() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -129,6 +126,8 @@ func (e *Elector) Ready() error {
 		return errors.New(e.rejected)
 	case e.unusable != "":
 		return errors.New(e.unusable)
+	case e.setup.reason != "":
+		return errors.New(e.setup.reason)
 	case time.Now().Before(e.backoffUntil):
 		return fmt.Errorf("backing off for %s after %d leadership(s) in a row whose task made no progress", time.Until(e.backoffUntil).Round(time.Millisecond), e.stalls)
 	case e.lastReply.IsZero():

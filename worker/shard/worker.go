@@ -315,10 +315,26 @@ func (w *Worker) Unusable() string {
 	return strings.Join(out, "; ")
 }
 
-// Healthy reports a wedged shard task (one that did not return within the
-// grace after its ownership ended), a shard elector's or the member's
-// conflicting set-up, and (on the leader) members of another pool size.
+// Healthy is the pool member's part of liveness: a wedged shard task (one
+// that did not return within the grace after its ownership ended), or a
+// shard elector whose loop is stuck — what a restart cures.
 func (w *Worker) Healthy() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, n := range slices.Sorted(maps.Keys(w.runs)) {
+		if err := w.runs[n].el.Healthy(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Ready is the pool member's part of readiness: what a restart does not
+// cure — a shard lock this worker contends for with a record nobody can
+// lead on (Unusable), a shard elector's or the member's conflicting set-up,
+// and (on the leader) members of another pool size.
+func (w *Worker) Ready() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
@@ -330,9 +346,12 @@ func (w *Worker) Healthy() error {
 			errs = append(errs, fmt.Errorf("member lease: %s", c))
 		}
 	}
-	for _, r := range w.runs {
-		if err := r.el.Healthy(); err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: %w", r.n, err))
+	for _, n := range slices.Sorted(maps.Keys(w.runs)) {
+		st := w.runs[n].el.Status()
+		for _, why := range []string{st.Unusable, st.Conflict} {
+			if why != "" {
+				errs = append(errs, fmt.Errorf("shard %d: %s", n, why))
+			}
 		}
 	}
 	return errors.Join(errs...)

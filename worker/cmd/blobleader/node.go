@@ -176,7 +176,7 @@ func (n *node) elect(buildMode func(*node) (mode, error)) error {
 		return usagef("%v", err)
 	}
 	n.elector, n.companions = e, m.companions
-	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.health), status.NewConflictGauge(n.conflict))
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.health), status.NewReadyGauge(n.ready), status.NewConflictGauge(n.conflict))
 	return nil
 }
 

@@ -99,6 +99,10 @@ func (m *shardMode) unowned() (int, bool) {
 // healthy is the pool member's part of /healthz: its shard tasks' health.
 func (m *shardMode) healthy() error { return m.w.Healthy() }
 
+// ready is the pool member's part of /readyz: unusable shard locks and
+// conflicting set-ups, which a restart does not cure.
+func (m *shardMode) ready() error { return m.w.Ready() }
+
 // conflict is the pool member's part of blobleader_setup_conflict.
 func (m *shardMode) conflict() string { return m.w.Conflict() }
 
@@ -110,8 +114,9 @@ type shardStatus struct {
 	Assignment *shard.Assignment `json:"assignment,omitempty"`
 }
 
-// handler serves /status with the shard fields and folds the shard tasks'
-// health into /healthz; everything else is base's.
+// handler serves /status with the shard fields and folds the pool member's
+// health into /healthz and its readiness into /readyz; everything else is
+// base's.
 func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", base)
@@ -127,6 +132,9 @@ func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		answerProbe(w, errors.Join(e.Healthy(), m.w.Healthy()))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		answerProbe(w, errors.Join(e.Ready(), m.w.Ready()))
 	})
 	return mux
 }
