@@ -139,7 +139,7 @@ func (m *Metrics) CountDrops(logs, history func() uint64) {
 		}, func() float64 { return float64(logs()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "blobleader_history_records_dropped_total",
-			Help: "History records dropped because the history sink (--history file or blob) was blocked, too slow or unreachable.",
+			Help: "History records lost: dropped because the history sink (--history file or blob) was blocked, too slow or unreachable, deleted with a history blob, or still unwritten when the final flush gave up.",
 		}, func() float64 { return float64(history()) }),
 	)
 }
