@@ -30,11 +30,11 @@ type shardMode struct {
 
 // newShardMode builds the pool member on n, and its metrics.
 func newShardMode(o *workerOptions, n *node) (*shardMode, error) {
-	c, cfg, log := n.storage, n.cfg, n.log
+	c, cfg, log, repaired := n.storage, n.cfg, n.log, n.metrics.Repaired
 	layout := shard.Layout{Blob: o.blob}
 	task := func(ctx context.Context, n int, term int64) error {
-		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, tick: o.tick,
-			requestTimeout: cfg.RequestTimeout(), log: log.With("shard", n),
+		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, lock: layout.Shard(n), container: o.container, tick: o.tick,
+			onRepair: repaired, requestTimeout: cfg.RequestTimeout(), log: log.With("shard", n),
 			onAppend: func(seq int64) { shard.ReportProgress(ctx, seq) }}
 		return o.build.task(t.run, o.tick)(ctx, term)
 	}
