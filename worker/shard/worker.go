@@ -274,6 +274,7 @@ func (w *Worker) newMemberElector() (*election.Elector, error) {
 	cfg := w.cfg.Election
 	cfg.Mode = Mode(w.cfg.Shards) // the leader compares it (sizes.go)
 	cfg.WatchdogTimeout = 0       // nothing to watch: the lease is the whole job
+	cfg.ConfirmEvery = 0          // nobody observes a member's record
 	cfg.ObserveEvery = 1 << 20
 	cfg.Logger = w.elog.With("member", true)
 	return election.NewElector(cfg, lock, election.Callbacks{

@@ -90,6 +90,9 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 	n := &node{o: o, cfg: cfg, base: base, log: base.With("identity", o.identity)}
 	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
+	// The leader confirms its record, so a lease held outside the election
+	// is told from a leader (docs/architecture.md#conflicting-set-ups).
+	n.cfg.ConfirmEvery = n.cfg.LeaseDuration / 2
 	if historyFile != nil {
 		n.queueHistory(historyFile)
 	}
