@@ -9,13 +9,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/test/checker"
@@ -258,24 +256,16 @@ func blobPath(c cluster.Cluster, name string) (string, bool) {
 // block (docs/architecture.md#the-fenced-ledger-the-reference-leader-task).
 // No ledger yet is an empty ledger.
 func ReadLedger(ctx context.Context, c *container.Client, blob string) ([]checker.LedgerEntry, error) {
-	prefix := ledger.Prefix(blob)
-	var names []string
-	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list ledger: %w", err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			names = append(names, *it.Name)
-		}
+	segs, err := ledger.ListSegments(ctx, c, blob) // in order; no container: none
+	if err != nil {
+		return nil, fmt.Errorf("list ledger: %w", err)
 	}
-	sort.Strings(names) // %08d segment numbers sort as strings
 	var out []checker.LedgerEntry
-	for _, name := range names {
+	for _, s := range segs {
+		if s.NotALedger {
+			continue // kept as found by the writer that went past it
+		}
+		name := s.Name
 		resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("read ledger segment %s: %w", name, err)

@@ -115,8 +115,8 @@
 //     of the newer terms, could hand out a term a side-effect store has
 //     already seen; the store's fence then refuses it (docs/operations.md).
 //   - A record whose term cannot give the next one (not a non-negative
-//     integer, or math.MaxInt64) is never rewritten by an elector and never
-//     wrapped: no contender leads until an operator repairs it, and each says
+//     integer, or lease.MaxTerm = 2^53 − 1 or more) is never rewritten by an
+//     elector and never wrapped: no contender leads until an operator repairs it, and each says
 //     so in Healthy, Ready and Status (lease.ErrUnusableRecord).
 //   - Storage that answers, but never as the election expects (a 400 from an
 //     emulator that does not know the API version, 403, 5xx, no answer at

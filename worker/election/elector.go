@@ -66,8 +66,9 @@ type Elector struct {
 	unusable     string    // non-empty while the lock's record cannot give a next term (lease.ErrUnusableRecord)
 	toldAt       time.Time // when unusable was last logged and emitted (once per LeaseDuration)
 
-	setup   setupWatch // a conflicting set-up seen in the lock's record (conflict.go)
-	answers answers    // storage's answers: expected or not (answers.go)
+	setup   setupWatch   // a conflicting set-up seen in the lock's record (conflict.go)
+	confirm confirmWatch // whether the record's holder still confirms it (confirm.go)
+	answers answers      // storage's answers: expected or not (answers.go)
 }
 
 // NewElector validates cfg and returns an elector on lock.
