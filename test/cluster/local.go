@@ -32,6 +32,7 @@ type Local struct {
 	blobName      string
 	az            *azuritetest.Server
 	probe         *StorageProbe // Azurite asked directly, for the run's evidence
+	sched         *SchedProbe   // the machine's promptness, for the run's timing bounds
 	storage       *container.Client
 	httpc         *http.Client
 	start         time.Time
@@ -87,6 +88,7 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 		start:         time.Now(),
 	}
 	t.Cleanup(c.Stop)
+	c.sched = StartSchedProbe(DefaultSchedProbe)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	az, err := azuritetest.Start(ctx)
@@ -107,6 +109,29 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 
 // StorageProbe is the harness's own probe of Azurite (StorageProbe).
 func (c *Local) StorageProbe() *StorageProbe { return c.probe }
+
+// SchedProbe is the harness's CPU probe of the machine (SchedProbe),
+// running from the cluster's start to its Stop.
+func (c *Local) SchedProbe() *SchedProbe { return c.sched }
+
+// WriteSchedProbe writes the CPU probe's late wakes to dir/cpu-probe.jsonl,
+// one LateWake a line, after a first line with the summary's counts.
+func (c *Local) WriteSchedProbe(dir string) error {
+	f, err := os.Create(filepath.Join(dir, "cpu-probe.jsonl"))
+	if err != nil {
+		return err
+	}
+	r := c.sched.Record()
+	enc := json.NewEncoder(f)
+	err = enc.Encode(map[string]any{"tick": r.Tick.String(), "floor": r.Floor.String(), "since": r.Since, "wakes": r.Wakes, "late": len(r.Late) + int(r.Dropped), "dropped": r.Dropped, "total_ms": r.Total.Milliseconds(), "max_ms": r.Max.Late().Milliseconds()})
+	for _, w := range r.Late {
+		if err != nil {
+			break
+		}
+		err = enc.Encode(w)
+	}
+	return errors.Join(err, f.Close())
+}
 
 // WriteStorageProbe writes the storage probe's records to
 // dir/azurite-probe.jsonl (StorageProbe.WriteJSONL): a failed run's evidence
@@ -491,6 +516,7 @@ func (c *Local) Stop() {
 	if c.probe != nil {
 		c.probe.Stop() // before Azurite goes, so its end is no failed probe
 	}
+	c.sched.Stop()
 	if c.az != nil {
 		c.az.Stop()
 	}
