@@ -54,6 +54,8 @@ type lockRig struct {
 	locks    *container.Client
 	ledgers  *container.Client
 
+	sched *cluster.SchedProbe // the machine's promptness, for LL1
+
 	mu     sync.Mutex
 	faults []checker.LockFault
 }
@@ -66,7 +68,8 @@ const (
 
 func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	t.Helper()
-	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir()}
+	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir(), sched: cluster.StartSchedProbe(cluster.DefaultSchedProbe)}
+	t.Cleanup(r.sched.Stop)
 	var err error
 	for _, c := range []struct {
 		p    **container.Client
@@ -93,6 +96,7 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 		r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
 	}
 	t.Cleanup(r.stop)
+	stopAtAttemptEnd(t, r.stop)
 	return r
 }
 
@@ -225,7 +229,8 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 			_ = c.Wait()
 		}
 	}
-	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now()}
+	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now(),
+		Sched: checkerSched(r.sched.Record())}
 	for k := 0; k < r.s.Resources; k++ {
 		res := fmt.Sprintf("res-%d", k)
 		name, _ := mutex.BlobName("ledgers", res)

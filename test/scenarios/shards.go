@@ -54,9 +54,7 @@ func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
 		c := backend(t, s.Workers, cluster.Args(append([]string{"--shards", fmt.Sprint(s.Shards)}, s.Args...)...))
 		s.Run(t, c, s.Shards)
 		_, res, sres := JudgeShards(t, c, ShardJudging{Shards: s.Shards, Name: reportName(t)})
-		if err := checker.Compose(res.Verdict, sres.Verdict).Err(); err != nil {
-			t.Error(err)
-		}
+		judged(t, "election and shards", checker.Compose(res.Verdict, sres.Verdict))
 	})
 }
 

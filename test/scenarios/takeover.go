@@ -234,6 +234,7 @@ func FastRunParams() cluster.Params {
 func NewFastRunCluster(t *testing.T) *RunCluster {
 	t.Helper()
 	c := cluster.NewLocal(t, cluster.LocalConfig{Params: FastRunParams()})
+	stopAtAttemptEnd(t, c.Stop)
 	return &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: c.Dir() + "/activity.jsonl"}
 }
 

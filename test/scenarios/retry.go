@@ -1,0 +1,191 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
+)
+
+// A scenario whose verdict is inconclusive — a timing bound missed by no
+// more than the machine stalled (checker.Verdict.Stalled), or a history that
+// lost records — proved nothing: it is run again on a fresh cluster, up to
+// InconclusiveRetries times, and fails if it stays inconclusive
+// (docs/chaos.md#a-busy-machine). A verdict that fails is never retried.
+
+// InconclusiveRetries is how many times an inconclusive scenario runs again
+// before it fails: three runs in all.
+const InconclusiveRetries = 2
+
+// EnvRetryLog names a file each retry appends one line to (the test's
+// name, the attempt, the stall that explained the miss and the reason).
+// `make test` sets it and prints the file at the end, so the CI log names
+// every retry even though go test hides a passing test's own log.
+const EnvRetryLog = "BLOBLEADER_RETRY_LOG"
+
+// attempt is one run of a scenario under retryInconclusive.
+type attempt struct {
+	n int // 1 for the first run
+
+	mu           sync.Mutex
+	inconclusive []checker.Verdict // what judged was told was inconclusive
+	whats        []string
+	stops        []func() // the attempt's clusters and rigs, stopped when it ends
+}
+
+// attempts maps a *testing.T running under retryInconclusive to its
+// current attempt.
+var attempts sync.Map
+
+func attemptOf(t *testing.T) *attempt {
+	if a, ok := attempts.Load(t); ok {
+		return a.(*attempt)
+	}
+	return nil
+}
+
+// attemptNumber is t's attempt (1 outside retryInconclusive).
+func attemptNumber(t *testing.T) int {
+	if a := attemptOf(t); a != nil {
+		return a.n
+	}
+	return 1
+}
+
+// stopAtAttemptEnd registers stop to run when t's attempt ends, before a
+// retry starts: a retry must not share the machine with the cluster it
+// replaces. (t.Cleanup stops it again at the test's end; stops are safe
+// twice.) Outside retryInconclusive it does nothing.
+func stopAtAttemptEnd(t *testing.T, stop func()) {
+	if a := attemptOf(t); a != nil {
+		a.mu.Lock()
+		a.stops = append(a.stops, stop)
+		a.mu.Unlock()
+	}
+}
+
+// judged passes a verdict on t: a failure fails t at once; an inconclusive
+// verdict is left to retryInconclusive when t runs under it, and fails t
+// otherwise — inconclusive is never a pass.
+func judged(t *testing.T, what string, v checker.Verdict) {
+	t.Helper()
+	switch v.Outcome() {
+	case checker.VerdictFail:
+		t.Errorf("%s: %v", what, v.Err())
+	case checker.VerdictInconclusive:
+		if a := attemptOf(t); a != nil {
+			a.mu.Lock()
+			a.inconclusive, a.whats = append(a.inconclusive, v), append(a.whats, what)
+			a.mu.Unlock()
+			t.Logf("%s (attempt %d): %v", what, a.n, v.Err())
+			return
+		}
+		t.Errorf("%s: %v", what, v.Err())
+	}
+}
+
+// retryInconclusive runs body, and runs it again while the verdicts it
+// judged were inconclusive and nothing else failed, up to
+// InconclusiveRetries more times. Each retry is logged with the measured
+// stall that explained it (and appended to $BLOBLEADER_RETRY_LOG); a
+// scenario still inconclusive after the last fails.
+func retryInconclusive(t *testing.T, body func(t *testing.T)) {
+	t.Helper()
+	for n := 1; ; n++ {
+		a := &attempt{n: n}
+		attempts.Store(t, a)
+		func() {
+			defer attempts.Delete(t)
+			defer a.stop()
+			body(t)
+		}()
+		if t.Failed() || len(a.inconclusive) == 0 {
+			return
+		}
+		v := checker.Compose(a.inconclusive...)
+		why := firstLine(v.Err())
+		if n > InconclusiveRetries {
+			line := fmt.Sprintf("%s: inconclusive %d times in a row, the last with a measured stall of %v: %s; FAIL", t.Name(), n, v.MaxStall().Round(time.Millisecond), why)
+			appendRetryLog(t, line)
+			t.Errorf("%s (an unjudged scenario has not passed; %d runs, %s)", line, n, strings.Join(a.whats, ", "))
+			return
+		}
+		line := fmt.Sprintf("%s: attempt %d of %d inconclusive, measured stall %v: %s; retrying on a fresh cluster",
+			t.Name(), n, 1+InconclusiveRetries, v.MaxStall().Round(time.Millisecond), why)
+		appendRetryLog(t, line)
+		t.Log(line)
+	}
+}
+
+// stop ends what the attempt started, last first.
+func (a *attempt) stop() {
+	a.mu.Lock()
+	stops := a.stops
+	a.stops = nil
+	a.mu.Unlock()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
+}
+
+// firstLine is the verdict's reason in one line: its first entry.
+func firstLine(err error) string {
+	if err == nil {
+		return ""
+	}
+	lines := strings.Split(err.Error(), "\n")
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- ")); l != "" {
+			if i := strings.Index(l, "; evidence:"); i > 0 {
+				l = l[:i]
+			}
+			return l
+		}
+	}
+	return lines[0]
+}
+
+var retryLogMu sync.Mutex
+
+// appendRetryLog appends line to $BLOBLEADER_RETRY_LOG, if set.
+func appendRetryLog(t *testing.T, line string) {
+	path := os.Getenv(EnvRetryLog)
+	if path == "" {
+		return
+	}
+	retryLogMu.Lock()
+	defer retryLogMu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = fmt.Fprintln(f, time.Now().UTC().Format("15:04:05")+" "+line)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Logf("%s: %v", EnvRetryLog, err)
+	}
+}
+
+// schedOf is the cluster's CPU probe record for the checker (nil for a
+// backend without one).
+func schedOf(c cluster.Cluster) *checker.Sched {
+	sp, ok := c.(interface{ SchedProbe() *cluster.SchedProbe })
+	if !ok || sp.SchedProbe() == nil {
+		return nil
+	}
+	return checkerSched(sp.SchedProbe().Record())
+}
+
+// checkerSched is a probe's record in the checker's terms.
+func checkerSched(r cluster.SchedRecord) *checker.Sched {
+	s := &checker.Sched{Tick: r.Tick, Floor: r.Floor, Wakes: int(r.Wakes)}
+	for _, w := range r.Late {
+		s.Late = append(s.Late, checker.Wake{Due: w.Due, Woke: w.Woke})
+	}
+	return s
+}
