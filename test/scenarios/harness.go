@@ -184,6 +184,7 @@ func JudgeRequiring(t *testing.T, c cluster.Cluster, name string, req checker.Re
 	}
 	if run.Sched != nil {
 		t.Logf("%s", schedLine(run.Sched))
+		noteStall(t, run.Sched)
 	}
 	for _, fo := range res.Failovers {
 		t.Logf("failover after %s on %s: %v (bound %v, basis %s)%s", fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))

@@ -231,6 +231,8 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 	}
 	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now(),
 		Sched: checkerSched(r.sched.Record())}
+	r.t.Logf("%s", schedLine(run.Sched))
+	noteStall(r.t, run.Sched)
 	for k := 0; k < r.s.Resources; k++ {
 		res := fmt.Sprintf("res-%d", k)
 		name, _ := mutex.BlobName("ledgers", res)

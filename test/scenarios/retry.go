@@ -189,3 +189,49 @@ func checkerSched(r cluster.SchedRecord) *checker.Sched {
 	}
 	return s
 }
+
+// stalls tracks the largest stall any judged run of this test binary
+// measured, for the one line the retry log ends with (machineSummary).
+var stalls struct {
+	sync.Mutex
+	runs      int
+	longest   time.Duration
+	longestIn string
+	total     time.Duration
+	totalIn   string
+}
+
+// noteStall records a judged run's CPU probe record.
+func noteStall(t *testing.T, s *checker.Sched) {
+	if s == nil {
+		return
+	}
+	stalls.Lock()
+	defer stalls.Unlock()
+	stalls.runs++
+	if m := s.Max().Late(); m > stalls.longest {
+		stalls.longest, stalls.longestIn = m, t.Name()
+	}
+	if tot := s.Total(); tot > stalls.total {
+		stalls.total, stalls.totalIn = tot, t.Name()
+	}
+}
+
+// MachineSummary appends to $BLOBLEADER_RETRY_LOG one line on the stalls
+// the judged runs of this test binary measured; TestMain calls it.
+func MachineSummary() {
+	path := os.Getenv(EnvRetryLog)
+	stalls.Lock()
+	defer stalls.Unlock()
+	if path == "" || stalls.runs == 0 {
+		return
+	}
+	line := fmt.Sprintf("cpu probe: %d judged runs; the longest stall %v (%s); the most stall in one run %v (%s)",
+		stalls.runs, stalls.longest.Round(time.Millisecond), stalls.longestIn, stalls.total.Round(time.Millisecond), stalls.totalIn)
+	retryLogMu.Lock()
+	defer retryLogMu.Unlock()
+	if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintln(f, time.Now().UTC().Format("15:04:05")+" "+line)
+		f.Close()
+	}
+}

@@ -11,7 +11,11 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
-func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
+func TestMain(m *testing.M) {
+	code := cluster.Main(m)
+	MachineSummary()
+	os.Exit(code)
+}
 
 // Each scenario runs on the local backend in parallel (t.Parallel): four at
 // a time under `make test` (GO_TEST_PARALLEL), GOMAXPROCS at a time under

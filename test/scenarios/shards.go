@@ -154,6 +154,13 @@ func JudgeShards(t *testing.T, c cluster.Cluster, o ShardJudging) (checker.Shard
 			t.Logf("shard %d failover after %s on %s: %v (bound %v, basis %s)%s", s, fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
 		}
 	}
+	for _, v := range append(res.Stalled, sres.Stalled...) {
+		t.Logf("inconclusive: %s", v)
+	}
+	if run.Sched != nil {
+		t.Logf("%s", schedLine(run.Sched))
+		noteStall(t, run.Sched)
+	}
 	return srun, res, sres
 }
 
