@@ -3,12 +3,14 @@ package checker
 import (
 	"fmt"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // A busy machine is a fault nobody injected (docs/chaos.md#a-busy-machine).
 // The harness measures it with a CPU probe beside every run (a thread that
-// sleeps a short tick and records how late it woke: test/cluster's
-// SchedProbe) and hands the record to the checker as Run.Sched.
+// sleeps a short tick and records how late it woke: package
+// worker/stalltest) and hands the record to the checker as Run.Sched.
 //
 // Timing bounds that assume the machine runs a process when it is due — a
 // supervisor killing its command after a thaw, a reap, a follower's poll, a
@@ -37,29 +39,16 @@ type Sched struct {
 
 // Wake is one late wake of the probe: due at Due, running again at Woke.
 // From Due to Woke a thread that was due did not run: the machine stalled.
-type Wake struct {
-	Due  time.Time `json:"due"`
-	Woke time.Time `json:"woke"`
-}
-
-// Late is how late the wake came.
-func (w Wake) Late() time.Duration { return w.Woke.Sub(w.Due) }
+type Wake = stalltest.Wake
 
 // StallIn is how long the machine stalled in [from, to]: the time within
 // it during which the probe was due and did not run (its late wakes,
 // clipped to the window). Zero without a probe.
 func (s *Sched) StallIn(from, to time.Time) time.Duration {
-	if s == nil || !to.After(from) {
+	if s == nil {
 		return 0
 	}
-	var sum time.Duration
-	for _, w := range s.Late {
-		lo, hi := later(w.Due, from), earliest(w.Woke, to)
-		if hi.After(lo) {
-			sum += hi.Sub(lo)
-		}
-	}
-	return sum
+	return stalltest.StallIn(s.Late, from, to)
 }
 
 // Max is the latest wake, zero Wake when none was late.
@@ -86,13 +75,6 @@ func (s *Sched) Total() time.Duration {
 		sum += w.Late()
 	}
 	return sum
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // timing is one timing bound being judged: the thing it bounds was due by

@@ -19,6 +19,7 @@ import (
 
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // Local is the local backend: Azurite and worker processes on loopback.
@@ -31,8 +32,8 @@ type Local struct {
 	containerName string
 	blobName      string
 	az            *azuritetest.Server
-	probe         *StorageProbe // Azurite asked directly, for the run's evidence
-	sched         *SchedProbe   // the machine's promptness, for the run's timing bounds
+	probe         *StorageProbe    // Azurite asked directly, for the run's evidence
+	sched         *stalltest.Probe // the machine's promptness, for the run's timing bounds (docs/chaos.md#a-busy-machine)
 	storage       *container.Client
 	httpc         *http.Client
 	start         time.Time
@@ -88,7 +89,7 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 		start:         time.Now(),
 	}
 	t.Cleanup(c.Stop)
-	c.sched = StartSchedProbe(DefaultSchedProbe)
+	c.sched = stalltest.Start(stalltest.Default)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	az, err := azuritetest.Start(ctx)
@@ -110,12 +111,12 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 // StorageProbe is the harness's own probe of Azurite (StorageProbe).
 func (c *Local) StorageProbe() *StorageProbe { return c.probe }
 
-// SchedProbe is the harness's CPU probe of the machine (SchedProbe),
-// running from the cluster's start to its Stop.
-func (c *Local) SchedProbe() *SchedProbe { return c.sched }
+// SchedProbe is the harness's CPU probe of the machine (package
+// stalltest), running from the cluster's start to its Stop.
+func (c *Local) SchedProbe() *stalltest.Probe { return c.sched }
 
 // WriteSchedProbe writes the CPU probe's late wakes to dir/cpu-probe.jsonl,
-// one LateWake a line, after a first line with the summary's counts.
+// one stalltest.Wake a line, after a first line with the counts.
 func (c *Local) WriteSchedProbe(dir string) error {
 	f, err := os.Create(filepath.Join(dir, "cpu-probe.jsonl"))
 	if err != nil {

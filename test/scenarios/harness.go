@@ -22,6 +22,7 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
 	"github.com/blobleader/blobleader/worker/ledger"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // Environment knobs (see the package doc).
@@ -425,7 +426,7 @@ func storageProbeLine(c cluster.Cluster) string {
 // times, so a failure in that window is read knowing the environment
 // stalled too. It changes no verdict.
 func explainStorage(logf func(format string, args ...any), c cluster.Cluster) {
-	if sp, ok := c.(interface{ SchedProbe() *cluster.SchedProbe }); ok && sp.SchedProbe() != nil {
+	if sp, ok := c.(interface{ SchedProbe() *stalltest.Probe }); ok && sp.SchedProbe() != nil {
 		logf("%s", sp.SchedProbe().Record())
 	}
 	s, ok := storageProbe(c)

@@ -22,6 +22,7 @@ import (
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // The lock scenarios: many client processes contend for K resources through
@@ -54,7 +55,7 @@ type lockRig struct {
 	locks    *container.Client
 	ledgers  *container.Client
 
-	sched *cluster.SchedProbe // the machine's promptness, for LL1
+	sched *stalltest.Probe // the machine's promptness, for LL1
 
 	mu     sync.Mutex
 	faults []checker.LockFault
@@ -68,7 +69,7 @@ const (
 
 func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	t.Helper()
-	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir(), sched: cluster.StartSchedProbe(cluster.DefaultSchedProbe)}
+	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir(), sched: stalltest.Start(stalltest.Default)}
 	t.Cleanup(r.sched.Stop)
 	var err error
 	for _, c := range []struct {

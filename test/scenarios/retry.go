@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -9,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // A scenario whose verdict is inconclusive — a timing bound missed by no
@@ -27,7 +28,7 @@ const InconclusiveRetries = 2
 // name, the attempt, the stall that explained the miss and the reason).
 // `make test` sets it and prints the file at the end, so the CI log names
 // every retry even though go test hides a passing test's own log.
-const EnvRetryLog = "BLOBLEADER_RETRY_LOG"
+const EnvRetryLog = stalltest.EnvRetryLog
 
 // attempt is one run of a scenario under retryInconclusive.
 type attempt struct {
@@ -151,30 +152,13 @@ func firstLine(err error) string {
 	return lines[0]
 }
 
-var retryLogMu sync.Mutex
-
 // appendRetryLog appends line to $BLOBLEADER_RETRY_LOG, if set.
-func appendRetryLog(t *testing.T, line string) {
-	path := os.Getenv(EnvRetryLog)
-	if path == "" {
-		return
-	}
-	retryLogMu.Lock()
-	defer retryLogMu.Unlock()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err == nil {
-		_, err = fmt.Fprintln(f, time.Now().UTC().Format("15:04:05")+" "+line)
-		err = errors.Join(err, f.Close())
-	}
-	if err != nil {
-		t.Logf("%s: %v", EnvRetryLog, err)
-	}
-}
+func appendRetryLog(t *testing.T, line string) { stalltest.LogRetry(t, line) }
 
 // schedOf is the cluster's CPU probe record for the checker (nil for a
 // backend without one).
 func schedOf(c cluster.Cluster) *checker.Sched {
-	sp, ok := c.(interface{ SchedProbe() *cluster.SchedProbe })
+	sp, ok := c.(interface{ SchedProbe() *stalltest.Probe })
 	if !ok || sp.SchedProbe() == nil {
 		return nil
 	}
@@ -182,12 +166,8 @@ func schedOf(c cluster.Cluster) *checker.Sched {
 }
 
 // checkerSched is a probe's record in the checker's terms.
-func checkerSched(r cluster.SchedRecord) *checker.Sched {
-	s := &checker.Sched{Tick: r.Tick, Floor: r.Floor, Wakes: int(r.Wakes)}
-	for _, w := range r.Late {
-		s.Late = append(s.Late, checker.Wake{Due: w.Due, Woke: w.Woke})
-	}
-	return s
+func checkerSched(r stalltest.Record) *checker.Sched {
+	return &checker.Sched{Tick: r.Tick, Floor: r.Floor, Wakes: int(r.Wakes), Late: r.Late}
 }
 
 // stalls tracks the largest stall any judged run of this test binary
@@ -228,10 +208,56 @@ func MachineSummary() {
 	}
 	line := fmt.Sprintf("cpu probe: %d judged runs; the longest stall %v (%s); the most stall in one run %v (%s)",
 		stalls.runs, stalls.longest.Round(time.Millisecond), stalls.longestIn, stalls.total.Round(time.Millisecond), stalls.totalIn)
-	retryLogMu.Lock()
-	defer retryLogMu.Unlock()
-	if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		fmt.Fprintln(f, time.Now().UTC().Format("15:04:05")+" "+line)
-		f.Close()
+	stalltest.LogRetry(nopTB{}, line)
+}
+
+// nopTB is the testing.TB of MachineSummary, which runs after the tests:
+// LogRetry reports a failed write through it, and there is nobody to tell.
+type nopTB struct{ testing.TB }
+
+func (nopTB) Logf(string, ...any) {}
+
+// InvScenario names the timing bounds a scenario asserts itself, outside
+// the checker (e.g. a command's group gone 1 s after its supervisor's
+// SIGKILL), in a stall-explained miss.
+const InvScenario = "scenario"
+
+// timingBound judges a timing bound a scenario asserts itself, as the
+// checker judges its own (checker.Sched): what came at got, due by due,
+// counting from from. In time, it reports true. Beyond due + the stall c's
+// CPU probe measured in [from, got] it fails t; within that stall it is
+// judged inconclusive (retried under retryInconclusive), naming the stall.
+func timingBound(t *testing.T, c cluster.Cluster, what string, from, due, got time.Time) bool {
+	t.Helper()
+	if !got.After(due) {
+		return true
 	}
+	miss, stall := got.Sub(due), schedOf(c).StallIn(from, got)
+	if miss > stall {
+		t.Errorf("%s: %v late, beyond the %v the machine stalled in that window (CPU probe)", what, miss.Round(time.Millisecond), stall.Round(time.Millisecond))
+		return false
+	}
+	judged(t, what, checker.Verdict{Stalled: []checker.Violation{{Invariant: InvScenario, At: due, Miss: miss, Stall: stall,
+		Message: fmt.Sprintf("%s: %v late, within the %v the machine stalled in that window (CPU probe): inconclusive", what, miss.Round(time.Millisecond), stall.Round(time.Millisecond))}}})
+	return false
+}
+
+// awaitGone waits until none of pids runs. They must be gone by bound
+// after from; a wait past that lasts as long as c's CPU probe says the
+// machine stalled since from, and fails t beyond it (timingBound judges
+// a death in between: inconclusive).
+func awaitGone(t *testing.T, c cluster.Cluster, what string, from time.Time, bound time.Duration, pids ...int) {
+	t.Helper()
+	due := from.Add(bound)
+	for _, pid := range pids {
+		for chaos.ProcAlive(pid) {
+			now := time.Now()
+			if now.After(due.Add(schedOf(c).StallIn(from, now))) {
+				t.Fatalf("%s: pid %d still runs %v after (allowed %v, plus the %v the machine stalled meanwhile)",
+					what, pid, now.Sub(from).Round(time.Millisecond), bound, schedOf(c).StallIn(from, now).Round(time.Millisecond))
+			}
+			hold(t, 5*time.Millisecond)
+		}
+	}
+	timingBound(t, c, what, from, due, time.Now())
 }

@@ -329,13 +329,8 @@ func supervisorKilled(t *testing.T, rc *RunCluster) []checker.Exception {
 	gc := rc.grandchildOf(started)
 	inject(t, rc, &chaos.Crash{}, leader)
 	killed := time.Now()
-	for _, pid := range []int{started.PID, gc} {
-		for deadline := killed.Add(time.Second); chaos.ProcAlive(pid); hold(t, 5*time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("pid %d of the command's group (command %d, grandchild %d) still runs 1 s after its supervisor was SIGKILLed", pid, started.PID, gc)
-			}
-		}
-	}
+	awaitGone(t, rc.Local, fmt.Sprintf("the command's group (command %d, grandchild %d) after its supervisor's SIGKILL", started.PID, gc),
+		killed, checker.GuardKillWindow, started.PID, gc)
 	next := rc.nextStart(started, takeover(rc.Params()))
 	// The last renew was at most a renew interval (plus its request) before
 	// the kill; the lease cannot have been free earlier.

@@ -248,13 +248,7 @@ func supervisorHostLossFast(t *testing.T, rc *RunCluster) []checker.Exception {
 	hold(t, 2*p.RenewInterval) // the standby has read the leader's heartbeat
 	inject(t, rc, &chaos.Crash{}, leader)
 	killed := time.Now()
-	for _, pid := range []int{started.PID, gc} {
-		for deadline := killed.Add(time.Second); chaos.ProcAlive(pid); hold(t, 5*time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("pid %d of the command's group still runs 1 s after its supervisor was SIGKILLed", pid)
-			}
-		}
-	}
+	awaitGone(t, rc.Local, "the command's group after its supervisor's SIGKILL", killed, checker.GuardKillWindow, started.PID, gc)
 	next := rc.nextStart(started, fastTakeover(p))
 	t.Logf("supervisor and command SIGKILLed; the next command started %v later (lease %v, T %v, B %v)", next.T.Sub(killed).Round(time.Millisecond), p.LeaseDuration, p.TakeoverAfter, p.BreakPeriod)
 	if brks := leaseBreaks(t, rc); len(brks) == 0 {
