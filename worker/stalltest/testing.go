@@ -42,10 +42,30 @@ func (p *Probe) Bound(tb testing.TB, what string, from time.Time, bound time.Dur
 			what, got.Sub(from).Round(time.Millisecond), bound, miss.Round(time.Millisecond), stall.Round(time.Millisecond))
 		return false
 	}
-	msg := fmt.Sprintf("%s took %v, bound %v: %v late, within the %v the machine stalled meanwhile (CPU probe): inconclusive",
-		what, got.Sub(from).Round(time.Millisecond), bound, miss.Round(time.Millisecond), stall.Round(time.Millisecond))
+	return p.inconclusiveMiss(tb, stall, fmt.Sprintf("%s took %v, bound %v: %v late, within the %v the machine stalled meanwhile (CPU probe): inconclusive",
+		what, got.Sub(from).Round(time.Millisecond), bound, miss.Round(time.Millisecond), stall.Round(time.Millisecond)))
+}
+
+// Starved judges a failure that only a process starved of at least need
+// in [from, to] could cause (a deadline it was due to extend, lapsed): when
+// the probe measured that much stall in the window it is inconclusive, as
+// in Bound; otherwise it fails t. It always reports false.
+func (p *Probe) Starved(tb testing.TB, what string, from, to time.Time, need time.Duration) bool {
+	tb.Helper()
+	stall := p.StallIn(from, to)
+	if stall < need {
+		tb.Errorf("%s; the machine stalled %v in that window (CPU probe), less than the %v that could explain it", what, stall.Round(time.Millisecond), need)
+		return false
+	}
+	return p.inconclusiveMiss(tb, stall, fmt.Sprintf("%s, within the %v the machine stalled meanwhile (CPU probe; %v would explain it): inconclusive", what, stall.Round(time.Millisecond), need))
+}
+
+// inconclusiveMiss ends the attempt as inconclusive under Run, and fails
+// tb otherwise.
+func (p *Probe) inconclusiveMiss(tb testing.TB, stall time.Duration, msg string) bool {
+	tb.Helper()
 	p.mu.Lock()
-	under := p.inconclusive == "" && p.underRun
+	under := p.underRun
 	if under {
 		p.inconclusive, p.stall = msg, stall
 	}
