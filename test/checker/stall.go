@@ -93,21 +93,23 @@ func (b timing) miss() time.Duration { return b.Got.Sub(b.Due) }
 // stall-explained miss filed in Stalled. It returns whether the miss was
 // explained.
 func (c *checker) overrun(inv string, w where, b timing, evidence []Event, format string, args ...any) bool {
-	stall := c.run.Sched.StallIn(b.From, b.Got)
+	miss, stall := b.miss(), c.run.Sched.StallIn(b.From, b.Got)
+	explained := miss <= stall
+	switch {
+	case explained:
+		format += fmt.Sprintf("; missed by %v, within the %v the machine stalled from %s to %s (CPU probe): inconclusive",
+			miss.Round(time.Millisecond), stall.Round(time.Millisecond), c.rel(b.From), c.rel(b.Got))
+	case stall > 0:
+		format += fmt.Sprintf("; missed by %v, beyond the %v the machine stalled in that window (CPU probe)",
+			miss.Round(time.Millisecond), stall.Round(time.Millisecond))
+	}
 	n := len(c.violations)
 	c.report(inv, w, evidence, format, args...)
 	v := &c.violations[n]
-	v.Miss, v.Stall = b.miss(), stall
-	if b.miss() <= stall {
-		v.Message += fmt.Sprintf("; missed by %v, within the %v the machine stalled from %s to %s (CPU probe): inconclusive",
-			b.miss().Round(time.Millisecond), stall.Round(time.Millisecond), c.rel(b.From), c.rel(b.Got))
+	v.Miss, v.Stall = miss, stall
+	if explained {
 		c.stalled = append(c.stalled, *v)
 		c.violations = c.violations[:n]
-		return true
 	}
-	if stall > 0 {
-		v.Message += fmt.Sprintf("; missed by %v, beyond the %v the machine stalled in that window (CPU probe)",
-			b.miss().Round(time.Millisecond), stall.Round(time.Millisecond))
-	}
-	return false
+	return explained
 }
