@@ -35,6 +35,11 @@ type Sched struct {
 	// Late are the wakes at least Floor late, oldest first (a probe keeps
 	// a bounded number; the oldest dropped only make bounds stricter).
 	Late []Wake `json:"late,omitzero"`
+	// Storage are the stretches storage kept the harness's own storage
+	// probe waiting past its floor (test/cluster's StorageProbe.Slow): a
+	// starved emulator delays every storage step of a bound as a starved
+	// process does. Counted with Late, overlaps once.
+	Storage []Wake `json:"storage,omitzero"`
 }
 
 // Wake is one late wake of the probe: due at Due, running again at Woke.
@@ -42,13 +47,26 @@ type Sched struct {
 type Wake = stalltest.Wake
 
 // StallIn is how long the machine stalled in [from, to]: the time within
-// it during which the probe was due and did not run (its late wakes,
-// clipped to the window). Zero without a probe.
+// it during which the CPU probe was due and did not run, or storage kept
+// the storage probe waiting (clipped to the window, overlaps once). Zero
+// without a probe.
 func (s *Sched) StallIn(from, to time.Time) time.Duration {
 	if s == nil {
 		return 0
 	}
-	return stalltest.StallIn(s.Late, from, to)
+	if len(s.Storage) == 0 {
+		return stalltest.StallIn(s.Late, from, to)
+	}
+	return stalltest.StallIn(append(append([]Wake(nil), s.Late...), s.Storage...), from, to)
+}
+
+// StorageTotal is how long storage kept the harness's probe waiting past
+// its floor over the whole record.
+func (s *Sched) StorageTotal() time.Duration {
+	if s == nil || len(s.Storage) == 0 {
+		return 0
+	}
+	return stalltest.StallIn(s.Storage, s.Storage[0].Due, s.Storage[len(s.Storage)-1].Woke.Add(time.Nanosecond))
 }
 
 // Max is the latest wake, zero Wake when none was late.

@@ -33,6 +33,12 @@ func TestSched_StallInSumsTheLateWakesClippedToTheWindow(t *testing.T) {
 			t.Errorf("StallIn(%g, %g) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}
+	// Storage's slow answers count with the CPU's late wakes, overlaps once.
+	both := stalls([2]float64{1, 1.2})
+	both.Storage = []Wake{{Due: at(1.1), Woke: at(1.5)}}
+	if got := both.StallIn(at(0), at(10)); got != 500*time.Millisecond {
+		t.Errorf("CPU 1–1.2 s and storage 1.1–1.5 s: StallIn = %v, want 500ms", got)
+	}
 	var none *Sched
 	if got := none.StallIn(at(0), at(10)); got != 0 {
 		t.Errorf("no probe: StallIn = %v, want 0", got)

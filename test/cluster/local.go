@@ -115,6 +115,17 @@ func (c *Local) StorageProbe() *StorageProbe { return c.probe }
 // stalltest), running from the cluster's start to its Stop.
 func (c *Local) SchedProbe() *stalltest.Probe { return c.sched }
 
+// StallIn is the environment's stall in [from, to] as the checker counts
+// it: the CPU probe's late wakes and storage's slow answers to its probe,
+// overlaps once (docs/chaos.md#a-busy-machine).
+func (c *Local) StallIn(from, to time.Time) time.Duration {
+	late := c.sched.LateIn(from, to)
+	if c.probe != nil {
+		late = append(late, c.probe.Slow()...)
+	}
+	return stalltest.StallIn(late, from, to)
+}
+
 // WriteSchedProbe writes the CPU probe's late wakes to dir/cpu-probe.jsonl,
 // one stalltest.Wake a line, after a first line with the counts.
 func (c *Local) WriteSchedProbe(dir string) error {
@@ -251,7 +262,7 @@ func (c *Local) leaders() LeaderFinder {
 			}
 			return nil
 		},
-		Ask: 750 * time.Millisecond, Round: 5 * time.Second, Poll: 100 * time.Millisecond,
+		Ask: 750 * time.Millisecond, Round: 5 * time.Second, Poll: 100 * time.Millisecond, Stall: c.StallIn,
 	}
 }
 

@@ -61,6 +61,9 @@ type CPUProbe struct {
 	TotalS  float64  `json:"total_stall_s"` // their lateness summed: how long the machine stalled
 	MaxS    float64  `json:"max_stall_s"`   // the latest wake
 	MaxAt   *float64 `json:"max_at_s,omitempty"`
+	// StorageS: how long storage kept the harness's storage probe waiting
+	// past its floor, in all (counted with the CPU stall in every bound).
+	StorageS float64 `json:"storage_stall_s,omitempty"`
 }
 
 // Summary is the JSON summary of a run.
@@ -178,7 +181,7 @@ func cpuProbe(sc *checker.Sched, start time.Time) *CPUProbe {
 		return nil
 	}
 	c := &CPUProbe{TickMS: float64(sc.Tick.Microseconds()) / 1000, Wakes: sc.Wakes, Late: len(sc.Late),
-		FloorMS: float64(sc.Floor.Microseconds()) / 1000, TotalS: secs(sc.Total())}
+		FloorMS: float64(sc.Floor.Microseconds()) / 1000, TotalS: secs(sc.Total()), StorageS: secs(sc.StorageTotal())}
 	if m := sc.Max(); m.Late() > 0 {
 		at := secs(m.Due.Sub(start))
 		c.MaxS, c.MaxAt = secs(m.Late()), &at

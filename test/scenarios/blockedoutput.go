@@ -43,12 +43,12 @@ func historyOf(t *testing.T, c cluster.Cluster) []checker.Event {
 // awaitEvent polls the histories until an event satisfies pred, or timeout.
 func awaitEvent(t *testing.T, c cluster.Cluster, timeout time.Duration, pred func(checker.Event) bool) (checker.Event, bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	for {
 		if i := slices.IndexFunc(historyOf(t, c), pred); i >= 0 {
 			return historyOf(t, c)[i], true
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			return checker.Event{}, false
 		}
 		hold(t, 25*time.Millisecond) // polling files another process writes

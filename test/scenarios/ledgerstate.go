@@ -104,9 +104,9 @@ func shortLeaderships(t *testing.T, c cluster.Cluster, d, limit time.Duration) {
 			// leader: a leadership past limit by no more than the stall
 			// measured since it began is waited on (timingBound judges it
 			// when it ends, or at the end); beyond that it fails.
-			if held := time.Since(first); held > limit+schedOf(c).StallIn(first, time.Now()) {
+			if held := time.Since(first); held > limit+stallOf(c, first, time.Now()) {
 				t.Fatalf("%s has led term %d for %v with a ledger nobody can append to; a leader without progress must step down within %v (plus the %v the machine stalled)",
-					k.id, k.term, held.Round(time.Millisecond), limit, schedOf(c).StallIn(first, time.Now()).Round(time.Millisecond))
+					k.id, k.term, held.Round(time.Millisecond), limit, stallOf(c, first, time.Now()).Round(time.Millisecond))
 			}
 			last[k] = time.Now()
 		}
@@ -126,7 +126,7 @@ func shortLeaderships(t *testing.T, c cluster.Cluster, d, limit time.Duration) {
 // after `after`, and fails t after timeout. It logs when the first came.
 func waitLedgerAfter(t *testing.T, c cluster.Cluster, after time.Time, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	var last string
 	for {
 		es, err := ReadLedger(ctxFor(t, 10*time.Second), c.Storage(), c.LockBlob())
@@ -141,7 +141,7 @@ func waitLedgerAfter(t *testing.T, c cluster.Cluster, after time.Time, n int, ti
 			return
 		}
 		last = fmt.Sprintf("%d entries after it (read error %v)", len(newer), err)
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the ledger took no %d entries within %v: %s", n, timeout, last)
 		}
 		hold(t, 200*time.Millisecond)

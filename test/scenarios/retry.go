@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -104,6 +105,11 @@ func retryInconclusive(t *testing.T, body func(t *testing.T)) {
 		func() {
 			defer attempts.Delete(t)
 			defer a.stop()
+			defer func() {
+				if r := recover(); r != nil && r != errStarved {
+					panic(r)
+				}
+			}()
 			body(t)
 		}()
 		if t.Failed() || len(a.inconclusive) == 0 {
@@ -162,7 +168,11 @@ func schedOf(c cluster.Cluster) *checker.Sched {
 	if !ok || sp.SchedProbe() == nil {
 		return nil
 	}
-	return checkerSched(sp.SchedProbe().Record())
+	s := checkerSched(sp.SchedProbe().Record())
+	if st, ok := c.(interface{ StorageProbe() *cluster.StorageProbe }); ok && st.StorageProbe() != nil {
+		s.Storage = st.StorageProbe().Slow()
+	}
+	return s
 }
 
 // checkerSched is a probe's record in the checker's terms.
@@ -222,6 +232,45 @@ func (nopTB) Logf(string, ...any) {}
 // SIGKILL), in a stall-explained miss.
 const InvScenario = "scenario"
 
+// stallOf is the environment's stall in [from, to] by c's probes (the CPU
+// probe's late wakes and storage's slow answers, as the checker counts
+// them), without copying their whole records; zero without probes.
+func stallOf(c cluster.Cluster, from, to time.Time) time.Duration {
+	if s, ok := c.(interface {
+		StallIn(from, to time.Time) time.Duration
+	}); ok {
+		return s.StallIn(from, to)
+	}
+	return 0
+}
+
+// waiting is a scenario's wait for something to happen: the waits only
+// keep a broken run from hanging (the checker judges the bounds), so each
+// lasts its timeout plus the environment's stall since it began (stallOf):
+// on a busy machine a wait runs out only when the system, not the machine,
+// was slow.
+type waiting struct {
+	c       cluster.Cluster
+	start   time.Time
+	timeout time.Duration
+}
+
+func waitOn(c cluster.Cluster, timeout time.Duration) waiting {
+	return waiting{c: c, start: time.Now(), timeout: timeout}
+}
+
+// over reports whether the wait has run out.
+func (w waiting) over() bool {
+	now := time.Now()
+	return now.Sub(w.start) > w.timeout+stallOf(w.c, w.start, now)
+}
+
+// String says how long it waited, for a wait that ran out.
+func (w waiting) String() string {
+	now := time.Now()
+	return fmt.Sprintf("%v (plus the %v the machine stalled meanwhile)", w.timeout, stallOf(w.c, w.start, now).Round(time.Millisecond))
+}
+
 // timingBound judges a timing bound a scenario asserts itself, as the
 // checker judges its own (checker.Sched): what came at got, due by due,
 // counting from from. In time, it reports true. Beyond due + the stall c's
@@ -232,7 +281,7 @@ func timingBound(t *testing.T, c cluster.Cluster, what string, from, due, got ti
 	if !got.After(due) {
 		return true
 	}
-	miss, stall := got.Sub(due), schedOf(c).StallIn(from, got)
+	miss, stall := got.Sub(due), stallOf(c, from, got)
 	if miss > stall {
 		t.Errorf("%s: %v late, beyond the %v the machine stalled in that window (CPU probe)", what, miss.Round(time.Millisecond), stall.Round(time.Millisecond))
 		return false
@@ -240,6 +289,25 @@ func timingBound(t *testing.T, c cluster.Cluster, what string, from, due, got ti
 	judged(t, what, checker.Verdict{Stalled: []checker.Violation{{Invariant: InvScenario, At: due, Miss: miss, Stall: stall,
 		Message: fmt.Sprintf("%s: %v late, within the %v the machine stalled in that window (CPU probe): inconclusive", what, miss.Round(time.Millisecond), stall.Round(time.Millisecond))}}})
 	return false
+}
+
+// errStarved ends an attempt that starved stops (recovered by
+// retryInconclusive).
+var errStarved = errors.New("scenarios: the attempt ended inconclusive")
+
+// starved is a scenario's check that failed in a way only an environment
+// stall of at least need in [from, to] could cause (a renew pushed past its
+// timeout, a heartbeat read too late): when c's probes measured that much,
+// the attempt ends inconclusive at once (retried); otherwise t fails.
+func starved(t *testing.T, c cluster.Cluster, what string, from, to time.Time, need time.Duration) {
+	t.Helper()
+	stall := stallOf(c, from, to)
+	if stall < need || attemptOf(t) == nil {
+		t.Fatalf("%s (the machine stalled %v in that window; %v could have explained it)", what, stall.Round(time.Millisecond), need)
+	}
+	judged(t, what, checker.Verdict{Stalled: []checker.Violation{{Invariant: InvScenario, At: to, Stall: stall,
+		Message: fmt.Sprintf("%s, within the %v the machine stalled in that window (CPU and storage probes; %v could explain it): inconclusive", what, stall.Round(time.Millisecond), need)}}})
+	panic(errStarved)
 }
 
 // awaitGone waits until none of pids runs. They must be gone by bound
@@ -252,9 +320,9 @@ func awaitGone(t *testing.T, c cluster.Cluster, what string, from time.Time, bou
 	for _, pid := range pids {
 		for chaos.ProcAlive(pid) {
 			now := time.Now()
-			if now.After(due.Add(schedOf(c).StallIn(from, now))) {
+			if stall := stallOf(c, from, now); now.After(due.Add(stall)) {
 				t.Fatalf("%s: pid %d still runs %v after (allowed %v, plus the %v the machine stalled meanwhile)",
-					what, pid, now.Sub(from).Round(time.Millisecond), bound, schedOf(c).StallIn(from, now).Round(time.Millisecond))
+					what, pid, now.Sub(from).Round(time.Millisecond), bound, stall.Round(time.Millisecond))
 			}
 			hold(t, 5*time.Millisecond)
 		}

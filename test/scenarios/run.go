@@ -99,14 +99,14 @@ func (rc *RunCluster) children() []checker.ChildEvent {
 // awaitChild polls the histories until a child event satisfies pred.
 func (rc *RunCluster) awaitChild(timeout time.Duration, what string, pred func(checker.ChildEvent) bool) checker.ChildEvent {
 	rc.t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(rc.Local, timeout)
 	for {
 		for _, e := range rc.children() {
 			if pred(e) {
 				return e
 			}
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			rc.t.Fatalf("no %s within %v; child events: %v", what, timeout, rc.children())
 		}
 		hold(rc.t, 25*time.Millisecond)
@@ -126,14 +126,14 @@ func (rc *RunCluster) Activity() []checker.Activity {
 // awaitActivity polls the activity log until an entry satisfies pred.
 func (rc *RunCluster) awaitActivity(timeout time.Duration, what string, pred func(checker.Activity) bool) checker.Activity {
 	rc.t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(rc.Local, timeout)
 	for {
 		for _, a := range rc.Activity() {
 			if pred(a) {
 				return a
 			}
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			rc.t.Fatalf("no %s within %v", what, timeout)
 		}
 		hold(rc.t, 25*time.Millisecond)

@@ -230,9 +230,9 @@ func gracefulLeave(p cluster.Params) chaos.Fault {
 // ⌊N/M⌋ or ⌈N/M⌉ each, and returns who owns what.
 func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) map[int]string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	var last string
-	for time.Now().Before(deadline) {
+	for !wt.over() {
 		owner := map[int]string{}
 		counts := map[string]int{}
 		ok := true
@@ -369,7 +369,7 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 	cut := &chaos.Partition{}
 	inject(t, c, cut, victim)
 	// The others own every shard once the victim's leases have expired.
-	deadline := time.Now().Add(takeover(p) + slack)
+	wt := waitOn(c, takeover(p)+slack)
 	for {
 		owned := map[int]bool{}
 		for _, w := range c.Workers() {
@@ -385,7 +385,7 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 		if len(owned) == n {
 			break
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the others did not own all %d shards within %v of cutting %s off (own %v)", n, takeover(p)+slack, victim.Identity(), owned)
 		}
 		hold(t, 200*time.Millisecond)
@@ -489,14 +489,14 @@ func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
 func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) {
 	t.Helper()
 	p := c.Params()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	for {
 		l := c.WaitLeader(t, takeover(p))
 		if st, err := l.Status(ctxFor(t, 2*time.Second)); err == nil && st.Assignment != nil &&
 			len(st.Assignment.Standbys) == n && !slices.Contains(st.Assignment.Standbys, "") {
 			break
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the leader's assignment did not name a standby for every shard within %v", timeout)
 		}
 		hold(t, 200*time.Millisecond)

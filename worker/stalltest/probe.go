@@ -18,6 +18,7 @@ package stalltest
 import (
 	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -45,24 +46,36 @@ type Wake struct {
 func (w Wake) Late() time.Duration { return w.Woke.Sub(w.Due) }
 
 // StallIn is how long the machine stalled in [from, to] by the late wakes
-// given: the time within the window during which the probe was due and not
-// run (each wake's lateness, clipped to the window; one thread's wakes never
-// overlap). Zero for an empty window.
+// given: the time within the window covered by at least one of them (each
+// clipped to the window; wakes of several probes — a CPU probe's and a
+// storage probe's slow answers — may overlap and count once). Zero for an
+// empty window.
 func StallIn(late []Wake, from, to time.Time) time.Duration {
 	if !to.After(from) {
 		return 0
 	}
-	var sum time.Duration
+	var in []Wake
 	for _, w := range late {
-		lo, hi := w.Due, w.Woke
-		if lo.Before(from) {
-			lo = from
+		if w.Due.Before(from) {
+			w.Due = from
 		}
-		if hi.After(to) {
-			hi = to
+		if w.Woke.After(to) {
+			w.Woke = to
 		}
-		if hi.After(lo) {
-			sum += hi.Sub(lo)
+		if w.Woke.After(w.Due) {
+			in = append(in, w)
+		}
+	}
+	sort.Slice(in, func(i, j int) bool { return in[i].Due.Before(in[j].Due) })
+	var sum time.Duration
+	var end time.Time // the end of what is counted so far
+	for _, w := range in {
+		if w.Due.Before(end) {
+			w.Due = end
+		}
+		if w.Woke.After(w.Due) {
+			sum += w.Woke.Sub(w.Due)
+			end = w.Woke
 		}
 	}
 	return sum
@@ -175,6 +188,20 @@ func (p *Probe) StallIn(from, to time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return StallIn(p.ring, from, to)
+}
+
+// LateIn returns the kept late wakes that overlap [from, to], to be
+// counted with another probe's (StallIn over both).
+func (p *Probe) LateIn(from, to time.Time) []Wake {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Wake
+	for _, w := range p.ring {
+		if w.Woke.After(from) && w.Due.Before(to) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // String is the one-line summary, e.g. "cpu probe: 6000 wakes of 10ms,

@@ -60,17 +60,18 @@ func TestProbe_KeepsTheLatestLateWakes(t *testing.T) {
 }
 
 func TestStallIn_SumsTheLateWakesClippedToTheWindow(t *testing.T) {
-	late := []Wake{{at(1), at(1.2)}, {at(2), at(2.05)}, {at(3), at(4)}}
+	late := []Wake{{at(3), at(4)}, {at(1), at(1.2)}, {at(2), at(2.05)}, {at(3.5), at(4.5)}, {at(1.1), at(1.15)}}
 	for _, tc := range []struct {
 		from, to float64
 		want     time.Duration
 	}{
-		{0, 10, 1250 * time.Millisecond},
-		{1.1, 2.02, 120 * time.Millisecond},
+		{0, 10, 1750 * time.Millisecond},    // overlaps count once: [1, 1.2], [2, 2.05], [3, 4.5]
+		{1.1, 2.02, 120 * time.Millisecond}, // 100 ms of the first, 20 ms of the second
 		{3.5, 3.6, 100 * time.Millisecond},
 		{5, 6, 0},
 		{2, 1, 0},
 	} {
+
 		if got := StallIn(late, at(tc.from), at(tc.to)); got != tc.want {
 			t.Errorf("StallIn(%g, %g) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
