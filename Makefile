@@ -130,6 +130,40 @@ tidy: ## go mod tidy in every module.
 clean: ## Remove build output.
 	rm -rf $(BIN) out
 
+##@ Code generation
+
+# Dapr's gRPC messages for the lock service (worker/lockapi/daprpb), from
+# Dapr's published proto at a pinned release (the Go module proxy serves
+# github.com/dapr/dapr, protos included). Only lock.proto and metadata.proto
+# are compiled: the messages the lock service answers with; the service's
+# method names are constants in worker/lockapi/grpc.go. protoc is Debian's
+# (apt-get install -y protobuf-compiler); protoc-gen-go is pinned to the
+# protobuf runtime in go.mod.
+DAPR_VERSION          := v1.18.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO         := $(BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
+DAPRPB                := worker/lockapi/daprpb
+
+.PHONY: proto
+proto: $(PROTOC_GEN_GO) ## Regenerate Dapr's lock and metadata messages (worker/lockapi/daprpb) from Dapr's proto at DAPR_VERSION.
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install -y protobuf-compiler"; exit 1; }
+	@dir=$$($(GO) mod download -json github.com/dapr/dapr@$(DAPR_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	  test -n "$$dir" || { echo "go mod download github.com/dapr/dapr@$(DAPR_VERSION) gave no directory"; exit 1; }; \
+	  echo ">> protoc: $$dir/dapr/proto/runtime/v1/{lock,metadata}.proto -> $(DAPRPB)"; \
+	  rm -f $(DAPRPB)/*.pb.go; \
+	  protoc --plugin=protoc-gen-go=$(PROTOC_GEN_GO) -I "$$dir" \
+	    --go_out=$(DAPRPB) --go_opt=paths=source_relative \
+	    --go_opt=Mdapr/proto/runtime/v1/lock.proto=github.com/blobleader/blobleader/$(DAPRPB)';daprpb' \
+	    --go_opt=Mdapr/proto/runtime/v1/metadata.proto=github.com/blobleader/blobleader/$(DAPRPB)';daprpb' \
+	    dapr/proto/runtime/v1/lock.proto dapr/proto/runtime/v1/metadata.proto; \
+	  mv $(DAPRPB)/dapr/proto/runtime/v1/*.pb.go $(DAPRPB)/ && rm -r $(DAPRPB)/dapr
+
+$(PROTOC_GEN_GO):
+	@echo ">> go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)"
+	@mkdir -p $(BIN); tmp=$$(mktemp -d); \
+	  GOBIN=$$tmp $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION); \
+	  mv $$tmp/protoc-gen-go $@; rm -rf $$tmp
+
 include test/test.mk
 include test/azure/azure.mk
 include test/bench/bench.mk

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/stalltest"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 func TestReset_ResetsConnectionsUntilRemoved(t *testing.T) {

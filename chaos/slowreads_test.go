@@ -1,10 +1,11 @@
 package chaos
 
 import (
-	"github.com/blobleader/blobleader/worker/stalltest"
 	"io"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 func TestSlowReads_SlowsOnlyTheChosenBlobsReads(t *testing.T) {

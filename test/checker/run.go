@@ -52,6 +52,7 @@ const (
 	// Run mode's host-side faults (chaos.Kind values).
 	FaultSupervisorFreeze = "supervisor_freeze" // a supervisor SIGSTOPped alone (its command runs on), Start..End
 	FaultJobStop          = "job_stop"          // a job-control stop signal to a supervisor alone, at Start (SIGCONT at End)
+	FaultNameStop         = "name_stop"         // `killall -STOP NAME` on a supervisor's tree (the supervisor stopped), Start..End
 )
 
 // AllWorkers as a Fault.Target (or an empty Target) means the fault hits
@@ -253,4 +254,6 @@ func ParseLedger(r io.Reader) ([]LedgerEntry, error) {
 // paused reports kinds that freeze the target process from Start to End:
 // a pause, or a supervisor frozen alone (its election is paused all the
 // same).
-func paused(kind string) bool { return kind == FaultPause || kind == FaultSupervisorFreeze }
+func paused(kind string) bool {
+	return kind == FaultPause || kind == FaultSupervisorFreeze || kind == FaultNameStop
+}

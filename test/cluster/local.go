@@ -313,7 +313,7 @@ func (c *Local) bind(f chaos.Fault, target Worker) error {
 		}
 		f.SetHTTPProxy(w.http)
 		return nil
-	case *chaos.Escape:
+	case *chaos.Escape, *chaos.ForkWalker:
 		return nil // aimed at a command's pid, not at a worker
 	case *chaos.BlockedOutput:
 		return bindPipe(&f.Pipe, w, need)

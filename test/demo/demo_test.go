@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/blobleader/blobleader/worker/stalltest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // TestDemo_ShowsOneLeaderAndATakeoverAfterKillingIt runs `demo --auto` with

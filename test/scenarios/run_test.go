@@ -129,3 +129,18 @@ func TestRun_ForeignOrphanUnderAPid1SupervisorIsNoMember(t *testing.T) {
 	t.Parallel()
 	RunCommandScenario(t, ForeignOrphanUnderPid1)
 }
+
+func TestRun_ShimKilledWithANestedCgroupThenKillallStopOverlapNothing(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, ShimKilledNestedThenNameStopped)
+}
+
+func TestRun_TreeModeKeepsTheLineageOfAKilledSupervisorAndAKilledShim(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, TreeModeLineage)
+}
+
+func TestRun_AStoppedShimNeitherHoldsLeadershipNorTheLease(t *testing.T) {
+	t.Parallel()
+	RunCommandScenario(t, ShimStopped)
+}

@@ -165,7 +165,8 @@ func (l *leadership) loop() ending {
 }
 
 // taskEnded is how a leadership whose task returned ends: handed on (a
-// leader that no longer does its job lets another do it), or, if Run is
+// leader that no longer does its job lets another do it), as a stall when
+// the task said it made no progress (ErrNoProgress), or, if Run is
 // stopping, shut down.
 func (l *leadership) taskEnded() ending {
 	if l.ctx.Err() != nil {
@@ -174,6 +175,9 @@ func (l *leadership) taskEnded() ending {
 	reason := "task exited"
 	if l.taskErr != nil {
 		reason += ": " + l.taskErr.Error()
+	}
+	if errors.Is(l.taskErr, ErrNoProgress) {
+		return stalled(reason)
 	}
 	return handOn(reason)
 }

@@ -39,6 +39,11 @@ type Status struct {
 	// another Mode), once every read for L + 2·P·1.1 + 2 request timeouts
 	// has shown it; empty otherwise.
 	Conflict string
+	// Starting is true until storage has given this elector its first
+	// definite answer (Ready says "no answer from storage yet" meanwhile):
+	// start-up, such as a token or a role assignment still on its way, is
+	// readiness, never a failure of Healthy.
+	Starting bool
 }
 
 // IsLeader reports whether we lead right now: leadership is checked against
@@ -60,7 +65,7 @@ func (e *Elector) Status() Status {
 	defer e.mu.Unlock()
 	now := time.Now()
 	s := Status{Identity: e.cfg.Identity, Role: RoleFollower, Term: e.seenTerm, Leader: e.seenBy, Since: e.since, Unusable: e.unusable,
-		Conflict: e.setup.reason}
+		Conflict: e.setup.reason, Starting: e.lastReply.IsZero()}
 	switch {
 	case e.stopping:
 		s.Role = RoleStopping
@@ -94,9 +99,6 @@ func (e *Elector) Healthy() error {
 	}
 	if e.setup.reason != "" {
 		return errors.New(e.setup.reason)
-	}
-	if reason := e.answers.unanswered(time.Now(), e.cfg.LeaseDuration); reason != "" {
-		return errors.New(reason)
 	}
 	// The loop touches lastLoop at least every max(P, renew interval) plus one
 	// request timeout, and not during a backoff (handOffPause); a full lease

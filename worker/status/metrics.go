@@ -16,8 +16,7 @@ import (
 type Metrics struct {
 	Registry    *prometheus.Registry
 	transitions prometheus.Counter
-	requests    *prometheus.CounterVec
-	durations   *prometheus.HistogramVec
+	storage     *StorageRequests
 
 	mu        sync.Mutex
 	moreLocks func() string // AlsoUnusable's source; nil: none
@@ -32,15 +31,7 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 			Name: "blobleader_transitions_total",
 			Help: "Leadership transitions of this worker (started plus stopped leading).",
 		}),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "blobleader_storage_requests_total",
-			Help: "Storage requests by operation and outcome (HTTP status, or timeout/error without a response).",
-		}, []string{"op", "code"}),
-		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "blobleader_storage_request_duration_seconds",
-			Help:    "Storage request latency by operation.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"op"}),
+		storage: NewStorageRequests(),
 	}
 	isLeader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_is_leader",
@@ -56,9 +47,10 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 	}, func() float64 { return one(m.unusable(get)) })
 	stalled := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "blobleader_no_progress_stepdowns_total",
-		Help: "Leaderships this worker's stall watchdog ended: its leader task reported no progress (work that landed) for the watchdog timeout.",
+		Help: "Leaderships of this worker that ended without progress (work that landed): its stall watchdog's, no progress for the watchdog timeout, and those whose task said it made none (run mode: a command that exited at once); each lengthens the backoff.",
 	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.NoProgressStepDowns()) }))
-	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.requests, m.durations)
+	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions)
+	m.Registry.MustRegister(m.storage.Collectors()...)
 	return m
 }
 
@@ -104,8 +96,50 @@ func (m *Metrics) AlsoUnusable(unusable func() string) {
 
 // ObserveRequest records one storage request (a bloblock.ObserveFunc).
 func (m *Metrics) ObserveRequest(op, code string, took time.Duration) {
-	m.requests.WithLabelValues(op, code).Inc()
-	m.durations.WithLabelValues(op).Observe(took.Seconds())
+	m.storage.Observe(op, code, took)
+}
+
+// StorageRequests are the storage request metrics every blobleader process
+// exports — the worker in every mode and the lock service — under the same
+// names, so that one rule and one dashboard panel read them all.
+type StorageRequests struct {
+	requests  *prometheus.CounterVec
+	durations *prometheus.HistogramVec
+}
+
+// NewStorageRequests returns the metrics, not yet registered (Collectors).
+func NewStorageRequests() *StorageRequests {
+	return &StorageRequests{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blobleader_storage_requests_total",
+			Help: "Storage requests by operation and outcome (HTTP status, or timeout/error without a response).",
+		}, []string{"op", "code"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "blobleader_storage_request_duration_seconds",
+			Help:    "Storage request latency by operation.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"op"}),
+	}
+}
+
+// Collectors are the metrics to register.
+func (s *StorageRequests) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.requests, s.durations}
+}
+
+// Observe records one storage request (a bloblock.ObserveFunc).
+func (s *StorageRequests) Observe(op, code string, took time.Duration) {
+	s.requests.WithLabelValues(op, code).Inc()
+	s.durations.WithLabelValues(op).Observe(took.Seconds())
+}
+
+// NewLogDrops is the counter of log records the bounded log dropped
+// (docs/architecture.md#logs).
+func NewLogDrops(dropped func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "blobleader_log_records_dropped_total",
+		Help: "Log records lost because the log output (stderr) was blocked, too slow or refused the write (a full disk); the election never waits on it.",
+	}, func() float64 { return float64(dropped()) })
 }
 
 // ObserveEvent counts leadership transitions.
@@ -121,13 +155,10 @@ func (m *Metrics) ObserveEvent(ev election.Event) {
 // output is blocked. history may return 0 when there is no history.
 func (m *Metrics) CountDrops(logs, history func() uint64) {
 	m.Registry.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "blobleader_log_records_dropped_total",
-			Help: "Log records dropped because the log output (stderr) was blocked or too slow; the election never waits on it.",
-		}, func() float64 { return float64(logs()) }),
+		NewLogDrops(logs),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "blobleader_history_records_dropped_total",
-			Help: "History records dropped because the history sink (--history file or blob) was blocked, too slow or unreachable.",
+			Help: "History records lost because the history sink (--history file or blob) was blocked, too slow, unreachable or refused the write (a full disk).",
 		}, func() float64 { return float64(history()) }),
 	)
 }

@@ -3,7 +3,6 @@ package supervise
 import (
 	"bytes"
 	"errors"
-	"github.com/blobleader/blobleader/worker/stalltest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 func TestMain(m *testing.M) {
@@ -360,5 +361,23 @@ func TestStart_GuardEndsWithItsGroup(t *testing.T) {
 	}
 	if got := g.Status(); got.Code != 3 {
 		t.Fatalf("command status %v, want exit code 3", got)
+	}
+}
+
+// A stop the supervisor makes is its own: the shim, told to kill, helps,
+// but that is no kill by a guard or a shim on their own.
+func TestStop_IsNotTakenForAKillByTheGuard(t *testing.T) {
+	for _, noCgroup := range []bool{false, true} {
+		pidfile := filepath.Join(t.TempDir(), "pids")
+		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
+		spec.Guard, spec.KillAt, spec.NoCgroup = spec.Path, time.Now().Add(time.Hour), noCgroup
+		g := startT(t, spec)
+		pidsIn(t, pidfile, 1)
+		if err := g.Stop(syscall.SIGTERM, 50*time.Millisecond); err != nil {
+			t.Fatalf("Stop (tree mode: %v): %v", noCgroup, err)
+		}
+		if g.KilledByGuard() {
+			t.Fatalf("KilledByGuard() after the supervisor's own Stop (tree mode: %v)", noCgroup)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"github.com/blobleader/blobleader/worker/stalltest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // A supervisor that is a subreaper (as every supervisor is) or pid 1 adopts

@@ -2,7 +2,6 @@ package supervise
 
 import (
 	"fmt"
-	"github.com/blobleader/blobleader/worker/stalltest"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // Like a cron daemon, the command starts long jobs in a new session and in
@@ -256,7 +257,7 @@ func TestGuard_AdoptedGuardKillsItsGroupOnly(t *testing.T) {
 	}
 	exe, _ := os.Executable()
 	guard := &exec.Cmd{Path: exe, Args: []string{GuardName}, Env: []string{guardSupervisorEnv + "=" + strconv.Itoa(dead.Process.Pid)},
-		Stdin: strings.NewReader(strconv.Itoa(vcmd.Process.Pid) + "\n"), Stderr: os.Stderr}
+		Stdin: strings.NewReader(control{verb: ctlGroup, pid: vcmd.Process.Pid}.String() + "\n"), Stderr: os.Stderr}
 	if err := guard.Run(); err != nil && guard.ProcessState.ExitCode() != guardExitKilled {
 		t.Fatalf("guard: %v", err)
 	}

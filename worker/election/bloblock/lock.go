@@ -236,7 +236,9 @@ func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 
 // Update writes the record, conditioned on the lease held as leaseID:
 // storage refuses it (412) once that lease does not hold the blob, and with
-// 404 once the blob or its container is gone.
+// 404 once the blob or its container is gone. A lock made At a version
+// writes only while the blob is still at that version (412 ConditionNotMet,
+// storage.Changed, otherwise).
 func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
 	md := map[string]*string{metaHolder: &r.Holder, storage.MetaTerm: &term, metaAcquired: &acquired}
@@ -249,7 +251,10 @@ func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error
 	takeoverMetadata(md, r)
 	l.label.add(md)
 	_, err := l.blob.SetMetadata(storage.WithOp(ctx, "update"), md, &blob.SetMetadataOptions{
-		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID}},
+		AccessConditions: &blob.AccessConditions{
+			LeaseAccessConditions:    &blob.LeaseAccessConditions{LeaseID: &leaseID},
+			ModifiedAccessConditions: l.conditions(),
+		},
 	})
 	return classify("update", err, guardedWrite)
 }

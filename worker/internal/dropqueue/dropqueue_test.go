@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/blobleader/blobleader/worker/stalltest"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // A writer held shut: Put never waits, the overflow is dropped and counted,
@@ -19,7 +20,7 @@ func TestQueue_DropsWhenFullAndReportsTheHoleInPlace(t *testing.T) {
 		took := make(chan struct{}, 1) // the writer holds its first item
 		var mu sync.Mutex
 		var got []string
-		write := func(v int) {
+		write := func(v int) error {
 			select {
 			case took <- struct{}{}:
 			default:
@@ -28,6 +29,7 @@ func TestQueue_DropsWhenFullAndReportsTheHoleInPlace(t *testing.T) {
 			mu.Lock()
 			got = append(got, fmt.Sprint(v))
 			mu.Unlock()
+			return nil
 		}
 		hole := func(n, total uint64) {
 			mu.Lock()
@@ -83,7 +85,7 @@ func TestQueue_DropsWhenFullAndReportsTheHoleInPlace(t *testing.T) {
 func TestQueue_CloseIsBoundedByItsContext(t *testing.T) {
 	stuck := make(chan struct{})
 	defer close(stuck)
-	q := New(4, func(int) { <-stuck }, func(uint64, uint64) {})
+	q := New(4, func(int) error { <-stuck; return nil }, func(uint64, uint64) {})
 	for v := range 3 {
 		if err := q.Put(v); err != nil {
 			t.Fatal(err)
@@ -97,5 +99,48 @@ func TestQueue_CloseIsBoundedByItsContext(t *testing.T) {
 	}
 	if n < 2 || n > 3 {
 		t.Errorf("Close reported %d unwritten, want 2 or 3 (one may be in the writer)", n)
+	}
+}
+
+// A write that fails (a full disk) loses its item: counted as dropped, and
+// reported as a hole once a write works again.
+func TestQueue_CountsAFailedWriteAsDropped(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	fail := true
+	q := New(8, func(v int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return errors.New("no space left on device")
+		}
+		got = append(got, fmt.Sprint(v))
+		return nil
+	}, func(n, total uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("hole %d/%d", n, total))
+	})
+	for i := 1; i <= 3; i++ {
+		if err := q.Put(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); q.Dropped() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Dropped() = %d after three failed writes, want 3", q.Dropped())
+		}
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	if err := q.Put(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"hole 3/3", "4"}; !slices.Equal(got, want) {
+		t.Fatalf("written %q, want %q", got, want)
 	}
 }
