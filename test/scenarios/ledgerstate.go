@@ -117,6 +117,7 @@ func shortLeaderships(t *testing.T, c cluster.Cluster, d, limit time.Duration) {
 		term int64
 	}
 	since := map[key]time.Time{}
+	last := map[key]time.Time{} // the last time each was seen leading
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		for _, w := range c.Workers() {
@@ -131,11 +132,22 @@ func shortLeaderships(t *testing.T, c cluster.Cluster, d, limit time.Duration) {
 				t.Logf("%s leads term %d", k.id, k.term)
 				continue
 			}
-			if held := time.Since(first); held > limit {
-				t.Fatalf("%s has led term %d for %v with a ledger nobody can append to; a leader without progress must step down within %v", k.id, k.term, held.Round(time.Millisecond), limit)
+			// The watchdog's step-down needs the machine to run the
+			// leader: a leadership past limit by no more than the stall
+			// measured since it began is waited on (timingBound judges it
+			// when it ends, or at the end); beyond that it fails.
+			if held := time.Since(first); held > limit+stallOf(c, first, time.Now()) {
+				t.Fatalf("%s has led term %d for %v with a ledger nobody can append to; a leader without progress must step down within %v (plus the %v the machine stalled)",
+					k.id, k.term, held.Round(time.Millisecond), limit, stallOf(c, first, time.Now()).Round(time.Millisecond))
 			}
+			last[k] = time.Now()
 		}
 		hold(t, 200*time.Millisecond)
+	}
+	for k, first := range since {
+		if seen, ok := last[k]; ok {
+			timingBound(t, c, fmt.Sprintf("%s's step-down from term %d with a ledger nobody can append to", k.id, k.term), first, first.Add(limit), seen)
+		}
 	}
 	if len(since) < 2 {
 		t.Errorf("only %d leadership(s) in %v of a ledger nobody can append to: the leaders did not take turns", len(since), d)
@@ -146,7 +158,7 @@ func shortLeaderships(t *testing.T, c cluster.Cluster, d, limit time.Duration) {
 // after `after`, and fails t after timeout. It logs when the first came.
 func waitLedgerAfter(t *testing.T, c cluster.Cluster, after time.Time, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	var last string
 	for {
 		es, err := ReadLedger(ctxFor(t, 10*time.Second), c.Storage(), c.LockBlob())
@@ -161,7 +173,7 @@ func waitLedgerAfter(t *testing.T, c cluster.Cluster, after time.Time, n int, ti
 			return
 		}
 		last = fmt.Sprintf("%d entries after it (read error %v)", len(newer), err)
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the ledger took no %d entries within %v: %s", n, timeout, last)
 		}
 		hold(t, 200*time.Millisecond)

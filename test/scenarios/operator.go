@@ -102,7 +102,7 @@ func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
 // metric at 1. It fails t with what each still said at the timeout.
 func loud(t *testing.T, c cluster.Cluster, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	for {
 		var quiet []string
 		for _, w := range c.Workers() {
@@ -116,7 +116,7 @@ func loud(t *testing.T, c cluster.Cluster, timeout time.Duration) {
 		if len(quiet) == 0 {
 			return
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("%v after the operator's write, not every worker says it cannot lead:\n  %s", timeout, strings.Join(quiet, "\n  "))
 		}
 		hold(t, 200*time.Millisecond) // polling HTTP: no event to await across processes
