@@ -89,18 +89,9 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	for i := 0; i < s.Replicas; i++ {
 		r.startReplica(i)
 	}
-	client := cluster.LockClientBinary(t)
 	for i := 0; i < s.Clients; i++ {
-		out := filepath.Join(r.dir, fmt.Sprintf("client-%d.jsonl", i))
-		cmd := exec.Command(client, "--urls", strings.Join(rotate(r.urls, i), ","), "--store", lockStore,
-			"--owner", fmt.Sprintf("c%d", i), "--resources", fmt.Sprint(s.Resources), "--rounds", "100000",
-			"--duration", s.Duration.String(), "--seed", fmt.Sprint(i+1), "--expiry", fmt.Sprint(s.Expiry),
-			"--wait", fmt.Sprint(s.Wait), "--connection-string", r.az.ConnectionString(), "--container", ledgerBox, "--out", out)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
+		r.startClient(fmt.Sprintf("c%d", i), rotate(r.urls, i), "--resources", fmt.Sprint(s.Resources), "--rounds", "100000",
+			"--duration", s.Duration.String(), "--seed", fmt.Sprint(i+1), "--wait", fmt.Sprint(s.Wait))
 	}
 	for i, p := range s.SDKClients {
 		r.startSDKClient(i, p)
@@ -108,6 +99,20 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	t.Cleanup(r.stop)
 	stopAtAttemptEnd(t, r.stop)
 	return r
+}
+
+// startClient starts a lockclient named owner on the replicas at urls (the
+// first tried first) with the rig's expiry and ledger, and args.
+func (r *lockRig) startClient(owner string, urls []string, args ...string) {
+	out := filepath.Join(r.dir, owner+".jsonl")
+	cmd := exec.Command(cluster.LockClientBinary(r.t), append([]string{"--urls", strings.Join(urls, ","), "--store", lockStore,
+		"--owner", owner, "--expiry", fmt.Sprint(r.s.Expiry), "--connection-string", r.az.ConnectionString(),
+		"--container", ledgerBox, "--out", out}, args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
 }
 
 // startSDKClient starts Dapr SDK client i over protocol p on replica i mod
