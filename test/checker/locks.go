@@ -97,6 +97,7 @@ type LockParams struct {
 type holding struct {
 	client, resource string
 	term             int64
+	sent             time.Time // the send of the lock request that got it: storage granted it in [sent, start]
 	start, end       time.Time
 	ended            string // how the belief ended: unlocked, lost, killed, deadline
 }
@@ -171,7 +172,7 @@ func lockHoldings(run LockRun) []holding {
 			if l.Done.After(start) {
 				start = l.Done
 			}
-			h = &holding{client: l.Client, resource: l.Resource, term: l.Term, start: start, end: l.ValidUntil, ended: "deadline"}
+			h = &holding{client: l.Client, resource: l.Resource, term: l.Term, sent: l.T, start: start, end: l.ValidUntil, ended: "deadline"}
 			open[l.Client] = h
 			out = append(out, h)
 		case h == nil || l.Term != h.term || l.Resource != h.resource:
@@ -226,10 +227,12 @@ func checkLockS1(r string, h []holding, faults []LockFault, p LockParams) []Viol
 }
 
 // lockForcedLoss reports whether r's lock blob was deleted during holding
-// a, and until when a may then still believe.
+// a, and until when a may then still believe. Storage granted a somewhere
+// between its request's send and its answer, so a deletion in that span
+// may have destroyed its lease too.
 func lockForcedLoss(r string, a holding, faults []LockFault, p LockParams) (bool, time.Time) {
 	for _, f := range faults {
-		if f.Kind == LockFaultDeleteBlob && f.Resource == r && !f.At.Before(a.start) && f.At.Before(a.end) {
+		if f.Kind == LockFaultDeleteBlob && f.Resource == r && !f.At.Before(a.sent) && f.At.Before(a.end) {
 			return true, f.At.Add(p.RenewEvery + 2*p.RequestTimeout + time.Second)
 		}
 	}

@@ -161,6 +161,46 @@ func TestCheckLocks_KilledHolderCountsFromItsLeaseAtStorage(t *testing.T) {
 	}
 }
 
+// The forced-loss exemption covers a holding whose grant the deletion may
+// have followed: storage granted it somewhere between its request's send
+// and its answer, so a deletion in that span can have destroyed its lease
+// (seen under load: granted at storage, the container deleted, the answer
+// 40 ms later; the next holder got a fresh lock and the first was fenced at
+// its next write). A deletion before the request was sent excuses nothing.
+func TestCheckLocks_ForcedLossDuringTheGrantsAnswer(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	p := LockParams{Margin: 2 * time.Second, RetryPeriod: time.Second, RequestTimeout: 2 * time.Second, RenewEvery: 2 * time.Second, MinHoldings: 2}
+	lines := []LockLine{
+		{Client: "a", Ev: "got", Resource: "r", Term: 10, T: at(0), Done: at(1.3), ValidUntil: at(13)},
+		{Client: "a", Ev: "wrote", Resource: "r", Term: 10, Seq: 1, T: at(1.4), Done: at(1.45)},
+		{Client: "b", Ev: "got", Resource: "r", Term: 11, T: at(1.4), Done: at(1.6), ValidUntil: at(14.4)},
+		{Client: "a", Ev: "lost", Resource: "r", Term: 10, T: at(1.7), Reason: "fenced"},
+		{Client: "b", Ev: "wrote", Resource: "r", Term: 11, Seq: 2, T: at(1.8), Done: at(1.9)},
+		{Client: "b", Ev: "unlocked", Resource: "r", Term: 11, T: at(2.5)},
+	}
+	ledger := []LedgerEntry{{Seq: 1, Term: 10, Holder: "a"}, {Seq: 2, Term: 11, Holder: "b"}}
+	for _, tc := range []struct {
+		name    string
+		deleted float64
+		want    string
+	}{
+		{"deleted while the grant's answer was on its way", 1.2, ""},
+		{"deleted before the request was sent", -0.5, "LS1: r: a (term 10) believed it held"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			faults := []LockFault{{Kind: LockFaultDeleteBlob, Resource: "r", At: at(tc.deleted)}}
+			err := CheckLocks(LockRun{Lines: lines, Ledgers: map[string][]LedgerEntry{"r": ledger}, Faults: faults, End: at(30)}, p).Err()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("want a pass, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("want a violation saying %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
 // LL1's stall is the stall measured from the lease's end, where its bound
 // counts from, to the take: a stall while the dead holder's lease still
 // ran delays no waiter's poll and explains nothing.
