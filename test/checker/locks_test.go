@@ -56,12 +56,7 @@ func TestCheckLocks_Rules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			res := CheckLocks(LockRun{Lines: tc.lines, Ledgers: map[string][]LedgerEntry{"r": tc.ledger}, Faults: tc.faults, End: at(tc.end)}, p)
 			err := res.Err()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("want a pass, got %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("want a violation saying %q, got %v", tc.want, err)
-			}
+			wantLockVerdict(t, err, tc.want)
 		})
 	}
 }
@@ -102,12 +97,7 @@ func TestCheckLocks_FaultsThatHitNothingAreNoEvidence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckLocks(LockRun{Lines: lines, Ledgers: tc.ledgers, Faults: tc.faults, End: at(30)}, p).Err()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("want a pass, got %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("want a violation saying %q, got %v", tc.want, err)
-			}
+			wantLockVerdict(t, err, tc.want)
 		})
 	}
 }
@@ -115,16 +105,14 @@ func TestCheckLocks_FaultsThatHitNothingAreNoEvidence(t *testing.T) {
 // LL1 counts from the end of the lease storage holds, not from the end of
 // the killed holder's belief: a lock request that waited was granted — and
 // its lease of expiry seconds began — up to its whole wait after its send,
-// while its client believes from the send (docs/chaos.md, "Lock
-// scenarios"). Under load (CI, 2 of 3 runs) the killed holder's lock had
+// while its client believes from the send (docs/architecture.md,
+// the lock scenario). Under load (CI, 2 of 3 runs) the killed holder's lock had
 // been granted after a wait of seconds, and a handover 0.1–0.4 s after the
 // lease's real end was called late. The rule also needs a client waiting
 // when the lease ended (its request sent before and answered after): a
 // first request sent later tests no poll, and its lateness is nobody's.
 func TestCheckLocks_KilledHolderCountsFromItsLeaseAtStorage(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	p := LockParams{Margin: 2 * time.Second, RetryPeriod: time.Second, RequestTimeout: 2 * time.Second, RenewEvery: 2 * time.Second, MinHoldings: 2}
+	p := lockParams
 	// a's lock request, sent at 0, waited 6 s: granted at ≤ 6, so storage's
 	// lease runs to ≤ 21 while a believes until 13 (send + 15 − 2).
 	waited := LockLine{Client: "a", Ev: "got", Resource: "r", Term: 10, T: at(0), Done: at(6), ValidUntil: at(13)}
@@ -150,13 +138,7 @@ func TestCheckLocks_KilledHolderCountsFromItsLeaseAtStorage(t *testing.T) {
 		{"nobody waiting when the lease ended", append([]LockLine{waited, wrote}, next(23, 23.1)...), "evidence: r: no client was waiting for a's lock when its lease ended"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckLocks(LockRun{Lines: tc.lines, Ledgers: map[string][]LedgerEntry{"r": ledger}, Faults: kill, End: at(40)}, p).Err()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("want a pass, got %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("want a violation saying %q, got %v", tc.want, err)
-			}
+			wantLockVerdict(t, CheckLocks(LockRun{Lines: tc.lines, Ledgers: map[string][]LedgerEntry{"r": ledger}, Faults: kill, End: at(40)}, p).Err(), tc.want)
 		})
 	}
 }
@@ -168,9 +150,7 @@ func TestCheckLocks_KilledHolderCountsFromItsLeaseAtStorage(t *testing.T) {
 // 40 ms later; the next holder got a fresh lock and the first was fenced at
 // its next write). A deletion before the request was sent excuses nothing.
 func TestCheckLocks_ForcedLossDuringTheGrantsAnswer(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	p := LockParams{Margin: 2 * time.Second, RetryPeriod: time.Second, RequestTimeout: 2 * time.Second, RenewEvery: 2 * time.Second, MinHoldings: 2}
+	p := lockParams
 	lines := []LockLine{
 		{Client: "a", Ev: "got", Resource: "r", Term: 10, T: at(0), Done: at(1.3), ValidUntil: at(13)},
 		{Client: "a", Ev: "wrote", Resource: "r", Term: 10, Seq: 1, T: at(1.4), Done: at(1.45)},
@@ -191,12 +171,7 @@ func TestCheckLocks_ForcedLossDuringTheGrantsAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			faults := []LockFault{{Kind: LockFaultDeleteBlob, Resource: "r", At: at(tc.deleted)}}
 			err := CheckLocks(LockRun{Lines: lines, Ledgers: map[string][]LedgerEntry{"r": ledger}, Faults: faults, End: at(30)}, p).Err()
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("want a pass, got %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("want a violation saying %q, got %v", tc.want, err)
-			}
+			wantLockVerdict(t, err, tc.want)
 		})
 	}
 }
@@ -205,9 +180,7 @@ func TestCheckLocks_ForcedLossDuringTheGrantsAnswer(t *testing.T) {
 // counts from, to the take: a stall while the dead holder's lease still
 // ran delays no waiter's poll and explains nothing.
 func TestCheckLocks_LL1StallFromTheLeasesEnd(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	p := LockParams{Margin: 2 * time.Second, RetryPeriod: time.Second, RequestTimeout: 2 * time.Second, RenewEvery: 2 * time.Second, MinHoldings: 2}
+	p := lockParams
 	lines := []LockLine{ // a's lease ends at 21 at the latest; the bound is 25.1; b takes it at 27.5
 		{Client: "a", Ev: "got", Resource: "r", Term: 10, T: at(0), Done: at(6), ValidUntil: at(13)},
 		{Client: "a", Ev: "wrote", Resource: "r", Term: 10, Seq: 1, T: at(6.5), Done: at(6.6)},
@@ -233,5 +206,20 @@ func TestCheckLocks_LL1StallFromTheLeasesEnd(t *testing.T) {
 				t.Fatalf("want %s saying %q, got %s: %v", tc.want, tc.contains, res.Outcome(), res.Err())
 			}
 		})
+	}
+}
+
+// lockParams are the lock rules' parameters in the tests written against
+// them: expiry 15 s less a 2 s margin (a got's belief is send + 13 s).
+var lockParams = LockParams{Margin: 2 * time.Second, RetryPeriod: time.Second, RequestTimeout: 2 * time.Second, RenewEvery: 2 * time.Second, MinHoldings: 2}
+
+// wantLockVerdict fails t unless err is nil for want "", or else says want.
+func wantLockVerdict(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("want a pass, got %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("want a violation saying %q, got %v", want, err)
 	}
 }
