@@ -151,7 +151,13 @@ func runHelper(role string) {
 			g.Extend(time.Now().Add(deadline))
 		}
 		<-g.Done()
-		fmt.Printf("GUARD=%v\n", g.KilledByGuard())
+		// Who killed: the shim's report, and how the guard (the last one)
+		// ended.
+		guardEnd := "none"
+		if cur := g.currentGuard(); cur != nil && cur.cmd.ProcessState != nil {
+			guardEnd = cur.status()
+		}
+		fmt.Printf("GUARD=%v SHIM_FIRED=%v GUARD_ENDED=%q\n", g.KilledByGuard(), g.fired.Load(), guardEnd)
 		os.Exit(0)
 	case "walker-subreaper":
 		// A child subreaper (as a supervisor is) that starts a fork-walker
