@@ -84,7 +84,7 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	cfg.ObserveEvery = 60 // the holder of a shard is for logs only: save the reads
 	// Shard leases wait out L (docs/failover.md#early-takeover): the view's
 	// gate decides who may take a shard, and a break would bypass it.
-	cfg.TakeoverAfter, cfg.BreakPeriod = 0, 0
+	cfg.TakeoverAfter = 0
 	cfg.Logger = w.elog.With("shard", n)
 	r := &shardRun{n: n, done: make(chan struct{})}
 	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func(ctx context.Context) error { return w.mayAcquire(ctx, n) }},

@@ -65,11 +65,12 @@ type Record struct {
 	// The early-takeover contract (see Breaker), written by a leader with
 	// early takeover on (from its term write, heartbeat 0), zero otherwise:
 	// Heartbeat counts its heartbeat writes, BeatEvery is the longest it
-	// goes between two of them while healthy, StopWithin how long after a
-	// renew's send everything it started has stopped.
-	Heartbeat  int64
-	BeatEvery  time.Duration
-	StopWithin time.Duration
+	// goes between two of them while healthy, StopAfterWrite how long after
+	// the send of a write of its record that landed everything it started
+	// has stopped.
+	Heartbeat      int64
+	BeatEvery      time.Duration
+	StopAfterWrite time.Duration
 }
 
 // Lock is one lease on one shared object. Implementations must honour ctx
