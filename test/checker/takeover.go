@@ -24,8 +24,8 @@ const InvTakeover = "takeover"
 // counted from its last logged belief's basis (valid_until − D: the send of
 // the heartbeat, or renew, its deadline counts from). A heartbeat of the
 // next cycle may still have landed unlogged: it is sent within
-// RenewInterval + 2 request timeouts of the basis (a cycle is a heartbeat
-// and a renew) and lands a request timeout later; a follower's read shows
+// RenewInterval + 2 request timeouts of the basis (the gap a heartbeating
+// leader publishes) and lands a request timeout later; a follower's read shows
 // it within 1.1·P and a request; the follower reads again T later (T ≥
 // what the holder published); that read, the break, the acquire, the term
 // read and the term write take a request each; ε for the rest. Zero with

@@ -13,8 +13,8 @@ import (
 // under its lease is replaced about TakeoverAfter after its host dies,
 // instead of a lease duration.
 //
-//  1. The leader, every renew interval, writes a heartbeat into the lock's
-//     record under its lease, then renews: a counter, how often it beats, and how
+//  1. The leader, every renew interval, renews and writes a heartbeat into
+//     the lock's record under its lease: a counter, how often it beats, and how
 //     long after the send of a write of its record that landed everything
 //     it started has stopped (StopAfterWrite = D + request timeout +
 //     StopAfterDeadline). Every such write changes the record's version.
@@ -129,41 +129,59 @@ func (l *leadership) heartbeatRecord(n int64) lease.Record {
 }
 
 // renewAndBeat is one renew cycle started at sent while the deadline was
-// end: with early takeover on, first the heartbeat under the lease, then
-// the renew; each gets the request timeout, and neither may outlive the
-// leadership it extends. The heartbeat goes first so that the belief it
-// earns counts from the cycle's start: a renew ahead of it would delay it
-// by a round trip, and on slow storage a leader would outlive its deadline
-// between two heartbeats. A heartbeat that storage refuses for our lease is
-// a definite loss; any other failed heartbeat leaves the belief where it
+// end: the renew and, with early takeover on, the heartbeat under the
+// lease, side by side; each gets the request timeout, and neither may
+// outlive the leadership it extends. Side by side, a cycle takes one round
+// trip, not two: on slow storage a heartbeat that times out does not hold
+// the next one back behind a renew, and the belief it earns counts from the
+// cycle's start. The heartbeat's answer goes out as soon as it comes; the
+// cycle's last answer (final) carries the renew's and repeats the
+// heartbeat's, for its event. A heartbeat that storage refuses for our lease
+// is a definite loss; any other failed heartbeat leaves the belief where it
 // was (renewResult.beatErr), and the renew still keeps the lease.
 func (l *leadership) renewAndBeat(ctx context.Context, sent, end time.Time, out chan<- renewResult) {
 	e := l.e
-	r := renewResult{final: true} // the renew's answer repeats the heartbeat's, for its event
+	renewed := make(chan renewResult, 1)
+	go func() {
+		r := renewResult{final: true, sent: time.Now()}
+		c, cancel := context.WithDeadline(ctx, earlier(end, r.sent.Add(e.cfg.RequestTimeout())))
+		defer cancel()
+		r.err = e.lock.Renew(c, l.leaseID)
+		e.noteAnswer(l.renewCtx, r.err)
+		renewed <- r
+	}()
+	var beat renewResult
 	if e.cfg.takeoverEnabled() {
-		l.beats++
-		c, cancel := context.WithDeadline(ctx, earlier(end, sent.Add(e.cfg.RequestTimeout())))
-		berr := e.lock.Update(c, l.leaseID, l.heartbeatRecord(l.beats))
-		cancel()
-		e.noteAnswer(l.renewCtx, berr)
-		switch {
-		case berr == nil:
-			r.beatSent, r.beat = sent, l.beats
-			out <- renewResult{beatSent: sent, beat: l.beats}
-			end = later(end, sent.Add(e.cfg.RenewDeadline))
-		case errors.Is(berr, lease.ErrLost):
-			out <- renewResult{final: true, err: berr}
-			return
-		default:
-			out <- renewResult{beatErr: berr}
+		beat = l.beat(ctx, sent, end)
+		if beat.err == nil {
+			out <- beat
 		}
 	}
-	r.sent = time.Now()
-	c, cancel := context.WithDeadline(ctx, earlier(end, r.sent.Add(e.cfg.RequestTimeout())))
-	defer cancel()
-	r.err = e.lock.Renew(c, l.leaseID)
-	e.noteAnswer(l.renewCtx, r.err)
+	r := <-renewed
+	r.beatSent, r.beat = beat.beatSent, beat.beat
+	if beat.err != nil {
+		r.err = beat.err // a definite loss, whatever the renew said
+	}
 	out <- r
+}
+
+// beat writes one heartbeat (sent at sent, not past end). Its answer: the
+// heartbeat landed (beatSent, beat), failed (beatErr), or the lease is
+// definitely lost (err).
+func (l *leadership) beat(ctx context.Context, sent, end time.Time) renewResult {
+	e := l.e
+	l.beats++
+	c, cancel := context.WithDeadline(ctx, earlier(end, sent.Add(e.cfg.RequestTimeout())))
+	defer cancel()
+	err := e.lock.Update(c, l.leaseID, l.heartbeatRecord(l.beats))
+	e.noteAnswer(l.renewCtx, err)
+	switch {
+	case err == nil:
+		return renewResult{beatSent: sent, beat: l.beats}
+	case errors.Is(err, lease.ErrLost):
+		return renewResult{err: err}
+	}
+	return renewResult{beatErr: err}
 }
 
 // watch is what a follower remembers between its reads for early takeover.

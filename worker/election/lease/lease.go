@@ -84,7 +84,9 @@ type Record struct {
 // renew, a late release) can never act on a later one, and a lost acquire
 // answer never leaves a ghost lease. IDs are GUID strings, as Azure requires.
 //
-// A Lock is used by one elector at a time; methods are not called concurrently.
+// A Lock is used by one elector at a time; methods are not called
+// concurrently, except that with early takeover a leadership's Renew and
+// its heartbeat's Update are in flight side by side.
 type Lock interface {
 	// Acquire takes the lease as leaseID for d if nobody else holds it
 	// (creating the underlying object if missing); acquiring a lease already
