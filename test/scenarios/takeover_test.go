@@ -75,6 +75,27 @@ func TestTakeover_SupervisorHostLossFast(t *testing.T) {
 	})
 }
 
+// Under `run --profile fast` the kill grace comes before the end of
+// leadership (docs/failover.md#commands-under-blobleader-run): a
+// partitioned supervisor SIGKILLs its command (which ignores SIGTERM) at
+// its deadline, and a supervisor frozen alone has its guard do it, both
+// before a follower's early takeover starts the next command.
+func TestTakeover_PartitionedSupervisorFastStopsItsCommandBeforeTheBreak(t *testing.T) {
+	t.Parallel()
+	repeatRuns(t, func(t *testing.T) {
+		rc := NewFastRunCluster(t)
+		rc.Judge(reportName(t), supervisorPartitioned(t, rc)...)
+	})
+}
+
+func TestTakeover_SupervisorFrozenAloneFastItsGuardKillsBeforeTheBreak(t *testing.T) {
+	t.Parallel()
+	repeatRuns(t, func(t *testing.T) {
+		rc := NewFastRunCluster(t)
+		rc.Judge(reportName(t), supervisorFrozenAlone(t, rc)...)
+	})
+}
+
 // The seeded soak on the fast profile, under `make chaos` (as long as
 // $BLOBLEADER_CHAOS_DURATION): the election soak's mix with early
 // takeover's faults in it (late_break: the leader's host lost while every
