@@ -516,10 +516,18 @@ func (b *invocation) write() error {
 		fmt.Print(sec)
 	}
 	// The takeover and locks phases alone are separate invocations: their
-	// sections go to <plots>/takeover.md and locks.md; the document, its
-	// plots and results.json stay as they are.
+	// sections go to <plots>/takeover.md and locks.md, their raw results to
+	// <plots>/separate-results.json; the document, its plots and
+	// results.json stay as they are.
 	if onlySeparatePhases(cfg.phases) {
-		b.progress(fmt.Sprintf("wrote %s (%d errors)", strings.Join(slices.Sorted(maps.Keys(sections)), ", "), len(res.Errors)))
+		raw, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("separate-results.json: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(cfg.plotDir, "separate-results.json"), raw, 0o644); err != nil {
+			return err
+		}
+		b.progress(fmt.Sprintf("wrote %s and separate-results.json (%d errors)", strings.Join(slices.Sorted(maps.Keys(sections)), ", "), len(res.Errors)))
 		return b.failed()
 	}
 	if err := bench.Render(*res, cfg.docPath, cfg.plotDir, filepath.ToSlash(rel)); err != nil {
