@@ -127,6 +127,13 @@ func (l *leadership) loop() ending {
 	defer renewTick.Stop()
 	deadlineTimer := time.NewTimer(time.Until(l.deadline()))
 	defer deadlineTimer.Stop()
+	if e.cfg.takeoverEnabled() {
+		// The belief won counts from the acquire's send, and three round
+		// trips of it are spent already (acquire, term read, term write):
+		// with a short deadline on slow storage, waiting a renew interval
+		// for the first heartbeat would let it lapse.
+		l.startRenew()
+	}
 	for {
 		select {
 		case <-l.ctx.Done():

@@ -285,15 +285,20 @@ func (b *invocation) planJobs() {
 		if !ph["failover"] {
 			b.failoverJobs(b.ours, checker.FaultCrash, 10, 18*time.Second)
 		}
+		slow := []bench.Flavor{b.fast}
 		if b.cfg.prevBin != "" {
-			b.failoverJobs(bench.Previous(b.cfg.prevBin), checker.FaultCrash, 10, 10*time.Second)
+			prev := bench.Previous(b.cfg.prevBin)
+			b.failoverJobs(prev, checker.FaultCrash, 10, 10*time.Second)
+			slow = append(slow, prev)
 		}
-		for i := 1; i <= 3; i++ {
-			name := fmt.Sprintf("fast-slow-storage-%d", i)
-			b.add(name, bench.SlowWindow+30*time.Second, func(t testing.TB, env bench.Env) {
-				r := bench.SlowStorageRun(t, env, b.fast, name)
-				b.record(func(res *bench.Results) { res.Runs = append(res.Runs, r) })
-			})
+		for _, fl := range slow {
+			for i := 1; i <= 3; i++ {
+				name := fmt.Sprintf("%s-slow-storage-%d", fl.Name, i)
+				b.add(name, bench.SlowWindow+30*time.Second, func(t testing.TB, env bench.Env) {
+					r := bench.SlowStorageRun(t, env, fl, name)
+					b.record(func(res *bench.Results) { res.Runs = append(res.Runs, r) })
+				})
+			}
 		}
 		b.scheduleJob(b.fast)
 		b.costJob(b.fast)
