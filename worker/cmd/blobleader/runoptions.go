@@ -42,7 +42,9 @@ to its environment.
     (128 + the signal if a signal ended it).
   - Leadership ends (renew deadline, lease lost, watchdog): SIGTERM to the
     group, SIGKILL after --kill-grace; the whole group is dead and reaped
-    before the lease can expire at storage.
+    before the lease can expire at storage. With early takeover
+    (--takeover-after, --profile fast) the grace comes before the end:
+    SIGKILL at the deadline, so a follower may take over right after it.
   - SIGTERM/SIGINT: forwarded to the group; SIGKILL after --shutdown-grace;
     then the lease is released and it exits 0 (with --once: COMMAND's status).
   - The command dies with the supervisor (parent-death signal), and so does
