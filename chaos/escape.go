@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"syscall"
 )
 
@@ -22,8 +20,7 @@ type Escape struct {
 	PID  int    `json:"pid"`  // the supervised command
 	Name string `json:"name"` // its supervisor, for the timeline
 
-	mu     sync.Mutex
-	active bool
+	sig commandSignal
 }
 
 var _ Fault = (*Escape)(nil)
@@ -35,28 +32,11 @@ func (f *Escape) Target() string { return f.Name }
 
 // Inject signals the command to start its escaping jobs.
 func (f *Escape) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if f.PID <= 1 {
-		return fmt.Errorf("%w: Escape.PID %d: want the command's pid", ErrInvalid, f.PID)
-	}
-	if err := syscall.Kill(f.PID, EscapeSignal); err != nil {
-		return fmt.Errorf("%w: command %d: %v", ErrNotRunning, f.PID, err)
-	}
-	f.active = true
-	return nil
+	return f.sig.send(ctx, "Escape", f.PID, EscapeSignal)
 }
 
 // Remove is a no-op: the jobs' fate is the supervisor's business.
 func (f *Escape) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
+	f.sig.forget()
 	return nil
 }

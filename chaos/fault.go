@@ -44,6 +44,10 @@ const (
 	KindEscape           Kind = "escape"            // a supervised command starts jobs in a new session and a new process group
 	KindGuardKill        Kind = "guard_kill"        // a `blobleader run` supervisor's group guard SIGKILLed alone
 	KindForeignOrphan    Kind = "foreign_orphan"    // an orphan its pid-1 supervisor never started, in its pid namespace
+	KindShimKill         Kind = "shim_kill"         // a `blobleader run` supervisor's command shim SIGKILLed alone (optionally with a member in a nested cgroup)
+	KindShimStop         Kind = "shim_stop"         // a `blobleader run` supervisor's command shim SIGSTOPped alone
+	KindForkWalker       Kind = "fork_walker"       // a supervised command starts a process that forks, calls setsid and exits, over and over
+	KindNameStop         Kind = "name_stop"         // `killall -STOP NAME` on one host: every process of a supervisor's tree named NAME stopped
 )
 
 // TargetAll is the target of faults that hit every worker at once.
@@ -109,4 +113,6 @@ const (
 	KindHiddenProc   Kind = "hidden_proc"   // /proc mounted hidepid=invisible in a private mount namespace, run as another user
 	KindPIDNamespace Kind = "pid_namespace" // pid 1 of a new pid namespace, with /proc of its own
 	KindNoClone3     Kind = "no_clone3"     // a seccomp filter answers clone3 with ENOSYS (Docker's default profile)
+	KindConfine      Kind = "confine"       // started in a cgroup of its own, killed as a whole at the end (cgroup.kill)
+	KindNoCgroup     Kind = "no_cgroup"     // no cgroup v2 mounted in its mount namespace: a supervisor falls back to its process tree
 )

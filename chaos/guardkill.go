@@ -7,9 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/blobleader/blobleader/worker/supervise"
 )
@@ -26,9 +24,7 @@ type GuardKill struct {
 	// Guard is the pid of the guard Inject killed (0 before).
 	Guard int `json:"guard_pid"`
 
-	mu     sync.Mutex
-	target string
-	active bool
+	state signalled
 }
 
 var (
@@ -41,53 +37,27 @@ func (f *GuardKill) SetProcess(p Process) { f.Process = p }
 func (f *GuardKill) Kind() Kind { return KindGuardKill }
 
 // Target is the name of the supervisor whose guard is killed.
-func (f *GuardKill) Target() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.target == "" && f.Process != nil {
-		return f.Process.Name()
-	}
-	return f.target
-}
+func (f *GuardKill) Target() string { return f.state.name(f.Process) }
 
 // Inject finds the supervisor's guard, SIGKILLs it and returns once it runs
 // nothing (dead, or a zombie its supervisor has not reaped yet).
 func (f *GuardKill) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := running(f.Process); err != nil {
-		return err
-	}
-	pp, ok := f.Process.(PIDProcess)
-	if !ok {
-		return fmt.Errorf("%w: %s has no pid to find its guard by", ErrNoTarget, f.Process.Name())
-	}
-	guard, err := ChildNamed(pp.Pid(), supervise.GuardName)
-	if err != nil {
-		return err
-	}
-	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("chaos: kill guard %d: %w", guard, err)
-	}
-	f.target, f.Guard, f.active = f.Process.Name(), guard, true
-	for ProcAlive(guard) {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: guard %d: %w", ErrStillAlive, guard, ctx.Err())
-		case <-time.After(2 * time.Millisecond):
+	return f.state.do(ctx, f.Process, func() (bool, error) {
+		guard, err := helperOf(f.Process, supervise.GuardName)
+		if err != nil {
+			return false, err
 		}
-	}
-	return nil
+		if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+			return false, fmt.Errorf("chaos: kill guard %d: %w", guard, err)
+		}
+		f.Guard = guard
+		return true, awaitDeath(ctx, guard)
+	})
 }
 
 // Remove forgets the fault (the killed guard stays dead).
 func (f *GuardKill) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
+	_ = f.state.undo(nil)
 	return ctx.Err()
 }
 

@@ -10,3 +10,28 @@ type Launch interface {
 	Kind() Kind
 	Wrap(argv []string) ([]string, error)
 }
+
+// Launches starts a process under several conditions at once, the first
+// outermost: Launches{a, b}.Wrap(argv) is a.Wrap(b.Wrap(argv)).
+type Launches []Launch
+
+var _ Launch = Launches(nil)
+
+// Kind is the innermost condition's (the one closest to the process).
+func (l Launches) Kind() Kind {
+	if len(l) == 0 {
+		return ""
+	}
+	return l[len(l)-1].Kind()
+}
+
+// Wrap wraps argv in each condition, the last first.
+func (l Launches) Wrap(argv []string) ([]string, error) {
+	var err error
+	for i := len(l) - 1; i >= 0; i-- {
+		if argv, err = l[i].Wrap(argv); err != nil {
+			return nil, err
+		}
+	}
+	return argv, nil
+}

@@ -61,6 +61,36 @@ func fixture(mode, beat string) int {
 			go func() { _ = g.Wait() }()
 		}
 	}
+	if mode == "shimmed" {
+		// A child started as a command shim (argv[0]), whose own child (the
+		// "command") leaves a grandchild: three sleepers below the fixture.
+		g := &exec.Cmd{Path: os.Args[0], Args: []string{supervise.ShimName, "-test.run=^$"},
+			Env: append(os.Environ(), fixtureEnv+"=sleeper-with-child", "CHAOS_FIXTURE_DEPTH=2")}
+		if err := g.Start(); err == nil {
+			go func() { _ = g.Wait() }()
+		}
+	}
+	if mode == "sleeper-with-child" {
+		if depth, _ := strconv.Atoi(os.Getenv("CHAOS_FIXTURE_DEPTH")); depth > 0 {
+			exe, _ := os.Executable() // argv[0] may be a shim's name
+			c := exec.Command(exe, "-test.run=^$")
+			c.Env = append(os.Environ(), "CHAOS_FIXTURE_DEPTH="+strconv.Itoa(depth-1))
+			if err := c.Start(); err == nil {
+				go func() { _ = c.Wait() }()
+			}
+		}
+		select {}
+	}
+	if mode == "namer" {
+		// A child with another process name (comm "sleep").
+		if c := exec.Command("sleep", "60"); c.Start() == nil {
+			go func() { _ = c.Wait() }()
+		}
+	}
+	walk := make(chan os.Signal, 1)
+	if mode == "walker" {
+		signal.Notify(walk, WalkerSignal)
+	}
 	if mode == "sleeper" {
 		select {}
 	}
@@ -77,6 +107,10 @@ func fixture(mode, beat string) int {
 				}
 			}
 			_ = os.WriteFile(beat+".jobs", pids, 0o644)
+		case <-walk:
+			if err := StartForkWalker(beat + ".walk"); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
 		case <-term:
 			if mode != "stubborn" {
 				return 0
@@ -96,6 +130,7 @@ type proc struct {
 	t    *testing.T
 	mode string
 	beat string
+	wrap func(argv []string) ([]string, error) // a Launch's Wrap, or nil
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -122,7 +157,14 @@ func (p *proc) start() error {
 	_ = os.Remove(p.beat)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	argv := []string{os.Args[0], "-test.run=^$"}
+	if p.wrap != nil {
+		var err error
+		if argv, err = p.wrap(argv); err != nil {
+			return err
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), fixtureEnv+"="+p.mode, "CHAOS_FIXTURE_BEAT="+p.beat)
 	// A process group of its own whose parent (this test) is in the same
 	// session: never orphaned, so the kernel acts on job-control stops

@@ -123,3 +123,62 @@ func running(p Process) error {
 		return nil
 	}
 }
+
+// helperOf is the pid of the live child of the supervisor p whose argv[0]
+// is name (its guard or its shim).
+func helperOf(p Process, name string) (int, error) {
+	if err := running(p); err != nil {
+		return 0, err
+	}
+	pp, ok := p.(PIDProcess)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s has no pid to find its %s by", ErrNoTarget, p.Name(), name)
+	}
+	return ChildNamed(pp.Pid(), name)
+}
+
+// childrenOf lists pid's children, from /proc/<pid>/task/*/children.
+func childrenOf(pid int) []int {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// awaitDeath returns once pid runs nothing (dead, or a zombie), or ctx ends.
+func awaitDeath(ctx context.Context, pid int) error {
+	for ProcAlive(pid) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: pid %d: %w", ErrStillAlive, pid, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// awaitPidState returns once pid is stopped (stopped true) or runs, or is
+// gone, or ctx ends.
+func awaitPidState(ctx context.Context, pid int, stopped bool) error {
+	for {
+		st, err := procState(pid)
+		if err != nil || st == 'Z' || st == 'X' || (st == 'T') == stopped {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: pid %d (want stopped=%v): %w", ErrNotStopped, pid, stopped, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"syscall"
 )
@@ -82,4 +83,77 @@ func (s *signalled) cont(ctx context.Context, p Process, forgetFirst bool) error
 	}
 	s.active = false
 	return nil
+}
+
+// do is the Inject of a fault that acts on the process tree of p (a
+// supervisor's helper, its processes of a name): act runs once while the
+// fault is not in place (ErrInjected otherwise) and p runs, and the fault is
+// in place, under p's name, once act says it acted (sent) — even when what
+// it awaited after failed.
+func (s *signalled) do(ctx context.Context, p Process, act func() (sent bool, err error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active {
+		return ErrInjected
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := running(p); err != nil {
+		return err
+	}
+	sent, err := act()
+	if sent {
+		s.target, s.active = p.Name(), true
+	}
+	return err
+}
+
+// undo is the Remove of such a fault: undo (nil: nothing to undo) runs if
+// the fault is in place, which it then no longer is.
+func (s *signalled) undo(undo func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active {
+		return nil
+	}
+	s.active = false
+	if undo == nil {
+		return nil
+	}
+	return undo()
+}
+
+// commandSignal is the plumbing of the faults that make a supervised test
+// command do something by a signal to its pid (Escape, ForkWalker).
+type commandSignal struct {
+	mu     sync.Mutex
+	active bool
+}
+
+// send delivers sig to the command pid once (ErrInjected while in place).
+func (c *commandSignal) send(ctx context.Context, what string, pid int, sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active {
+		return ErrInjected
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if pid <= 1 {
+		return fmt.Errorf("%w: %s.PID %d: want the command's pid", ErrInvalid, what, pid)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("%w: command %d: %v", ErrNotRunning, pid, err)
+	}
+	c.active = true
+	return nil
+}
+
+// forget takes the fault out of place (what the command did stays done).
+func (c *commandSignal) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active = false
 }

@@ -208,7 +208,7 @@ func startLockService(ctx context.Context, worker, conn string) (string, func(),
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.CommandContext(ctx, worker, "locks", "--connection-string", conn, "--container", "svc", "--listen", addr, "--log-format", "json")
+	cmd := exec.CommandContext(ctx, worker, "locks", "--connection-string", conn, "--container", "svc", "--listen", addr, "--grpc-listen=", "--log-format", "json")
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		return "", nil, err

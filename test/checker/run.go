@@ -52,6 +52,7 @@ const (
 	// Run mode's host-side faults (chaos.Kind values).
 	FaultSupervisorFreeze = "supervisor_freeze" // a supervisor SIGSTOPped alone (its command runs on), Start..End
 	FaultJobStop          = "job_stop"          // a job-control stop signal to a supervisor alone, at Start (SIGCONT at End)
+	FaultNameStop         = "name_stop"         // `killall -STOP NAME` on a supervisor's tree (the supervisor stopped), Start..End
 )
 
 // AllWorkers as a Fault.Target (or an empty Target) means the fault hits
@@ -127,6 +128,10 @@ type Run struct {
 	// (/account/container/blob); only GrantedRenews of it count for the
 	// election's L1. Empty: none count.
 	LockPath string
+	// Sched is the harness's CPU probe over the run (stall.go); nil when
+	// the backend runs none: every timing bound is then judged as
+	// designed, with no stall added.
+	Sched *Sched
 }
 
 // GrantedRenew is one renew storage granted, as its worker's proxy saw it.
@@ -248,4 +253,6 @@ func ParseLedger(r io.Reader) ([]LedgerEntry, error) {
 // paused reports kinds that freeze the target process from Start to End:
 // a pause, or a supervisor frozen alone (its election is paused all the
 // same).
-func paused(kind string) bool { return kind == FaultPause || kind == FaultSupervisorFreeze }
+func paused(kind string) bool {
+	return kind == FaultPause || kind == FaultSupervisorFreeze || kind == FaultNameStop
+}

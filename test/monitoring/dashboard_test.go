@@ -6,6 +6,10 @@ package monitoring
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,7 +24,12 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 
+	prom "github.com/prometheus/client_golang/prometheus"
+
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/lockapi"
+	"github.com/blobleader/blobleader/worker/mutex"
 	"github.com/blobleader/blobleader/worker/status"
 )
 
@@ -97,7 +106,8 @@ func TestDashboard_LoadsUnderGrafanasSchema(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Leader per worker", "Term", "Failovers", "Renew latency", "Storage errors by code", "Shard ownership"} {
+	for _, want := range []string{"Leader per worker", "Term", "Failovers", "Renew latency", "Storage errors by code", "Shard ownership",
+		"Lock service: ready", "Lock service: requests by outcome", "Lock service: grants and refusals", "Lock service: request latency"} {
 		if !contains(titles, want) {
 			t.Errorf("dashboard lacks the %q panel; it has %v", want, titles)
 		}
@@ -142,9 +152,13 @@ func TestDashboard_SchemaCheckCatchesMistakes(t *testing.T) {
 }
 
 // Every blobleader_* series the dashboard and the rules read is one the
-// worker's own collectors export (the real registry, gathered).
+// worker's or the lock service's own collectors export (the real
+// registries, gathered).
 func TestDashboardAndRules_ReadOnlyMetricsTheWorkerExports(t *testing.T) {
 	exported := workerMetricNames(t)
+	for n := range lockServiceMetricNames(t) {
+		exported[n] = true
+	}
 	files := []string{"grafana/blobleader.json", "prometheus/blobleader.rules.yml", "prometheus/blobleader.rules_test.yml"}
 	// A metric name not preceded by a recording rule's level prefix (job:…)
 	// nor followed by its operation suffix (…:sum).
@@ -179,7 +193,44 @@ func workerMetricNames(t *testing.T) map[string]bool {
 	m.ObserveEvent(election.Event{Kind: election.EventStartedLeading})
 	m.Registry.MustRegister(status.NewHealthGauge(func() error { return errors.New("wedged") }),
 		status.NewShardOwnership(func() []int { return []int{0, 3} }), status.NewShardsUnowned(func() (int, bool) { return 1, true }))
-	families, err := m.Registry.Gather()
+	return gatheredNames(t, m.Registry, "blobleader_is_leader", "blobleader_healthy", "blobleader_shard_owned")
+}
+
+// lockServiceMetricNames gathers the lock service's registry (the one the
+// binary serves on /metrics) with one observation of each kind.
+func lockServiceMetricNames(t *testing.T) map[string]bool {
+	t.Helper()
+	m := lockapi.NewMetrics()
+	m.ObserveStorage("acquire", "201", 3*time.Millisecond)
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{
+		ConnectionString: "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;",
+		Container:        "locks", RequestTimeout: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mutex.DefaultConfig("monitoring-test")
+	l, err := mutex.New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(lockapi.New(l, lockapi.Config{Store: "lockstore", MaxWait: time.Second, Metrics: m,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, cfg.JitteredRetryPeriod))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1.0-alpha1/lock/lockstore", "application/json",
+		strings.NewReader(`{"resourceId":"r","lockOwner":"o","expiryInSeconds":15,"waitSeconds":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return gatheredNames(t, m.Registry, "blobleader_locks_ready", "blobleader_locks_requests_total", "blobleader_locks_wait_duration_seconds")
+}
+
+// gatheredNames is every series name reg exports, histogram suffixes
+// included; want must be among them.
+func gatheredNames(t *testing.T, reg *prom.Registry, want ...string) map[string]bool {
+	t.Helper()
+	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,9 +243,9 @@ func workerMetricNames(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	for _, want := range []string{"blobleader_is_leader", "blobleader_healthy", "blobleader_shard_owned"} {
-		if !names[want] {
-			t.Fatalf("the worker's registry lacks %s: %v", want, keys(names))
+	for _, w := range want {
+		if !names[w] {
+			t.Fatalf("the registry lacks %s: %v", w, keys(names))
 		}
 	}
 	return names

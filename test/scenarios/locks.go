@@ -19,9 +19,11 @@ import (
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
+	"github.com/blobleader/blobleader/test/daprsdk"
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // The lock scenarios: many client processes contend for K resources through
@@ -38,6 +40,10 @@ type LockScenario struct {
 	Duration  time.Duration // how long clients contend
 	Expiry    int           // expiryInSeconds
 	Wait      int           // waitSeconds
+	// SDKClients are Dapr SDK clients (test/daprsdk/js/contend.js, the
+	// official JS SDK) contending beside the curl-style ones, one per
+	// protocol listed (daprsdk.HTTP, daprsdk.GRPC), on replica i mod Replicas.
+	SDKClients []daprsdk.Protocol
 }
 
 // lockRig is one running lock scenario.
@@ -47,12 +53,15 @@ type lockRig struct {
 	az       *azuritetest.Server
 	dir      string
 	urls     []string
+	grpc     []string // each replica's --grpc-listen
 	replicas []*exec.Cmd
 	proxies  []*chaos.Proxy // replica i reaches storage through proxies[i]
 	clients  []*exec.Cmd
 	outs     []string
 	locks    *container.Client
 	ledgers  *container.Client
+
+	sched *stalltest.Probe // the machine's promptness, for LL1
 
 	mu     sync.Mutex
 	faults []checker.LockFault
@@ -66,7 +75,8 @@ const (
 
 func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	t.Helper()
-	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir()}
+	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir(), sched: stalltest.Start(stalltest.Default)}
+	t.Cleanup(r.sched.Stop)
 	var err error
 	for _, c := range []struct {
 		p    **container.Client
@@ -92,8 +102,31 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 		}
 		r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
 	}
+	for i, p := range s.SDKClients {
+		r.startSDKClient(i, p)
+	}
 	t.Cleanup(r.stop)
+	stopAtAttemptEnd(t, r.stop)
 	return r
+}
+
+// startSDKClient starts Dapr SDK client i over protocol p on replica i mod
+// Replicas; it writes its lines beside the curl-style clients'.
+func (r *lockRig) startSDKClient(i int, p daprsdk.Protocol) {
+	node, script, err := daprsdk.Node("contend.js")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := filepath.Join(r.dir, fmt.Sprintf("sdk-%d.jsonl", i))
+	k := i % len(r.urls)
+	cmd := exec.Command(node, script, string(p), lockStore, fmt.Sprintf("sdk-%s-%d", p, i), fmt.Sprint(r.s.Resources),
+		fmt.Sprint(int(r.s.Duration.Seconds())), fmt.Sprint(r.s.Expiry), out, fmt.Sprint(100+i))
+	cmd.Env = append(os.Environ(), "DAPR_HTTP_ENDPOINT="+r.urls[k], "DAPR_GRPC_ENDPOINT="+r.grpc[k])
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
 }
 
 func rotate(s []string, n int) []string {
@@ -102,12 +135,16 @@ func rotate(s []string, n int) []string {
 }
 
 func (r *lockRig) startReplica(i int) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		r.t.Fatal(err)
+	var addrs [2]string
+	for k := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		addrs[k] = ln.Addr().String()
+		ln.Close()
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := addrs[0]
 	px, err := chaos.NewProxy(fmt.Sprintf("lock-replica-%d", i), fmt.Sprintf("%s:%d", r.az.Host, r.az.Port))
 	if err != nil {
 		r.t.Fatal(err)
@@ -116,7 +153,7 @@ func (r *lockRig) startReplica(i int) {
 	r.proxies = append(r.proxies, px)
 	storage := azuritetest.ConnectionString(fmt.Sprintf("http://%s/%s", px.Addr(), azuritetest.Account))
 	cmd := exec.Command(r.s.Service, "locks", "--connection-string", storage, "--container", lockContainer,
-		"--store", lockStore, "--listen", addr, "--log-format", "json")
+		"--store", lockStore, "--listen", addr, "--grpc-listen", addrs[1], "--log-format", "json")
 	log, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("replica-%d.log", i)))
 	if err != nil {
 		r.t.Fatal(err)
@@ -126,7 +163,7 @@ func (r *lockRig) startReplica(i int) {
 		r.t.Fatal(err)
 	}
 	r.replicas = append(r.replicas, cmd)
-	r.urls = append(r.urls, "http://"+addr)
+	r.urls, r.grpc = append(r.urls, "http://"+addr), append(r.grpc, addrs[1])
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get("http://" + addr + "/healthz")
@@ -225,7 +262,10 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 			_ = c.Wait()
 		}
 	}
-	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now()}
+	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now(),
+		Sched: checkerSched(r.sched.Record())}
+	r.t.Logf("%s", schedLine(run.Sched))
+	noteStall(r.t, run.Sched)
 	for k := 0; k < r.s.Resources; k++ {
 		res := fmt.Sprintf("res-%d", k)
 		name, _ := mutex.BlobName("ledgers", res)

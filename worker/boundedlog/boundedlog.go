@@ -72,13 +72,15 @@ func New(out slog.Handler, opts Options) *Sink {
 // Handler is the non-blocking handler in front of out.
 func (s *Sink) Handler() slog.Handler { return &handler{s: s, h: s.out} }
 
-// Dropped is how many records were dropped because the queue was full (or the
-// sink closed) since the sink started.
+// Dropped is how many records were lost since the sink started: dropped
+// because the queue was full (or the sink closed), or written to an output
+// that failed.
 func (s *Sink) Dropped() uint64 { return s.q.Dropped() }
 
-// write is the drainer's write of one record, in order.
-func (s *Sink) write(it item) {
-	_ = it.h.Handle(context.Background(), it.r) // nowhere to report a failed log write
+// write is the drainer's write of one record, in order; a record whose
+// write failed (a full disk, a pipe with no reader) is counted as dropped.
+func (s *Sink) write(it item) error {
+	return it.h.Handle(context.Background(), it.r)
 }
 
 // notice is the one warning the drainer writes in the place of n dropped

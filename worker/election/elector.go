@@ -59,15 +59,16 @@ type Elector struct {
 	lastProgress time.Time // last progress the leader task reported (Progress), or the leadership's start
 	progressed   bool      // the current (or last) leadership's task reported progress at least once
 	stalls       int       // leaderships in a row the watchdog ended without any progress
-	stallsTotal  int64     // leaderships the watchdog ended, ever (NoProgressStepDowns)
+	stallsTotal  int64     // leaderships ended without progress, ever (NoProgressStepDowns)
 	backoffUntil time.Time // end of the pause after a leadership without progress (zero: none)
 	wedged       string    // non-empty while a cancelled task has not returned
 	rejected     string    // non-empty while storage refuses our term write (lease.ErrRejected)
 	unusable     string    // non-empty while the lock's record cannot give a next term (lease.ErrUnusableRecord)
 	toldAt       time.Time // when unusable was last logged and emitted (once per LeaseDuration)
 
-	setup   setupWatch // a conflicting set-up seen in the lock's record (conflict.go)
-	answers answers    // storage's answers: expected or not (answers.go)
+	setup   setupWatch   // a conflicting set-up seen in the lock's record (conflict.go)
+	confirm confirmWatch // whether the record's holder still confirms it (confirm.go)
+	answers answers      // storage's answers: expected or not (answers.go)
 }
 
 // NewElector validates cfg and returns an elector on lock.
@@ -105,7 +106,6 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 	e.running, e.stopping, e.lastLoop = true, false, time.Now()
 	e.mu.Unlock()
-	e.answers.began(time.Now())
 	defer func() {
 		e.mu.Lock()
 		e.running = false
@@ -138,8 +138,9 @@ func (e *Elector) Run(ctx context.Context) error {
 // and a task that exits at once would spin. Followers poll within P·1.1, so
 // 2·P (jittered) leaves them the field.
 //
-// A leadership the watchdog ended without any progress at all doubles the
-// pause for each such leadership in a row — 4·P, 8·P, … — up to 4·L (never
+// A leadership that ended without any progress at all (the watchdog's, or
+// a task's that returned ErrNoProgress) doubles the pause for each such
+// leadership in a row — 4·P, 8·P, … — up to 4·L (never
 // below 2·P): a resource nobody can make progress on (a poisoned ledger)
 // then costs the fleet a few short leaderships, not one every few seconds.
 // A leadership that made progress resets the count.

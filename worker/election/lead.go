@@ -80,6 +80,7 @@ func (e *Elector) lead(ctx context.Context, w won) ending {
 	e.leading, e.ledTerm, e.deadline, e.since, e.lastProgress, e.progressed = true, w.term, deadline, now, now, false
 	e.seenBy, e.seenTerm, e.confirmed = e.cfg.Identity, w.term, now
 	e.setup = setupWatch{} // we hold the lease: nobody else does
+	e.confirm = confirmWatch{}
 	e.noteTerm(w.term)
 	e.mu.Unlock()
 	e.emit(Event{Kind: EventStartedLeading, Term: w.term, Reason: "acquired", ValidUntil: e.cfg.claim.reported(deadline)})
@@ -185,7 +186,8 @@ func (l *leadership) loop() ending {
 }
 
 // taskEnded is how a leadership whose task returned ends: handed on (a
-// leader that no longer does its job lets another do it), or, if Run is
+// leader that no longer does its job lets another do it), as a stall when
+// the task said it made no progress (ErrNoProgress), or, if Run is
 // stopping, shut down.
 func (l *leadership) taskEnded() ending {
 	if l.ctx.Err() != nil {
@@ -194,6 +196,9 @@ func (l *leadership) taskEnded() ending {
 	reason := "task exited"
 	if l.taskErr != nil {
 		reason += ": " + l.taskErr.Error()
+	}
+	if errors.Is(l.taskErr, ErrNoProgress) {
+		return stalled(reason)
 	}
 	return handOn(reason)
 }
@@ -214,7 +219,7 @@ func (l *leadership) startRenew() {
 	sent := time.Now()
 	// The requests may not outlive the leadership they are trying to extend.
 	dl := l.deadline()
-	go l.renewAndBeat(l.renewCtx, sent, dl, ch)
+	go l.renewAndBeat(l.renewCtx, sent, dl, l.beatDue(sent), ch)
 }
 
 // renewed applies a renew cycle's answers: a successful renew moves its
@@ -254,9 +259,13 @@ func (l *leadership) renewed(r renewResult) (ending, bool) {
 		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl), Heartbeat: r.beat})
 	}
 	if r.beatErr != nil {
-		// Followers cannot see this cycle: the belief stays where the
-		// last landed heartbeat put it.
-		e.emit(Event{Kind: EventRenewFailed, Term: l.term, Reason: "heartbeat: " + r.beatErr.Error()})
+		// With early takeover, followers cannot see this cycle: the belief
+		// stays where the last landed heartbeat put it. A confirmation that
+		// failed extends nothing less (the renew alone carries the belief):
+		// the next cycle retries it.
+		if e.cfg.takeoverEnabled() {
+			e.emit(Event{Kind: EventRenewFailed, Term: l.term, Reason: "heartbeat: " + r.beatErr.Error()})
+		}
 		e.log.Warn("heartbeat write failed", "term", l.term, "err", r.beatErr)
 	}
 	if !r.sent.IsZero() && r.err != nil {

@@ -2,6 +2,8 @@ package election
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,4 +133,48 @@ func TestElector_NoProgressIsReportedNotRestarted(t *testing.T) {
 			t.Errorf("Ready() = %v while backing off, want it said", err)
 		}
 	})
+}
+
+// A task that ends by itself without any work done (it returns an error
+// wrapping ErrNoProgress: `blobleader run`'s command that exits at once)
+// backs off as a stalled one does, and says so; a task that returns any
+// other error hands on with the plain pause.
+func TestElector_ATaskEndingWithoutProgressBacksOff(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		backoff bool
+	}{
+		{"no progress", fmt.Errorf("command exit code 1 at once: %w", ErrNoProgress), true},
+		{"other error", errors.New("command exit code 1"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := testConfig("a")
+				a := start(t, electiontest.NewStore(), cfg, Callbacks{OnStartedLeading: func(ctx context.Context, term int64) error {
+					return tc.err
+				}})
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				gs := gaps(t, a.rec)
+				if len(gs) < 3 {
+					t.Fatalf("only %d leaderships ended in a minute: %v", len(gs), gs)
+				}
+				p := cfg.RetryPeriod
+				for k, g := range gs[:3] {
+					want := 2 * p
+					if tc.backoff {
+						want = 2 * p << (k + 1)
+					}
+					within(t, fmt.Sprintf("the pause after leadership %d", k+1), g, want)
+				}
+				if ev := a.rec.all(EventStoppedLeading)[0]; !strings.Contains(ev.Reason, "task exited: "+tc.err.Error()) {
+					t.Errorf("stopped_leading reason %q, want the task's error", ev.Reason)
+				}
+				if got := a.e.NoProgressStepDowns() > 0; got != tc.backoff {
+					t.Errorf("NoProgressStepDowns() = %d: counted = %v, want %v", a.e.NoProgressStepDowns(), got, tc.backoff)
+				}
+			})
+		})
+	}
 }

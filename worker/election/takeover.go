@@ -107,12 +107,12 @@ func stopAfterText(c Config) string {
 	return fmt.Sprintf(" + %s after the deadline", c.StopAfterDeadline)
 }
 
-// publishContract adds the early-takeover contract to a record about to be
-// written, with heartbeat 0 (the term write), when early takeover is on: a
-// leader that dies before its first heartbeat can then be broken early too.
+// publishContract adds the leader's contract (contract) to a record about
+// to be written, with heartbeat 0 (the term write): a leader that dies
+// before its first heartbeat can then be broken early, or found silent, too.
 func (e *Elector) publishContract(r *lease.Record) {
-	if e.cfg.takeoverEnabled() {
-		r.Heartbeat, r.BeatEvery, r.StopAfterWrite = 0, e.cfg.beatGap(), e.cfg.stopAfterWrite()
+	if beat, stop := e.contract(); beat > 0 {
+		r.Heartbeat, r.BeatEvery, r.StopAfterWrite = 0, beat, stop
 	}
 }
 
@@ -129,7 +129,8 @@ func (l *leadership) heartbeatRecord(n int64) lease.Record {
 }
 
 // renewAndBeat is one renew cycle started at sent while the deadline was
-// end: the renew and, with early takeover on, the heartbeat under the
+// end: the renew and, when withBeat (beatDue: every cycle with early
+// takeover, every ConfirmEvery when confirming), the heartbeat under the
 // lease, side by side; each gets the request timeout, and neither may
 // outlive the leadership it extends. Side by side, a cycle takes one round
 // trip, not two: on slow storage a heartbeat that times out does not hold
@@ -139,7 +140,7 @@ func (l *leadership) heartbeatRecord(n int64) lease.Record {
 // heartbeat's, for its event. A heartbeat that storage refuses for our lease
 // is a definite loss; any other failed heartbeat leaves the belief where it
 // was (renewResult.beatErr), and the renew still keeps the lease.
-func (l *leadership) renewAndBeat(ctx context.Context, sent, end time.Time, out chan<- renewResult) {
+func (l *leadership) renewAndBeat(ctx context.Context, sent, end time.Time, withBeat bool, out chan<- renewResult) {
 	e := l.e
 	renewed := make(chan renewResult, 1)
 	go func() {
@@ -151,7 +152,7 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent, end time.Time, out 
 		renewed <- r
 	}()
 	var beat renewResult
-	if e.cfg.takeoverEnabled() {
+	if withBeat {
 		beat = l.beat(ctx, sent, end)
 		if beat.err == nil {
 			out <- beat
@@ -230,6 +231,7 @@ func (f *following) inspect() (next time.Duration, skip bool) {
 	}
 	e.touch(true)
 	if v.Record.Holder != "" {
+		e.noteLeaseState(string(v.State))
 		e.observeRecord(v.Record)
 	}
 	if v.State == lease.Breaking {

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -53,6 +54,15 @@ func Progress(ctx context.Context) {
 	}
 }
 
+// ErrNoProgress, returned (wrapped) by a leader task that ends by itself,
+// says that its leadership got no work done: the elector hands on as its
+// stall watchdog would, so the leadership counts towards the backoff before
+// it contends again (and in NoProgressStepDowns), unless the task reported
+// Progress in it. `blobleader run` returns it for a command that ended
+// before it had run for a look at it: a command that exits at once backs
+// off instead of restarting for ever.
+var ErrNoProgress = errors.New("election: the leader task made no progress")
+
 // stalled is the watchdog's reason to end the leadership: the task reported
 // no progress for WatchdogTimeout; "" otherwise (or with the watchdog off).
 func (e *Elector) stalled() string {
@@ -67,8 +77,9 @@ func (e *Elector) stalled() string {
 	return ""
 }
 
-// NoProgressStepDowns counts the leaderships the stall watchdog ended: the
-// task reported no progress for WatchdogTimeout.
+// NoProgressStepDowns counts the leaderships that ended without progress:
+// the stall watchdog's (no progress for WatchdogTimeout) and those whose
+// task returned ErrNoProgress.
 func (e *Elector) NoProgressStepDowns() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()

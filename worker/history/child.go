@@ -74,3 +74,9 @@ const EventGuardLost = "guard_lost"
 // CauseGuardLost: a child_exited cause: the supervisor stopped the command
 // because its guard died and no other could be started.
 const CauseGuardLost = "guard_lost"
+
+// CauseShimLost: a child_exited cause: the command's shim died before it
+// reported the command's end, or was found stopped (it reaps and reports
+// nothing); the supervisor stopped what was left of the command and handed
+// leadership on.
+const CauseShimLost = "shim_lost"

@@ -77,7 +77,8 @@ var (
 	errQueueClosed = errors.New("history: queue closed; record dropped")
 )
 
-// Dropped counts the records lost to a full or closed queue.
+// Dropped counts the records lost: to a full or closed queue, or to a write
+// the sink refused (a full disk).
 func (q *Queue) Dropped() uint64 { return q.q.Dropped() }
 
 // hole is the history_dropped record written in the place of n dropped
@@ -88,10 +89,12 @@ func (q *Queue) hole(n, _ uint64) {
 		Event: EventDropped, Dropped: int64(n), Reason: "history queue full: the history sink was blocked or too slow"})
 }
 
-func (q *Queue) write(r Record) {
-	if err := q.out.Write(r); err != nil && q.failed != nil {
+func (q *Queue) write(r Record) error {
+	err := q.out.Write(r)
+	if err != nil && q.failed != nil {
 		q.failed(err)
 	}
+	return err
 }
 
 // Close stops accepting records and waits until the queued ones are written

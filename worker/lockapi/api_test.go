@@ -15,6 +15,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/lockapi"
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 var server *azuritetest.Server
@@ -27,6 +28,13 @@ var seq atomic.Int64
 // replica when given the same container name.
 func newAPI(t *testing.T, store, container, token string) *httptest.Server {
 	t.Helper()
+	srv, _ := newAPIServer(t, store, container, token)
+	return srv
+}
+
+// newAPIServer is newAPI with the API itself.
+func newAPIServer(t *testing.T, store, container, token string) (*httptest.Server, *lockapi.Server) {
+	t.Helper()
 	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{
 		ConnectionString: server.ConnectionString(), Container: container, RequestTimeout: 2 * time.Second,
 	})
@@ -38,9 +46,10 @@ func newAPI(t *testing.T, store, container, token string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(lockapi.New(l, lockapi.Config{Store: store, Token: token, MaxWait: 30 * time.Second}, cfg.JitteredRetryPeriod))
+	api := lockapi.New(l, lockapi.Config{Store: store, Token: token, MaxWait: 30 * time.Second}, cfg.JitteredRetryPeriod)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, api
 }
 
 func freshContainer() string { return fmt.Sprintf("api%d-%d", time.Now().UnixNano()%1e9, seq.Add(1)) }
@@ -115,7 +124,7 @@ func TestAPI_ContractAnswers(t *testing.T) {
 		{"luke cannot unlock it", "POST", unlock, `{"resourceId":"r1","lockOwner":"luke"}`, 200, `{"status":2}`, ""},
 		{"luke cannot renew it", "POST", renew, `{"resourceId":"r1","lockOwner":"luke"}`, 200, `{"status":2}`, ""},
 		{"vader renews", "POST", renew, `{"resourceId":"r1","lockOwner":"vader"}`, 200, `{"status":0}`, ""},
-		{"read names the holder", "GET", lock + "?resourceId=r1", "", 200, "", `{"holder":"vader","locked":true,"resourceId":"r1","term":`},
+		{"read: locked, the last term, no holder", "GET", lock + "?resourceId=r1", "", 200, "", `{"lastTerm":`},
 		{"vader unlocks", "POST", unlock, `{"resourceId":"r1","lockOwner":"vader"}`, 200, `{"status":0}`, ""},
 		{"again: does not exist", "POST", unlock, `{"resourceId":"r1","lockOwner":"vader"}`, 200, `{"status":1}`, ""},
 		{"never locked: does not exist", "POST", unlock, `{"resourceId":"r9","lockOwner":"vader"}`, 200, `{"status":1}`, ""},
@@ -159,8 +168,12 @@ func TestAPI_StatelessReplicasAndLateUnlockWithTerm(t *testing.T) {
 	const lock, unlock = "/v1.0-alpha1/lock/lockstore", "/v1.0-alpha1/unlock/lockstore"
 	body := `{"resourceId":"acct-7","lockOwner":"worker-1","expiryInSeconds":15}`
 	_, first := call(t, a, "POST", lock, body)
+	t1 := field(t, first, "term").(float64)
+	if _, got := call(t, b, "POST", unlock, fmt.Sprintf(`{"resourceId":"acct-7","lockOwner":"worker-1","term":%d}`, int64(t1))); got != `{"status":0}` {
+		t.Fatalf("unlock through the other replica = %s", got)
+	}
 	_, second := call(t, b, "POST", lock, body) // the owner again, through the other replica: a later holding
-	t1, t2 := field(t, first, "term").(float64), field(t, second, "term").(float64)
+	t2 := field(t, second, "term").(float64)
 	if t2 <= t1 {
 		t.Fatalf("terms %v then %v: the owner's second lock must be a later holding", t1, t2)
 	}
@@ -168,7 +181,7 @@ func TestAPI_StatelessReplicasAndLateUnlockWithTerm(t *testing.T) {
 	if code, got := call(t, a, "POST", unlock, late); code != 200 || got != `{"status":2}` {
 		t.Fatalf("late unlock with the ended term = %d %s, want {\"status\":2}", code, got)
 	}
-	if _, got := call(t, b, "GET", lock+"?resourceId=acct-7", ""); field(t, got, "locked") != true || field(t, got, "term") != t2 {
+	if _, got := call(t, b, "GET", lock+"?resourceId=acct-7", ""); field(t, got, "locked") != true || field(t, got, "lastTerm") != t2 {
 		t.Fatalf("after the late unlock: %s; want still locked at term %v", got, t2)
 	}
 	cur := fmt.Sprintf(`{"resourceId":"acct-7","lockOwner":"worker-1","term":%d}`, int64(t2))
@@ -180,29 +193,29 @@ func TestAPI_StatelessReplicasAndLateUnlockWithTerm(t *testing.T) {
 // A waiting lock request gets the lock once the holder unlocks.
 func TestAPI_WaitingLockGetsTheLockAfterTheUnlock(t *testing.T) {
 	t.Parallel()
-	srv := newAPI(t, "lockstore", freshContainer(), "")
-	const lock, unlock = "/v1.0-alpha1/lock/lockstore", "/v1.0-alpha1/unlock/lockstore"
-	call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"a","expiryInSeconds":15}`)
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		call(t, srv, "POST", unlock, `{"resourceId":"q","lockOwner":"a"}`)
-	}()
-	start := time.Now()
-	code, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"b","expiryInSeconds":15,"waitSeconds":10}`)
-	if code != 200 || field(t, body, "success") != true {
-		t.Fatalf("waiting lock = %d %s, want success", code, body)
-	}
-	if took := time.Since(start); took > 1500*time.Millisecond+1100*time.Millisecond+2*time.Second {
-		t.Fatalf("waiting lock took %s, want within a poll of the unlock", took)
-	}
-	// Without a wait, a held lock answers at once.
-	start = time.Now()
-	if _, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"c","expiryInSeconds":15}`); body != `{"success":false}` {
-		t.Fatalf("lock of a held lock = %s", body)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("a lock without waitSeconds took %s", took)
-	}
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		srv := newAPI(t, "lockstore", freshContainer(), "")
+		const lock, unlock = "/v1.0-alpha1/lock/lockstore", "/v1.0-alpha1/unlock/lockstore"
+		call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"a","expiryInSeconds":15}`)
+		go func() {
+			time.Sleep(1500 * time.Millisecond)
+			call(t, srv, "POST", unlock, `{"resourceId":"q","lockOwner":"a"}`)
+		}()
+		start := time.Now()
+		code, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"b","expiryInSeconds":15,"waitSeconds":10}`)
+		if code != 200 || field(t, body, "success") != true {
+			t.Fatalf("waiting lock = %d %s, want success", code, body)
+		}
+		if !p.Bound(t, "a waiting lock (bound: the unlock at 1.5 s + a poll 1.1 s + a request 2 s)", start, 1500*time.Millisecond+1100*time.Millisecond+2*time.Second, time.Now()) {
+			return
+		}
+		// Without a wait, a held lock answers at once.
+		start = time.Now()
+		if _, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"c","expiryInSeconds":15}`); body != `{"success":false}` {
+			t.Fatalf("lock of a held lock = %s", body)
+		}
+		p.Bound(t, "a lock without waitSeconds (bound: one request, 2 s)", start, 2*time.Second, time.Now())
+	})
 }
 
 func TestAPI_TokenIsRequiredWhenSet(t *testing.T) {
@@ -240,5 +253,51 @@ func TestLeaseID_IsDerivedAndDistinct(t *testing.T) {
 			t.Fatalf("%q shares a lease ID with another triple", tr)
 		}
 		seen[id] = true
+	}
+}
+
+// Dapr's stores answer a second lock by the owner that holds it false; the
+// owner frees it with unlock (or it expires) and locks again.
+func TestAPI_SameOwnerLockingTwiceIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := newAPI(t, "lockstore", freshContainer(), "")
+	const lock, unlock = "/v1.0-alpha1/lock/lockstore", "/v1.0-alpha1/unlock/lockstore"
+	body := `{"resourceId":"twice","lockOwner":"vader","expiryInSeconds":15}`
+	if _, got := call(t, srv, "POST", lock, body); field(t, got, "success") != true {
+		t.Fatalf("first lock = %s", got)
+	}
+	if _, got := call(t, srv, "POST", lock, body); got != `{"success":false}` {
+		t.Fatalf("the same owner's second lock = %s, want {\"success\":false}", got)
+	}
+	if _, got := call(t, srv, "POST", unlock, `{"resourceId":"twice","lockOwner":"vader"}`); got != `{"status":0}` {
+		t.Fatalf("unlock = %s, want status 0", got)
+	}
+	if _, got := call(t, srv, "POST", lock, body); field(t, got, "success") != true {
+		t.Fatalf("lock after the unlock = %s, want success", got)
+	}
+}
+
+// A lock whose lease expired does not exist: renew and unlock answer 1,
+// with the term or without, and neither revives it.
+func TestAPI_ExpiredLockDoesNotExist(t *testing.T) {
+	t.Parallel()
+	srv := newAPI(t, "lockstore", freshContainer(), "")
+	const lock, unlock, renew = "/v1.0-alpha1/lock/lockstore", "/v1.0-alpha1/unlock/lockstore", "/v1.0-alpha1/renew/lockstore"
+	_, got := call(t, srv, "POST", lock, `{"resourceId":"exp","lockOwner":"vader","expiryInSeconds":15}`)
+	term := int64(field(t, got, "term").(float64))
+	time.Sleep(15500 * time.Millisecond) // the lease's own expiry: what is under test
+	withTerm := fmt.Sprintf(`{"resourceId":"exp","lockOwner":"vader","term":%d}`, term)
+	for _, s := range []struct{ name, path, body string }{
+		{"renew with the term", renew, withTerm},
+		{"unlock with the term", unlock, withTerm},
+		{"renew", renew, `{"resourceId":"exp","lockOwner":"vader"}`},
+		{"unlock", unlock, `{"resourceId":"exp","lockOwner":"vader"}`},
+	} {
+		if code, got := call(t, srv, "POST", s.path, s.body); code != 200 || got != `{"status":1}` {
+			t.Fatalf("%s of an expired lock = %d %s, want {\"status\":1}", s.name, code, got)
+		}
+	}
+	if _, got := call(t, srv, "POST", lock, `{"resourceId":"exp","lockOwner":"luke","expiryInSeconds":15}`); field(t, got, "success") != true {
+		t.Fatalf("another owner's lock after the expiry = %s: the expired lock was revived", got)
 	}
 }

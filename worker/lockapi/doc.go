@@ -16,6 +16,11 @@
 // that answered status 0. Nothing renews in the background. Pass the term
 // to every side effect and let its storage refuse a lower one.
 //
+// As in Dapr's lock stores, a lock request by the owner that holds the lock
+// answers success false. A client that lost a lock answer recovers with
+// unlock (same lockOwner), then lock again; one that knows its term renews
+// with it (docs/architecture.md#resource-locks).
+//
 // What Dapr's term-less unlock can and cannot guarantee: it never frees
 // another owner's lock (another lease ID), but a late term-less unlock from
 // an ended holding of the same lockOwner frees that owner's later holding.

@@ -3,8 +3,14 @@ package lockapi
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 
+	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/storagelog"
+	"github.com/blobleader/blobleader/worker/mutex"
 )
 
 // public is what an answer may say about a failed storage call: the
@@ -23,4 +29,35 @@ func public(err error) string {
 		return "request ended before storage answered"
 	}
 	return "storage request failed"
+}
+
+// storageLogEvery is how often a repeated unexpected storage answer is
+// logged again: the default lease duration, as the elector does.
+var storageLogEvery = election.DefaultTiming().LeaseDuration
+
+// storageAnswers logs the storage failures behind the service's answers —
+// the storage_error line of the alerts (docs/architecture.md#log-lines-the-alerts-read):
+// the first of each operation, status and code at once, then one line per
+// storageLogEvery with how many it stands for.
+type storageAnswers struct {
+	log   *slog.Logger
+	lines storagelog.Limiter
+}
+
+func newStorageAnswers(log *slog.Logger) *storageAnswers { return &storageAnswers{log: log} }
+
+// note records the outcome of one operation's storage calls: an error that
+// carries storage's answer (or its absence) is logged when its line is due.
+// Answers the lock protocol expects (held, not held, another holding) and
+// the outcome of a request that ended (ctx done) are not storage's failures.
+func (a *storageAnswers) note(ctx context.Context, err error) {
+	var se lease.StorageError
+	if err == nil || ctx.Err() != nil || errors.Is(err, mutex.ErrLocked) || errors.Is(err, mutex.ErrNotHeld) ||
+		errors.Is(err, mutex.ErrNotOwner) || !errors.As(err, &se) {
+		return
+	}
+	op, status, code, message := se.StorageAnswer()
+	if due, repeated := a.lines.Due(time.Now(), storageLogEvery, op, status, code); due {
+		storagelog.Write(a.log, op, status, code, message, repeated)
+	}
 }

@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/storage"
@@ -30,6 +31,12 @@ type Config struct {
 	// (≥ 500ms, default 1s) how often Lock polls a held lock. The rules are
 	// the election's (election.Config.Validate).
 	election.Timing
+
+	// Logger receives Lock's retried storage failures, as the storage_error
+	// line (docs/architecture.md#log-lines-the-alerts-read), the first of
+	// each operation, status and code at once and then one per
+	// LeaseDuration; it must not block. nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the defaults for owner: the election's timing and

@@ -32,14 +32,18 @@
 //     else, provided the clock rates of the holder and storage differ by
 //     less than SafetyMargin/LeaseDuration.
 //   - Terms of one resource strictly increase across holdings and are
-//     written under the lease that grants them; they survive the deletion of
-//     the blob or its container (the term floor; the same assumption as the
-//     election's, worker/election/doc.go "Non-guarantees").
+//     written under the lease that grants them, whatever the clocks, while
+//     the blob lives.
 //   - A request made for one holding never acts on another holder's: every
 //     lease operation carries its holding's lease ID. A renew or release
 //     given the term it was made for (Renew, Release with term ≠ 0) is also
 //     refused once the same holder took the lock again (a later term): it is
 //     conditioned on the record it read (If-Match).
+//   - Acquire refuses a held lock whoever holds it, its own lease ID
+//     included (a second request by the same holder fails, as in Dapr's
+//     lock stores); of concurrent Acquires with one lease ID exactly one is
+//     granted: the term write is conditioned on the record read before the
+//     lease was taken.
 //   - Nothing is retried blindly: an acquire whose answer was lost is
 //     released with its own lease ID before TryLock or Lock returns an error.
 //
@@ -55,6 +59,12 @@
 //   - Locks are not fair and not reentrant: Lock polls every RetryPeriod
 //     (jittered), and any waiter may win a free lease; a second TryLock by
 //     the same Locker on a held id fails like anyone else's.
+//   - After the blob or its container is deleted, the next term is the
+//     granting process's wall-clock millisecond + 1 (the term floor): above
+//     the earlier terms only if that clock reads later than the last term
+//     written before the deletion — clocks that differ by less than the
+//     time between the last grant before the deletion and the first after
+//     (worker/election/doc.go "Non-guarantees" states the same assumption).
 //   - No memory of terms across holdings: the term rests on the record and
 //     the term floor alone (the HTTP service has no state to keep it in).
 //   - A holder whose process is suspended with its monotonic clock stopped

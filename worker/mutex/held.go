@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // Held is one holding of a named lock, renewed in the background until
@@ -40,7 +38,11 @@ func (l *Locker) TryLock(ctx context.Context, id string) (*Held, error) {
 
 // Lock waits until it holds the lock of resource id, polling every
 // RetryPeriod (jittered ±10%), or until ctx ends (then ctx's error). A
-// transient storage error is retried at the next poll, like a held lock.
+// transient storage error is retried at the next poll, like a held lock,
+// and logged (Config.Logger, rate-limited); an answer that retrying cannot
+// cure — storage refusing the credentials (400, 401, 403 but a role
+// assignment still propagating), a record an operator must repair — ends
+// the wait and is returned.
 func (l *Locker) Lock(ctx context.Context, id string) (*Held, error) {
 	if _, err := l.lock(id); err != nil {
 		return nil, err
@@ -54,8 +56,11 @@ func (l *Locker) Lock(ctx context.Context, id string) (*Held, error) {
 			}
 			// Slow storage ate the whole deadline: try again.
 		}
-		if errors.Is(err, lease.ErrUnusableRecord) {
-			return nil, err // an operator must repair it; waiting will not
+		if incurable(err) {
+			return nil, err // waiting will not help
+		}
+		if err != nil && !errors.Is(err, ErrLocked) {
+			l.noteRetried(ctx, err)
 		}
 		t := time.NewTimer(l.cfg.JitteredRetryPeriod())
 		select {
@@ -122,17 +127,18 @@ func (h *Held) ValidUntil() time.Time {
 }
 
 // Context returns a context derived from parent that is cancelled the
-// moment the holding ends.
+// moment the holding ends, with why as its cause (context.Cause): ErrLost
+// (wrapping the reason) or ErrUnlocked.
 func (h *Held) Context(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancelCause(parent)
 	go func() {
 		select {
 		case <-h.done:
-			cancel()
+			cancel(h.Err())
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, cancel
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // Unlock ends the holding — Done is closed at once, before any request —

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/storagelog"
 )
 
 // Sentinel errors.
@@ -55,6 +58,9 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 type Locker struct {
 	c   *container.Client
 	cfg Config
+	log *slog.Logger
+	// lines rate-limits the storage_error lines of Lock's retries.
+	lines storagelog.Limiter
 }
 
 // New returns a Locker on container c (bloblock.NewContainerClient: SDK
@@ -63,7 +69,45 @@ func New(c *container.Client, cfg Config) (*Locker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Locker{c: c, cfg: cfg}, nil
+	l := &Locker{c: c, cfg: cfg, log: cfg.Logger}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	return l, nil
+}
+
+// incurable reports whether err is an answer retrying cannot cure: a
+// record an operator must repair, a resource id that names no lock,
+// storage refusing what is written (lease.ErrRejected) or the request
+// itself (400), or the credentials (401, 403) — but a 403 that a role
+// assignment still propagating explains (AuthorizationPermissionMismatch),
+// which heals within minutes.
+func incurable(err error) bool {
+	var be *bloblock.Error
+	isBE := errors.As(err, &be)
+	switch {
+	case err == nil:
+		return false
+	case isBE && be.Status == http.StatusForbidden && be.Code == "AuthorizationPermissionMismatch":
+		return false
+	case errors.Is(err, lease.ErrUnusableRecord), errors.Is(err, ErrBadResourceID), errors.Is(err, lease.ErrRejected):
+		return true
+	}
+	return isBE && (be.Status == http.StatusBadRequest || be.Status == http.StatusUnauthorized || be.Status == http.StatusForbidden)
+}
+
+// noteRetried logs a storage failure Lock retries, as the storage_error
+// line (the first of each operation, status and code at once, then one per
+// LeaseDuration); a failure after ctx ended says nothing about storage.
+func (l *Locker) noteRetried(ctx context.Context, err error) {
+	var se lease.StorageError
+	if ctx.Err() != nil || !errors.As(err, &se) {
+		return
+	}
+	op, status, code, message := se.StorageAnswer()
+	if due, repeated := l.lines.Due(time.Now(), l.cfg.LeaseDuration, op, status, code); due {
+		storagelog.Write(l.log, op, status, code, message, repeated)
+	}
 }
 
 // Lease names one holding at storage: the resource, the lease ID every
@@ -101,28 +145,42 @@ func (l *Locker) call(ctx context.Context, op func(context.Context) error) error
 
 // Acquire takes the lock of ls.Resource as lease ls.ID for d (whole
 // seconds, 15s–60s) and writes the holding's term under it (the election's
-// rule, election.NextTerm). Acquiring a lock already held as ls.ID extends
-// that lease and starts a new holding with a new term. A lock another lease
-// holds is a *LockedError naming the holder. On any other error the lease,
-// if it may have been granted, has been released again.
+// rule, election.NextTerm). A lock that is held — by another lease, or by
+// ls.ID itself — is a *LockedError naming the holder as its record reads:
+// as in Dapr's lock stores, the holder's second request is refused, and of
+// concurrent acquires with one lease ID exactly one is granted (the term
+// write is conditioned on the record read before the lease was taken). On
+// any other error the lease, if it may have been granted, has been released
+// again.
 func (l *Locker) Acquire(ctx context.Context, ls Lease, d time.Duration) (Grant, error) {
 	return l.acquire(ctx, ls, d, true)
 }
 
-// acquire is Acquire; readHolder says whether a refusal reads who holds.
+// acquire is Acquire; readHolder says whether a refusal by storage reads who
+// holds (a refusal found by the first read names the holder it read).
 func (l *Locker) acquire(ctx context.Context, ls Lease, d time.Duration, readHolder bool) (Grant, error) {
 	lk, err := l.lock(ls.Resource)
 	if err != nil {
 		return Grant{}, err
 	}
+	// 1. Read the lease state and the record: a held lock is refused here,
+	// whoever holds it.
+	v, err := l.inspect(ctx, lk)
+	if err != nil {
+		return Grant{}, err
+	}
+	if v.State == lease.Leased || v.State == lease.Breaking {
+		return Grant{}, lockedBy(ls.Resource, v.Record)
+	}
+	// 2. Take the lease.
 	sent := time.Now()
 	err = l.call(ctx, func(c context.Context) error { return lk.Acquire(c, ls.ID, d) })
 	switch {
 	case errors.Is(err, lease.ErrHeld):
 		le := &LockedError{Resource: ls.Resource}
 		if readHolder {
-			if rec, err := l.get(ctx, lk); err == nil && rec.Holder != "" {
-				le.Holder, le.Term = rec.Holder, rec.Term
+			if rec, err := l.get(ctx, lk); err == nil {
+				le = lockedBy(ls.Resource, rec)
 			}
 		}
 		return Grant{}, le
@@ -130,8 +188,14 @@ func (l *Locker) acquire(ctx context.Context, ls Lease, d time.Duration, readHol
 		l.giveUp(ctx, lk, ls.ID)
 		return Grant{}, err
 	}
-	term, err := l.stamp(ctx, lk, ls)
-	if err != nil {
+	// 3. Write the term under the lease, on the record as read.
+	term, err := l.stamp(ctx, lk, ls, v)
+	switch {
+	case errors.Is(err, errStampedMeanwhile):
+		// Another holding with this lease ID wrote its term first: the lease
+		// is its, not ours to release.
+		return Grant{}, &LockedError{Resource: ls.Resource}
+	case err != nil:
 		if !errors.Is(err, lease.ErrLost) {
 			l.giveUp(ctx, lk, ls.ID)
 		}
@@ -140,22 +204,52 @@ func (l *Locker) acquire(ctx context.Context, ls Lease, d time.Duration, readHol
 	return Grant{Term: term, Sent: sent}, nil
 }
 
-// stamp writes the holding's term under its lease: the stored record's term
-// and the term floor give the next by election.NextTerm.
-func (l *Locker) stamp(ctx context.Context, lk *bloblock.Lock, ls Lease) (int64, error) {
-	rec, err := l.get(ctx, lk)
-	if err != nil {
-		return 0, err
+// lockedBy is the refusal naming the holder and term rec carries.
+func lockedBy(resource string, rec lease.Record) *LockedError {
+	le := &LockedError{Resource: resource}
+	if rec.Holder != "" {
+		le.Holder, le.Term = rec.Holder, rec.Term
 	}
-	term, err := election.NextTerm(rec.Term, 0, lk.TermFloor())
+	return le
+}
+
+// errStampedMeanwhile: a term was written between the read the grant
+// decided on and its own term write.
+var errStampedMeanwhile = errors.New("mutex: a term was written since the lock was read")
+
+// stamp writes the holding's term under its lease: the next term after the
+// record read in v and the term floor (election.NextTerm), written only
+// while the blob is still the version read (If-Match). No blob at the read:
+// the acquire created it, and the term is written on the new, empty blob.
+func (l *Locker) stamp(ctx context.Context, lk *bloblock.Lock, ls Lease, v lease.View) (int64, error) {
+	if v.Version == "" {
+		var err error
+		if v, err = l.inspect(ctx, lk); err != nil {
+			return 0, err
+		}
+		if v.Record.Holder != "" {
+			return 0, errStampedMeanwhile
+		}
+	}
+	term, err := election.NextTerm(v.Record.Term, 0, lk.TermFloor())
 	if err != nil {
 		return 0, err
 	}
 	next := lease.Record{Holder: ls.Owner, Term: term, Acquired: time.Now().UTC()}
-	if err := l.call(ctx, func(c context.Context) error { return lk.Update(c, ls.ID, next) }); err != nil {
+	err = l.call(ctx, func(c context.Context) error { return lk.At(v.Version).Update(c, ls.ID, next) })
+	var be *bloblock.Error
+	if errors.As(err, &be) && be.Code == string(bloberror.ConditionNotMet) {
+		return 0, errStampedMeanwhile
+	}
+	if err != nil {
 		return 0, err
 	}
 	return term, nil
+}
+
+func (l *Locker) inspect(ctx context.Context, lk *bloblock.Lock) (v lease.View, err error) {
+	err = l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err })
+	return v, err
 }
 
 func (l *Locker) get(ctx context.Context, lk *bloblock.Lock) (rec lease.Record, err error) {
@@ -190,33 +284,27 @@ func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*blo
 	if err != nil {
 		return err
 	}
+	// 1. Read the lease state (and the record): a lease that is not held —
+	// never taken, released, broken, or expired — does not exist, and is
+	// not revived (storage would renew or release an expired lease whose ID
+	// still matches).
+	v, err := l.inspect(ctx, lk)
+	if err != nil && (term != 0 || !errors.Is(err, lease.ErrUnusableRecord)) {
+		return err // a term-less request needs only the state
+	}
+	if v.State != lease.Leased && v.State != lease.Breaking {
+		return fmt.Errorf("%w: the lease is %s", ErrNotHeld, v.State)
+	}
 	if term != 0 {
-		// 1. Read the record; 2. refuse a term it does not carry; 3. act
-		// only while the record is as read (If-Match): a later holding's
-		// term write changes it, lease operations do not.
-		var v lease.View
-		if err := l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err }); err != nil {
-			return err
-		}
-		switch {
-		case v.State == lease.Available || v.State == lease.Broken:
-			return ErrNotHeld
-		case v.Record.Holder == "" || v.Record.Term != term:
+		// 2. Refuse a term the record does not carry; 3. act only while the
+		// record is as read (If-Match): a later holding's term write changes
+		// it, lease operations do not.
+		if v.Record.Holder == "" || v.Record.Term != term {
 			return fmt.Errorf("%w: term %d, not %d", ErrNotOwner, v.Record.Term, term)
 		}
 		lk = lk.At(v.Version)
 	}
-	err = leaseAnswer(l.call(ctx, func(c context.Context) error { return op(lk, c, ls.ID) }))
-	if errors.Is(err, ErrNotOwner) && term == 0 {
-		// Storage answers a lease ID mismatch also when there is no lease
-		// at all (Azurite does): then the lock does not exist.
-		var v lease.View
-		if l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err }) == nil &&
-			(v.State == lease.Available || v.State == lease.Broken) {
-			return fmt.Errorf("%w: %v", ErrNotHeld, err)
-		}
-	}
-	return err
+	return leaseAnswer(l.call(ctx, func(c context.Context) error { return op(lk, c, ls.ID) }))
 }
 
 // leaseAnswer turns a renew's or release's storage answer into ErrNotHeld or

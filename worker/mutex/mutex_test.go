@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 func TestLocker_TryLockNamesTheHolderAndTermsIncrease(t *testing.T) {
@@ -93,39 +94,41 @@ func TestLocker_TermsSurviveContainerDeletion(t *testing.T) {
 // Lock waits for the holder's unlock and takes the lock at its next poll.
 func TestLocker_LockTakesTheLockWithinAPollOfTheUnlock(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t, 30*time.Second)
-	c := newContainer(t, nil)
-	a, b := newLocker(t, c, "a"), newLocker(t, c, "b")
-	ha, err := a.TryLock(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan *mutex.Held, 1)
-	go func() {
-		h, err := b.Lock(ctx, "job")
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		ctx := ctxT(t, 30*time.Second)
+		c := newContainer(t, nil)
+		a, b := newLocker(t, c, "a"), newLocker(t, c, "b")
+		ha, err := a.TryLock(ctx, "job")
 		if err != nil {
-			t.Errorf("Lock: %v", err)
+			t.Fatal(err)
 		}
-		got <- h
-	}()
-	time.Sleep(1500 * time.Millisecond) // b polls at least once while a holds
-	unlocked := time.Now()
-	if err := ha.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hb := <-got
-	if hb == nil {
-		return
-	}
-	defer hb.Unlock(ctx)
-	cfg := mutex.DefaultConfig("b")
-	bound := time.Duration(1.1*float64(cfg.RetryPeriod)) + cfg.RequestTimeout()
-	if took := time.Since(unlocked); took > bound {
-		t.Fatalf("b took the lock %s after the unlock, bound 1.1·P + request timeout = %s", took, bound)
-	}
-	if hb.Term() <= ha.Term() {
-		t.Fatalf("terms %d then %d", ha.Term(), hb.Term())
-	}
+		got := make(chan *mutex.Held, 1)
+		go func() {
+			h, err := b.Lock(ctx, "job")
+			if err != nil {
+				t.Errorf("Lock: %v", err)
+			}
+			got <- h
+		}()
+		time.Sleep(1500 * time.Millisecond) // b polls at least once while a holds
+		unlocked := time.Now()
+		if err := ha.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hb := <-got
+		if hb == nil {
+			return
+		}
+		defer hb.Unlock(ctx)
+		cfg := mutex.DefaultConfig("b")
+		bound := time.Duration(1.1*float64(cfg.RetryPeriod)) + cfg.RequestTimeout()
+		if !p.Bound(t, "b taking the lock after the unlock (bound 1.1·P + request timeout)", unlocked, bound, time.Now()) {
+			return
+		}
+		if hb.Term() <= ha.Term() {
+			t.Fatalf("terms %d then %d", ha.Term(), hb.Term())
+		}
+	})
 }
 
 // A holding renews past its lease duration, and nobody else takes it.
@@ -231,7 +234,10 @@ func TestLocker_StatelessReleaseActsOnlyOnItsOwnHolding(t *testing.T) {
 	if err := other.Renew(ctx, ls, g1.Term); err != nil {
 		t.Fatalf("renew by another process with the lease ID and term: %v", err)
 	}
-	g2, err := granter.Acquire(ctx, ls, 15*time.Second) // the same owner again: a later holding
+	if err := other.Release(ctx, ls, g1.Term); err != nil {
+		t.Fatalf("release with the term: %v", err)
+	}
+	g2, err := granter.Acquire(ctx, ls, 15*time.Second) // the same lease ID again: a later holding
 	if err != nil || g2.Term <= g1.Term {
 		t.Fatalf("re-acquire = %+v, %v; want a term above %d", g2, err, g1.Term)
 	}
@@ -270,5 +276,55 @@ func TestLocker_LockEndsWithItsContext(t *testing.T) {
 	defer cancel()
 	if h, err := b.Lock(ctx, "x"); !errors.Is(err, context.DeadlineExceeded) || h != nil {
 		t.Fatalf("Lock on a held lock until ctx ends = %v, %v; want DeadlineExceeded", h, err)
+	}
+}
+
+// A lease that already holds the lock is refused like any other holder:
+// Dapr's stores answer a second lock by the same owner false. Of
+// concurrent acquires with one lease ID, exactly one is granted.
+func TestLocker_AcquireRefusesALeaseThatAlreadyHolds(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c := newContainer(t, nil)
+	l := newLocker(t, c, "svc")
+	ls := mutex.Lease{Resource: "order-7", ID: uuid.NewString(), Owner: "vader"}
+	g, err := l.Acquire(ctx, ls, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(ctx, ls, 15*time.Second); !errors.Is(err, mutex.ErrLocked) {
+		t.Fatalf("second acquire by the holding lease = %v, want ErrLocked", err)
+	}
+	if st, err := l.Read(ctx, "order-7"); err != nil || st.Term != g.Term {
+		t.Fatalf("after the refused acquire: %+v, %v; want the term %d unchanged", st, err, g.Term)
+	}
+	// Concurrent acquires with one lease ID, on a fresh blob and on one
+	// that exists: one grant each time.
+	for _, res := range []string{"fresh-1", "order-7"} {
+		if res == "order-7" {
+			if err := l.Release(ctx, ls, g.Term); err != nil {
+				t.Fatal(err)
+			}
+		}
+		same := mutex.Lease{Resource: res, ID: uuid.NewString(), Owner: "vader"}
+		var granted atomic.Int32
+		errs := make(chan error, 6)
+		for range 6 {
+			go func() {
+				_, err := l.Acquire(ctx, same, 15*time.Second)
+				if err == nil {
+					granted.Add(1)
+				}
+				errs <- err
+			}()
+		}
+		for range 6 {
+			if err := <-errs; err != nil && !errors.Is(err, mutex.ErrLocked) {
+				t.Fatalf("%s: concurrent acquire: %v", res, err)
+			}
+		}
+		if n := granted.Load(); n != 1 {
+			t.Fatalf("%s: %d of 6 concurrent acquires with one lease ID were granted, want exactly 1", res, n)
+		}
 	}
 }

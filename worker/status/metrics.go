@@ -16,8 +16,8 @@ import (
 type Metrics struct {
 	Registry    *prometheus.Registry
 	transitions prometheus.Counter
-	requests    *prometheus.CounterVec
-	durations   *prometheus.HistogramVec
+	storage     *StorageRequests
+	repairs     *prometheus.CounterVec
 
 	mu        sync.Mutex
 	moreLocks func() string // AlsoUnusable's source; nil: none
@@ -32,15 +32,11 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 			Name: "blobleader_transitions_total",
 			Help: "Leadership transitions of this worker (started plus stopped leading).",
 		}),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "blobleader_storage_requests_total",
-			Help: "Storage requests by operation and outcome (HTTP status, or timeout/error without a response).",
-		}, []string{"op", "code"}),
-		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "blobleader_storage_request_duration_seconds",
-			Help:    "Storage request latency by operation.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"op"}),
+		storage: NewStorageRequests(),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blobleader_repairs_total",
+			Help: "Stored state this worker found gone bad and wrote again under its own term, by object (assignment, summary, ledger) and cause (missing, rolled_back, not_valid, term_above_lock, foreign_segment, not_a_ledger).",
+		}, []string{"object", "cause"}),
 	}
 	isLeader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_is_leader",
@@ -56,9 +52,10 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 	}, func() float64 { return one(m.unusable(get)) })
 	stalled := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "blobleader_no_progress_stepdowns_total",
-		Help: "Leaderships this worker's stall watchdog ended: its leader task reported no progress (work that landed) for the watchdog timeout.",
+		Help: "Leaderships of this worker that ended without progress (work that landed): its stall watchdog's, no progress for the watchdog timeout, and those whose task said it made none (run mode: a command that exited at once); each lengthens the backoff.",
 	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.NoProgressStepDowns()) }))
-	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.requests, m.durations)
+	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.repairs)
+	m.Registry.MustRegister(m.storage.Collectors()...)
 	return m
 }
 
@@ -104,8 +101,57 @@ func (m *Metrics) AlsoUnusable(unusable func() string) {
 
 // ObserveRequest records one storage request (a bloblock.ObserveFunc).
 func (m *Metrics) ObserveRequest(op, code string, took time.Duration) {
-	m.requests.WithLabelValues(op, code).Inc()
-	m.durations.WithLabelValues(op).Observe(took.Seconds())
+	m.storage.Observe(op, code, took)
+}
+
+// StorageRequests are the storage request metrics every blobleader process
+// exports — the worker in every mode and the lock service — under the same
+// names, so that one rule and one dashboard panel read them all.
+type StorageRequests struct {
+	requests  *prometheus.CounterVec
+	durations *prometheus.HistogramVec
+}
+
+// NewStorageRequests returns the metrics, not yet registered (Collectors).
+func NewStorageRequests() *StorageRequests {
+	return &StorageRequests{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blobleader_storage_requests_total",
+			Help: "Storage requests by operation and outcome (HTTP status, or timeout/error without a response).",
+		}, []string{"op", "code"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "blobleader_storage_request_duration_seconds",
+			Help:    "Storage request latency by operation.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"op"}),
+	}
+}
+
+// Collectors are the metrics to register.
+func (s *StorageRequests) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.requests, s.durations}
+}
+
+// Observe records one storage request (a bloblock.ObserveFunc).
+func (s *StorageRequests) Observe(op, code string, took time.Duration) {
+	s.requests.WithLabelValues(op, code).Inc()
+	s.durations.WithLabelValues(op).Observe(took.Seconds())
+}
+
+// NewLogDrops is the counter of log records the bounded log dropped
+// (docs/architecture.md#logs).
+func NewLogDrops(dropped func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "blobleader_log_records_dropped_total",
+		Help: "Log records lost because the log output (stderr) was blocked, too slow or refused the write (a full disk); the election never waits on it.",
+	}, func() float64 { return float64(dropped()) })
+}
+
+// Repaired counts one repair of stored state (docs/architecture.md#shards,
+// "State we did not write is validated, never trusted"): object is what was
+// repaired, cause why.
+func (m *Metrics) Repaired(object, cause string) {
+	m.repairs.WithLabelValues(object, cause).Inc()
 }
 
 // ObserveEvent counts leadership transitions.
@@ -121,13 +167,10 @@ func (m *Metrics) ObserveEvent(ev election.Event) {
 // output is blocked. history may return 0 when there is no history.
 func (m *Metrics) CountDrops(logs, history func() uint64) {
 	m.Registry.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "blobleader_log_records_dropped_total",
-			Help: "Log records dropped because the log output (stderr) was blocked or too slow; the election never waits on it.",
-		}, func() float64 { return float64(logs()) }),
+		NewLogDrops(logs),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "blobleader_history_records_dropped_total",
-			Help: "History records dropped because the history sink (--history file or blob) was blocked, too slow or unreachable.",
+			Help: "History records lost: dropped because the history sink (--history file or blob) was blocked, too slow, unreachable or refused the write (a full disk), deleted with a history blob, or still unwritten when the final flush gave up.",
 		}, func() float64 { return float64(history()) }),
 	)
 }

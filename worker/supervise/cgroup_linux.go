@@ -47,7 +47,30 @@ const cgroupPrefix = "blobleader-"
 // live group's is empty only between its mkdir and its shim's join).
 const leftoverAge = 10 * time.Second
 
-var sweepLeftovers sync.Once
+// leftovers is the once-per-process sweep of cgroups of ours that
+// supervisors which are gone left behind (removeLeftovers), and what it
+// could not remove because processes still run there.
+var leftovers struct {
+	once sync.Once
+	held []Leftover
+}
+
+// Leftover is a cgroup of ours that a supervisor which is gone left behind
+// with processes still in it: what the command forked, when supervisor,
+// guard and shim died at once (docs/failover.md, "Commands"). It is left to
+// whoever killed them.
+type Leftover struct {
+	Dir       string // the cgroup's directory
+	Processes int    // how many processes it held when it was found
+}
+
+// HeldLeftovers are the cgroups of ours that this process's first cgroup
+// found left behind with processes in them (nil before that, or where no
+// cgroup was made). The supervisor logs them; this package never writes
+// to stderr itself.
+func HeldLeftovers() []Leftover {
+	return leftovers.held
+}
 
 // newCgroup makes a cgroup for one group under the supervisor's own, or
 // says why it cannot.
@@ -64,7 +87,7 @@ func newCgroup() (*cgroup, error) {
 	if _, err := os.Stat(filepath.Join(parent, "cgroup.kill")); err != nil && self != "/" {
 		return nil, fmt.Errorf("supervise: no cgroup.kill in %s (Linux < 5.14?)", parent)
 	}
-	sweepLeftovers.Do(func() { removeLeftovers(parent) })
+	leftovers.once.Do(func() { leftovers.held = removeLeftovers(parent) })
 	dir := filepath.Join(parent, cgroupName())
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("supervise: make a cgroup: %w", err)
@@ -93,14 +116,13 @@ func cgroupName() string {
 
 // removeLeftovers removes, once per process, the cgroups of ours under
 // parent that a supervisor killed together with its guard left behind:
-// those that are empty (no process, no child) and older than leftoverAge.
-// One that still holds processes (what the command forked, when supervisor,
-// guard and shim died at once) is left to whoever killed them, and named
-// on stderr.
-func removeLeftovers(parent string) {
+// those where no process runs (none in the subtree: a command may have
+// nested cgroups of its own) and that are older than leftoverAge. One that
+// still holds processes is left to whoever killed them, and returned.
+func removeLeftovers(parent string) (held []Leftover) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
-		return
+		return nil
 	}
 	for _, e := range entries {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) {
@@ -112,11 +134,12 @@ func removeLeftovers(parent string) {
 			continue
 		}
 		if n := len(cgroupPids(dir)); n > 0 {
-			fmt.Fprintf(os.Stderr, "supervise: cgroup %s, left by a supervisor that is gone, still holds %d process(es)\n", dir, n)
+			held = append(held, Leftover{Dir: dir, Processes: n})
 			continue
 		}
-		_ = os.Remove(dir) // fails while it has children or members: then it is not a leftover
+		_ = removeTree(dir, 0) // fails while a member runs: then it is not a leftover
 	}
+	return held
 }
 
 // cgroup2Mount finds where the v2 hierarchy is mounted (/sys/fs/cgroup on a
@@ -168,31 +191,71 @@ func cgroupKill(dir string) error {
 	return nil
 }
 
-// pids lists the members that have not exited (a zombie has left the
-// cgroup: it runs nothing, its parent still has to reap it).
+// pids lists the members that have not exited, in the whole subtree (a
+// zombie has left the cgroup: it runs nothing, its parent still has to
+// reap it).
 func (c *cgroup) pids() []int { return cgroupPids(c.dir) }
 
+// populated reports whether a process runs anywhere in the subtree
+// (cgroup.events: the kernel's own count, which no fork can outrun).
+func (c *cgroup) populated() bool { return cgroupPopulated(c.dir) }
+
+func cgroupPopulated(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) // unreadable: not proven empty
+	}
+	return !bytes.Contains(b, []byte("populated 0"))
+}
+
+// cgroupPids lists the processes of dir and of every cgroup below it.
 func cgroupPids(dir string) []int {
+	var out []int
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
-	var out []int
 	for _, f := range strings.Fields(string(b)) {
 		if p, err := strconv.Atoi(f); err == nil {
 			out = append(out, p)
 		}
 	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, cgroupPids(filepath.Join(dir, e.Name()))...)
+		}
+	}
 	return out
 }
 
-// remove deletes the (empty) cgroup; a few tries, as the kernel may take a
-// moment to let go of members that just exited.
-func (c *cgroup) remove() {
-	for i := 0; i < 20; i++ {
-		if err := os.Remove(c.dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return
+// remove deletes the cgroup and every cgroup the command nested in it,
+// deepest first; a few tries each, as the kernel may take a moment to let
+// go of members that just exited.
+func (c *cgroup) remove() { _ = removeTree(c.dir, 20) }
+
+// removeTree removes dir and the cgroups below it, deepest first, trying
+// each up to tries more times, 5 ms apart.
+func removeTree(dir string, tries int) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(dir, e.Name()), tries); err != nil {
+				return err
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
+	}
+	for i := 0; ; i++ {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if i >= tries {
+			return err
+		}
+		time.Sleep(killRound)
 	}
 }

@@ -33,6 +33,9 @@ var (
 	// (hidepid) and the group has no cgroup: a member it cannot see would be
 	// taken for gone, so the group cannot be tracked by its process tree.
 	ErrProcHidden = errors.New("supervise: /proc hides processes from this supervisor")
+	// ErrProcForeign: /proc is another pid namespace's (ProcForeign): every
+	// pid it shows would be taken for another process.
+	ErrProcForeign = errors.New("supervise: /proc is another pid namespace's")
 )
 
 // KillTimeout bounds how long Stop waits, after SIGKILL, for the last member
@@ -91,12 +94,12 @@ type Spec struct {
 	// cgroup, is the subreaper of the command's lineage, and reports the
 	// command's status. Required.
 	Shim string
-	// Deadline, if positive, arms the shim and the guard (with Guard set):
-	// unless the supervisor extends it (Group.Extend) within Deadline, each
-	// SIGKILLs the group itself, so the command dies at its leadership's
-	// end even when the supervisor is frozen or blocked. A duration, not a
-	// time: the guard measures it on its own monotonic clock.
-	Deadline time.Duration
+	// KillAt, if not zero, arms the shim and the guard (with Guard set):
+	// unless the supervisor extends it (Group.Extend) before then, each
+	// SIGKILLs the group itself at KillAt, so the command dies at its
+	// leadership's end even when the supervisor is frozen or blocked. It
+	// reaches them as an instant of the clock they share (CLOCK_MONOTONIC).
+	KillAt time.Time
 	// NoCgroup: track the group by its process tree only, even where a
 	// cgroup could be made (what happens anyway where none can).
 	NoCgroup bool

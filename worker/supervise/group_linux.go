@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,18 +18,20 @@ import (
 // or session it moved to (the supervisor is a child subreaper, so orphans
 // come back to it).
 type Group struct {
-	pid    int
-	exited chan struct{} // the command itself has been reaped
-	done   chan struct{} // every member has been reaped
-	status ExitStatus    // valid once exited is closed
-	gs     *guardState   // nil without Spec.Guard
-	shim   int           // the command's parent (shim_linux.go)
-	// reports are the shim's lines; shimEnd its wait status once reaped.
-	reports *lineReader
-	shimEnd *syscall.WaitStatus
-	ctl     *guard  // the shim's control pipe (deadlines)
-	fired   bool    // the shim killed the lineage (valid once exited is closed)
-	cg      *cgroup // nil: the process tree only
+	pid       int
+	exited    chan struct{} // the command itself has been reaped
+	done      chan struct{} // every member has been reaped
+	status    ExitStatus    // valid once exited is closed
+	gs        *guardState   // nil without Spec.Guard
+	shim      int           // the command's parent (shim_linux.go)
+	shimStart uint64        // its start time: with the pid, names it for ever
+	// reports are the shim's; shimEnd its wait status once reaped.
+	reports  *reportReader
+	shimEnd  atomic.Pointer[syscall.WaitStatus]
+	ctl      *controlPipe // the shim's control pipe (deadlines, kill)
+	fired    atomic.Bool  // the shim reported it killed the lineage
+	shimDied atomic.Bool  // the shim's reports ended without the command's status
+	cg       *cgroup      // nil: the process tree only
 
 	mu         sync.Mutex
 	outOfReach map[int]error // members a signal could not reach (EPERM), by pid
@@ -120,7 +122,7 @@ func reapAdopted() {
 		live.Unlock()
 		now := time.Now()
 		zombies := map[int]bool{}
-		for _, pid := range ownChildren() {
+		for _, pid := range childrenOf(os.Getpid()) {
 			if p, ok := readProc(pid); ok && p.dead() && !skip[pid] {
 				zombies[pid] = true
 			}
@@ -156,6 +158,9 @@ func Start(spec Spec) (*Group, error) {
 	case spec.Shim == "":
 		return nil, errors.New("supervise: Spec.Shim is empty: the command is started through a shim")
 	}
+	if why, foreign := ProcForeign(); foreign {
+		return nil, fmt.Errorf("%w: %s", ErrProcForeign, why)
+	}
 	g := &Group{exited: make(chan struct{}), done: make(chan struct{})}
 	if err := g.makeCgroup(spec.NoCgroup); err != nil {
 		return nil, err
@@ -168,10 +173,7 @@ func Start(spec Spec) (*Group, error) {
 			g.dropCgroup()
 			return nil, err
 		}
-		g.gs = &guardState{path: spec.Guard, cur: first, lost: make(chan GuardLoss, 8)}
-		if spec.Deadline > 0 {
-			g.gs.killAt = time.Now().Add(spec.Deadline)
-		}
+		g.gs = &guardState{path: spec.Guard, cur: first, killAt: spec.KillAt, lost: make(chan GuardLoss, 8)}
 	}
 	// 1. The shim, and through it the command.
 	if err := g.startShim(spec); err != nil {
@@ -184,11 +186,11 @@ func Start(spec Spec) (*Group, error) {
 		return nil, err
 	}
 	// 2. Both holders of the deadline learn it, the guard the group too.
-	if spec.Deadline > 0 {
-		g.ctl.send(guardDeadline + strconv.FormatInt(int64(spec.Deadline), 10))
+	if !spec.KillAt.IsZero() {
+		g.ctl.send(control{verb: ctlKillAt, at: monoOf(spec.KillAt)})
 	}
 	if g.gs != nil {
-		g.gs.cur.watch(g.pid, g.Cgroup(), spec.Deadline, g.shim)
+		g.gs.cur.watch(g, spec.KillAt)
 		go g.keepGuarded()
 	}
 	go g.reap()
@@ -258,7 +260,10 @@ func (g *Group) startShim(spec Spec) error {
 		ctlW.Close()
 		return fmt.Errorf("supervise: start the shim %q: %w", spec.Shim, err)
 	}
-	g.shim, g.reports, g.ctl = shim, newLineReader(rep), &guard{w: ctlW}
+	g.shim, g.reports, g.ctl = shim, newReportReader(rep), &controlPipe{w: ctlW}
+	if p, ok := readProc(shim); ok {
+		g.shimStart = p.start
+	}
 	repW.Close() // only the shim writes: its end closes with it
 	if g.pid, err = g.awaitCommand(); err != nil {
 		var ws syscall.WaitStatus
@@ -291,18 +296,15 @@ func startError(path string, err error) error {
 	return fmt.Errorf("supervise: start %q: %w", path, err)
 }
 
-// reaper poll period while members remain that are not (yet) our children:
-// they are re-parented to us when their own parent dies.
-const pollGone = 5 * time.Millisecond
-
 // sweepEvery: how often, while the command lives, the zombies it leaves
 // behind (orphans re-parented to us that have exited) are reaped.
 const sweepEvery = time.Second
 
 // reap waits for the command's status (the shim's report), then for the
-// shim and every other member to be gone and reaped, and closes exited and
-// done. It reaps only children that are members or the group's shim: never
-// another group's shim, nor a guard.
+// shim and every other member to be gone and reaped — proven so
+// (lineageGone), not merely unseen — and closes exited and done. It reaps
+// only children that are members or the group's shim: never another
+// group's shim, nor a guard.
 func (g *Group) reap() {
 	sweeping := make(chan struct{})
 	go g.sweep(sweeping)
@@ -312,34 +314,51 @@ func (g *Group) reap() {
 	for {
 		g.reapShim()
 		g.reapZombies()
-		if g.shimEnd != nil && len(g.members()) == 0 && !g.zombiesLeft() {
+		if g.shimEnd.Load() != nil && g.lineageGone() && !g.zombiesLeft() {
 			break
 		}
-		time.Sleep(pollGone)
+		time.Sleep(killRound)
 	}
 	register(&live.shims, g.shim, false)
 	g.releaseGuard() // before done: no guard outlives its group's end
 	g.dropCgroup()
 	g.reports.f.Close()
-	g.ctl.w.Close() // the shim is gone: nothing to hold any more
+	g.ctl.close() // the shim is gone: nothing to hold any more
 	close(g.done)
+}
+
+// lineageGone proves, once the shim is reaped, that nothing of the group
+// runs (kill_linux.go): in cgroup mode the cgroup's subtree holds no
+// process; in tree mode the shim exited by itself (it exits 0 only once it
+// has no child left), or, if it died first, what it held came to us (a
+// subreaper) and no child of ours but guards and other groups' shims runs.
+func (g *Group) lineageGone() bool {
+	if g.cg != nil {
+		return !g.cg.populated()
+	}
+	if !g.shimLost() {
+		return true
+	}
+	return lineageEmpty(os.Getpid(), g.prune())
 }
 
 // reapShim reaps the shim once it has exited (without waiting).
 func (g *Group) reapShim() {
-	if g.shimEnd != nil {
+	if g.shimEnd.Load() != nil {
 		return
 	}
 	var ws syscall.WaitStatus
 	if p, err := syscall.Wait4(g.shim, &ws, syscall.WNOHANG, nil); (err == nil && p == g.shim) || errors.Is(err, syscall.ECHILD) {
-		g.shimEnd = &ws
+		g.shimEnd.Store(&ws)
 	}
 }
 
 // shimLost reports whether the shim died before the lineage it holds (a
-// SIGKILL aimed at it): its orphans then went to us, not to it.
+// SIGKILL aimed at it, or a cgroup.kill): its orphans then went to us, not
+// to it. A shim that exited by itself (0) had no child left.
 func (g *Group) shimLost() bool {
-	return g.shimEnd != nil && (g.shimEnd.Signaled() || g.shimEnd.ExitStatus() != 0)
+	ws := g.shimEnd.Load()
+	return ws != nil && (ws.Signaled() || ws.ExitStatus() != 0)
 }
 
 // sweep reaps exited orphans while the command lives, so a long-lived
@@ -361,12 +380,11 @@ func (g *Group) sweep(stop <-chan struct{}) {
 // guards (each reaped by its own waiter): what the lineage left us once its
 // shim was gone, and orphans adopted from elsewhere (a pid 1 reaps them).
 func (g *Group) ourZombies() []int {
-	self := os.Getpid()
 	prune := g.prune()
 	var out []int
-	for _, p := range readProcesses() {
-		if p.ppid == self && p.dead() && !prune[p.pid] {
-			out = append(out, p.pid)
+	for _, pid := range childrenOf(os.Getpid()) {
+		if p, ok := readProc(pid); ok && p.dead() && !prune[pid] {
+			out = append(out, pid)
 		}
 	}
 	return out
@@ -381,11 +399,11 @@ func (g *Group) reapZombies() {
 
 func (g *Group) zombiesLeft() bool { return len(g.ourZombies()) > 0 }
 
-// members are the live (not exited) processes of the group: its cgroup's,
-// the shim's descendants (the shim is the lineage's subreaper), its
-// process group's. Only if the shim died before the lineage (its orphans
-// then came to us) and there is no cgroup, every process below us that is
-// not a guard's or another group's counts too.
+// members are the live (not exited) processes of the group but the shim:
+// its cgroup's whole subtree, the shim's descendants (the shim is the
+// lineage's subreaper), the command. Only if the shim died before the
+// lineage (its orphans then came to us) and there is no cgroup, every
+// process below us that is not a guard's or another group's counts too.
 func (g *Group) members() []int {
 	seen := map[int]bool{g.shim: true} // the shim is ours, not the command's
 	var out []int
@@ -395,7 +413,6 @@ func (g *Group) members() []int {
 			out = append(out, pid)
 		}
 	}
-	t := readProcesses()
 	if g.cg != nil {
 		for _, pid := range g.cg.pids() {
 			add(pid)
@@ -405,17 +422,10 @@ func (g *Group) members() []int {
 	if g.cg == nil && g.shimLost() {
 		root = os.Getpid()
 	}
-	for _, p := range t.descendants(root, g.prune()) {
-		if !p.dead() {
-			add(p.pid)
-		}
+	for _, pid := range liveDescendants(root, g.prune()) {
+		add(pid)
 	}
-	for _, p := range t {
-		if p.pgid == g.pid && !p.dead() {
-			add(p.pid)
-		}
-	}
-	if p, ok := t[g.pid]; ok && !p.dead() {
+	if p, ok := readProc(g.pid); ok && !p.dead() {
 		add(g.pid)
 	}
 	return out
@@ -449,15 +459,16 @@ func (g *Group) Done() <-chan struct{} { return g.done }
 // Signal sends sig to every member. A group that is already gone is not an
 // error; a member the signal cannot reach (EPERM: it changed its user) is
 // remembered (OutOfReach) and reported as ErrOutOfReach, after every other
-// member got the signal.
+// member got the signal. SIGKILL starts with cgroup.kill of the group's
+// whole subtree, whatever the members seen.
 func (g *Group) Signal(sig syscall.Signal) error {
+	if sig == syscall.SIGKILL && g.cg != nil {
+		_ = g.cg.kill() // whatever their users; the per-pid kills below are the fallback
+	}
 	select {
 	case <-g.done:
 		return nil
 	default:
-	}
-	if sig == syscall.SIGKILL && g.cg != nil {
-		_ = g.cg.kill() // whatever their users; the per-pid kills below are the fallback
 	}
 	var denied []int
 	_ = syscall.Kill(-g.pid, sig) // the process group, in one go
@@ -479,6 +490,45 @@ func (g *Group) Signal(sig syscall.Signal) error {
 	}
 	g.mu.Unlock()
 	return err
+}
+
+// signalShim sends sig to the shim unless it has been reaped (its pid may
+// be another process's by then).
+func (g *Group) signalShim(sig syscall.Signal) {
+	if g.shimEnd.Load() == nil {
+		_ = syscall.Kill(g.shim, sig)
+	}
+}
+
+// ShimStopped reports whether the command's shim is stopped (SIGSTOP, a
+// debugger's stop): a stopped shim reaps nothing and reports nothing, so
+// the command's end can no longer be learned from it.
+func (g *Group) ShimStopped() bool {
+	if g.shimEnd.Load() != nil {
+		return false
+	}
+	p, ok := readProc(g.shim)
+	return ok && p.start == g.shimStart && p.stopped()
+}
+
+// ShimLost reports, once Exited is closed, whether the shim died before it
+// could report the command's status (SIGKILLed alone: the command died of
+// its parent-death signal, what it started lived on until the group was
+// stopped).
+func (g *Group) ShimLost() bool {
+	<-g.exited
+	return g.shimDied.Load()
+}
+
+// Running reports whether any member of the group runs (not only the
+// command: what it started too), as /proc and the cgroup show it now.
+func (g *Group) Running() bool {
+	select {
+	case <-g.done:
+		return false
+	default:
+	}
+	return len(g.members()) > 0
 }
 
 // CheckReach reports ErrOutOfReach, naming them, when some live member
@@ -516,12 +566,16 @@ func (g *Group) CheckReach() error {
 // Stop ends every member and returns once every one is reaped. With a
 // positive grace it first sends polite (SIGTERM, or the SIGINT an operator
 // sent the supervisor) and SIGCONT, and waits up to grace; then (or at once,
-// with grace ≤ 0) it sends SIGKILL (cgroup.kill where the group has a
-// cgroup) and waits up to KillTimeout. It always returns within grace +
-// KillTimeout (plus the reading of /proc): nil once every member is reaped,
-// ErrOutOfReach when a member could not be signalled and is still there, or
-// ErrSurvived when a member is still there after SIGKILL.
+// with grace ≤ 0) it kills the lineage — the shim is told to kill it too —
+// in rounds (kill_linux.go) until it is proven gone, for up to
+// KillTimeout. A stopped shim is continued first, and SIGKILLed if it stays
+// stopped: it would reap nothing, and the lineage then comes to us. It
+// always returns within grace + KillTimeout (plus a round): nil once every
+// member is reaped, ErrOutOfReach when a member could not be signalled and
+// is still there, or ErrSurvived when a member is still there after
+// SIGKILL.
 func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
+	g.signalShim(syscall.SIGCONT)
 	if grace > 0 {
 		_ = g.Signal(polite)
 		// A stopped member only acts on SIGTERM once continued.
@@ -534,25 +588,29 @@ func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
 		case <-t.C:
 		}
 	}
-	killErr := g.Signal(syscall.SIGKILL)
-	t := time.NewTimer(KillTimeout)
-	defer t.Stop()
-	for {
+	g.ctl.send(control{verb: ctlKill})
+	var killErr error
+	gone := killUntilGone(func() bool {
 		select {
 		case <-g.done:
-			return nil
-		case <-t.C:
-			if killErr != nil {
-				return killErr
-			}
-			return fmt.Errorf("%w: group %d, %s after SIGKILL", ErrSurvived, g.pid, KillTimeout)
-		case <-time.After(50 * time.Millisecond):
-			// Members re-parented or forked since: they get SIGKILL too.
-			if err := g.Signal(syscall.SIGKILL); err != nil {
-				killErr = err
-			}
+			return true
+		default:
 		}
+		if err := g.Signal(syscall.SIGKILL); err != nil {
+			killErr = err
+		}
+		if g.ShimStopped() {
+			g.signalShim(syscall.SIGKILL)
+		}
+		return false
+	}, time.Now().Add(KillTimeout), nil)
+	switch {
+	case gone:
+		return nil
+	case killErr != nil:
+		return killErr
 	}
+	return fmt.Errorf("%w: group %d, %s after SIGKILL", ErrSurvived, g.pid, KillTimeout)
 }
 
 func signalName(sig syscall.Signal) string {

@@ -34,10 +34,13 @@ func (g *Group) Done() <-chan struct{}                                 { return 
 func (g *Group) Signal(sig syscall.Signal) error                       { return ErrUnsupported }
 func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error { return ErrUnsupported }
 
-func (g *Group) Cgroup() string       { return "" }
-func (g *Group) Extend(time.Duration) {}
-func (g *Group) CheckReach() error    { return ErrUnsupported }
-func (g *Group) KilledByGuard() bool  { return false }
+func (g *Group) Cgroup() string      { return "" }
+func (g *Group) Extend(time.Time)    {}
+func (g *Group) ShimStopped() bool   { return false }
+func (g *Group) ShimLost() bool      { return false }
+func (g *Group) Running() bool       { return false }
+func (g *Group) CheckReach() error   { return ErrUnsupported }
+func (g *Group) KilledByGuard() bool { return false }
 
 // GuardLost is nil elsewhere than Linux.
 func (g *Group) GuardLost() <-chan GuardLoss { return nil }
@@ -49,6 +52,9 @@ func CanKillAnyUser() bool { return false }
 
 // CheckReachable accepts everything elsewhere than Linux (Start refuses).
 func CheckReachable(string) error { return nil }
+
+// ProcForeign is false elsewhere than Linux (Start refuses anyway).
+func ProcForeign() (string, bool) { return "", false }
 
 // ProcHidden is false elsewhere than Linux (Start refuses anyway).
 func ProcHidden() (string, bool) { return "", false }

@@ -14,16 +14,13 @@ import (
 // SIGKILLed, the command gets the parent-death signal, but what the command
 // forked does not; when it is frozen or blocked, nothing of it runs at all.
 // The guard is started before the command, holds the read end of a pipe
-// whose only write end is the supervisor's, learns the group (and its
-// cgroup) through it, and the leadership's deadline, extended on every
-// renew (Group.Extend). It kills the group when the pipe closes without
+// whose only write end is the supervisor's, learns the group (its process
+// group, its shim, its cgroup) through it, and the leadership's deadline,
+// extended on every renew (Group.Extend; the messages are
+// protocol_linux.go's). It kills the group when the pipe closes without
 // the supervisor having said the group ended (the kernel closes it however
 // the supervisor dies), or when the deadline passes without an extension.
 const GuardName = "blobleader-supervise-guard"
-
-// guardDone is the line the supervisor writes when the group ended
-// normally; the guard then exits without killing anything.
-const guardDone = "done"
 
 // IsGuard reports whether this process was started as a group guard.
 func IsGuard() bool { return filepath.Base(os.Args[0]) == GuardName }

@@ -1,28 +1,11 @@
 package supervise
 
 import (
-	"bufio"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
-)
-
-// The guard's protocol, one line each, supervisor to guard:
-//
-//	<pgid>              the group to guard (first line)
-//	root <pid>          the shim: the group's lineage is below it
-//	cgroup <dir>        its cgroup, if it has one
-//	deadline <ns>       kill the group unless another deadline comes within ns
-//	done                the group ended normally: exit without killing
-//
-// The end of input without "done" means the supervisor died.
-const (
-	guardCgroup   = "cgroup "
-	guardRoot     = "root "
-	guardDeadline = "deadline "
 )
 
 // guardSupervisorEnv carries the supervisor's pid to its guard.
@@ -32,17 +15,23 @@ const guardSupervisorEnv = "BLOBLEADER_GUARD_SUPERVISOR"
 // (the supervisor died, or its deadline passed without an extension).
 const guardExitKilled = 3
 
-// snapshotEvery: how often the guard notes the supervisor's descendants,
-// so it still knows them once the supervisor is dead (they are then
-// re-parented away from it).
+// guardComm is the guard's process name (comm, at most 15 bytes): not the
+// binary's, so that `killall blobleader` stops, or kills, the supervisor
+// alone while the guard holds the deadline.
+const guardComm = "bl-run-guard"
+
+// snapshotEvery: how often the guard notes the lineage's processes, so it
+// still knows them if the supervisor and the shim both die (the lineage is
+// then re-parented to whoever is above the supervisor).
 const snapshotEvery = 100 * time.Millisecond
 
 // RunGuard is a guard's whole life; it returns the exit code. It ignores
 // the polite and the job-control signals (a ^C, a ^Z or a service
 // manager's SIGTERM to everyone must not end or stop it before the
 // supervisor has stopped the group), and lives in a process group of its
-// own.
+// own. Its messages are protocol_linux.go's.
 func RunGuard() int {
+	setComm(guardComm)
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	// Its output may be a pipe whose reader is gone, a full pipe or a full
 	// disk: a write must neither kill it (SIGPIPE: caught, so the write
@@ -55,150 +44,120 @@ func RunGuard() int {
 	// kill.
 	sup, _ := strconv.Atoi(os.Getenv(guardSupervisorEnv))
 	w := &guardian{supervisor: sup, known: map[int]uint64{}, rep: rep}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		for sc := bufio.NewScanner(os.Stdin); sc.Scan(); {
-			lines <- sc.Text()
-		}
-	}()
-	deadline := time.NewTimer(time.Hour)
-	deadline.Stop()
 	snap := time.NewTicker(snapshotEvery)
 	defer snap.Stop()
-	for {
-		select {
-		case l, ok := <-lines:
-			switch {
-			case !ok:
-				// The supervisor is gone (or never named a group: nothing to do).
-				return w.kill("the supervisor died")
-			case l == guardDone:
-				return 0
-			case strings.HasPrefix(l, guardRoot):
-				w.root, _ = strconv.Atoi(strings.TrimPrefix(l, guardRoot))
-			case strings.HasPrefix(l, guardCgroup):
-				w.cgroup = strings.TrimPrefix(l, guardCgroup)
-			case strings.HasPrefix(l, guardDeadline):
-				if ns, err := strconv.ParseInt(strings.TrimPrefix(l, guardDeadline), 10, 64); err == nil {
-					deadline.Reset(time.Duration(ns))
-				}
-			default:
-				w.pgid, _ = strconv.Atoi(strings.TrimSpace(l))
-				w.snapshot()
-			}
-		case <-deadline.C:
-			return w.kill("no extension of the leadership's deadline came in time (the supervisor is frozen or blocked)")
-		case <-snap.C:
-			w.snapshot()
-		}
+	why := holdDeadline(controls(os.Stdin), w.apply, snap.C, w.snapshot)
+	if why == "" {
+		return 0 // done: the group ended normally
 	}
+	return w.kill(why)
 }
 
 // guardian is what a guard knows of its group.
 type guardian struct {
 	supervisor int
-	root       int // the shim, below which the lineage is; 0: the supervisor
 	pgid       int
+	shim       int    // the lineage's subreaper while it lives
+	shimStart  uint64 // with shim, names it for ever
 	cgroup     string
-	known      map[int]uint64 // the supervisor's descendants at the last snapshot: pid → start time
+	known      map[int]uint64 // the lineage at the last snapshot: pid → start time
 	rep        *reporter      // its reports: never block, never kill it
 }
 
-// members are the lineage's live processes now: the shim's descendants
-// (the supervisor's, the guard excluded, without a shim), and only while
-// the supervisor is alive and our parent: never the tree of whoever adopted
-// us, nor orphans adopted by a supervisor that is pid 1.
-func (w *guardian) members() []proc {
-	if w.supervisor <= 0 || os.Getppid() != w.supervisor {
-		return nil
+// apply takes one message that names the group.
+func (w *guardian) apply(c control) {
+	switch c.verb {
+	case ctlGroup:
+		w.pgid = c.pid
+		w.snapshot()
+	case ctlRoot:
+		w.shim, w.shimStart = c.pid, c.start
+	case ctlCgroup:
+		w.cgroup = c.dir
 	}
-	root := w.supervisor
-	if w.root > 0 {
-		root = w.root
-	}
-	var out []proc
-	for _, p := range readProcesses().descendants(root, map[int]bool{os.Getpid(): true}) {
-		if !p.dead() {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
+// root is the lineage's subreaper now: the shim while it lives; once it is
+// dead, the supervisor, to which its orphans went (while the supervisor
+// lives and is our parent: never the tree of whoever adopted us). 0: none.
+func (w *guardian) root() int {
+	if p, ok := readProc(w.shim); ok && w.shim > 0 && p.start == w.shimStart && !p.dead() {
+		return w.shim
+	}
+	if w.supervisor > 0 && os.Getppid() == w.supervisor {
+		return w.supervisor
+	}
+	return 0
+}
+
+func (w *guardian) exclude() map[int]bool { return map[int]bool{os.Getpid(): true} }
+
+// snapshot notes the lineage's live processes (in tree mode: a cgroup
+// knows its members itself).
 func (w *guardian) snapshot() {
 	if w.pgid <= 1 || w.cgroup != "" {
 		return // nothing to guard yet, or the cgroup knows its members
 	}
-	for _, p := range w.members() {
-		w.known[p.pid] = p.start
+	for _, pid := range liveDescendants(w.root(), w.exclude()) {
+		if p, ok := readProc(pid); ok {
+			w.known[pid] = p.start
+		}
 	}
 }
 
-// supervisorGone reports whether the supervisor has died (we were
-// re-parented away from it).
-func (w *guardian) supervisorGone() bool { return w.supervisor <= 0 || os.Getppid() != w.supervisor }
-
-// kill SIGKILLs the group: its cgroup, its process group, the supervisor's
-// descendants now, and those it knew (re-parented away if the supervisor
-// died), until none is left alive or two seconds passed. It kills first and
-// reports after, through a queue that never blocks. Killed members stay
-// zombies until their parent (the supervisor, once it runs again) reaps
-// them: a zombie runs nothing.
+// kill kills the group — its cgroup, its process group, everything below
+// its subreaper (the shim, or the supervisor once the shim is dead) and
+// what it knew of it — until the lineage is provably gone (kill_linux.go).
+// It kills first and reports after, through a queue that never blocks.
+// Killed members stay zombies until their parent (the supervisor, once it
+// runs again) reaps them: a zombie runs nothing.
 func (w *guardian) kill(why string) int {
 	if w.pgid <= 1 {
 		return 0
 	}
-	stop := time.Now().Add(2 * time.Second)
-	for round := 0; ; round++ {
-		left := w.killRound()
-		if round == 0 {
+	first := true
+	killUntilGone(func() bool {
+		gone := w.round()
+		if first {
 			w.rep.printf("%s: %s: killed group %d", GuardName, why, w.pgid)
+			first = false
 		}
-		if left == 0 {
-			if w.cgroup != "" && w.supervisorGone() {
-				// Nobody else will. The killed may take a moment to leave it.
-				for i := 0; i < 100 && os.Remove(w.cgroup) != nil; i++ {
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-			return guardExitKilled
-		}
-		if time.Now().After(stop) {
-			w.rep.printf("%s: %d member(s) of group %d still alive after SIGKILL (out of reach?)", GuardName, left, w.pgid)
-			return 1
-		}
-		time.Sleep(5 * time.Millisecond)
+		return gone
+	}, time.Time{}, func() {
+		w.rep.printf("%s: members of group %d still alive %s after SIGKILL (out of reach?); still killing", GuardName, w.pgid, KillTimeout)
+	})
+	if w.cgroup != "" && (w.supervisor <= 0 || os.Getppid() != w.supervisor) {
+		_ = removeTree(w.cgroup, 100) // the supervisor is gone: nobody else will
 	}
+	return guardExitKilled
 }
 
-// killRound SIGKILLs every member it knows of once and says how many were
-// still alive.
-func (w *guardian) killRound() int {
+// round SIGKILLs every member it can find once and says whether the
+// lineage is provably gone. With a cgroup, the cgroup is the group (the
+// kernel kills its subtree; what else is below the supervisor is no
+// member); without one, everything below the lineage's subreaper.
+func (w *guardian) round() bool {
 	if w.cgroup != "" {
 		_ = cgroupKill(w.cgroup)
+		_ = syscall.Kill(-w.pgid, syscall.SIGKILL)
+		return !cgroupPopulated(w.cgroup)
 	}
-	_ = syscall.Kill(-w.pgid, syscall.SIGKILL)
-	left := 0
+	root := w.root()
+	killTree(w.pgid, root, w.exclude())
+	knownAlive := false
 	for pid, start := range w.known {
-		if pid <= 1 || pid == os.Getpid() {
-			continue
-		}
-		if p, ok := readProc(pid); ok && p.start == start && !p.dead() {
+		if p, ok := readProc(pid); ok && p.start == start && !p.dead() && pid > 1 && pid != os.Getpid() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			left++
+			killTree(0, pid, nil) // what it started since the snapshot
+			knownAlive = true
 		}
 	}
-	for _, p := range w.members() {
-		if p.pid <= 1 {
-			continue
-		}
-		w.known[p.pid] = p.start
-		_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		left++
+	if root > 0 {
+		return !knownAlive && lineageEmpty(root, w.exclude())
 	}
-	if w.cgroup != "" {
-		left += len(cgroupPids(w.cgroup))
-	}
-	return left
+	// Neither the shim nor the supervisor: the lineage went to whoever is
+	// above the supervisor; what we knew of it is all we can reach
+	// (docs/failover.md#commands-under-blobleader-run, what tree mode
+	// cannot promise).
+	return !knownAlive
 }

@@ -18,8 +18,7 @@ import (
 type guard struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once it has exited and been reaped
-	mu     sync.Mutex
-	w      *os.File // the pipe's only write end
+	ctl    *controlPipe  // its stdin
 }
 
 // startGuard starts path as a guard. It is registered as one (never a
@@ -43,7 +42,7 @@ func startGuard(path string) (*guard, error) {
 		w.Close()
 		return nil, fmt.Errorf("supervise: start guard %q: %w", path, err)
 	}
-	gd := &guard{cmd: cmd, exited: make(chan struct{}), w: w}
+	gd := &guard{cmd: cmd, exited: make(chan struct{}), ctl: &controlPipe{w: w}}
 	go func() {
 		_ = cmd.Wait()
 		register(&live.guards, cmd.Process.Pid, false)
@@ -52,35 +51,24 @@ func startGuard(path string) (*guard, error) {
 	return gd, nil
 }
 
-// send writes one line, bounded: a guard that does not read (frozen with
-// the host) must not hold the supervisor. A line that cannot be written in
-// time is lost, which errs towards the guard killing the group.
-func (g *guard) send(line string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_ = g.w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = fmt.Fprintln(g.w, line)
-}
-
-// watch tells the guard which group to kill if we die, its cgroup, the
-// root of its lineage (the shim) and the deadline.
-func (g *guard) watch(pgid int, cgroup string, deadline time.Duration, root int) {
-	g.send(strconv.Itoa(pgid))
-	g.send(guardRoot + strconv.Itoa(root))
-	if cgroup != "" {
-		g.send(guardCgroup + cgroup)
+// watch tells the guard the group it guards — its process group, its shim
+// (the root of its lineage), its cgroup — and the instant to kill it at
+// unless extended (zero: none).
+func (g *guard) watch(grp *Group, killAt time.Time) {
+	cs := []control{{verb: ctlGroup, pid: grp.pid}, {verb: ctlRoot, pid: grp.shim, start: grp.shimStart}}
+	if grp.cg != nil {
+		cs = append(cs, control{verb: ctlCgroup, dir: grp.cg.dir})
 	}
-	if deadline > 0 {
-		g.send(guardDeadline + strconv.FormatInt(int64(deadline), 10))
+	if !killAt.IsZero() {
+		cs = append(cs, control{verb: ctlKillAt, at: monoOf(killAt)})
 	}
+	g.ctl.send(cs...)
 }
 
 // release tells the guard the group ended normally and waits for its exit.
 func (g *guard) release() {
-	g.send(guardDone)
-	g.mu.Lock()
-	g.w.Close()
-	g.mu.Unlock()
+	g.ctl.send(control{verb: ctlDone})
+	g.ctl.close()
 	<-g.exited
 }
 
@@ -98,8 +86,7 @@ func (g *guard) status() string {
 }
 
 // guardState is what a Group keeps to replace its guard: the binary, the
-// deadline it last gave (an instant on our monotonic clock), and the
-// reports of deaths.
+// deadline it last gave, and the reports of deaths.
 type guardState struct {
 	path   string
 	mu     sync.Mutex
@@ -148,11 +135,7 @@ func (g *Group) keepGuarded() {
 		loss := GuardLoss{Time: time.Now(), Pid: cur.cmd.Process.Pid, Status: cur.status()}
 		next, err := startGuard(g.gs.path)
 		if err == nil {
-			var left time.Duration
-			if !g.gs.killAt.IsZero() {
-				left = max(time.Until(g.gs.killAt), time.Nanosecond) // past: it kills at once
-			}
-			next.watch(g.pid, g.Cgroup(), left, g.shim)
+			next.watch(g, g.gs.killAt) // a deadline past: it kills at once
 			g.gs.cur, loss.NewPid = next, next.cmd.Process.Pid
 		}
 		loss.Err = err
@@ -190,11 +173,12 @@ func (g *Group) releaseGuard() {
 	cur.release()
 }
 
-// Extend moves the deadline the guard and the shim hold to d from now (the
-// supervisor calls it on every successful renew). It never blocks for long
-// (see guard.send).
-func (g *Group) Extend(d time.Duration) {
-	if d <= 0 {
+// Extend moves the deadline the guard and the shim hold to killAt (the
+// supervisor calls it on every successful renew): each kills the group
+// itself unless extended again before then. It never blocks for long (see
+// controlPipe.send).
+func (g *Group) Extend(killAt time.Time) {
+	if killAt.IsZero() {
 		return
 	}
 	select {
@@ -202,16 +186,16 @@ func (g *Group) Extend(d time.Duration) {
 		return
 	default:
 	}
-	line := guardDeadline + strconv.FormatInt(int64(d), 10)
-	g.ctl.send(line) // the shim holds it too
+	c := control{verb: ctlKillAt, at: monoOf(killAt)}
+	g.ctl.send(c) // the shim holds it too
 	if g.gs == nil {
 		return
 	}
 	g.gs.mu.Lock()
-	g.gs.killAt = time.Now().Add(d)
+	g.gs.killAt = killAt
 	cur := g.gs.cur
 	g.gs.mu.Unlock()
-	cur.send(line)
+	cur.ctl.send(c)
 }
 
 // KilledByGuard reports, once Done is closed, whether the guard killed the
@@ -220,7 +204,7 @@ func (g *Group) KilledByGuard() bool {
 	select {
 	case <-g.done:
 		cur := g.currentGuard()
-		return g.fired || (cur != nil && cur.fired())
+		return g.fired.Load() || (cur != nil && cur.fired())
 	default:
 		return false
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -131,7 +133,8 @@ func runHelper(role string) {
 		// never again; its command ignores SIGTERM.
 		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE"))
 		spec.Guard = spec.Path
-		spec.Deadline, _ = time.ParseDuration(os.Getenv("HELPER_DEADLINE"))
+		deadline, _ := time.ParseDuration(os.Getenv("HELPER_DEADLINE"))
+		spec.KillAt = time.Now().Add(deadline)
 		g, err := Start(spec)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -145,10 +148,70 @@ func runHelper(role string) {
 				break extending
 			default:
 			}
-			g.Extend(spec.Deadline)
+			g.Extend(time.Now().Add(deadline))
 		}
 		<-g.Done()
 		fmt.Printf("GUARD=%v\n", g.KilledByGuard())
+		os.Exit(0)
+	case "walker-host":
+		// A command that starts a fork-walker (fork, setsid, exit, a hop
+		// every few ms; every 16th hop appends its pid to HELPER_WALKS),
+		// announces itself and waits.
+		c := exec.Command("sh", "-c", walkerScript, "walker", "0")
+		c.Env = append(os.Environ(), "WALK="+walkerScript)
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		announce()
+		sleepForever()
+	case "walker-supervisor":
+		// A supervisor of its own in tree mode whose command starts a
+		// walker; once the walker hopped, it announces itself, then stops
+		// the group (HELPER_STOP=term, printing STOP=<err>) or waits to be
+		// killed.
+		spec := helperSpec("walker-host", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE")+".cmd", "HELPER_WALKS="+os.Getenv("HELPER_WALKS"),
+			"PATH="+os.Getenv("PATH"))
+		spec.NoCgroup = true
+		g, err := Start(spec)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		waitLines(os.Getenv("HELPER_WALKS"), 2, 10*time.Second)
+		announce()
+		if os.Getenv("HELPER_STOP") == "term" {
+			fmt.Printf("STOP=%v\n", g.Stop(syscall.SIGTERM, 50*time.Millisecond))
+			os.Exit(0)
+		}
+		sleepForever()
+	case "nester":
+		// A command that nests a cgroup in its own, leaves a job there (a
+		// new session, ignoring polite signals), announces the job and exits.
+		own, err := ownCgroup()
+		mount, merr := cgroup2Mount()
+		if err != nil || merr != nil {
+			fmt.Fprintln(os.Stderr, err, merr)
+			os.Exit(1)
+		}
+		inner := filepath.Join(mount, own, "inner")
+		exe, _ := os.Executable()
+		job := exec.Command(exe, "-test.run=^$")
+		job.Env = []string{helperEnv + "=ignore-term", "HELPER_PIDFILE=" + os.Getenv("HELPER_PIDFILE")}
+		job.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := os.Mkdir(inner, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := job.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile(filepath.Join(inner, "cgroup.procs"), []byte(strconv.Itoa(job.Process.Pid)), 0); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		waitLines(os.Getenv("HELPER_PIDFILE"), 1, 10*time.Second)
 		os.Exit(0)
 	case "supervisor":
 		// A supervisor of its own (for the parent-death test): starts an
@@ -164,6 +227,13 @@ func runHelper(role string) {
 	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
 	os.Exit(99)
 }
+
+// walkerScript is one hop of a fork-walker (POSIX sh, $WALK holds the
+// script): count the hop, note every 16th pid in $HELPER_WALKS, fork a new
+// session (util-linux setsid -f) whose child is the next hop, exit.
+const walkerScript = `n=$(( ${1:-0} + 1 ))
+[ $(( n % 16 )) -ne 0 ] || echo $$ >> "$HELPER_WALKS"
+exec setsid -f sh -c "$WALK" walker "$n"`
 
 // announce appends this process's pid to $HELPER_PIDFILE.
 func announce() {

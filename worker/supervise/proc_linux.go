@@ -17,6 +17,10 @@ type proc struct {
 // for its parent, or gone).
 func (p proc) dead() bool { return p.state == 'Z' || p.state == 'X' }
 
+// stopped reports whether the process is stopped by a signal (T) or by a
+// debugger (t).
+func (p proc) stopped() bool { return p.state == 'T' || p.state == 't' }
+
 // readProc reads /proc/<pid>/stat.
 func readProc(pid int) (proc, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -75,62 +79,37 @@ func readProcesses() processTable {
 	return t
 }
 
-// descendants returns every process below root (root excluded), skipping
-// the subtrees of the pids in prune. Because the supervisor is a child
-// subreaper, whatever its command leaves behind is re-parented to it, so
-// its descendants are everything the command started, whatever process
-// group or session they moved to.
-func (t processTable) descendants(root int, prune map[int]bool) []proc {
-	if root <= 0 {
-		return nil
-	}
-	children := map[int][]int{}
-	for pid, p := range t {
-		children[p.ppid] = append(children[p.ppid], pid)
-	}
-	var out []proc
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		for _, c := range children[pid] {
-			if prune[c] {
-				continue
-			}
-			out = append(out, t[c])
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// ownChildren lists this process's children from
-// /proc/self/task/*/children (cheap: no walk of all of /proc); where the
-// kernel has no such file, from a reading of all of /proc.
-func ownChildren() []int {
-	tasks, err := os.ReadDir("/proc/self/task")
+// childrenOf lists pid's children from /proc/<pid>/task/*/children (one
+// small read per thread, no walk of all of /proc); where the kernel has no
+// such file, from a reading of all of /proc.
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var out []int
 	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/children")
 		if err != nil {
-			return childrenFromTable()
+			if os.IsNotExist(err) {
+				return childrenFromTable(pid)
+			}
+			continue // the thread exited meanwhile
 		}
 		for _, f := range bytes.Fields(b) {
-			if pid, err := strconv.Atoi(string(f)); err == nil {
-				out = append(out, pid)
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
 			}
 		}
 	}
 	return out
 }
 
-func childrenFromTable() []int {
+func childrenFromTable(parent int) []int {
 	var out []int
 	for _, p := range readProcesses() {
-		if p.ppid == os.Getpid() {
+		if p.ppid == parent {
 			out = append(out, p.pid)
 		}
 	}

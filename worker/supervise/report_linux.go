@@ -17,26 +17,26 @@ const reportFlush = 200 * time.Millisecond
 
 // reporter writes a helper process's (guard, shim) lines to its stderr
 // through a bounded queue: printf never blocks, and a line that cannot be
-// queued is dropped and counted. Writes that fail (EPIPE once SIGPIPE is
-// caught, ENOSPC on a full disk) are lost and counted too.
+// queued is dropped. Writes that fail (EPIPE once SIGPIPE is caught,
+// ENOSPC on a full disk) are lost and counted too, though a helper has no
+// metrics to show the count in: the queue's next hole line says it, if the
+// output takes lines again.
 type reporter struct {
-	out    *os.File
-	q      *dropqueue.Queue[string]
-	failed int // written by the queue's goroutine only
+	out *os.File
+	q   *dropqueue.Queue[string]
 }
 
 func newReporter(out *os.File) *reporter {
 	r := &reporter{out: out}
 	r.q = dropqueue.New(64, r.write, func(n, total uint64) {
-		r.write(fmt.Sprintf("%s: %d line(s) dropped (%d in all)", filepath.Base(os.Args[0]), n, total))
+		_ = r.write(fmt.Sprintf("%s: %d line(s) dropped (%d in all)", filepath.Base(os.Args[0]), n, total))
 	})
 	return r
 }
 
-func (r *reporter) write(line string) {
-	if _, err := r.out.WriteString(line + "\n"); err != nil {
-		r.failed++
-	}
+func (r *reporter) write(line string) error {
+	_, err := r.out.WriteString(line + "\n")
+	return err
 }
 
 // printf queues one line; it never blocks.

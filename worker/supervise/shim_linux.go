@@ -1,15 +1,12 @@
 package supervise
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -27,24 +24,30 @@ import (
 //     by a supervisor that is pid 1, or by any subreaper) go to the
 //     supervisor and are never members of the group;
 //   - reaps the whole lineage and reports the command's pid and exit status
-//     to the supervisor; it exits once it has no child left, i.e. once
-//     nothing of the lineage runs;
+//     to the supervisor; it exits once it has no child left (wait answers
+//     ECHILD), i.e. once nothing of the lineage runs: its exit status 0 is
+//     that proof;
 //   - holds the leadership's deadline beside the guard (a second holder: a
 //     guard killed alone, even just before its supervisor froze, leaves
 //     the deadline held), and outlives its supervisor: when the deadline
-//     passes without an extension, or the supervisor dies (its control pipe
-//     closes), it SIGKILLs the whole lineage (the cgroup, the command's
-//     process group, every process below it), reaps it and exits.
+//     passes without an extension, the supervisor says "kill" (its stop's
+//     SIGKILL), or the supervisor dies (its control pipe closes), it kills
+//     the lineage (the cgroup, the command's process group, every process
+//     below it) until it has no child left, then exits.
 //
 // It catches (never ignores) the polite and job-control signals and
 // SIGPIPE, so that the command, which the kernel starts with every caught
-// signal at its default action, inherits none of that.
+// signal at its default action, inherits none of that. Its process name is
+// shimComm, not the binary's: `killall blobleader` stops, or kills, the
+// supervisor alone, and the shim holds the deadline meanwhile.
 //
 // Its arguments: <cgroup dir or "-"> <path> <argv...>; its environment is
-// the command's; fd 3 is the report pipe (lines "pid N", "status W" with
-// the raw wait status, "fired WHY", or "error ERRNO text"); fd 4 the
-// control pipe (lines "deadline NS", as the guard's).
+// the command's; fd 3 the report pipe, fd 4 the control pipe
+// (protocol_linux.go).
 const ShimName = "blobleader-supervise-shim"
+
+// shimComm is the shim's process name (comm, at most 15 bytes).
+const shimComm = "bl-run-shim"
 
 // IsShim reports whether this process was started as a shim.
 func IsShim() bool { return filepath.Base(os.Args[0]) == ShimName }
@@ -57,118 +60,92 @@ const (
 
 // RunShim is a shim's whole life; it returns the exit code.
 func RunShim() int {
+	setComm(shimComm)
 	runtime.LockOSThread() // the command's parent-death signal is tied to this thread
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
 	syscall.CloseOnExec(shimReportFD)
 	syscall.CloseOnExec(shimControlFD)
 	_ = unix.SetNonblock(shimReportFD, true) // a frozen supervisor never holds it
-	report := func(format string, args ...any) {
-		_, _ = unix.Write(shimReportFD, []byte(fmt.Sprintf(format, args...)+"\n"))
-	}
 	if len(os.Args) < 4 {
-		report("error %d shim: want <cgroup|-> <path> <argv...>", int(syscall.EINVAL))
+		reportLine(shimReportFD, report{verb: rptError, text: "shim: want <cgroup|-> <path> <argv...>"})
 		return 2
 	}
 	cg, path, argv := os.Args[1], os.Args[2], os.Args[3:]
-	if cg != "-" {
-		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			report("error %d join cgroup %s: %v", errnoOf(err), cg, err)
-			return 1
-		}
+	if cg == "-" {
+		cg = ""
+	} else if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		reportLine(shimReportFD, report{verb: rptError, text: "join cgroup " + cg + ": " + err.Error()})
+		return 1
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		report("error %d prctl(PR_SET_CHILD_SUBREAPER): %v", errnoOf(err), err)
+		reportLine(shimReportFD, report{verb: rptError, text: "prctl(PR_SET_CHILD_SUBREAPER): " + err.Error()})
 		return 1
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2},
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
 	if err != nil {
-		report("error %d %v", errnoOf(err), err)
+		var errno syscall.Errno
+		if !errors.As(err, &errno) {
+			errno = syscall.EIO
+		}
+		reportLine(shimReportFD, report{verb: rptExecError, errno: errno})
 		return 1
 	}
-	report("pid %d", pid)
-	l := &lineage{pgid: pid, cgroup: strings.TrimPrefix(cg, "-")}
-	go l.hold(os.NewFile(shimControlFD, "control"), report)
+	reportLine(shimReportFD, report{verb: rptPid, pid: pid})
+	reported := make(chan struct{}) // closed once a kill's report is written, or never
+	go holdLineage(pid, cg, reported)
 	for {
 		var ws syscall.WaitStatus
 		p, err := syscall.Wait4(-1, &ws, 0, nil)
 		switch {
 		case errors.Is(err, syscall.EINTR):
 		case err != nil: // ECHILD: nothing of the lineage is left
+			select { // a kill's report, bounded
+			case <-reported:
+			case <-time.After(reportFlush):
+			}
 			return 0
 		case p == pid:
-			report("status %d", uint32(ws))
+			reportLine(shimReportFD, report{verb: rptStatus, status: ws})
 		}
 	}
 }
 
-func errnoOf(err error) int {
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return int(e)
+// holdLineage holds the deadline from the control pipe and, when the
+// lineage must die, kills it until the shim has no child left (the wait
+// loop of RunShim then exits, once reported is closed). The report to the
+// supervisor, which never blocks, comes before a cgroup.kill that takes
+// the shim too; the line on stderr comes after the first round of kills.
+func holdLineage(pgid int, cgroup string, reported chan<- struct{}) {
+	why := holdDeadline(controls(os.NewFile(shimControlFD, "control")), nil, nil, nil)
+	if why == "" {
+		return // "done" is the guard's; a shim's lineage ends by itself
 	}
-	return int(syscall.EIO)
+	rep := newReporter(os.Stderr)
+	if why != whyOrdered { // on its own: the supervisor missed its deadline, or died
+		reportLine(shimReportFD, report{verb: rptFired, text: why})
+	}
+	first := true
+	killUntilGone(func() bool {
+		if cgroup != "" {
+			_ = cgroupKill(cgroup) // the shim is in it too: it ends here
+		}
+		killTree(pgid, os.Getpid(), nil)
+		if first && why != whyOrdered {
+			rep.printf("%s: %s: killed group %d", ShimName, why, pgid)
+		}
+		first = false
+		return shimEmpty()
+	}, time.Time{}, func() {
+		rep.printf("%s: %s: members of group %d still alive %s after SIGKILL (out of reach?); still killing", ShimName, why, pgid, KillTimeout)
+	})
+	rep.close(reportFlush)
+	close(reported)
 }
 
-// lineage is what a shim kills when its deadline passes or its supervisor
-// dies.
-type lineage struct {
-	pgid   int
-	cgroup string // "" without one
-}
-
-// hold reads the supervisor's deadlines and kills the lineage when one
-// passes without the next, or when the control pipe closes (the supervisor
-// is gone). It kills first and reports after.
-func (l *lineage) hold(ctl *os.File, report func(string, ...any)) {
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		for sc := bufio.NewScanner(ctl); sc.Scan(); {
-			lines <- sc.Text()
-		}
-	}()
-	deadline := time.NewTimer(time.Hour)
-	deadline.Stop()
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				l.kill()
-				report("fired the supervisor died")
-				return
-			}
-			if v, ok := strings.CutPrefix(line, guardDeadline); ok {
-				if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
-					deadline.Reset(time.Duration(ns))
-				}
-			}
-		case <-deadline.C:
-			l.kill()
-			report("fired no extension of the leadership's deadline came in time")
-			return
-		}
-	}
-}
-
-// kill SIGKILLs the lineage until nothing of it is alive, or two seconds
-// passed; the shim's wait loop reaps it.
-func (l *lineage) kill() {
-	for stop := time.Now().Add(2 * time.Second); time.Now().Before(stop); time.Sleep(5 * time.Millisecond) {
-		if l.cgroup != "" {
-			_ = cgroupKill(l.cgroup)
-		}
-		_ = syscall.Kill(-l.pgid, syscall.SIGKILL)
-		left := 0
-		for _, p := range readProcesses().descendants(os.Getpid(), nil) {
-			if !p.dead() {
-				_ = syscall.Kill(p.pid, syscall.SIGKILL)
-				left++
-			}
-		}
-		if left == 0 {
-			return
-		}
-	}
+// setComm sets this process's name (what ps, top, killall and pkill show
+// and match) to name (at most 15 bytes are kept).
+func setComm(name string) {
+	_ = os.WriteFile("/proc/self/comm", []byte(name), 0)
 }

@@ -4,35 +4,38 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// The supervisor's side of the shim: its reports.
+// The supervisor's side of the shim: its reports (protocol_linux.go).
 
 // shimStartTimeout bounds how long Start waits for the shim to name the
 // command: a Go binary's start and one fork and exec.
 const shimStartTimeout = 10 * time.Second
 
-// lineReader reads the shim's report lines.
-type lineReader struct {
+// reportReader reads the shim's reports.
+type reportReader struct {
 	f *os.File
 	r *bufio.Reader
 }
 
-func newLineReader(f *os.File) *lineReader { return &lineReader{f: f, r: bufio.NewReader(f)} }
+func newReportReader(f *os.File) *reportReader { return &reportReader{f: f, r: bufio.NewReader(f)} }
 
-// next is the next line; an error at EOF (the shim is gone) or at the
-// deadline (zero: none).
-func (l *lineReader) next(deadline time.Time) (string, error) {
+// next is the next report; an error at EOF (the shim is gone) or at the
+// deadline (zero: none). A line that does not parse is skipped.
+func (l *reportReader) next(deadline time.Time) (report, error) {
 	_ = l.f.SetReadDeadline(deadline)
-	s, err := l.r.ReadString('\n')
-	if err != nil {
-		return "", err
+	for {
+		s, err := l.r.ReadString('\n')
+		if err != nil {
+			return report{}, err
+		}
+		if r, err := parseReport(strings.TrimSuffix(s, "\n")); err == nil {
+			return r, nil
+		}
 	}
-	return strings.TrimSuffix(s, "\n"), nil
 }
 
 // startErr is the errno of a command the shim could not start.
@@ -43,43 +46,40 @@ func (e startErr) Error() string { return e.errno.Error() }
 // awaitCommand waits for the shim's first report: the command's pid, or why
 // it did not start (a startErr for the exec's own errors).
 func (g *Group) awaitCommand() (int, error) {
-	line, err := g.reports.next(time.Now().Add(shimStartTimeout))
+	r, err := g.reports.next(time.Now().Add(shimStartTimeout))
 	if err != nil {
 		_ = syscall.Kill(g.shim, syscall.SIGKILL)
 		return 0, fmt.Errorf("supervise: the shim did not name the command: %w", err)
 	}
-	kind, rest, _ := strings.Cut(line, " ")
-	switch kind {
-	case "pid":
-		if pid, err := strconv.Atoi(rest); err == nil && pid > 0 {
-			return pid, nil
+	switch r.verb {
+	case rptPid:
+		if r.pid > 0 {
+			return r.pid, nil
 		}
-	case "error":
-		num, text, _ := strings.Cut(rest, " ")
-		if n, err := strconv.Atoi(num); err == nil && !strings.HasPrefix(text, "join cgroup") && !strings.HasPrefix(text, "prctl") && !strings.HasPrefix(text, "shim:") {
-			return 0, startErr{syscall.Errno(n)}
-		}
-		return 0, fmt.Errorf("supervise: shim: %s", text)
+	case rptExecError:
+		return 0, startErr{r.errno}
+	case rptError:
+		return 0, fmt.Errorf("supervise: shim: %s", r.text)
 	}
-	return 0, fmt.Errorf("supervise: the shim said %q", line)
+	return 0, fmt.Errorf("supervise: the shim said %q", r)
 }
 
 // awaitStatus waits for the command's exit status. A shim that ends
 // without one died first (SIGKILL: by cgroup.kill, a guard, or someone),
-// and the command with it (its parent-death signal): SIGKILL.
+// and the command with it (its parent-death signal): SIGKILL, and the shim
+// is lost.
 func (g *Group) awaitStatus() ExitStatus {
 	for {
-		line, err := g.reports.next(time.Time{})
+		r, err := g.reports.next(time.Time{})
 		if err != nil {
+			g.shimDied.Store(true)
 			return ExitStatus{Code: -1, Signal: syscall.SIGKILL}
 		}
-		if strings.HasPrefix(line, "fired ") {
-			g.fired = true
-		}
-		if v, ok := strings.CutPrefix(line, "status "); ok {
-			if n, err := strconv.ParseUint(v, 10, 32); err == nil {
-				return statusOf(syscall.WaitStatus(n))
-			}
+		switch r.verb {
+		case rptFired:
+			g.fired.Store(true)
+		case rptStatus:
+			return statusOf(r.status)
 		}
 	}
 }

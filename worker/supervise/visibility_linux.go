@@ -48,6 +48,23 @@ func ProcHidden() (string, bool) {
 	return fmt.Sprintf("/proc is mounted with hidepid=%s and this process (uid %d) has neither CAP_SYS_PTRACE nor its gid= group", hide, os.Geteuid()), true
 }
 
+// ProcForeign reports, with the reason, when /proc is not this process's
+// pid namespace's (`unshare -p -f` without --mount-proc): /proc/self then
+// names another pid than getpid, and every pid read from /proc — children,
+// parents, process groups — is another namespace's, which a signal from
+// here would take for one of its own. The group cannot be tracked by such
+// a /proc, and Start refuses (ErrProcForeign).
+func ProcForeign() (string, bool) {
+	link, err := os.Readlink("/proc/self")
+	if err != nil {
+		return fmt.Sprintf("cannot read /proc/self: %v", err), true
+	}
+	if link != strconv.Itoa(os.Getpid()) {
+		return fmt.Sprintf("/proc belongs to another pid namespace (this process is pid %d, /proc/self says %s)", os.Getpid(), link), true
+	}
+	return "", false
+}
+
 // procMountOptions are the super options of the /proc mount this process
 // sees ("rw,hidepid=invisible,...").
 func procMountOptions() (string, error) {

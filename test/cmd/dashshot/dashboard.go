@@ -73,7 +73,7 @@ func loadDashboard(path string) (*dashboardJSON, error) {
 
 // Grafana's variables as the picture fills them: every job, a 10 s rate
 // window (five 2 s scrapes).
-var variables = strings.NewReplacer(`job=~"$job"`, `job=~".+"`, "$__rate_interval", "10s")
+var variables = strings.NewReplacer(`job=~"$job"`, `job=~".+"`, `job=~"$locks_job"`, `job=~".+"`, "$__rate_interval", "10s")
 
 var legendLabel = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
 

@@ -14,9 +14,14 @@
 //	                  that ignores SIGTERM, SIGINT and SIGHUP and reports
 //	                  "alive" every 50 ms (it writes no ledger)
 //	--exit-after D    exit on its own after D, with --exit-code
+//	--manager         also start a daemonized manager (a new session) that
+//	                  starts a job every second (at most 20), each like the
+//	                  grandchild, reporting "job started" then "alive"
 //	SIGUSR1           (chaos.Escape) start two more such grandchildren that
 //	                  leave the process group, as a cron daemon's jobs do:
 //	                  one in a new session, one in a new process group
+//	SIGUSR2           (chaos.ForkWalker) start a fork-walker that reports
+//	                  "walker alive N" to the activity log as it hops
 //
 // It keeps appending after a refusal: an orphaned command does not know it
 // is one, and each refused write is evidence that the ledger fenced it.
@@ -41,6 +46,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/blobleader/blobleader/chaos"
+
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/ledger"
 )
@@ -52,6 +59,8 @@ type options struct {
 	ignoreTerm            bool
 	grandchild            bool
 	asGrandchild          bool
+	manager, asManager    bool
+	asJob                 bool
 	exitAfter             time.Duration
 	exitCode              int
 }
@@ -67,6 +76,9 @@ func main() {
 	fs.BoolVar(&o.ignoreTerm, "ignore-term", false, "ignore SIGTERM and SIGINT")
 	fs.BoolVar(&o.grandchild, "grandchild", false, "start a grandchild in the same process group that ignores SIGTERM, SIGINT and SIGHUP")
 	fs.BoolVar(&o.asGrandchild, "as-grandchild", false, "internal: be that grandchild")
+	fs.BoolVar(&o.manager, "manager", false, "start a daemonized manager that starts a job every second")
+	fs.BoolVar(&o.asManager, "as-manager", false, "internal: be that manager")
+	fs.BoolVar(&o.asJob, "as-job", false, "internal: be one of its jobs")
 	fs.DurationVar(&o.exitAfter, "exit-after", 0, "exit on its own after this long (0: never)")
 	fs.IntVar(&o.exitCode, "exit-code", 0, "exit status with --exit-after")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -81,15 +93,20 @@ func main() {
 		fail("BLOBLEADER_IDENTITY is empty (run this under `blobleader run`)")
 	case o.activity == "":
 		fail("--activity is required")
-	case o.conn == "" && !o.asGrandchild:
+	case o.conn == "" && !o.asGrandchild && !o.asManager && !o.asJob:
 		fail("--connection-string (or $AZURE_STORAGE_CONNECTION_STRING) is required")
 	}
 	rep, err := openReporter(o.activity, identity, term)
 	if err != nil {
 		fail("%v", err)
 	}
-	if o.asGrandchild {
-		grandchild(rep)
+	switch {
+	case o.asGrandchild:
+		grandchild(rep, "grandchild started")
+	case o.asJob:
+		grandchild(rep, "job started")
+	case o.asManager:
+		manager(rep)
 	}
 	os.Exit(run(o, rep, term, identity))
 }
@@ -131,9 +148,9 @@ func (r *reporter) report(what string) {
 
 // grandchild ignores the polite signals and reports it is alive until
 // SIGKILL.
-func grandchild(rep *reporter) {
+func grandchild(rep *reporter, started string) {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	rep.report("grandchild started")
+	rep.report(started)
 	for {
 		rep.report("alive")
 		time.Sleep(50 * time.Millisecond)
@@ -154,8 +171,16 @@ func run(o options, rep *reporter, term int64, identity string) int {
 			return 1
 		}
 	}
+	if o.manager {
+		if err := startCopy("--as-manager", &syscall.SysProcAttr{Setsid: true}); err != nil {
+			rep.report("manager failed: " + err.Error())
+			return 1
+		}
+	}
 	escape := make(chan os.Signal, 1)
-	signal.Notify(escape, syscall.SIGUSR1)
+	signal.Notify(escape, chaos.EscapeSignal)
+	walk := make(chan os.Signal, 1)
+	signal.Notify(walk, chaos.WalkerSignal)
 	var exit <-chan time.Time
 	if o.exitAfter > 0 {
 		exit = time.After(o.exitAfter)
@@ -178,6 +203,12 @@ func run(o options, rep *reporter, term int64, identity string) int {
 				}
 			}
 			rep.report("escaping jobs started")
+		case <-walk:
+			if err := chaos.StartForkWalker(o.activity); err != nil {
+				rep.report("walker failed: " + err.Error())
+			} else {
+				rep.report("walker started")
+			}
 		case sig := <-sigs:
 			rep.report("stopped by " + sig.String())
 			return 0
@@ -192,12 +223,36 @@ func run(o options, rep *reporter, term int64, identity string) int {
 // startGrandchild starts a copy of this command as a grandchild (see
 // grandchild), with attr (nil: in our own process group). It is not waited
 // for: it is left to the supervisor (a subreaper) to reap.
-func startGrandchild(attr *syscall.SysProcAttr) error {
-	args := append([]string{"--as-grandchild"}, os.Args[1:]...)
+func startGrandchild(attr *syscall.SysProcAttr) error { return startCopy("--as-grandchild", attr) }
+
+// startCopy starts a copy of this command in role (an --as-… flag), with
+// attr (nil: in our own process group), not waited for.
+func startCopy(role string, attr *syscall.SysProcAttr) error {
+	args := append([]string{role}, os.Args[1:]...)
 	gc := exec.Command(os.Args[0], args...)
 	gc.Stdout, gc.Stderr = os.Stdout, os.Stderr
 	gc.SysProcAttr = attr
 	return gc.Start()
+}
+
+// manager is a daemonized process manager: it ignores the polite signals
+// and starts a job every second, at most maxJobs, each like the grandchild.
+// Jobs it starts after the command's shim died are children of a process
+// whose parent is gone: only a supervisor that keeps the whole lineage in
+// view reaches them.
+func manager(rep *reporter) {
+	const maxJobs = 20
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	rep.report("manager started")
+	for n := 0; ; n++ {
+		if n < maxJobs {
+			if err := startCopy("--as-job", nil); err != nil {
+				rep.report("job failed: " + err.Error())
+			}
+		}
+		rep.report("alive")
+		time.Sleep(time.Second)
+	}
 }
 
 // step opens the ledger for our term if not yet open, then appends once.

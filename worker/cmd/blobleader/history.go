@@ -58,7 +58,7 @@ func (n *node) queueHistory(f *history.File) {
 	q := history.NewQueue(f, history.QueueOptions{Identity: n.o.identity, Start: processStart,
 		OnError: func(err error) { n.log.Error("history write failed", "err", err) }})
 	n.hist = q
-	n.closers = append(n.closers, func() {
+	n.addSink(func() {
 		// A file still blocked after the flush stays open: closing it
 		// would wait on the very write that blocks.
 		if n.flush("history", q.Close) {
@@ -78,7 +78,7 @@ func (n *node) appendHistoryBlobs() error {
 	}
 	b := history.OpenBlob(hc, o.identity, processStart, history.BlobOptions{Logger: n.log})
 	n.hist = b
-	n.closers = append(n.closers, func() {
+	n.addSink(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := b.Close(ctx); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/lockapi"
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/status"
 )
 
 // `blobleader locks`: the named-lock HTTP service (worker/lockapi).
@@ -28,28 +30,36 @@ import (
 const tokenEnv = "BLOBLEADER_LOCKS_TOKEN"
 
 type locksOptions struct {
-	storage     storageOptions
-	store       string
-	prefix      string
-	listen      string
-	tokenFile   string
-	maxWait     time.Duration
-	retryPeriod time.Duration
-	logFormat   string
-	token       string // from tokenEnv or --token-file; never logged
+	storage        storageOptions
+	store          string
+	prefix         string
+	listen         string
+	grpcListen     string
+	tokenFile      string
+	maxWait        time.Duration
+	retryPeriod    time.Duration
+	idleTimeout    time.Duration
+	maxConnections int
+	logFormat      string
+	token          string // from tokenEnv or --token-file; never logged
 }
 
-const locksSummary = `blobleader locks — serve named resource locks over HTTP: Dapr's distributed lock API
-(POST /v1.0-alpha1/lock/{store}, POST /v1.0-alpha1/unlock/{store}) plus the fencing
+const locksSummary = `blobleader locks — serve named resource locks with Dapr's distributed lock API, over
+HTTP (POST /v1.0-alpha1/lock/{store}, POST /v1.0-alpha1/unlock/{store}) and gRPC
+(dapr.proto.runtime.v1.Dapr/TryLockAlpha1, /UnlockAlpha1, /GetMetadata), plus the fencing
 term, a bounded wait, POST /v1.0-alpha1/renew/{store} and GET /v1.0-alpha1/lock/{store}?resourceId=.
+Point any Dapr SDK at it: DAPR_HTTP_ENDPOINT=http://127.0.0.1:3500,
+DAPR_GRPC_ENDPOINT=127.0.0.1:50001 (gRPC is also served on --listen).
 Stateless: run as many replicas as you like on the same container.
 
 Usage:
   blobleader locks [flags]
 
-A listen address that is not loopback requires a bearer token: ` + tokenEnv + `
-(the token itself) or --token-file. Requests then carry "Authorization: Bearer
-<token>" (or Dapr's "dapr-api-token: <token>"). GET /healthz answers 200 without one.
+A listen address (--listen or --grpc-listen) that is not loopback requires a
+bearer token: ` + tokenEnv + ` (the token itself) or --token-file. Requests
+then carry "Authorization: Bearer <token>" or Dapr's "dapr-api-token: <token>"
+(gRPC: the same as metadata). GET /healthz, /readyz, /v1.0/healthz,
+/v1.0/healthz/outbound and /metrics answer without one.
 
 Exit codes: 0 clean stop (SIGTERM/SIGINT), 2 invalid configuration, 1 anything else.`
 
@@ -71,10 +81,13 @@ func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	registerStorageFlags(fs.FlagSet, &o.storage)
 	fs.StringVar(&o.store, "store", "lockstore", "the store name in every path ({store}); it names --container's locks")
 	fs.StringVar(&o.prefix, "prefix", mutex.DefaultPrefix, "blob name prefix of the lock blobs: <prefix>/<sha-256 of the resource id>")
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:3500", "HTTP address; not loopback requires a token ("+tokenEnv+" or --token-file)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:3500", "HTTP address (Dapr's HTTP port; gRPC is served here too); not loopback requires a token ("+tokenEnv+" or --token-file)")
+	fs.StringVar(&o.grpcListen, "grpc-listen", "127.0.0.1:50001", "gRPC address (Dapr's gRPC port); empty: gRPC on --listen only; not loopback requires a token")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bearer token (one line)")
 	fs.DurationVar(&o.maxWait, "max-wait", 30*time.Second, "the longest waitSeconds a lock request may ask for; 0s–60s")
 	fs.DurationVar(&o.retryPeriod, "retry-period", election.DefaultTiming().RetryPeriod, "how often a waiting lock request tries again (jittered ±10%); ≥ 500ms")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Second, "close a connection idle this long between requests; 1s–10m")
+	fs.IntVar(&o.maxConnections, "max-connections", 1024, "serve at most this many connections at once (both addresses together); more wait to be accepted; 1–65536")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto, text, json")
 	if err := fs.parse(args); err != nil {
 		return nil, err
@@ -98,14 +111,22 @@ func (o *locksOptions) validate() error {
 		return usagef("invalid --store: must not be empty")
 	case o.maxWait < 0 || o.maxWait > 60*time.Second:
 		return usagef("invalid --max-wait %s: must be between 0s and 60s", o.maxWait)
+	case o.idleTimeout < time.Second || o.idleTimeout > 10*time.Minute:
+		return usagef("invalid --idle-timeout %s: must be between 1s and 10m", o.idleTimeout)
+	case o.maxConnections < 1 || o.maxConnections > 65536:
+		return usagef("invalid --max-connections %d: must be between 1 and 65536", o.maxConnections)
+	case o.grpcListen != "" && o.grpcListen == o.listen:
+		return usagef("invalid --grpc-listen %q: the same address as --listen (gRPC is served on --listen too; set --grpc-listen to another address, or empty)", o.grpcListen)
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
 		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
 	}
 	if err := o.readToken(); err != nil {
 		return err
 	}
-	if o.token == "" && !loopbackListen(o.listen) {
-		return usagef("invalid --listen %q: an address that is not loopback requires a bearer token (%s or --token-file), so that nothing off the host takes or frees locks unauthenticated", o.listen, tokenEnv)
+	for _, l := range []struct{ flag, addr string }{{"--listen", o.listen}, {"--grpc-listen", o.grpcListen}} {
+		if o.token == "" && l.addr != "" && !loopbackListen(l.addr) {
+			return usagef("invalid %s %q: an address that is not loopback requires a bearer token (%s or --token-file), so that nothing off the host takes or frees locks unauthenticated", l.flag, l.addr, tokenEnv)
+		}
 	}
 	return nil
 }
@@ -159,7 +180,9 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 	log := slog.New(logs.Handler())
 	cfg := mutex.DefaultConfig("blobleader-locks")
 	cfg.Prefix, cfg.RetryPeriod = o.prefix, o.retryPeriod
-	c, err := newContainerClient(o.storage, nil, cfg.RequestTimeout(), nil)
+	metrics := lockapi.NewMetrics()
+	metrics.Registry.MustRegister(status.NewLogDrops(logs.Dropped))
+	c, err := newContainerClient(o.storage, nil, cfg.RequestTimeout(), metrics.ObserveStorage)
 	if err != nil {
 		return err
 	}
@@ -167,21 +190,25 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	api := lockapi.New(locker, lockapi.Config{Store: o.store, Token: o.token, MaxWait: o.maxWait, Logger: log}, cfg.JitteredRetryPeriod)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("/", api)
-	ln, err := net.Listen("tcp", o.listen)
+	api := lockapi.New(locker, lockapi.Config{Store: o.store, Token: o.token, MaxWait: o.maxWait, Logger: log, Metrics: metrics}, cfg.JitteredRetryPeriod)
+	lns, err := o.listeners()
 	if err != nil {
-		return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
+		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := newLockServer(api, o.idleTimeout)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("lock service started", "listen", ln.Addr().String(), "store", o.store, "container", o.storage.container,
-		"prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait.String())
+	served := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { served <- srv.Serve(ln) }()
+	}
+	grpcAddr := ""
+	if len(lns) > 1 {
+		grpcAddr = lns[1].Addr().String()
+	}
+	log.Info("lock service started", "listen", lns[0].Addr().String(), "grpc_listen", grpcAddr, "store", o.store,
+		"container", o.storage.container, "prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait.String(),
+		"idle_timeout", o.idleTimeout.String(), "max_connections", o.maxConnections)
 	select {
 	case err = <-served:
 		return fmt.Errorf("http server: %w", err)
@@ -192,4 +219,70 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 	_ = srv.Shutdown(shutdown)
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// Header timeouts: a connection must send a request's headers within
+// readHeaderTimeout of its start (or of the last answer).
+const readHeaderTimeout = 5 * time.Second
+
+// newLockServer serves h over HTTP/1.1 and cleartext HTTP/2 (h2c with prior
+// knowledge, which gRPC clients speak), closing connections idle for idle
+// and those that do not send a request's headers in time.
+func newLockServer(h http.Handler, idle time.Duration) *http.Server {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idle}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	return srv
+}
+
+// listeners opens --listen and, unless empty, --grpc-listen, sharing one
+// bound of --max-connections.
+func (o *locksOptions) listeners() ([]net.Listener, error) {
+	slots := make(chan struct{}, o.maxConnections)
+	var lns []net.Listener
+	for _, l := range []struct{ flag, addr string }{{"--listen", o.listen}, {"--grpc-listen", o.grpcListen}} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, open := range lns {
+				_ = open.Close()
+			}
+			return nil, usagef("cannot listen on %s %s: %v", l.flag, l.addr, causeOf(err))
+		}
+		lns = append(lns, &boundedListener{Listener: ln, slots: slots})
+	}
+	return lns, nil
+}
+
+// boundedListener accepts a connection only while fewer than cap(slots)
+// are open; more wait in the kernel's backlog until one closes.
+type boundedListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *boundedListener) Accept() (net.Conn, error) {
+	l.slots <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+}
+
+// slotConn gives its slot back once, when closed.
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
 }

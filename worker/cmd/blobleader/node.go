@@ -42,6 +42,7 @@ type node struct {
 	elector    *election.Elector // built last, over lock, with the mode's callbacks
 	companions []companion       // the mode's, beside the election
 	closers    []func()          // run by close, last first
+	sinks      []func()          // flush the log and history sinks (bounded); also closers
 }
 
 // A mode is what a contending mode runs on its node, built on the node's
@@ -88,8 +89,11 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 	logs := boundedlog.New(newLogger(o.logFormat, stderr).Handler(), boundedlog.Options{})
 	base := slog.New(logs.Handler())
 	n := &node{o: o, cfg: cfg, base: base, log: base.With("identity", o.identity)}
-	n.closers = append(n.closers, func() { n.flush("logs", logs.Close) })
+	n.addSink(func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
+	// The leader confirms its record, so a lease held outside the election
+	// is told from a leader (docs/architecture.md#conflicting-set-ups).
+	n.cfg.ConfirmEvery = n.cfg.LeaseDuration / 2
 	if historyFile != nil {
 		n.queueHistory(historyFile)
 	}
@@ -115,12 +119,15 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 func (n *node) open() error {
 	o := n.o
 	o.build.announce(n.log)
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
+	if o.listen != "" { // "": no listener (a one-shot lock not asked to listen)
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
+		}
+		n.ln = ln
+		n.closers = append(n.closers, func() { ln.Close() })
 	}
-	n.ln = ln
-	n.closers = append(n.closers, func() { ln.Close() })
+	var err error
 	if n.control, err = listenControl(o.controlListen); err != nil {
 		return err
 	}
@@ -176,7 +183,7 @@ func (n *node) elect(buildMode func(*node) (mode, error)) error {
 		return usagef("%v", err)
 	}
 	n.elector, n.companions = e, m.companions
-	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.health), status.NewConflictGauge(n.conflict))
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.health), status.NewReadyGauge(n.ready), status.NewConflictGauge(n.conflict))
 	return nil
 }
 
@@ -236,6 +243,28 @@ func causeOf(err error) error {
 	return err
 }
 
+// addSink registers the flush of a log or history sink: a closer, and one
+// exitUnreleased runs.
+func (n *node) addSink(flush func()) {
+	n.closers = append(n.closers, flush)
+	n.sinks = append(n.sinks, flush)
+}
+
+// exitUnreleased ends the process with code at once, releasing nothing (the
+// lease expires on its own), once the history and then the logs are
+// flushed, each within exitFlush: the line that explains such an exit must
+// reach its sink before it. Nothing else is closed: a listener closed
+// early would end the election, which might release.
+func (n *node) exitUnreleased(code int) {
+	for i := len(n.sinks) - 1; i >= 0; i-- {
+		n.sinks[i]()
+	}
+	osExit(code)
+}
+
+// osExit is os.Exit (a test sees what was written by the time it is called).
+var osExit = os.Exit
+
 // close releases what openNode opened, last first.
 func (n *node) close() {
 	for i := len(n.closers) - 1; i >= 0; i-- {
@@ -268,9 +297,13 @@ func (n *node) run(ctx context.Context) error {
 	defer serveControl(n.control, n.log)()
 	srv := &http.Server{Handler: n.handler(), ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(n.ln) }()
+	listen := ""
+	if n.ln != nil {
+		go func() { srvErr <- srv.Serve(n.ln) }()
+		listen = n.ln.Addr().String()
+	}
 	cfg := n.cfg
-	n.log.Info("worker started", "listen", n.ln.Addr().String(), "lock", n.lock.Describe(),
+	n.log.Info("worker started", "listen", listen, "lock", n.lock.Describe(),
 		"lease", cfg.LeaseDuration, "renew_deadline", cfg.RenewDeadline, "renew_interval", cfg.RenewInterval,
 		"retry_period", cfg.RetryPeriod, "request_timeout", cfg.RequestTimeout(), "takeover_after", cfg.TakeoverAfter, "profile", n.o.profile)
 

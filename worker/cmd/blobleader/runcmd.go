@@ -84,6 +84,10 @@ func superviseRun(o *runOptions, stderr io.Writer) error {
 	cgroupKill := supervise.CanKillAnyUser()
 	n.log.Info("supervising", "command", o.argv, "path", o.path, "once", o.once, "kill_grace", o.killGrace, "shutdown_grace", o.shutdownGrace,
 		"cgroup_kill", cgroupKill, "group", groupMode(cgroupKill))
+	for _, l := range supervise.HeldLeftovers() {
+		n.log.Warn("a cgroup left behind by a supervisor that is gone still holds processes; whoever killed that supervisor should end them",
+			"event", "cgroup_leftover", "cgroup", l.Dir, "processes", l.Processes)
+	}
 	if err := n.run(ctx); err != nil {
 		return err
 	}

@@ -101,6 +101,10 @@ func (o *runOptions) checkCommand() error {
 	if err := supervise.CheckReachable(path); err != nil {
 		return usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
 	}
+	// A /proc of another pid namespace: its pids are not ours.
+	if why, foreign := supervise.ProcForeign(); foreign {
+		return usagef("cannot supervise a command here: %s, so the command's processes could not be told from others; give the supervisor a /proc of its own pid namespace (unshare --pid --fork --mount-proc, or mount -t proc proc /proc inside it)", why)
+	}
 	// A /proc that hides processes from us (hidepid) and no cgroup: a member
 	// we cannot see would be taken for gone.
 	if why, hidden := supervise.ProcHidden(); hidden && !supervise.CanKillAnyUser() {

@@ -40,10 +40,7 @@ type supervisor struct {
 	unreachable prometheus.Gauge
 	guardsLost  prometheus.Counter
 	endRun      context.CancelFunc // ends Run (the elector steps down as a shutdown)
-	// fatal ends the process without releasing the lease (a group that
-	// survived SIGKILL must not be followed by a release).
-	fatal func(code int)
-	quit  chan struct{} // closed on SIGTERM/SIGINT
+	quit        chan struct{}      // closed on SIGTERM/SIGINT
 
 	mu         sync.Mutex
 	term       int64     // the leadership validUntil belongs to
@@ -58,19 +55,21 @@ type supervisor struct {
 	startErr   error                // the last start failure
 	shutdown   bool
 	lastRun    bool // --once: the command has run; end Run at the step-down
+	progressed bool // a look found the running command's group alive (watch.go)
+	quickExits int  // commands in a row that exited before any such look
 }
 
 // newSupervisor builds the supervisor on n, and its metrics. endRun ends
 // Run, the elector's context.
 func newSupervisor(o *runOptions, n *node, endRun context.CancelFunc) *supervisor {
-	s := &supervisor{o: o, n: n, log: n.log, endRun: endRun, fatal: os.Exit, signal: syscall.SIGTERM, quit: make(chan struct{}),
+	s := &supervisor{o: o, n: n, log: n.log, endRun: endRun, signal: syscall.SIGTERM, quit: make(chan struct{}),
 		exits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "blobleader_child_exits_total",
-			Help: "Exits of the command run by `blobleader run`, by cause: exited (on its own), leadership_ended (stopped because leadership ended), shutdown (the supervisor was told to stop).",
+			Help: "Exits of the command run by `blobleader run`, by cause: exited (on its own), leadership_ended (stopped because leadership ended), shutdown (the supervisor was told to stop), guard_lost (no guard could be started), shim_lost (its shim died or stopped).",
 		}, []string{"cause"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "blobleader_child_running",
-			Help: "1 while the command of `blobleader run` (or any process it started) runs, else 0.",
+			Help: "1 while the command of `blobleader run` (or any process it started) runs, else 0 (looked at twice per renew interval).",
 		}),
 		unreachable: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "blobleader_child_out_of_reach",
@@ -81,7 +80,7 @@ func newSupervisor(o *runOptions, n *node, endRun context.CancelFunc) *superviso
 			Help: "Group guards of `blobleader run` that died while their command ran (each is replaced at once, or the command is stopped and the lease released).",
 		}),
 	}
-	for _, c := range []string{history.CauseExited, history.CauseLeadershipEnded, history.CauseShutdown, history.CauseGuardLost} {
+	for _, c := range []string{history.CauseExited, history.CauseLeadershipEnded, history.CauseShutdown, history.CauseGuardLost, history.CauseShimLost} {
 		s.exits.WithLabelValues(c)
 	}
 	pipes := prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -180,10 +179,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 	s.started(term, g, log)
 	cause, err := s.watch(ctx, term, g)
 	if errors.Is(err, supervise.ErrSurvived) {
-		// We cannot prove the command dead. Releasing now would let the next
-		// leader start while it may still run; exit and let the lease expire.
-		log.Error("the command's process group survived SIGKILL; exiting without releasing the lease (it expires on its own)", "pid", g.Pid(), "err", err)
-		s.fatal(1)
+		s.abandon(log, g.Pid(), err)
 		return err
 	}
 	st, cause := s.exited(term, g, cause, log)
@@ -194,7 +190,7 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 		return err
 	}
 	if cause == history.CauseExited {
-		return fmt.Errorf("command %s", st)
+		return s.exitedOnItsOwn(term, g, st, log)
 	}
 	if cause == history.CauseShutdown {
 		// The shutdown ends Run once the group is reaped (onSignals): step
@@ -202,6 +198,41 @@ func (s *supervisor) lead(ctx context.Context, term int64) error {
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// exitedOnItsOwn is lead's error for a command that exited on its own: it
+// hands leadership on. A command that exited before any look found it
+// running (within half a renew interval: a crash at start, a bad
+// configuration) made no progress; the error says so (ErrNoProgress), so
+// the elector backs off before contending again (docs/architecture.md#the-election,
+// backoff) instead of restarting it at once, for ever; logged with the
+// count of such exits in a row.
+func (s *supervisor) exitedOnItsOwn(term int64, g *supervise.Group, st supervise.ExitStatus, log *slog.Logger) error {
+	s.mu.Lock()
+	quick := !s.progressed
+	if quick {
+		s.quickExits++
+	} else {
+		s.quickExits = 0
+	}
+	n := s.quickExits
+	s.mu.Unlock()
+	if !quick {
+		return fmt.Errorf("command %s", st)
+	}
+	log.Warn("the command exited before it ran for half a renew interval; backing off before contending again",
+		"event", "child_backoff", "pid", g.Pid(), "status", st.String(), "quick_exits", n)
+	return fmt.Errorf("command %s at once (%d in a row): %w", st, n, election.ErrNoProgress)
+}
+
+// abandon ends the process without releasing the lease, after a stop of
+// the group of pid that failed with err (ErrSurvived): we cannot prove the
+// command dead, and releasing now would let the next leader start while it
+// may still run; the lease expires on its own. The line that says so is
+// written before the exit (node.exitUnreleased).
+func (s *supervisor) abandon(log *slog.Logger, pid int, err error) {
+	log.Error("the command's process group survived SIGKILL; exiting without releasing the lease (it expires on its own)", "pid", pid, "err", err)
+	s.n.exitUnreleased(1)
 }
 
 // started reports the command started for term: metric, history, log.
@@ -253,12 +284,12 @@ func (s *supervisor) start(term int64) (*supervise.Group, error) {
 		return nil, errStillRunning
 	}
 	g, err := supervise.Start(supervise.Spec{Path: s.o.path, Args: s.o.argv, Env: commandEnv(os.Environ(), term, s.o.identity),
-		Guard: s.o.guard, Shim: s.o.guard, Deadline: s.killByLocked(term)})
+		Guard: s.o.guard, Shim: s.o.guard, KillAt: s.killByLocked(term)})
 	if err != nil {
 		s.startErr = err
 		return nil, err
 	}
-	s.group, s.groupTerm, s.startErr = g, term, nil
+	s.group, s.groupTerm, s.startErr, s.progressed = g, term, nil, false
 	return g, nil
 }
 

@@ -17,7 +17,8 @@ import (
 // of reach keeps it here, reporting progress (so the lease is held), until that
 // member is gone.
 func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) (cause string, err error) {
-	// The command cannot report progress to the stall watchdog; we do while it lives.
+	// The command cannot report progress to the stall watchdog; we look at
+	// its group twice per renew interval (look).
 	beat := time.NewTicker(max(s.n.cfg.RenewInterval/2, 10*time.Millisecond))
 	defer beat.Stop()
 	// A member that changes its user is found within one renew interval.
@@ -34,11 +35,17 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 		}
 	}
 	arm()
+	shimStopped := 0 // looks in a row that found the shim stopped
 	for cause == "" {
 		select {
 		case <-g.Exited():
 			// On its own: take whatever it left behind with it.
 			cause = history.CauseExited
+			if g.ShimLost() {
+				cause = history.CauseShimLost
+				s.log.Error("the command's shim died before it reported the command's end; stopping what is left of the command and handing leadership on",
+					"event", history.CauseShimLost, "term", term, "pid", g.Pid())
+			}
 		case <-s.quit:
 			cause = history.CauseShutdown
 		case <-ctx.Done():
@@ -68,11 +75,43 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 				s.reportOutOfReach(term, g, rerr)
 			}
 		case <-beat.C:
-			election.Progress(ctx)
+			cause = s.look(ctx, term, g, &shimStopped)
 		}
 	}
 	err = s.stop(g, term, cause)
 	return s.settle(ctx, term, g, cause, err, beat)
+}
+
+// look is the watch's look at the group, twice per renew interval: while a
+// member of the command runs, that is its progress for the stall watchdog,
+// and blobleader_child_running says whether one does. A shim found stopped
+// at two looks in a row (SIGSTOP, a debugger) reaps and reports nothing:
+// the supervisor can no longer learn of the command's end, so it stops
+// believing in the command and stops it (cause shim_lost), which hands
+// leadership on; so a stopped shim is noticed within one renew interval.
+func (s *supervisor) look(ctx context.Context, term int64, g *supervise.Group, stoppedLooks *int) string {
+	running := g.Running()
+	if running {
+		s.running.Set(1)
+	} else {
+		s.running.Set(0)
+	}
+	if !g.ShimStopped() {
+		*stoppedLooks = 0
+		if running {
+			election.Progress(ctx)
+			s.mu.Lock()
+			s.progressed = true
+			s.mu.Unlock()
+		}
+		return ""
+	}
+	if *stoppedLooks++; *stoppedLooks < 2 {
+		return ""
+	}
+	s.log.Error("the command's shim is stopped: it can no longer report the command's end; stopping the command and handing leadership on",
+		"event", history.CauseShimLost, "term", term, "pid", g.Pid(), "command_running", running)
+	return history.CauseShimLost
 }
 
 // settle turns the outcome of a stop into watch's: nil once the group is
@@ -162,19 +201,19 @@ func (s *supervisor) grace(term int64, want time.Duration) time.Duration {
 	return min(want, time.Until(at))
 }
 
-// killBy is the guard's (and the shim's) deadline for term, from now:
-// killAt, the moment the supervisor itself would SIGKILL. The guard's kill
-// is then reaped within KillTimeout, inside the budget validateRun checks.
-// Zero (no deadline) when the end is unknown.
-func (s *supervisor) killBy(term int64) time.Duration {
+// killBy is the instant the guard and the shim kill term's group unless
+// extended: killAt, the moment the supervisor itself would SIGKILL. Their
+// kill is then reaped within KillTimeout, inside the budget validateRun
+// checks. Zero (no deadline) when the end is unknown.
+func (s *supervisor) killBy(term int64) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.killByLocked(term)
 }
 
-func (s *supervisor) killByLocked(term int64) time.Duration {
+func (s *supervisor) killByLocked(term int64) time.Time {
 	if s.term != term || s.until.IsZero() {
-		return 0
+		return time.Time{}
 	}
-	return max(time.Until(s.killAfter(s.until)), time.Millisecond)
+	return s.killAfter(s.until)
 }

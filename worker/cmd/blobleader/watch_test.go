@@ -30,16 +30,16 @@ func TestRun_KillGraceComesBeforeTheEndWithEarlyTakeover(t *testing.T) {
 			if got := s.killAt(7).Sub(end); got != tc.killAt {
 				t.Errorf("killAt = end %+v, want end %+v", got, tc.killAt)
 			}
-			// The guard's deadline and the clamped grace are durations from
-			// now: compare them with what is left until killAt.
-			left := time.Until(end.Add(tc.killAt))
-			if d := s.killBy(7) - left; d < -50*time.Millisecond || d > 50*time.Millisecond {
-				t.Errorf("killBy = %v, want about %v (killAt)", s.killBy(7), left)
+			// The guard's deadline is killAt itself; the clamped grace is a
+			// duration from now: compare it with what is left until killAt.
+			if got := s.killBy(7); !got.Equal(s.killAt(7)) {
+				t.Errorf("killBy = %v, want killAt %v", got, s.killAt(7))
 			}
+			left := time.Until(end.Add(tc.killAt))
 			if d := s.grace(7, time.Minute) - left; d < -50*time.Millisecond || d > 50*time.Millisecond {
 				t.Errorf("grace(1m) = %v, want clamped to about %v (killAt)", s.grace(7, time.Minute), left)
 			}
-			if s.killAt(8) != (time.Time{}) || s.killBy(8) != 0 {
+			if !s.killAt(8).IsZero() || !s.killBy(8).IsZero() {
 				t.Errorf("another term's end is unknown: killAt %v, killBy %v", s.killAt(8), s.killBy(8))
 			}
 		})

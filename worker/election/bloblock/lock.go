@@ -19,7 +19,6 @@ package bloblock
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/url"
 	"path"
 	"strconv"
@@ -198,16 +197,16 @@ func (l *Lock) TermFloor() int64 { return l.termFloor() }
 // term, acquired), as Get does and as a listing of lock blobs with their
 // metadata returns it. Every field it can read is set; the error (wrapping
 // lease.ErrUnusableRecord) says that the term cannot give the next one:
-// not a non-negative integer (the term is then 0), or 9223372036854775807
-// (kept as the term), whose successor would wrap negative.
+// not a non-negative integer (the term is then 0), or lease.MaxTerm or more
+// (kept as the term), whose successor would pass the highest term.
 func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 	var r lease.Record
 	term, err := storage.Term(md)
 	switch {
 	case err != nil:
 		err = fmt.Errorf("%w: %v", lease.ErrUnusableRecord, err)
-	case term == math.MaxInt64:
-		err = fmt.Errorf("%w: metadata term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, term)
+	case term >= lease.MaxTerm:
+		err = fmt.Errorf("%w: metadata term %d cannot grow (the next would pass %d, the highest term)", lease.ErrUnusableRecord, term, int64(lease.MaxTerm))
 	}
 	r.Term = term
 	// Metadata names are case-insensitive in Azure; the SDK may hand them
@@ -236,7 +235,9 @@ func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 
 // Update writes the record, conditioned on the lease held as leaseID:
 // storage refuses it (412) once that lease does not hold the blob, and with
-// 404 once the blob or its container is gone.
+// 404 once the blob or its container is gone. A lock made At a version
+// writes only while the blob is still at that version (412 ConditionNotMet,
+// storage.Changed, otherwise).
 func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error {
 	term, acquired := strconv.FormatInt(r.Term, 10), r.Acquired.UTC().Format(time.RFC3339Nano)
 	md := map[string]*string{metaHolder: &r.Holder, storage.MetaTerm: &term, metaAcquired: &acquired}
@@ -249,7 +250,10 @@ func (l *Lock) Update(ctx context.Context, leaseID string, r lease.Record) error
 	takeoverMetadata(md, r)
 	l.label.add(md)
 	_, err := l.blob.SetMetadata(storage.WithOp(ctx, "update"), md, &blob.SetMetadataOptions{
-		AccessConditions: &blob.AccessConditions{LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID}},
+		AccessConditions: &blob.AccessConditions{
+			LeaseAccessConditions:    &blob.LeaseAccessConditions{LeaseID: &leaseID},
+			ModifiedAccessConditions: l.conditions(),
+		},
 	})
 	return classify("update", err, guardedWrite)
 }

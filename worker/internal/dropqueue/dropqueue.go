@@ -1,8 +1,9 @@
 // Package dropqueue is the bounded queue that never makes its caller wait,
 // shared by the binary's logs (worker/boundedlog) and its history file
 // (history.Queue): Put enqueues or drops and counts; one goroutine writes the
-// items in order and reports each run of dropped items in the place where it
-// is missing. Why: nothing on the safety path (step-down, kill, release) may
+// items in order, counts a write that fails (a full disk, a pipe with no
+// reader) as a drop too, and reports each run of dropped items in the place
+// where it is missing. Why: nothing on the safety path (step-down, kill, release) may
 // wait on a report of it (docs/architecture.md#logs).
 //
 // Memory is bounded by the capacity (items, not bytes). An item still queued
@@ -43,11 +44,12 @@ type entry[T any] struct {
 }
 
 // New starts a queue of capacity items (at least 1) whose goroutine hands
-// each item to write, in order, and calls hole with the number of items
-// dropped since the last report (n) and in all (total) in the place of the
-// hole: before the first item queued after the drops, or when the queue runs
+// each item to write, in order (an item write fails to write is lost and
+// counted as dropped), and calls hole with the number of items dropped
+// since the last report (n) and in all (total) in the place of the hole:
+// before the first item queued after the drops, or when the queue runs
 // empty.
-func New[T any](capacity int, write func(T), hole func(n, total uint64)) *Queue[T] {
+func New[T any](capacity int, write func(T) error, hole func(n, total uint64)) *Queue[T] {
 	q := &Queue[T]{q: make(chan entry[T], max(capacity, 1)), done: make(chan struct{})}
 	go q.drain(write, hole)
 	return q
@@ -71,10 +73,11 @@ func (q *Queue[T]) Put(v T) error {
 	}
 }
 
-// Dropped counts the items lost to a full or closed queue since New.
+// Dropped counts the items lost since New: to a full or closed queue, or to
+// a write that failed.
 func (q *Queue[T]) Dropped() uint64 { return q.dropped.Load() }
 
-func (q *Queue[T]) drain(write func(T), hole func(n, total uint64)) {
+func (q *Queue[T]) drain(write func(T) error, hole func(n, total uint64)) {
 	defer close(q.done)
 	var reported uint64
 	report := func(upTo uint64) {
@@ -86,7 +89,9 @@ func (q *Queue[T]) drain(write func(T), hole func(n, total uint64)) {
 	}
 	for e := range q.q {
 		report(e.droppedBefore)
-		write(e.v)
+		if write(e.v) != nil {
+			q.dropped.Add(1)
+		}
 		if len(q.q) == 0 {
 			report(q.dropped.Load())
 		}

@@ -1,0 +1,74 @@
+package chaos
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/supervise"
+)
+
+// shimOf waits for the fixture's shim, its child (the "command") and its
+// grandchild, and returns the three pids.
+func shimOf(t *testing.T, p *proc) (shim, cmd, gc int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if s, err := ChildNamed(p.Pid(), supervise.ShimName); err == nil {
+			if c := childrenOf(s); len(c) == 1 {
+				if g := childrenOf(c[0]); len(g) == 1 {
+					return s, c[0], g[0]
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fixture's shim, command and grandchild did not all start within 10s")
+		}
+	}
+}
+
+// With Nest, the command's other processes are moved into a cgroup below
+// the shim's, then the shim alone is SIGKILLed; the supervisor runs on.
+func TestShimKill_NestsTheLineageThenKillsTheShimAlone(t *testing.T) {
+	c := confineT(t)
+	p := startFixture(t, "shimmed")
+	shim, cmd, gc := shimOf(t, p)
+	for _, pid := range []int{shim, cmd, gc} { // the shim's group cgroup, as a supervisor makes one
+		if err := os.WriteFile(filepath.Join(c.Dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &ShimKill{Process: p, Nest: true}
+	if err := f.Inject(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatalf("inject: %v", err)
+	}
+	if f.Kind() != KindShimKill || f.Target() != p.Name() || f.Shim != shim || len(f.Moved) != 1 || f.Moved[0] != gc {
+		t.Fatalf("kind %q target %q shim %d moved %v, want %q on %q, shim %d, moved [%d]", f.Kind(), f.Target(), f.Shim, f.Moved, KindShimKill, p.Name(), shim, gc)
+	}
+	if filepath.Dir(f.Nested) != c.Dir {
+		t.Fatalf("nested cgroup %s is not below the shim's %s", f.Nested, c.Dir)
+	}
+	if got := cgroupProcs(f.Nested); len(got) != 1 || got[0] != gc {
+		t.Fatalf("nested cgroup holds %v, want [%d]", got, gc)
+	}
+	if ProcAlive(shim) {
+		t.Fatalf("shim %d still runs after Inject returned", shim)
+	}
+	if !ProcAlive(gc) {
+		t.Fatalf("the grandchild %d died with the shim: the fault killed more than the shim", gc)
+	}
+	if err := p.waitBeating(ctxT(t, 5*time.Second), p.beats()); err != nil {
+		t.Fatalf("the supervisor stopped with its shim: %v", err)
+	}
+	if err := f.Inject(ctxT(t, time.Second)); !errors.Is(err, ErrInjected) {
+		t.Fatalf("second inject = %v, want ErrInjected", err)
+	}
+	if err := f.Remove(ctxT(t, time.Second)); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if err := (&ShimKill{Process: p}).Inject(ctxT(t, time.Second)); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("inject with no shim = %v, want ErrNotRunning", err)
+	}
+}

@@ -1,0 +1,60 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	"github.com/blobleader/blobleader/worker/supervise"
+)
+
+// ShimStop SIGSTOPs the command shim of a `blobleader run` supervisor alone,
+// as a debugger attaching to it, or an operator's `kill -STOP` of the wrong
+// pid, would; the supervisor and the command run on. A stopped shim reaps
+// nothing and reports nothing: whether the supervisor still learns that its
+// command ended (it crashes meanwhile, or the supervisor is told to stop)
+// is what the fault shows. Remove continues it with SIGCONT.
+type ShimStop struct {
+	Process Process `json:"-"` // the supervisor (must implement PIDProcess)
+	Shim    int     `json:"shim_pid"`
+
+	state signalled
+}
+
+var (
+	_ Fault         = (*ShimStop)(nil)
+	_ ProcessTarget = (*ShimStop)(nil)
+)
+
+func (f *ShimStop) SetProcess(p Process) { f.Process = p }
+
+func (f *ShimStop) Kind() Kind { return KindShimStop }
+
+// Target is the name of the supervisor whose shim is stopped.
+func (f *ShimStop) Target() string { return f.state.name(f.Process) }
+
+// Inject SIGSTOPs the supervisor's shim and returns once it is stopped.
+func (f *ShimStop) Inject(ctx context.Context) error {
+	return f.state.do(ctx, f.Process, func() (bool, error) {
+		shim, err := helperOf(f.Process, supervise.ShimName)
+		if err != nil {
+			return false, err
+		}
+		if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
+			return false, fmt.Errorf("chaos: stop shim %d: %w", shim, err)
+		}
+		f.Shim = shim
+		return true, awaitPidState(ctx, shim, true)
+	})
+}
+
+// Remove continues the shim (one that is gone meanwhile counts as
+// continued) and returns once it runs.
+func (f *ShimStop) Remove(ctx context.Context) error {
+	return f.state.undo(func() error {
+		if err := syscall.Kill(f.Shim, syscall.SIGCONT); err != nil {
+			return nil // gone: nothing to continue
+		}
+		return awaitPidState(ctx, f.Shim, false)
+	})
+}

@@ -1,0 +1,128 @@
+package supervise
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
+)
+
+// confinedT makes a cgroup for the test below this process's own, in which
+// what a test starts can be killed as a whole at its end (cgroup.kill):
+// a fork-walker that escaped its supervisor never outlives the test. It
+// skips, naming why, where no cgroup can be made.
+func confinedT(t *testing.T) string {
+	t.Helper()
+	mount, err := cgroup2Mount()
+	if err != nil {
+		t.Skipf("a fork-walker runs only confined in a cgroup of the test's: %v", err)
+	}
+	own, err := ownCgroup()
+	if err != nil {
+		t.Skipf("a fork-walker runs only confined in a cgroup of the test's: %v", err)
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	dir := filepath.Join(mount, own, "supervise-test-"+hex.EncodeToString(r[:]))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("a fork-walker runs only confined in a cgroup of the test's (root or a delegated cgroup): %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cgroupKill(dir)
+		for deadline := time.Now().Add(10 * time.Second); cgroupPopulated(dir) && time.Now().Before(deadline); time.Sleep(killRound) {
+		}
+		if err := removeTree(dir, 200); err != nil {
+			t.Errorf("remove the test's cgroup: %v", err)
+		}
+	})
+	return dir
+}
+
+// A command runs a fork-walker (it forks, calls setsid and exits every few
+// milliseconds: one reading of /proc misses it), in tree mode. Its
+// supervisor stops the group, or is SIGKILLed (its shim then kills the
+// lineage): either way, nothing of it may be left. A kill loop that
+// stopped after a reading that saw nothing let it live.
+func TestKill_AForkWalkerDiesWithItsLineage(t *testing.T) {
+	sp := stalltest.StartT(t)
+	for _, tc := range []struct{ name, stop string }{
+		{"the supervisor stops the group", "term"},
+		{"the supervisor is SIGKILLed", "kill"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg := confinedT(t)
+			dir := t.TempDir()
+			pidfile, walks := filepath.Join(dir, "pids"), filepath.Join(dir, "walks")
+			spec := helperSpec("walker-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_WALKS="+walks, "HELPER_STOP="+tc.stop)
+			sup := exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, spec.Args...)...)
+			sup.Env = append(spec.Env, "PATH="+os.Getenv("PATH"))
+			var out strings.Builder
+			sup.Stdout, sup.Stderr = &out, os.Stderr
+			if err := sup.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { _ = sup.Wait(); close(exited) }()
+			t.Cleanup(func() { _ = sup.Process.Kill(); <-exited })
+			pidsIn(t, pidfile, 1) // the walker has hopped
+			began := time.Now()
+			if tc.stop == "kill" {
+				if err := sup.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			await(t, exited, 10*time.Second, "the supervisor's end")
+			if tc.stop == "term" && !strings.Contains(out.String(), "STOP=<nil>") {
+				t.Fatalf("Stop did not report the group gone: %q", out.String())
+			}
+			for cgroupPopulated(cg) {
+				// A wait, not a bound: an escaped walker runs for good; the
+				// kill rounds of one that did not need the machine to run
+				// them, so the 2 s last as long as the machine stalled.
+				if stall := sp.StallIn(began, time.Now()); time.Since(began) > 2*time.Second+stall {
+					t.Fatalf("processes %v still run in the test's cgroup 2 s (plus the %v the machine stalled) after the supervisor's end: the walker (hops %d) escaped",
+						cgroupPids(cg), stall.Round(time.Millisecond), len(waitLines(walks, 0, 0)))
+				}
+				time.Sleep(killRound)
+			}
+			t.Logf("the walker hopped %d×16 times; nothing left %v after", len(waitLines(walks, 0, 0)), time.Since(began).Round(time.Millisecond))
+		})
+	}
+}
+
+// The command nests a cgroup in its own and leaves a job there, out of its
+// process group: the group is the whole subtree, so a stop kills the job,
+// and the nested cgroup goes with the group's (none is left behind).
+func TestStop_ACgroupTheCommandNestedGoesWithTheGroup(t *testing.T) {
+	if !CanKillAnyUser() {
+		t.Skip("no writable cgroup v2 with cgroup.kill here: tree mode has no nested cgroups")
+	}
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	g := startT(t, helperSpec("nester", "HELPER_PIDFILE="+pidfile))
+	job := pidsIn(t, pidfile, 1)[0]
+	await(t, g.Exited(), 10*time.Second, "the command's exit")
+	dir := g.Cgroup()
+	if got := cgroupPids(dir); !slices.Contains(got, job) {
+		t.Fatalf("the group's subtree holds %v, not the nested job %d", got, job)
+	}
+	if !g.Running() {
+		t.Fatal("Running() is false while the nested job runs")
+	}
+	if err := g.Stop(syscall.SIGTERM, 50*time.Millisecond); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if alive(job) {
+		t.Fatalf("the nested job %d still runs after Stop", job)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the group's cgroup %s is still there after Done: %v", dir, err)
+	}
+}
