@@ -28,19 +28,19 @@ locals {
   alert_rules_enabled = local.alerts_enabled && local.worker_count > 0
 
   # Every storage call carries this deadline (docs/architecture.md#the-election).
-  alert_request_timeout_seconds = min(var.renew_interval_seconds, var.renew_deadline_seconds / 3)
+  alert_request_timeout_seconds = min(local.timing.renew_interval, local.timing.renew_deadline / 3)
   # L1: after a crash, a new leader starts within L + 1.1·P + ε of the crashed
   # leader's last successful renew; ε is one request timeout (the acquire and
   # the term write that make the new leader).
-  alert_failover_bound_seconds = var.lease_duration_seconds + 1.1 * var.retry_period_seconds + local.alert_request_timeout_seconds
+  alert_failover_bound_seconds = local.timing.lease_duration + 1.1 * local.timing.retry_period + local.alert_request_timeout_seconds
   # A leader says so at least once per status interval (L, checked every P):
   # the time between two lines that show a leader is at most the leaderless time
   # plus L + P. The no-leader alert fires on a longer gap, so it never fires on a
   # failover within the bound.
-  alert_leader_gap_seconds = ceil(local.alert_failover_bound_seconds + var.lease_duration_seconds + var.retry_period_seconds)
+  alert_leader_gap_seconds = ceil(local.alert_failover_bound_seconds + local.timing.lease_duration + local.timing.retry_period)
   # After an operator's forced break the old holder learns at its next renew:
   # two claims may overlap by one renew interval plus one request timeout.
-  alert_break_overlap_seconds = var.renew_interval_seconds + local.alert_request_timeout_seconds
+  alert_break_overlap_seconds = local.timing.renew_interval + local.alert_request_timeout_seconds
   # The 403 query must look back further than the propagation time it waits
   # out: the first allowed window at least 5 minutes longer.
   alert_forbidden_window_minutes = [for w in [10, 15, 30, 45, 60] : w if w >= var.alerts.rbac_propagation_minutes + 5][0]
@@ -50,8 +50,8 @@ locals {
   # (L + 3·1.1·P + view TTL 2·(1.1·P + request timeout) + 3 request timeouts)
   # + SuspectFor (L + 1.1·P + request timeout) of the last membership change
   # (docs/architecture.md#shards); shards unowned for longer are not moving.
-  alert_poll_seconds          = 1.1 * var.retry_period_seconds
-  alert_balance_bound_seconds = 2 * var.lease_duration_seconds + 6 * local.alert_poll_seconds + 6 * local.alert_request_timeout_seconds
+  alert_poll_seconds          = 1.1 * local.timing.retry_period
+  alert_balance_bound_seconds = 2 * local.timing.lease_duration + 6 * local.alert_poll_seconds + 6 * local.alert_request_timeout_seconds
   alert_unowned_seconds       = ceil(local.alert_balance_bound_seconds)
   # Leaderships ended by the stall watchdog (no progress) in the window
   # before the no-progress alert fires: one may be a storage blip.

@@ -78,19 +78,33 @@ locals {
     BLOBLEADER_ACCOUNT_URL      = azurerm_storage_account.this.primary_blob_endpoint
     BLOBLEADER_CONTAINER        = var.lease_container_name
     BLOBLEADER_BLOB             = var.lease_blob_name
-    BLOBLEADER_LEASE_DURATION   = "${var.lease_duration_seconds}s"
-    BLOBLEADER_RENEW_DEADLINE   = "${var.renew_deadline_seconds}s"
-    BLOBLEADER_RENEW_INTERVAL   = "${var.renew_interval_seconds}s"
-    BLOBLEADER_RETRY_PERIOD     = "${var.retry_period_seconds}s"
     BLOBLEADER_TICK             = "${var.tick_seconds}s"
     BLOBLEADER_LISTEN           = ":${local.worker_port}"
     BLOBLEADER_LOG_FORMAT       = "json"
     BLOBLEADER_WATCHDOG_TIMEOUT = "${var.watchdog_timeout_seconds}s"
-    }, var.early_takeover.after_seconds > 0 ? {
-    # Early takeover (docs/failover.md#early-takeover).
-    BLOBLEADER_TAKEOVER_AFTER = "${var.early_takeover.after_seconds}s"
-    BLOBLEADER_BREAK_PERIOD   = "${var.early_takeover.break_period_seconds}s"
-  } : {})
+    }, var.profile == "fast" ? {
+    # The worker's fast profile sets every timing flag (README, "Timing
+    # profiles"); local.timing mirrors it for the alerts' thresholds.
+    BLOBLEADER_PROFILE = "fast"
+    } : merge({
+      BLOBLEADER_LEASE_DURATION = "${var.lease_duration_seconds}s"
+      BLOBLEADER_RENEW_DEADLINE = "${var.renew_deadline_seconds}s"
+      BLOBLEADER_RENEW_INTERVAL = "${var.renew_interval_seconds}s"
+      BLOBLEADER_RETRY_PERIOD   = "${var.retry_period_seconds}s"
+      }, var.early_takeover.after_seconds > 0 ? {
+      # Early takeover (docs/failover.md#early-takeover).
+      BLOBLEADER_TAKEOVER_AFTER = "${var.early_takeover.after_seconds}s"
+  } : {}))
+
+  # The workers' timing in seconds, whichever way it is set: the fast
+  # profile's bundle (worker/cmd/blobleader/profile.go) or the variables.
+  timing = var.profile == "fast" ? {
+    lease_duration = 15, renew_deadline = 1.5, renew_interval = 0.5, retry_period = 0.5, takeover_after = 2.25
+    } : {
+    lease_duration = var.lease_duration_seconds, renew_deadline = var.renew_deadline_seconds,
+    renew_interval = var.renew_interval_seconds, retry_period = var.retry_period_seconds,
+    takeover_after = var.early_takeover.after_seconds
+  }
 
   # The chaos sidecar's flags through their env twins (chaos/sidecar); each
   # group adds BLOBLEADER_CHAOS_NAME, the name of its plan.

@@ -46,6 +46,7 @@ type RunResult struct {
 	Faults     int            `json:"faults"`
 	Skipped    []string       `json:"skipped_steps,omitempty"`
 	Breaks     map[string]int `json:"breaks_by_cause,omitempty"` // early takeover's lease_broken by fault kind (takeover.go)
+	NewLeaders int            `json:"new_leaders,omitempty"`     // slow-storage runs: leaderships begun after the faults began (takeover.go)
 	Err        string         `json:"error,omitempty"`
 }
 
@@ -89,6 +90,9 @@ func newCluster(t testing.TB, fl Flavor) *cluster.Local {
 func startWorkers(t testing.TB, c *cluster.Local, fl Flavor, n int, timeout time.Duration, opts ...cluster.Option) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if len(fl.Args) > 0 {
+		opts = append([]cluster.Option{cluster.Args(fl.Args...)}, opts...)
+	}
 	if _, err := c.Start(ctx, n, opts...); err != nil {
 		t.Fatalf("start %d %s workers: %v", n, fl.Name, err)
 	}

@@ -14,6 +14,7 @@ type Flavor struct {
 	Label  string // for tables
 	Binary string
 	Params cluster.Params
+	Args   []string // more worker flags (a flavor whose binary has flags Params cannot say)
 }
 
 // Ours is the worker with its default timings (tick 1 s and shutdown grace

@@ -47,13 +47,12 @@ type Event struct {
 	Shard      *int      `json:"shard,omitempty"`      // the shard of a shard event (--shards; see shards.go), nil otherwise
 	Dropped    int64     `json:"dropped,omitzero"`     // history_dropped: how many records were lost before it
 	// Early takeover (takeover.go): on renewed, the heartbeat written with
-	// it; on lease_broken, the heartbeat read unchanged for StaleMS and the
-	// break period BreakPeriodMS.
-	Heartbeat     int64  `json:"heartbeat,omitzero"`
-	StaleMS       int64  `json:"stale_ms,omitzero"`
-	BreakPeriodMS int64  `json:"break_period_ms,omitzero"`
-	Source        string `json:"-"` // "file:line" it was read from, empty for synthetic events
-	Raw           string `json:"-"` // the line as read, empty for synthetic events
+	// it; on lease_broken, the heartbeat in the record read unchanged for
+	// StaleMS.
+	Heartbeat int64  `json:"heartbeat,omitzero"`
+	StaleMS   int64  `json:"stale_ms,omitzero"`
+	Source    string `json:"-"` // "file:line" it was read from, empty for synthetic events
+	Raw       string `json:"-"` // the line as read, empty for synthetic events
 }
 
 // String quotes the event for a violation message: its source and the line as

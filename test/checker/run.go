@@ -176,12 +176,11 @@ type Params struct {
 	// and bound overruns no larger than it are not violations. 0 when
 	// everything runs on one machine.
 	ClockSkew time.Duration
-	// Early takeover (takeover.go): T and the break period B the workers
-	// run with; 0 when it is off. L1 after a crash or freeze of a
-	// heartbeating leader is then the shorter of the lease's bound and
-	// T + B + 2·1.1·P + 5·request timeout + ε.
+	// Early takeover (takeover.go): the T the workers run with; 0 when it
+	// is off. L1 after a crash or freeze of a heartbeating leader is then
+	// the shorter of the lease's bound and T + renew interval + 1.1·P +
+	// 9·request timeout + ε.
 	TakeoverAfter time.Duration
-	BreakPeriod   time.Duration
 }
 
 // DefaultParams returns the worker's default timings, Epsilon 1 s and no
@@ -206,7 +205,7 @@ func (p Params) normalized() (Params, error) {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"Epsilon", p.Epsilon}, {"ClockSkew", p.ClockSkew}, {"TakeoverAfter", p.TakeoverAfter}, {"BreakPeriod", p.BreakPeriod}} {
+	}{{"Epsilon", p.Epsilon}, {"ClockSkew", p.ClockSkew}, {"TakeoverAfter", p.TakeoverAfter}} {
 		if f.v < 0 {
 			bad = append(bad, f.name+" must be >= 0")
 		}

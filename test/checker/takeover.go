@@ -6,10 +6,12 @@ import (
 )
 
 // Early takeover (docs/failover.md#early-takeover). A follower that reads
-// the leader's heartbeat unchanged for T breaks the lease with a break
-// period B and logs lease_broken: its time is the send of the read that
-// found the heartbeat stale, stale_ms how long (on its own clock) it had
-// read the same heartbeat, heartbeat the value, break_period_ms B.
+// the leader's record unchanged for long enough breaks the lease at once
+// (break period 0), conditioned on that record, and logs lease_broken: its
+// time is after the break was answered, stale_ms how long (on its own
+// clock) it had read the same record — from the answer of the first read
+// that showed it to the send of the read that judged it — and heartbeat the
+// heartbeat in it.
 
 // EventLeaseBroken is a follower's break of a stale lease (additive to the
 // history contract, docs/architecture.md).
@@ -19,27 +21,34 @@ const EventLeaseBroken = "lease_broken"
 const InvTakeover = "takeover"
 
 // takeoverBound is L1 after a crash or a freeze of a heartbeating leader,
-// from its last successful renew's send: the last heartbeat lands within
-// two request timeouts; a follower reads it within 1.1·P and one more
-// request; it finds it stale at a read sent within T + 1.1·P of that; the
-// break takes one more request to answer, B to pass, and the acquire,
-// term read and term write the ε. Zero with early takeover off.
+// counted from its last logged belief's basis (valid_until − D: the send of
+// the heartbeat, or renew, its deadline counts from). A heartbeat of the
+// next cycle may still have landed unlogged: it is sent within
+// RenewInterval + 2 request timeouts of the basis (the gap a heartbeating
+// leader publishes) and lands a request timeout later; a follower's read shows
+// it within 1.1·P and a request; the follower reads again T later (T ≥
+// what the holder published); that read, the break, the acquire, the term
+// read and the term write take a request each; ε for the rest. Zero with
+// early takeover off.
 func (p Params) takeoverBound() time.Duration {
 	if p.TakeoverAfter <= 0 {
 		return 0
 	}
-	return p.TakeoverAfter + p.BreakPeriod + 2*p.retry() + 5*p.RequestTimeout() + p.Epsilon
+	return p.TakeoverAfter + p.RenewInterval + p.retry() + 9*p.RequestTimeout() + p.Epsilon
 }
 
 // checkTakeovers judges every lease_broken:
 //   - no false takeover: the broken leader must not have written a heartbeat
 //     (a renewed event with a heartbeat, of the broken term) that was sent
-//     after the breaker's first read of the stale value and answered before
-//     the read that found it stale: the breaker would have read it, so its
-//     heartbeat was fresh by the breaker's own clock;
-//   - the break period holds: nobody starts leading before the break's
-//     send + B, unless the holder released the lease itself, or an operator
-//     broke it or deleted the lock in between (rules of their own).
+//     after the breaker's first read of the record and answered before the
+//     break: storage would have refused a break conditioned on a record
+//     that had changed;
+//   - E1, the broken leader stopped first: nobody starts leading a later
+//     term before the broken leader's belief ended (its last valid_until)
+//     and a request it had in flight was over (+ the request timeout),
+//     unless the holder released the lease itself, an operator broke it or
+//     deleted the lock in between, or the lease expired (rules of their
+//     own).
 func (c *checker) checkTakeovers() {
 	skew := c.p.ClockSkew
 	for _, b := range c.run.Events {
@@ -54,40 +63,54 @@ func (c *checker) checkTakeovers() {
 			sent := e.ValidUntil.Add(-c.p.RenewDeadline)
 			if !sent.Before(from.Add(skew)) && !e.T.After(b.T.Add(-skew)) {
 				c.report(InvTakeover, placed(b.T, b.Identity, b.Leader), []Event{b, e},
-					"%s broke %s's lease (term %d) as stale at %s, but %s wrote heartbeat %d between %s and %s, inside the %v the breaker says it read heartbeat %d unchanged: a false takeover of a leader whose heartbeat was fresh",
-					b.Identity, b.Leader, b.Term, c.rel(b.T), b.Leader, e.Heartbeat, c.rel(sent), c.rel(e.T), time.Duration(b.StaleMS)*time.Millisecond, b.Heartbeat)
+					"%s broke %s's lease (term %d) as stale at %s, but %s wrote heartbeat %d between %s and %s, inside the %v the breaker says it read the record unchanged: a false takeover of a leader whose record had changed",
+					b.Identity, b.Leader, b.Term, c.rel(b.T), b.Leader, e.Heartbeat, c.rel(sent), c.rel(e.T), time.Duration(b.StaleMS)*time.Millisecond)
 				break
 			}
 		}
-		period := time.Duration(b.BreakPeriodMS) * time.Millisecond
-		if period <= 0 {
-			c.report(InvTakeover, placed(b.T, b.Identity), []Event{b}, "%s logged a lease_broken without its break period", b.Identity)
-			continue
+		stopped, last := c.stoppedBy(b.Leader, b.Term)
+		if stopped.IsZero() {
+			continue // the broken leader logged no bounded belief: nothing to hold it to
 		}
-		passed := b.T.Add(period)
 		for _, e := range c.run.Events {
-			if e.Event != EventStartedLeading || e.T.Before(b.T) || e.Term <= b.Term {
+			if e.Event != EventStartedLeading || e.T.Before(b.T.Add(-skew)) || e.Term <= b.Term {
 				continue
 			}
-			if !e.T.Before(passed.Add(-skew)) || c.freedEarly(b, e.T) {
+			if !e.T.Before(stopped.Add(-skew)) || c.freedEarly(b, e.T) {
 				break
 			}
-			c.report(InvTakeover, placed(e.T, e.Identity, b.Leader), []Event{b, e},
-				"%s started leading term %d at %s, before the break of %s's lease sent at %s had passed (break period %v, until %s)",
-				e.Identity, e.Term, c.rel(e.T), b.Leader, c.rel(b.T), period, c.rel(passed))
+			c.report(InvTakeover, placed(e.T, e.Identity, b.Leader), []Event{b, last, e},
+				"%s started leading term %d at %s, after %s broke %s's lease, but before %s had stopped: its belief ran until %s, and a request of it in flight until %s",
+				e.Identity, e.Term, c.rel(e.T), b.Identity, b.Leader, b.Leader, c.rel(last.ValidUntil), c.rel(stopped))
 			break
 		}
 	}
 }
 
-// freedEarly reports whether the lease broken by b was freed before its
-// break period by someone entitled to: its holder's own release (logged, or
+// stoppedBy is when leader's term had stopped acting, by its own events: the
+// last valid_until it logged for the term plus a request timeout (a request
+// sent just before its deadline); last is the event that logged it. Zero
+// when it logged none.
+func (c *checker) stoppedBy(leader string, term int64) (time.Time, Event) {
+	var last Event
+	for _, e := range c.run.Events {
+		if e.Identity == leader && e.Term == term && e.ValidUntil.After(last.ValidUntil) {
+			last = e
+		}
+	}
+	if last.ValidUntil.IsZero() {
+		return time.Time{}, last
+	}
+	return last.ValidUntil.Add(c.p.RequestTimeout()), last
+}
+
+// freedEarly reports whether the lease broken by b was freed, before until,
+// by something other than b's break: its holder's own release (logged, or
 // sent: a holder that stepped down for any reason but a lost lease releases
 // after logging stopped_leading, and a release held up by a slow link may
 // land with its answer lost), an operator's break or a deletion of the
-// lock, or the lease itself, expired (storage ends a break at the lease's
-// end when that comes first: L after the holder's last successful renew,
-// sent at its latest valid_until − D).
+// lock, or the lease itself, expired (L after the holder's last successful
+// renew, sent at its latest valid_until − D at the earliest).
 func (c *checker) freedEarly(b Event, until time.Time) bool {
 	for _, e := range c.run.Events {
 		if e.Event == EventStoppedLeading && e.Identity == b.Leader && e.Term == b.Term && !e.T.After(until) && !strings.HasPrefix(e.Reason, "lease lost") {

@@ -135,15 +135,14 @@ type Params struct {
 	ShutdownGrace time.Duration // grace for the task on SIGTERM
 	// Early takeover (docs/failover.md#early-takeover): 0 is off.
 	TakeoverAfter time.Duration // T, --takeover-after
-	BreakPeriod   time.Duration // B, --break-period (0: the shortest allowed)
 }
 
-// FastParams is README's fast profile: D 2 s, renew 0.5 s, P 0.5 s, early
-// takeover after T 2 s with a break period of B 4 s.
+// FastParams is README's fast profile (election.FastConfig: D 1.5 s, renew
+// 0.5 s, P 0.5 s, early takeover after T 2.25 s).
 func FastParams() Params {
 	p := DefaultParams()
-	p.RenewDeadline, p.RenewInterval, p.RetryPeriod = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
-	p.TakeoverAfter, p.BreakPeriod = 2*time.Second, 4*time.Second
+	f := election.FastConfig("")
+	p.Timing, p.TakeoverAfter = f.Timing, f.TakeoverAfter
 	return p
 }
 
@@ -157,9 +156,10 @@ func DefaultParams() Params {
 type Option func(*workerOpts)
 
 type workerOpts struct {
-	unsafe  bool
-	args    []string
-	command []string // run mode (RunCommand): the command after --
+	unsafe     bool
+	earlyBreak bool // --unsafe-early-break (UnsafeEarlyBreak)
+	args       []string
+	command    []string // run mode (RunCommand): the command after --
 	// blockable: stdout/stderr through a chaos.OutputPipe, so that
 	// chaos.BlockedOutput can block them (BlockableOutput).
 	blockable bool
@@ -180,6 +180,13 @@ func Launch(l chaos.Launch) Option { return func(o *workerOpts) { o.launch = l }
 // a binary built with -tags negativecontrol, so these workers run that
 // binary (UnsafeWorkerBinary); the production binary refuses it.
 func Unsafe() Option { return func(o *workerOpts) { o.unsafe = true } }
+
+// UnsafeEarlyBreak runs the workers with --unsafe-early-break: the
+// negative control of early takeover, whose followers break a leader's
+// lease long before the leader has stopped (a third of its heartbeat gap
+// instead of its published horizon). Like Unsafe, it needs the
+// negative-control binary.
+func UnsafeEarlyBreak() Option { return func(o *workerOpts) { o.earlyBreak = true } }
 
 // Args adds raw worker flags.
 func Args(args ...string) Option {

@@ -561,9 +561,9 @@ func containerClient(endpoint, name string) (*container.Client, error) {
 func (c *Local) proxyOf(w Worker) *chaos.Proxy { return w.(*localWorker).proxy }
 
 // binaryFor is the binary a worker runs: the negative-control build for a
-// worker started with Unsafe, built on first use.
+// worker started with Unsafe or UnsafeEarlyBreak, built on first use.
 func (c *Local) binaryFor(o workerOpts) string {
-	if !o.unsafe {
+	if !o.unsafe && !o.earlyBreak {
 		return c.bin
 	}
 	c.mu.Lock()

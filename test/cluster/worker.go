@@ -249,10 +249,13 @@ func (w *localWorker) args(inc *incarnation) []string {
 		"--log-format", "json",
 	}
 	if p.TakeoverAfter > 0 {
-		args = append(args, "--takeover-after", p.TakeoverAfter.String(), "--break-period", p.BreakPeriod.String())
+		args = append(args, "--takeover-after", p.TakeoverAfter.String())
 	}
 	if w.opts.unsafe {
 		args = append(args, "--unsafe-no-step-down")
+	}
+	if w.opts.earlyBreak {
+		args = append(args, "--unsafe-early-break")
 	}
 	args = append(args, w.opts.args...)
 	return w.opts.modeArgs(args)

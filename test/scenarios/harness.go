@@ -131,7 +131,7 @@ func CheckerParams(p cluster.Params) checker.Params {
 		}
 	}
 	cp.Timing = p.Timing
-	cp.TakeoverAfter, cp.BreakPeriod = p.TakeoverAfter, p.BreakPeriod
+	cp.TakeoverAfter = p.TakeoverAfter
 	return cp
 }
 

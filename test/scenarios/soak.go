@@ -168,20 +168,21 @@ func soakActions(p cluster.Params) []action {
 
 // takeoverActions are early takeover's faults, in the mix of a soak whose
 // profile has it (TakeoverAfter > 0): the leader's host is lost while every
-// follower's first break is held in flight past the break period (a late
-// break), so the breaks storage receives late meet the next leadership,
-// which they must leave alone (docs/failover.md#early-takeover).
+// follower's first break is held in flight until after the next leader's
+// term write (a late break), so the breaks storage receives late meet the
+// next leadership, which they must leave alone
+// (docs/failover.md#early-takeover).
 func takeoverActions(p cluster.Params) []action {
 	if p.TakeoverAfter == 0 {
 		return nil
 	}
-	hold := p.TakeoverAfter + 2*p.BreakPeriod + 2*time.Second
+	hold := p.TakeoverAfter + lateBreakDelay(p) + 5*time.Second
 	return []action{
 		{"late_break", 2, hold, hold, false, func(s *soak) []chaos.Fault {
 			if s.leader == nil {
 				return nil // nobody to lose, nothing to break
 			}
-			delay := p.BreakPeriod + time.Duration(1000+s.rng.IntN(3000))*time.Millisecond
+			delay := lateBreakDelay(p) + time.Duration(s.rng.IntN(3000))*time.Millisecond
 			var fs []chaos.Fault
 			for _, w := range s.running() {
 				if w.Identity() != s.leader.Identity() {

@@ -12,7 +12,7 @@ import (
 )
 
 // Early takeover's scenarios (docs/failover.md#early-takeover), on the fast
-// profile (cluster.FastParams: D 2 s, renew 0.5 s, P 0.5 s, T 2 s, B 4 s).
+// profile (cluster.FastParams: D 1.5 s, renew 0.5 s, P 0.5 s, T 2.25 s).
 var (
 	HostLossFast = Scenario{Name: "HostLossFast", Workers: 3, Run: hostLossFast,
 		Requires: withBreaks(hitAndFailover(checker.FaultCrash))}
@@ -36,7 +36,7 @@ const EnvTakeoverOff = "BLOBLEADER_CHAOS_TAKEOVER_OFF"
 func Fast(t *testing.T, n int, opts ...cluster.Option) cluster.Cluster {
 	t.Helper()
 	if os.Getenv(EnvTakeoverOff) == "1" {
-		opts = append(opts, cluster.Args("--takeover-after=0", "--break-period=0"))
+		opts = append(opts, cluster.Args("--takeover-after=0"))
 		t.Logf("%s=1: workers run WITHOUT early takeover; the checker still expects it", EnvTakeoverOff)
 	}
 	return LocalWith(cluster.FastParams())(t, n, opts...)
@@ -47,10 +47,18 @@ func withBreaks(r checker.Requirements) checker.Requirements {
 	return r
 }
 
-// fastTakeover is the early-takeover bound T + B + 2·1.1·P + 5·request
-// timeout + ε, plus slack.
+// fastTakeover is the checker's early-takeover bound T + renew interval +
+// 1.1·P + 9·request timeout + ε, plus slack.
 func fastTakeover(p cluster.Params) time.Duration {
-	return p.TakeoverAfter + p.BreakPeriod + 2*p.RetryPeriod*11/10 + 5*p.RequestTimeout() + time.Second + slack
+	return p.TakeoverAfter + p.RenewInterval + p.RetryPeriod*11/10 + 9*p.RequestTimeout() + time.Second + slack
+}
+
+// lateBreakDelay is how long a late break is held: past a follower's next
+// read and break (a poll and two requests) and the next leader's acquire
+// and term write, with a second to spare, so that it reaches storage once
+// the next leadership holds the lease.
+func lateBreakDelay(p cluster.Params) time.Duration {
+	return p.RetryPeriod*11/10 + 5*p.RequestTimeout() + time.Second
 }
 
 // leaseBreaks counts the lease_broken events in the histories so far.
@@ -73,9 +81,9 @@ func leaseBreaks(t *testing.T, c cluster.Cluster) []checker.Event {
 	return out
 }
 
-// 1. Host loss: SIGKILL of the leader. A follower breaks its lease T after
-// its last heartbeat and leads once the break period has passed: well
-// within half the lease.
+// 1. Host loss: SIGKILL of the leader. A follower breaks its lease once its
+// record has been unchanged for T, and leads at once: well within a fifth
+// of the lease.
 func hostLossFast(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	took := crashLeader(t, c, fastTakeover(p))
@@ -83,17 +91,17 @@ func hostLossFast(t *testing.T, c cluster.Cluster) {
 }
 
 // 2. The leader frozen past T but within L (SIGSTOP, then SIGCONT): a
-// follower breaks the lease and leads after the break period, while the
-// frozen leader's lease has not even expired; on resume the old leader must
-// not claim leadership (its deadline passed while frozen). The checker
-// judges S1 over the histories and the ledger, and that nobody led before
-// the break had passed.
+// follower breaks the lease and leads, while the frozen leader's lease has
+// not even expired; on resume the old leader must not claim leadership (its
+// deadline passed while frozen), and its late heartbeat is refused by
+// storage (the lease is broken). The checker judges S1 over the histories
+// and the ledger, and that nobody led before the frozen leader had stopped.
 func frozenLeaderPastT(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	pause := &chaos.Pause{}
 	old, frozen := hitLeader(t, c, pause)
 	c.WaitLeader(t, fastTakeover(p), old.Identity())
-	holdUntil(t, frozen.Add(p.TakeoverAfter+p.BreakPeriod+2*time.Second))
+	holdUntil(t, frozen.Add(p.TakeoverAfter+3*time.Second))
 	if held := time.Since(frozen); held >= p.LeaseDuration {
 		t.Fatalf("the freeze lasted %v, not within L (%v): the scenario did not test what it says", held, p.LeaseDuration)
 	}
@@ -101,8 +109,9 @@ func frozenLeaderPastT(t *testing.T, c cluster.Cluster) {
 }
 
 // 3. Slow storage just below the request timeout on every worker's link for
-// a long window, and a follower paused longer than T that then wakes up: no
-// follower may break the healthy leader, which keeps its term throughout.
+// a long window (3/4 of it per round trip: 375 ms on the fast profile), and
+// a follower paused 6 s — longer than T — that then wakes up: no follower
+// may break the healthy leader, which keeps its term throughout.
 func slowStorageAndPausedFollower(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	old := leading(t, c)
@@ -111,6 +120,7 @@ func slowStorageAndPausedFollower(t *testing.T, c cluster.Cluster) {
 		t.Fatal(err)
 	}
 	oneWay := p.RequestTimeout() * 3 / 8 // a round trip of 3/4 of the timeout
+	const followerPause = 6 * time.Second
 	for _, w := range c.Workers() {
 		inject(t, c, &chaos.Latency{Latency: oneWay.Milliseconds(), Stream: chaos.Both}, w)
 	}
@@ -131,7 +141,7 @@ func slowStorageAndPausedFollower(t *testing.T, c cluster.Cluster) {
 		case !paused && time.Now().After(pausedAt):
 			inject(t, c, pause, follower)
 			paused = true
-		case paused && time.Since(pausedAt) > p.TakeoverAfter+3*time.Second:
+		case paused && time.Since(pausedAt) > followerPause:
 			remove(t, c, pause) // wakes up with an old view and a clock that moved on
 		}
 		st, err := old.Status(ctxFor(t, 5*time.Second))
@@ -150,11 +160,11 @@ func slowStorageAndPausedFollower(t *testing.T, c cluster.Cluster) {
 	if err := c.Heal(ctxFor(t, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	hold(t, p.TakeoverAfter+p.BreakPeriod) // a break sent at the end would show by now
+	hold(t, p.TakeoverAfter+p.RetryPeriod) // a break sent at the end would show by now
 	if brks := leaseBreaks(t, c); len(brks) != 0 {
 		t.Fatalf("%d break(s) of a healthy leader's lease (false takeovers): %v", len(brks), brks)
 	}
-	t.Logf("%v of latency %v one way (request timeout %v) on every link, follower %s paused %v: 0 breaks", window, oneWay, p.RequestTimeout(), follower.Identity(), p.TakeoverAfter+3*time.Second)
+	t.Logf("%v of latency %v one way (request timeout %v) on every link, follower %s paused %v: 0 breaks", window, oneWay, p.RequestTimeout(), follower.Identity(), followerPause)
 }
 
 // 4. An operator's BreakLease(0) with early takeover on: the lease is free
@@ -168,16 +178,16 @@ func operatorBreakFast(t *testing.T, c cluster.Cluster) {
 }
 
 // 5. A late break: the leader is SIGKILLed and every follower's first break
-// of its lease is held in flight and delivered B + 3 s later, after the
-// follower gave up on it and after a second break of its own has ended the
-// lease and the next leader took over. Storage must refuse the late break
+// of its lease is held in flight and delivered later (lateBreakDelay), after
+// the follower gave up on it and after a second break of its own has ended
+// the lease and the next leader took over. Storage must refuse the late break
 // (it was decided on the dead leader's record, not the next one's), and the
 // next leader keeps its term past the delivery. Judged from the next
 // leader's own /status and the checker over every history.
 func lateBreakFast(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	old := leading(t, c)
-	delay := p.BreakPeriod + 3*time.Second
+	delay := lateBreakDelay(p)
 	var held []*chaos.LateBreak
 	for _, w := range c.Workers() {
 		if w.Identity() != old.Identity() && w.Running() {
@@ -224,25 +234,22 @@ func lateBreakFast(t *testing.T, c cluster.Cluster) {
 	remove(t, c, crash)
 }
 
-// FastRunParams is the fast profile for `blobleader run` with the default
-// --kill-grace (1 s): the break period also covers the command's end, kill
-// grace + 1 s for SIGKILL and the reap, so B = ceil(2 + 0.5 + 2 + 0.5 + 1)
-// = 6 s.
-func FastRunParams() cluster.Params {
-	p := cluster.FastParams()
-	p.BreakPeriod = 6 * time.Second
-	return p
-}
+// FastRunKillGrace is `run --profile fast`'s --kill-grace: with early
+// takeover the command is SIGKILLed by the end of its leadership and its
+// grace comes before (docs/failover.md#commands-under-blobleader-run).
+const FastRunKillGrace = 250 * time.Millisecond
 
-// NewFastRunCluster is a run-mode cluster on FastRunParams.
+// NewFastRunCluster is a run-mode cluster on the fast profile, as `run
+// --profile fast` runs it: the election's timings and a 250 ms kill grace.
 func NewFastRunCluster(t *testing.T) *RunCluster {
 	t.Helper()
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: FastRunParams()})
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: cluster.FastParams()})
 	stopAtAttemptEnd(t, c.Stop)
-	return &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: c.Dir() + "/activity.jsonl"}
+	return &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: c.Dir() + "/activity.jsonl",
+		opts: []cluster.Option{cluster.Args("--kill-grace=" + FastRunKillGrace.String())}}
 }
 
-// 5. Host loss under `blobleader run`: the supervisor is SIGKILLed, its
+// 6. Host loss under `blobleader run`: the supervisor is SIGKILLed, its
 // command (and the command's grandchild) die with it, and the standby's
 // command starts after an early takeover, not after the lease.
 func supervisorHostLossFast(t *testing.T, rc *RunCluster) []checker.Exception {
@@ -254,7 +261,7 @@ func supervisorHostLossFast(t *testing.T, rc *RunCluster) []checker.Exception {
 	killed := time.Now()
 	awaitGone(t, rc.Local, "the command's group after its supervisor's SIGKILL", killed, checker.GuardKillWindow, started.PID, gc)
 	next := rc.nextStart(started, fastTakeover(p))
-	t.Logf("supervisor and command SIGKILLed; the next command started %v later (lease %v, T %v, B %v)", next.T.Sub(killed).Round(time.Millisecond), p.LeaseDuration, p.TakeoverAfter, p.BreakPeriod)
+	t.Logf("supervisor and command SIGKILLed; the next command started %v later (lease %v, T %v)", next.T.Sub(killed).Round(time.Millisecond), p.LeaseDuration, p.TakeoverAfter)
 	if brks := leaseBreaks(t, rc); len(brks) == 0 {
 		// A leader starved past its renew deadline loses the lease before
 		// the kill, and its standby takes it without a break.

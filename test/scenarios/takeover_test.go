@@ -4,6 +4,10 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/chaos"
+	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
 )
 
 // Early takeover (docs/failover.md#early-takeover) on the fast profile: each
@@ -34,11 +38,61 @@ func TestTakeover_LateBreakLeavesTheNextLeaderAlone(t *testing.T) {
 	RunScenario(t, Fast, LateBreakFast)
 }
 
+// The negative control of early takeover: followers built with
+// -tags negativecontrol and run with --unsafe-early-break break a leader's
+// lease once its record has been unchanged for a third of its heartbeat
+// gap (0.5 s) instead of its published horizon + 0.25 s (2.25 s). Freezing
+// the leader then hands the lease over while it still believes it leads.
+// The checker must fail the run (S1, or the takeover rule: a new leader
+// before the broken one had stopped); a checker that passes it proves
+// nothing.
+func TestTakeover_EarlyBreakNegativeControlFails(t *testing.T) {
+	t.Parallel()
+	c := Fast(t, 3, cluster.UnsafeEarlyBreak())
+	p := c.Params()
+	pause := &chaos.Pause{}
+	old, _ := hitLeader(t, c, pause)
+	c.WaitLeader(t, fastTakeover(p), old.Identity())
+	remove(t, c, pause)
+	_, res := Judge(t, c, reportName(t))
+	caught := 0
+	for _, v := range res.Violations {
+		if v.Invariant == checker.InvS1 || v.Invariant == checker.InvTakeover {
+			caught++
+		}
+	}
+	if caught == 0 || res.Outcome() != checker.VerdictFail {
+		t.Fatalf("the checker did not fail a run whose followers break leases before the holder stopped: verdict %s, violations %v", res.Outcome(), res.Violations)
+	}
+	t.Logf("caught as expected: %d S1/takeover violation(s), e.g. %s", caught, res.Violations[0].Message)
+}
+
 func TestTakeover_SupervisorHostLossFast(t *testing.T) {
 	t.Parallel()
 	repeatRuns(t, func(t *testing.T) {
 		rc := NewFastRunCluster(t)
 		rc.Judge(reportName(t), supervisorHostLossFast(t, rc)...)
+	})
+}
+
+// Under `run --profile fast` the kill grace comes before the end of
+// leadership (docs/failover.md#commands-under-blobleader-run): a
+// partitioned supervisor SIGKILLs its command (which ignores SIGTERM) at
+// its deadline, and a supervisor frozen alone has its guard do it, both
+// before a follower's early takeover starts the next command.
+func TestTakeover_PartitionedSupervisorFastStopsItsCommandBeforeTheBreak(t *testing.T) {
+	t.Parallel()
+	repeatRuns(t, func(t *testing.T) {
+		rc := NewFastRunCluster(t)
+		rc.Judge(reportName(t), supervisorPartitioned(t, rc)...)
+	})
+}
+
+func TestTakeover_SupervisorFrozenAloneFastItsGuardKillsBeforeTheBreak(t *testing.T) {
+	t.Parallel()
+	repeatRuns(t, func(t *testing.T) {
+		rc := NewFastRunCluster(t)
+		rc.Judge(reportName(t), supervisorFrozenAlone(t, rc)...)
 	})
 }
 

@@ -150,27 +150,21 @@ type Config struct {
 
 	// TakeoverAfter T turns on early takeover (takeover.go,
 	// docs/failover.md#early-takeover): a follower that reads the leader's
-	// heartbeat unchanged for T on its own monotonic clock breaks the lease
-	// with BreakPeriod. 0 (the default) is off. Otherwise at least
-	// 2 × RenewInterval and RenewInterval + 2 × the request timeout: the
-	// leader writes a heartbeat every renew interval.
+	// record unchanged for T on its own monotonic clock breaks the lease at
+	// once (break period 0), conditioned on that record. 0 (the default) is
+	// off. Otherwise at least RenewDeadline + the request timeout +
+	// StopAfterDeadline + 250ms (the leader has stopped by then), 2 ×
+	// RenewInterval and RenewInterval + 2 × the request timeout (a healthy
+	// leader writes a heartbeat at least that often), and less than
+	// LeaseDuration. A breaker waits at least what the holder published.
 	TakeoverAfter time.Duration
 
-	// BreakPeriod B is the break period of an early takeover's Break Lease:
-	// nobody can acquire until it has passed. Whole seconds, at most 60 s
-	// (Azure's range), and at least RenewDeadline + the request timeout +
-	// 1.5 s + StopAfterDeadline, rounded up to whole seconds (0.5 s of clock
-	// margin, 1 s because storage counts break periods in whole seconds);
-	// 0 (the default) is that minimum, and TakeoverAfter 0 requires 0. A
-	// breaker uses the broken holder's published horizon, or BreakPeriod
-	// when it is longer.
-	BreakPeriod time.Duration
-
 	// StopAfterDeadline is how long after its renew deadline what a leader
-	// started may still act: 0 for the worker (its task is cancelled at the
-	// deadline), --kill-grace + the kill timeout under `blobleader run`. The
-	// leader publishes RenewDeadline + request timeout + StopAfterDeadline
-	// with its heartbeat, and a breaker never breaks with a shorter period.
+	// started may still act, beyond a request in flight: 0 for the worker
+	// (its task is cancelled at the deadline) and for `blobleader run` (its
+	// command is SIGKILLed by the deadline). A leader with early takeover on
+	// publishes RenewDeadline + request timeout + StopAfterDeadline with its
+	// heartbeat, and a breaker waits at least that long (+ 250ms).
 	StopAfterDeadline time.Duration
 
 	// Logger receives the election's logs; nil means slog.Default(). The
@@ -196,6 +190,23 @@ func DefaultConfig(identity string) Config {
 		ShutdownGrace: 5 * time.Second,
 		ObserveEvery:  10,
 	}
+}
+
+// FastConfig returns the fast profile (README, "Timing profiles";
+// docs/failover.md#early-takeover) for the given identity: L 15s, D 1.5s,
+// renew every 500ms, P 500ms (request timeout 500ms), and early takeover
+// after 2.25s — D + request timeout + 250ms. A dead leader is replaced
+// about 2.3s after its host is lost, instead of about a lease.
+func FastConfig(identity string) Config {
+	c := DefaultConfig(identity)
+	c.Timing = Timing{
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 1500 * time.Millisecond,
+		RenewInterval: 500 * time.Millisecond,
+		RetryPeriod:   500 * time.Millisecond,
+	}
+	c.TakeoverAfter = c.minTakeoverAfter()
+	return c
 }
 
 // ErrInvalidConfig is wrapped by every *ConfigError.

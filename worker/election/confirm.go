@@ -28,33 +28,46 @@ import (
 const conflictForeign = "foreign"
 
 // confirmGap is the longest a confirming leader goes between two
-// confirmations that land: ConfirmEvery, then the next renew, then the
-// renew and the write, each up to the request timeout.
+// confirmations that land: ConfirmEvery, then up to a renew interval and a
+// request timeout (a cycle still in flight) until the next cycle starts,
+// then its write, up to the request timeout — as beatGap.
 func (c Config) confirmGap() time.Duration {
 	return c.ConfirmEvery + c.RenewInterval + 2*c.RequestTimeout()
 }
 
 // contract is what a leader publishes with every record it writes: the
-// longest it goes between two heartbeats, and how long after a renew's send
-// everything it started has stopped. Early takeover publishes both (a
-// follower may break it); a confirming leader only the first (nobody breaks
-// it early: breakTerms needs both); otherwise nothing.
-func (e *Elector) contract() (beatEvery, stopWithin time.Duration) {
+// longest it goes between two heartbeats that land, and how long after the
+// send of a write of its record that landed everything it started has
+// stopped. Early takeover publishes both (a follower may break it); a
+// confirming leader only the first (nobody breaks it early: breakAfter needs
+// both); otherwise nothing.
+func (e *Elector) contract() (beatEvery, stopAfterWrite time.Duration) {
 	switch {
 	case e.cfg.takeoverEnabled():
-		return e.cfg.beatGap(), e.cfg.stopWithin()
+		return e.cfg.beatGap(), e.cfg.stopAfterWrite()
 	case e.cfg.ConfirmEvery > 0:
 		return e.cfg.confirmGap(), 0
 	}
 	return 0, 0
 }
 
-// beatDue reports whether the renew sent at sent is followed by a heartbeat
-// write: every renew with early takeover, every ConfirmEvery when
-// confirming.
+// beatDue reports whether the renew cycle sent at sent writes a heartbeat
+// beside its renew: every cycle with early takeover, and when confirming,
+// once ConfirmEvery has passed since the send of the last heartbeat (or
+// acquire) that landed. One mechanism serves both: the same cycle, the same
+// record; only early takeover counts the heartbeat in the belief (renewed).
+// The loop's goroutine calls it, before the cycle starts.
 func (l *leadership) beatDue(sent time.Time) bool {
 	cfg := l.e.cfg
-	return cfg.takeoverEnabled() || cfg.ConfirmEvery > 0 && sent.Sub(l.lastBeat) >= cfg.ConfirmEvery
+	lastBeat := l.beatBound.Add(-cfg.RenewDeadline)
+	return cfg.takeoverEnabled() || cfg.ConfirmEvery > 0 && sent.Sub(lastBeat) >= cfg.ConfirmEvery
+}
+
+// beatKey is what must change for a confirmation to count as fresh: a new
+// heartbeat, or a new leadership.
+type beatKey struct {
+	holder     string
+	term, beat int64
 }
 
 // confirmWatch is what a follower knows of the holder's confirmations.

@@ -37,7 +37,7 @@
 // backs off, doubling its pause before it contends again up to
 // 4·LeaseDuration. Progress is the task's word; a heartbeat is the lease's:
 // with early takeover on, a counter the leader writes into the lock's
-// record after every renew, whatever its task does.
+// record every renew interval, whatever its task does.
 //
 // # Guarantees
 //
@@ -61,17 +61,19 @@
 //   - After a crash, a follower leads within LeaseDuration + 1.1·RetryPeriod of
 //     the dead leader's last successful renew (plus request time); after a
 //     graceful stop, within 1.1·RetryPeriod of the release.
-//   - With early takeover (TakeoverAfter > 0, off by default; takeover.go,
-//     docs/failover.md#early-takeover) a follower breaks the lease of a
-//     leader whose heartbeat it read unchanged for TakeoverAfter on its own
-//     clock, with a break period covering the holder's published stop
-//     horizon, so nobody acquires before the broken holder has stopped (same
-//     clock-rate kind of assumption, a margin of 0.5 s, plus 1 s for
-//     storage's whole-second break periods). The break is
-//     conditioned on the read that judged the holder (its version), so one
-//     that storage receives late never ends a later leadership. A dead leader is
-//     replaced within TakeoverAfter + BreakPeriod + 2·1.1·RetryPeriod + 5
-//     request timeouts of its last renew. A pause of the follower never
+//   - With early takeover (TakeoverAfter > 0, off by default; FastConfig;
+//     takeover.go, docs/failover.md#early-takeover) a leader's belief also
+//     ends RenewDeadline after the send of its last heartbeat that landed,
+//     and a follower that read the holder's record unchanged for at least
+//     the holder's published stop horizon + 250ms (and TakeoverAfter) on its
+//     own clock breaks the lease at once, conditioned on that record: storage
+//     acts on the break only if no write of the holder landed since the
+//     follower's first read, so the holder had stopped by then (the two
+//     clocks' rates within 250ms/(horizon + 250ms) of each other). A break
+//     storage receives late never ends a later leadership. A dead leader is
+//     replaced within TakeoverAfter + RenewInterval + 1.1·RetryPeriod + 9
+//     request timeouts of its last logged belief's basis; about
+//     TakeoverAfter after the host loss. A pause of the follower never
 //     counts as staleness.
 //
 // # Non-guarantees
@@ -126,10 +128,10 @@
 //     after storage has answered shows in Ready and the log too. What makes
 //     a start that never ends loud is the log and the alerts on it.
 //   - Early takeover judges liveness by heartbeats, not by the task's work:
-//     a leader whose heartbeat writes fail for TakeoverAfter while its renews
-//     succeed is broken (safely), and a leader that heartbeats with a wedged
-//     task is the watchdog's to catch. A shorter break by an operator is a
-//     forced break, as above.
+//     a leader whose heartbeat writes fail while its renews succeed steps
+//     down RenewDeadline after its last heartbeat that landed and is broken
+//     (safely), and a leader that heartbeats with a wedged task is the
+//     watchdog's to catch. An operator's break is a forced break, as above.
 //   - A late acquire (one delivered after its sender gave up) can create a
 //     lease under an ID nobody renews: it costs at most one LeaseDuration of
 //     liveness, never safety.

@@ -27,12 +27,11 @@ type Event struct {
 	// no bound or for other events.
 	ValidUntil time.Time
 	// Heartbeat: on renewed, the heartbeat written with it (0: none); on
-	// lease_broken, the heartbeat the breaker found stale. Stale is how long
-	// the breaker saw it unchanged (its own clock), BreakPeriod the period
-	// it broke with (takeover.go).
-	Heartbeat   int64
-	Stale       time.Duration
-	BreakPeriod time.Duration
+	// lease_broken, the heartbeat in the record the breaker found unchanged.
+	// Stale is how long the breaker saw that record unchanged (its own
+	// clock; takeover.go).
+	Heartbeat int64
+	Stale     time.Duration
 }
 
 func (e *Elector) emit(ev Event) {

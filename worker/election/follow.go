@@ -164,9 +164,6 @@ func (e *Elector) stampTerm(ctx context.Context, leaseID string, sent time.Time)
 	if err != nil {
 		return 0, err
 	}
-	if err := e.stillLeased(ctx); err != nil {
-		return 0, err
-	}
 	// Slow storage can eat the whole deadline before we start; then we have
 	// nothing left to lead with.
 	if !time.Now().Before(sent.Add(e.cfg.RenewDeadline)) {

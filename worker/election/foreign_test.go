@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -148,4 +149,54 @@ func TestElector_LeaderThatConfirmsOrPromisesNothingIsNeverForeign(t *testing.T)
 			})
 		})
 	}
+}
+
+// A confirming leader writes its confirmation in its renew cycle, beside the
+// renew — the one heartbeat mechanism early takeover uses too (beatDue). A
+// confirmation that fails extends and ends nothing: no renew_failed, the
+// renews keep the leadership, and the next cycle tries again. A renew that
+// hangs does not hold the confirmation back.
+func TestElector_ConfirmationGoesBesideTheRenew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := electiontest.NewStore()
+		cfg := confirmingConfig("a")
+		a := start(t, store, cfg, Callbacks{})
+		synctest.Wait()
+		if !a.e.IsLeader() {
+			t.Fatal("a does not lead")
+		}
+		updates := a.lock.Calls("update") // the term write
+		a.lock.SetFault(func(ctx context.Context, op string) error {
+			if op == "update" {
+				return errors.New("503 ServerBusy")
+			}
+			return nil
+		})
+		time.Sleep(cfg.ConfirmEvery + 3*cfg.RenewInterval)
+		synctest.Wait()
+		if n := a.lock.Calls("update") - updates; n < 2 {
+			t.Fatalf("%d confirmation attempts in ConfirmEvery + 3 renew intervals, all failing; want ≥ 2 (one per cycle once due)", n)
+		}
+		if !a.e.IsLeader() || len(a.rec.all(EventRenewFailed)) != 0 {
+			t.Fatalf("failed confirmations: leading %v, renew_failed %+v; want leading, none", a.e.IsLeader(), a.rec.all(EventRenewFailed))
+		}
+		if hb := store.Record().Heartbeat; hb != 0 {
+			t.Fatalf("record heartbeat %d with every confirmation failing", hb)
+		}
+
+		// Renews hang to their timeout; the confirmation still lands in
+		// the next cycle.
+		a.lock.SetFault(func(ctx context.Context, op string) error {
+			if op == "renew" {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		})
+		time.Sleep(cfg.RenewInterval + time.Millisecond)
+		synctest.Wait()
+		if hb := store.Record().Heartbeat; hb == 0 {
+			t.Fatalf("no confirmation landed in a renew interval while the renews hang (renews %d, updates %d)", a.lock.Calls("renew"), a.lock.Calls("update")-updates)
+		}
+	})
 }

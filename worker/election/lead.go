@@ -32,11 +32,16 @@ func lost(reason string) ending { return ending{reason: reason} }
 // shutdown ends a leadership because Run's context ended: release, then stop.
 func shutdown() ending { return ending{reason: "shutdown", release: true, shutdown: true} }
 
+// renewResult is one answer of a renew cycle. With early takeover on a
+// cycle sends two: the heartbeat's as soon as it is answered (so the belief
+// it earns is not held up by the renew behind it), then the renew's, final.
 type renewResult struct {
-	sent    time.Time
-	err     error
-	beat    int64 // the heartbeat written after the renew (takeover.go); 0: none
-	beatErr error // why the heartbeat write failed, when it did (not a loss)
+	final    bool      // the cycle is over: no more answers follow
+	sent     time.Time // the renew's send; zero in a heartbeat's answer
+	err      error     // the renew's error, or a definite loss of either request
+	beatSent time.Time // the heartbeat's send, when it landed (takeover.go); zero: none
+	beat     int64     // the heartbeat written; 0: none
+	beatErr  error     // why the heartbeat write failed, when it did (not a loss)
 }
 
 // leadership is one term of leading: the task, the renews and the deadline.
@@ -54,10 +59,16 @@ type leadership struct {
 
 	renewCtx    context.Context
 	cancelRenew context.CancelFunc
-	inflight    chan renewResult // nil when no renew is in flight; one at a time
+	inflight    chan renewResult // nil when no renew cycle is in flight; one at a time
 	due         bool             // a tick came while a renew was in flight: renew as soon as it returns
 	beats       int64            // heartbeats written (takeover.go); only the renew goroutine in flight touches it
-	lastBeat    time.Time        // send of the renew the last heartbeat (or the term write) followed; the same
+
+	// The belief's two bounds (docs/failover.md#early-takeover): D after
+	// the send of the last successful renew, and — with early takeover
+	// on — D after the send of the last heartbeat that landed. Leadership
+	// lasts until the earlier of the two.
+	renewBound, beatBound time.Time
+	extended              bool // the cycle in flight has moved the deadline (renewed is emitted once, at its end)
 }
 
 // lead holds the leadership just won until it ends or ctx ends, and says
@@ -78,7 +89,8 @@ func (e *Elector) lead(ctx context.Context, w won) ending {
 		e.cb.OnNewLeader(e.cfg.Identity, w.term)
 	}
 
-	l := &leadership{e: e, ctx: ctx, term: w.term, leaseID: w.leaseID, taskDone: make(chan struct{}), lastBeat: now}
+	l := &leadership{e: e, ctx: ctx, term: w.term, leaseID: w.leaseID, taskDone: make(chan struct{}),
+		renewBound: w.validUntil, beatBound: w.validUntil}
 	l.renewCtx, l.cancelRenew = context.WithCancel(ctx)
 	defer l.cancelRenew()
 	// A pause (GC, SIGSTOP) between the term write and here can outlast the
@@ -116,6 +128,13 @@ func (l *leadership) loop() ending {
 	defer renewTick.Stop()
 	deadlineTimer := time.NewTimer(time.Until(l.deadline()))
 	defer deadlineTimer.Stop()
+	if e.cfg.takeoverEnabled() {
+		// The belief won counts from the acquire's send, and three round
+		// trips of it are spent already (acquire, term read, term write):
+		// with a short deadline on slow storage, waiting a renew interval
+		// for the first heartbeat would let it lapse.
+		l.startRenew()
+	}
 	for {
 		select {
 		case <-l.ctx.Done():
@@ -149,14 +168,14 @@ func (l *leadership) loop() ending {
 			}
 
 		case r := <-l.inflight:
-			l.inflight = nil
+			if r.final {
+				l.inflight = nil
+			}
 			if end, over := l.renewed(r); over {
 				return end
 			}
-			if dl := l.deadline(); r.err == nil {
-				deadlineTimer.Reset(time.Until(dl))
-			}
-			if l.due {
+			deadlineTimer.Reset(time.Until(l.deadline()))
+			if r.final && l.due {
 				l.startRenew()
 			}
 
@@ -190,53 +209,77 @@ func (l *leadership) deadline() time.Time {
 	return l.e.deadline
 }
 
-// startRenew sends one renew on its own goroutine, so that a hung request can
-// never keep the loop from stepping down at the deadline.
+// startRenew sends one renew cycle (with early takeover on, a heartbeat
+// and a renew) on its own goroutine, so that a hung request can never keep
+// the loop from stepping down at the deadline.
 func (l *leadership) startRenew() {
-	e := l.e
 	l.due = false
-	ch := make(chan renewResult, 1)
+	ch := make(chan renewResult, 2)
 	l.inflight = ch
 	sent := time.Now()
-	// The request may not outlive the leadership it is trying to extend.
-	end := sent.Add(e.cfg.RequestTimeout())
-	if dl := l.deadline(); dl.Before(end) {
-		end = dl
-	}
-	go func() {
-		c, cancel := context.WithDeadline(l.renewCtx, end)
-		defer cancel()
-		ch <- l.renewAndBeat(c, sent)
-	}()
+	// The requests may not outlive the leadership they are trying to extend.
+	dl := l.deadline()
+	go l.renewAndBeat(l.renewCtx, sent, dl, l.beatDue(sent), ch)
 }
 
-// renewed applies a renew's answer: a success moves the deadline to its send
-// time + D; a definite loss ends the leadership; anything else is retried at
-// the next tick.
+// renewed applies a renew cycle's answers: a successful renew moves its
+// bound to its send time + D, a heartbeat that landed moves its bound to
+// its send time + D, and the deadline is the earlier bound (with early
+// takeover off, the renew's alone); a definite loss ends the leadership;
+// anything else is retried at the next tick.
 func (l *leadership) renewed(r renewResult) (ending, bool) {
 	e := l.e
-	switch {
-	case r.err == nil:
-		e.touch(true)
-		e.mu.Lock()
-		if dl := e.cfg.claim.until(r.sent.Add(e.cfg.RenewDeadline)); dl.After(e.deadline) {
-			e.deadline, e.confirmed = dl, r.sent
-		}
-		dl := e.deadline
-		e.mu.Unlock()
-		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl), Heartbeat: r.beat})
-		if r.beatErr != nil {
-			e.log.Warn("heartbeat write failed", "term", l.term, "err", r.beatErr)
-		}
-	case e.cfg.claim.ends(r.err):
+	if r.err != nil && e.cfg.claim.ends(r.err) {
 		// A definite loss: someone broke or took the lease, or deleted its
 		// blob. Nothing to release.
 		return lost("lease lost: " + r.err.Error()), true
-	default:
+	}
+	renewed := !r.sent.IsZero() && r.err == nil
+	if renewed {
+		l.renewBound = later(l.renewBound, r.sent.Add(e.cfg.RenewDeadline))
+	}
+	if !r.beatSent.IsZero() {
+		l.beatBound = later(l.beatBound, r.beatSent.Add(e.cfg.RenewDeadline))
+	}
+	bound := l.renewBound
+	if e.cfg.takeoverEnabled() {
+		bound = earlier(bound, l.beatBound)
+	}
+	e.mu.Lock()
+	if dl := e.cfg.claim.until(bound); dl.After(e.deadline) {
+		e.deadline, e.confirmed, l.extended = dl, bound.Add(-e.cfg.RenewDeadline), true // the send the deadline counts from
+	}
+	dl := e.deadline
+	e.mu.Unlock()
+	if renewed || !r.beatSent.IsZero() {
+		e.touch(true)
+	}
+	if r.final && l.extended {
+		l.extended = false
+		e.emit(Event{Kind: EventRenewed, Term: l.term, ValidUntil: e.cfg.claim.reported(dl), Heartbeat: r.beat})
+	}
+	if r.beatErr != nil {
+		// With early takeover, followers cannot see this cycle: the belief
+		// stays where the last landed heartbeat put it. A confirmation that
+		// failed extends nothing less (the renew alone carries the belief):
+		// the next cycle retries it.
+		if e.cfg.takeoverEnabled() {
+			e.emit(Event{Kind: EventRenewFailed, Term: l.term, Reason: "heartbeat: " + r.beatErr.Error()})
+		}
+		e.log.Warn("heartbeat write failed", "term", l.term, "err", r.beatErr)
+	}
+	if !r.sent.IsZero() && r.err != nil {
 		e.emit(Event{Kind: EventRenewFailed, Term: l.term, Reason: r.err.Error()})
 		e.log.Warn("renew failed", "term", l.term, "err", r.err)
 	}
 	return ending{}, false
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // stepDown ends the leadership. The order is the safety argument: leadership
@@ -257,10 +300,7 @@ func (l *leadership) stepDown(end ending) {
 
 	l.cancelRenew()
 	if l.inflight != nil {
-		select {
-		case <-l.inflight:
-		case <-time.After(e.cfg.RequestTimeout()):
-		}
+		l.drain(time.After(e.cfg.RequestTimeout()))
 	}
 	l.awaitTask(end.reason)
 
@@ -276,6 +316,21 @@ func (l *leadership) stepDown(end ending) {
 	}
 	if end.release {
 		l.release(end.reason)
+	}
+}
+
+// drain waits for the cycle in flight (cancelled) to send its last answer,
+// or for timeout: Lock calls stay sequential across leaderships.
+func (l *leadership) drain(timeout <-chan time.Time) {
+	for {
+		select {
+		case r := <-l.inflight:
+			if r.final {
+				return
+			}
+		case <-timeout:
+			return
+		}
 	}
 }
 

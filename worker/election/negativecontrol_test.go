@@ -32,3 +32,35 @@ func TestElector_UnsafeNoStepDownKeepsClaimingAfterLoss(t *testing.T) {
 		}
 	})
 }
+
+// The early-break control's mechanism: with EnableUnsafeEarlyBreak a
+// follower breaks a frozen leader's lease while that leader still believes
+// it leads, so two electors claim leadership at once — what the chaos
+// checker must catch (docs/failover.md#early-takeover). The same run with a
+// safe follower has one leader at every instant.
+func TestElector_UnsafeEarlyBreakTakesOverABelievingLeader(t *testing.T) {
+	for _, unsafe := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			store := electiontest.NewStore()
+			a := start(t, store, fastConfig("a"), Callbacks{})
+			synctest.Wait()
+			cfg := fastConfig("b")
+			if unsafe {
+				EnableUnsafeEarlyBreak(&cfg)
+			}
+			b := start(t, store, cfg, Callbacks{})
+			time.Sleep(2 * time.Second)
+			synctest.Wait()
+			a.lock.SetFault(hang("renew", "update")) // frozen on storage: it still believes until its deadline
+			both := false
+			for range 40 {
+				time.Sleep(50 * time.Millisecond)
+				synctest.Wait()
+				both = both || len(leaders(a, b)) == 2
+			}
+			if both != unsafe {
+				t.Fatalf("unsafe %v: two electors claimed leadership at once: %v", unsafe, both)
+			}
+		})
+	}
+}

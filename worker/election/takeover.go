@@ -10,62 +10,48 @@ import (
 )
 
 // Early takeover (docs/failover.md#early-takeover): a leader that heartbeats
-// under its lease can be replaced in T + B instead of L after its host dies.
+// under its lease is replaced about TakeoverAfter after its host dies,
+// instead of a lease duration.
 //
-//  1. The leader, after every successful renew, writes a heartbeat into the
-//     lock's record under its lease: a counter, how often it beats, and how
-//     long after a renew's send everything it started has stopped
-//     (StopWithin = D + request timeout + StopAfterDeadline).
-//  2. A follower polls with one read (Inspect): lease state and record. It
+//  1. The leader, every renew interval, renews and writes a heartbeat into
+//     the lock's record under its lease: a counter, how often it beats, and how
+//     long after the send of a write of its record that landed everything
+//     it started has stopped (StopAfterWrite = D + request timeout +
+//     StopAfterDeadline). Every such write changes the record's version.
+//  2. Its belief rests on those writes: leadership lasts until D after the
+//     send of its last successful renew and D after the send of its last
+//     heartbeat that landed, whichever is earlier (lead.go). A renew whose
+//     heartbeat did not land extends nothing: followers cannot see it.
+//  3. A follower polls with one read (Inspect): lease state and record. It
 //     acquires only when the lease is free (available, expired, broken).
-//  3. A follower that reads the same holder, term and heartbeat for T, with
-//     T measured on its own monotonic clock from the answer of the first read
-//     that showed them to the send of the current read, breaks the lease
-//     with a break period B ≥ StopWithin + takeoverMargin + breakRounding
-//     (StopWithin as the holder published it), conditioned on the read that
-//     judged it (lease.View.Version): storage refuses the break once the
-//     record changed — a heartbeat landed, or a later leadership wrote its
-//     term — so a break delivered late never ends a leadership nobody judged.
-//     It reads again once B has passed.
-//  4. A new leader with early takeover on reads the lease once more after
-//     its term write: a break aimed at the previous leadership that landed
-//     between its acquire and its term write (the record was still the
-//     previous one's) leaves it breaking, and the new leader gives the lease
-//     up before it starts anything.
+//  4. A follower that reads the same version for long enough — measured on
+//     its own monotonic clock from the answer of the first read that showed
+//     it to the send of the current read — breaks the lease with period 0,
+//     conditioned on that version (lease.View.Version). Long enough is the
+//     holder's published StopAfterWrite + takeoverMargin (and at least
+//     TakeoverAfter and the holder's heartbeat gap).
 //
-// Why this is safe: every renew that succeeded reached storage before the
-// break did (a breaking lease cannot be renewed), so it was sent before the
-// break; the holder stops by that send + D and everything it started by
-// StopWithin after it, which is before the break ends. Nothing here relies
-// on what storage does with a second, shorter break: every break a follower
-// sends satisfies the rule on its own.
+// Why this is safe: storage acts on the break only if the record is still
+// at the version the follower first read, so no write of the holder landed
+// since that read was served; the holder's last landed write was therefore
+// sent before the follower saw its answer, and the holder stopped (belief,
+// task, a request in flight) StopAfterWrite after that send — before the
+// break. A break with period 0 ends the lease at once: after it, storage
+// refuses the holder's renews and lease-guarded writes (a heartbeat, or the
+// next holder's term write still in flight), and a new leader can acquire.
+// A break decided on a record that has since changed — delivered late, or
+// landing after the next leader's term write — is refused (412).
 
 // EventLeaseBroken is the history event of a follower that broke a lease
-// whose heartbeat it found stale (additive to the history contract,
-// docs/architecture.md).
+// whose record it found unchanged for long enough (additive to the history
+// contract, docs/architecture.md).
 const EventLeaseBroken EventKind = "lease_broken"
 
-const (
-	// takeoverMargin is what BreakPeriod keeps above the holder's
-	// StopWithin: room for clock-rate drift between the holder and storage
-	// (safety needs the holder's clock to run no slower than by a factor
-	// StopWithin/(StopWithin + margin)).
-	takeoverMargin = 500 * time.Millisecond
-	// breakRounding is what BreakPeriod keeps above StopWithin +
-	// takeoverMargin because storage counts break periods in whole seconds:
-	// it takes the period and reports the time left in whole seconds, and
-	// its documentation promises only that no lease is granted before the
-	// period "has expired", not to the millisecond. A break ending up to a
-	// second early must still end after the holder stopped
-	// (docs/failover.md#early-takeover).
-	breakRounding = time.Second
-	// breakSlack is added after our break's period before reading again, so
-	// storage (which counts from its own receipt) has ended it.
-	breakSlack = 50 * time.Millisecond
-	// breakRecheck spaces the reads while a break we sent should be over but
-	// storage still reports it breaking.
-	breakRecheck = 100 * time.Millisecond
-)
+// takeoverMargin is what a breaker waits beyond the holder's StopAfterWrite:
+// room for the holder's and the breaker's clocks to run at different rates
+// (safety needs them within takeoverMargin/(StopAfterWrite+takeoverMargin)
+// of each other: 11 % on the fast profile).
+const takeoverMargin = 250 * time.Millisecond
 
 // free reports whether an acquire can succeed on a lease in state s.
 func free(s lease.State) bool {
@@ -80,61 +66,36 @@ func (c Config) takeoverEnabled() bool { return c.TakeoverAfter > 0 }
 // the request timeout. A heartbeating leader publishes it.
 func (c Config) beatGap() time.Duration { return c.RenewInterval + 2*c.RequestTimeout() }
 
-// stopWithin is what a heartbeating leader publishes: how long after a
-// renew's send everything it started has stopped acting.
-func (c Config) stopWithin() time.Duration {
+// stopAfterWrite is what a heartbeating leader publishes: how long after the
+// send of a write of its record that landed everything it started has
+// stopped acting — its belief (D), a request it had in flight (the request
+// timeout), and whatever outlives its deadline (StopAfterDeadline).
+func (c Config) stopAfterWrite() time.Duration {
 	return c.RenewDeadline + c.RequestTimeout() + c.StopAfterDeadline
 }
 
-// minBreakPeriod is the shortest break period the rule allows for this
-// config: breakPeriodFor(stopWithin).
-func (c Config) minBreakPeriod() time.Duration { return breakPeriodFor(c.stopWithin()) }
-
-// breakPeriodFor is the shortest break period that covers a holder which
-// stops within stop of a renew's send: stop + takeoverMargin +
-// breakRounding, rounded up to whole seconds.
-func breakPeriodFor(stop time.Duration) time.Duration {
-	return ceilSecond(stop + takeoverMargin + breakRounding)
-}
-
-// effectiveBreakPeriod is BreakPeriod, or minBreakPeriod when it is 0.
-func (c Config) effectiveBreakPeriod() time.Duration {
-	if c.BreakPeriod == 0 {
-		return c.minBreakPeriod()
-	}
-	return c.BreakPeriod
-}
-
-func ceilSecond(d time.Duration) time.Duration {
-	return (d + time.Second - 1) / time.Second * time.Second
+// minTakeoverAfter is the shortest TakeoverAfter the rules allow: what a
+// breaker would wait for this config's own leadership anyway.
+func (c Config) minTakeoverAfter() time.Duration {
+	return max(2*c.RenewInterval, c.beatGap(), c.stopAfterWrite()+takeoverMargin)
 }
 
 func (c Config) validateTakeover() error {
 	bad := func(field string, v any, rule string, args ...any) error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}
 	}
-	b := c.effectiveBreakPeriod()
 	switch {
 	case c.StopAfterDeadline < 0:
 		return bad("StopAfterDeadline", c.StopAfterDeadline, "must be ≥ 0")
 	case c.TakeoverAfter < 0:
 		return bad("TakeoverAfter", c.TakeoverAfter, "must be ≥ 0 (0: early takeover off)")
-	case c.BreakPeriod < 0:
-		return bad("BreakPeriod", c.BreakPeriod, "must be ≥ 0 (0: the shortest the rule allows)")
-	case c.TakeoverAfter == 0 && c.BreakPeriod != 0:
-		return bad("BreakPeriod", c.BreakPeriod, "must be 0 while TakeoverAfter is 0 (early takeover off)")
 	case c.TakeoverAfter == 0:
 		return nil
-	case c.TakeoverAfter < 2*c.RenewInterval || c.TakeoverAfter < c.beatGap():
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval and RenewInterval + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", max(2*c.RenewInterval, c.beatGap()))
-	case c.BreakPeriod%time.Second != 0:
-		return bad("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
-	case b > lease.MaxBreakPeriod:
-		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", lease.MaxBreakPeriod, takeoverMargin+breakRounding, c.minBreakPeriod())
-	case b < c.minBreakPeriod():
-		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds: %s of clock margin and %s because storage counts break periods in whole seconds), so the holder has stopped before anyone can acquire", takeoverMargin+breakRounding, stopAfterText(c), c.minBreakPeriod(), takeoverMargin, breakRounding)
-	case c.TakeoverAfter+b >= c.LeaseDuration:
-		return bad("TakeoverAfter", c.TakeoverAfter, "plus BreakPeriod (%s) must be less than LeaseDuration (%s): otherwise the lease expires before an early takeover could end it (lower RenewDeadline to shorten the break period)", b, c.LeaseDuration)
+	case c.TakeoverAfter < c.minTakeoverAfter():
+		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least RenewDeadline + request timeout%s + %s (%s), so the holder has stopped before the break, and at least 2 × RenewInterval and RenewInterval + 2 × request timeout, so a healthy leader's heartbeat is never found stale",
+			stopAfterText(c), takeoverMargin, c.minTakeoverAfter())
+	case c.TakeoverAfter >= c.LeaseDuration:
+		return bad("TakeoverAfter", c.TakeoverAfter, "must be less than LeaseDuration (%s): by then the lease has expired and no break is needed", c.LeaseDuration)
 	}
 	return nil
 }
@@ -146,40 +107,13 @@ func stopAfterText(c Config) string {
 	return fmt.Sprintf(" + %s after the deadline", c.StopAfterDeadline)
 }
 
-// publishContract adds the early-takeover contract (or a confirming
-// leader's promise, confirm.go) to a record about to be written, with
-// heartbeat 0 (the term write): a leader that dies before its first renew
-// can then be broken early too.
+// publishContract adds the leader's contract (contract) to a record about
+// to be written, with heartbeat 0 (the term write): a leader that dies
+// before its first heartbeat can then be broken early, or found silent, too.
 func (e *Elector) publishContract(r *lease.Record) {
 	if beat, stop := e.contract(); beat > 0 {
-		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, beat, stop
+		r.Heartbeat, r.BeatEvery, r.StopAfterWrite = 0, beat, stop
 	}
-}
-
-// errBreakingAtStart: the lease we just won is breaking. A follower's break
-// aimed at the previous leadership landed between our acquire and our term
-// write, while the record was still the previous leadership's.
-var errBreakingAtStart = errors.New("election: the lease was broken before our term write landed (a break aimed at the previous leadership)")
-
-// stillLeased is step 4: with early takeover on, a new leader reads the
-// lease once after its term write. Every break conditioned on the previous
-// record reached storage before that write (the write changed the record),
-// so a lease that reads leased now can only be broken by a follower that
-// judged this leadership; one that reads breaking or broken is given up
-// before anything starts under it.
-func (e *Elector) stillLeased(ctx context.Context) error {
-	if !e.cfg.takeoverEnabled() {
-		return nil
-	}
-	br := e.lock.(lease.Breaker) // NewElector checked
-	var v lease.View
-	if err := e.call(ctx, func(c context.Context) (err error) { v, err = br.Inspect(c); return err }); err != nil {
-		return fmt.Errorf("read the lease after the term write: %w", err)
-	}
-	if v.State != lease.Leased {
-		return fmt.Errorf("%w: it reads %s", errBreakingAtStart, v.State)
-	}
-	return nil
 }
 
 // heartbeatRecord is what a leader writes with heartbeat n.
@@ -188,51 +122,75 @@ func (l *leadership) heartbeatRecord(n int64) lease.Record {
 	e.mu.Lock()
 	acquired := e.since
 	e.mu.Unlock()
-	beat, stop := e.contract()
-	return lease.Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(), Mode: e.cfg.Mode, Process: thisProcess,
-		Heartbeat: n, BeatEvery: beat, StopWithin: stop}
+	r := lease.Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(), Mode: e.cfg.Mode, Process: thisProcess}
+	e.publishContract(&r)
+	r.Heartbeat = n
+	return r
 }
 
-// renewAndBeat is one renew cycle: the renew, then (with early takeover on)
-// the heartbeat under the lease, with a request timeout of its own but never
-// past the deadline the renew just earned. A heartbeat that storage refuses
-// for our lease is a definite loss; any other failed heartbeat only means
-// followers may find us stale, and the cycle still counts as renewed.
-func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResult {
+// renewAndBeat is one renew cycle started at sent while the deadline was
+// end: the renew and, when withBeat (beatDue: every cycle with early
+// takeover, every ConfirmEvery when confirming), the heartbeat under the
+// lease, side by side; each gets the request timeout, and neither may
+// outlive the leadership it extends. Side by side, a cycle takes one round
+// trip, not two: on slow storage a heartbeat that times out does not hold
+// the next one back behind a renew, and the belief it earns counts from the
+// cycle's start. The heartbeat's answer goes out as soon as it comes; the
+// cycle's last answer (final) carries the renew's and repeats the
+// heartbeat's, for its event. A heartbeat that storage refuses for our lease
+// is a definite loss; any other failed heartbeat leaves the belief where it
+// was (renewResult.beatErr), and the renew still keeps the lease.
+func (l *leadership) renewAndBeat(ctx context.Context, sent, end time.Time, withBeat bool, out chan<- renewResult) {
 	e := l.e
-	err := e.lock.Renew(ctx, l.leaseID)
-	e.noteAnswer(l.renewCtx, err)
-	if err != nil || !l.beatDue(sent) {
-		return renewResult{sent: sent, err: err}
+	renewed := make(chan renewResult, 1)
+	go func() {
+		r := renewResult{final: true, sent: time.Now()}
+		c, cancel := context.WithDeadline(ctx, earlier(end, r.sent.Add(e.cfg.RequestTimeout())))
+		defer cancel()
+		r.err = e.lock.Renew(c, l.leaseID)
+		e.noteAnswer(l.renewCtx, r.err)
+		renewed <- r
+	}()
+	var beat renewResult
+	if withBeat {
+		beat = l.beat(ctx, sent, end)
+		if beat.err == nil {
+			out <- beat
+		}
 	}
+	r := <-renewed
+	r.beatSent, r.beat = beat.beatSent, beat.beat
+	if beat.err != nil {
+		r.err = beat.err // a definite loss, whatever the renew said
+	}
+	out <- r
+}
+
+// beat writes one heartbeat (sent at sent, not past end). Its answer: the
+// heartbeat landed (beatSent, beat), failed (beatErr), or the lease is
+// definitely lost (err).
+func (l *leadership) beat(ctx context.Context, sent, end time.Time) renewResult {
+	e := l.e
 	l.beats++
-	end := time.Now().Add(e.cfg.RequestTimeout())
-	if dl := sent.Add(e.cfg.RenewDeadline); dl.Before(end) {
-		end = dl
-	}
-	c, cancel := context.WithDeadline(l.renewCtx, end)
+	c, cancel := context.WithDeadline(ctx, earlier(end, sent.Add(e.cfg.RequestTimeout())))
 	defer cancel()
-	berr := e.lock.Update(c, l.leaseID, l.heartbeatRecord(l.beats))
-	e.noteAnswer(l.renewCtx, berr)
+	err := e.lock.Update(c, l.leaseID, l.heartbeatRecord(l.beats))
+	e.noteAnswer(l.renewCtx, err)
 	switch {
-	case berr == nil:
-		l.lastBeat = sent
-		return renewResult{sent: sent, beat: l.beats}
-	case errors.Is(berr, lease.ErrLost):
-		return renewResult{sent: sent, err: berr}
+	case err == nil:
+		return renewResult{beatSent: sent, beat: l.beats}
+	case errors.Is(err, lease.ErrLost):
+		return renewResult{err: err}
 	}
-	return renewResult{sent: sent, beatErr: berr}
+	return renewResult{beatErr: err}
 }
 
 // watch is what a follower remembers between its reads for early takeover.
 type watch struct {
-	seen  beatKey
-	since time.Time // answer of the first read that showed seen; zero: nothing to measure from
-	// brokeAt is the answer to our break (zero if none pending), brokeFor
-	// its period: we read again once it has passed.
-	brokeAt  time.Time
-	brokeFor time.Duration
-	refused  beatKey // the holder we said we will not break (logged once)
+	seen  lease.View // the last read that showed a version we are measuring
+	since time.Time  // answer of the first read that showed seen.Version; zero: nothing to measure from
+	// refused: the version of a holder we said we will not break (logged once).
+	refused string
 	// unsure: our last acquire got no definite answer. It may have taken the
 	// lease (a lost response), so the next poll retries it with the same
 	// lease ID (docs/failover.md#stale-requests-one-lease-id-per-leadership)
@@ -240,20 +198,14 @@ type watch struct {
 	unsure bool
 }
 
-// restart forgets the holder seen: staleness is measured again from the
+// restart forgets the version seen: staleness is measured again from the
 // next read.
-func (w *watch) restart() { w.seen, w.since = beatKey{}, time.Time{} }
+func (w *watch) restart() { w.seen, w.since = lease.View{}, time.Time{} }
 
-// beatKey is what must change for a heartbeat to count as fresh.
-type beatKey struct {
-	holder     string
-	term, beat int64
-}
-
-// inspect reads the lock once (step 2). skip says the acquire must not be
+// inspect reads the lock once (step 3). skip says the acquire must not be
 // tried (the lease is held, or breaking); next is when to read again. With
 // early takeover off, or when the read fails, it leaves the poll to the
-// acquire (skip false).
+// acquire (skip false); after a break it broke, too.
 func (f *following) inspect() (next time.Duration, skip bool) {
 	e, w := f.e, &f.watch
 	if !e.cfg.takeoverEnabled() || w.unsure {
@@ -272,7 +224,6 @@ func (f *following) inspect() (next time.Duration, skip bool) {
 		// Staleness is measured only across our own consecutive reads: a
 		// failed read (or a free lease) starts the measurement again.
 		w.restart()
-		w.brokeAt = time.Time{}
 		if err != nil {
 			e.log.Debug("could not read the lease", "err", err)
 		}
@@ -284,88 +235,81 @@ func (f *following) inspect() (next time.Duration, skip bool) {
 		e.observeRecord(v.Record)
 	}
 	if v.State == lease.Breaking {
+		// Someone broke it with a period (an operator: ours have none).
+		// Nobody can acquire before it ends; we do not break again.
 		w.restart()
-		return f.whileBreaking(), true
+		return e.cfg.JitteredRetryPeriod(), true
 	}
-	w.brokeAt = time.Time{}
-	return f.judge(br, v, sent, answered), true
+	return f.judge(br, v, sent, answered)
 }
 
-// whileBreaking is when to read again while the lease is breaking: when
-// our own break has passed (and then shortly after, until storage says it
-// ended), or at the next poll for someone else's.
-func (f *following) whileBreaking() time.Duration {
+// judge is step 4 for a read (sent and answered at those times) of a
+// leased lock: it notes the record's version, and once the version has
+// stayed the same, by our own clock, for as long as the holder's contract
+// asks, breaks the lease conditioned on it. It says when to read again, or
+// (skip false) that the lease is broken and the acquire goes next.
+func (f *following) judge(br lease.Breaker, v lease.View, sent, answered time.Time) (next time.Duration, skip bool) {
 	e, w := f.e, &f.watch
-	if w.brokeAt.IsZero() {
-		return e.cfg.JitteredRetryPeriod() // someone else's break
-	}
-	left := time.Until(w.brokeAt.Add(w.brokeFor))
-	switch {
-	case left > 0:
-		return left + breakSlack
-	case -left < e.cfg.RetryPeriod:
-		return breakRecheck
-	}
-	w.brokeAt = time.Time{}
-	return e.cfg.JitteredRetryPeriod()
-}
-
-// judge is step 3 for a read (sent and answered at those times) of a
-// leased lock: it notes the holder's heartbeat, and breaks the lease once
-// the heartbeat has stayed unchanged, by our own clock, for as long as the
-// holder's contract asks. It says when to read again.
-func (f *following) judge(br lease.Breaker, v lease.View, sent, answered time.Time) time.Duration {
-	e, w := f.e, &f.watch
-	k := beatKey{holder: v.Record.Holder, term: v.Record.Term, beat: v.Record.Heartbeat}
-	if w.since.IsZero() || k != w.seen {
-		w.seen, w.since = k, answered
-		return e.cfg.JitteredRetryPeriod()
+	need, why := e.breakAfter(v.Record)
+	if w.since.IsZero() || v.Version != w.seen.Version {
+		w.seen, w.since = v, answered
+		return f.nextRead(need), true
 	}
 	// Unchanged: for how long, by our own clock, at the least?
 	stale := sent.Sub(w.since)
-	need, period, why := e.breakTerms(v.Record)
 	switch {
 	case why != "":
-		if w.refused != k {
-			w.refused = k
-			e.log.Debug("will not break this holder early", "holder", k.holder, "term", k.term, "why", why)
+		if w.refused != v.Version {
+			w.refused = v.Version
+			e.log.Debug("will not break this holder early", "holder", v.Record.Holder, "term", v.Record.Term, "why", why)
 		}
-		return e.cfg.JitteredRetryPeriod()
+		return e.cfg.JitteredRetryPeriod(), true
 	case stale < need:
-		return e.cfg.JitteredRetryPeriod()
+		return f.nextRead(need), true
 	case v.Version == "":
-		return e.cfg.JitteredRetryPeriod() // nothing to condition a break on: never break blindly
+		return e.cfg.JitteredRetryPeriod(), true // nothing to condition a break on: never break blindly
 	}
 	// Break only the leadership this read judged: once its record changed
 	// (a heartbeat, a later leadership's term), storage refuses the break.
-	err := e.call(f.ctx, func(c context.Context) error { return br.Break(c, v.Version, period) })
+	err := e.call(f.ctx, func(c context.Context) error { return br.Break(c, v.Version, 0) })
 	if err != nil {
-		e.log.Warn("could not break a stale lease", "holder", k.holder, "term", k.term, "err", err)
-		return e.cfg.JitteredRetryPeriod()
+		// Refused (412: the record moved after all) or no answer (it may
+		// have landed): the next read tells which — a new version starts
+		// the measurement again, the same one is judged again, a broken
+		// lease is acquired.
+		e.log.Info("could not break a stale lease", "holder", v.Record.Holder, "term", v.Record.Term, "err", err)
+		return f.nextRead(0), true
 	}
-	w.brokeAt, w.brokeFor = time.Now(), period
+	r := v.Record
 	w.restart()
-	reason := fmt.Sprintf("heartbeat %d of %s (term %d) unchanged for %s ≥ %s; break period %s", k.beat, k.holder, k.term, stale.Round(time.Millisecond), need, period)
-	e.emit(Event{Kind: EventLeaseBroken, Time: w.brokeAt, Term: k.term, Leader: k.holder, Reason: reason, Heartbeat: k.beat, Stale: stale, BreakPeriod: period})
-	e.log.Info("broke a stale lease", "holder", k.holder, "term", k.term, "heartbeat", k.beat, "stale", stale.Round(time.Millisecond), "break_period", period)
-	return period + breakSlack
+	reason := fmt.Sprintf("record of %s (term %d, heartbeat %d) unchanged for %s ≥ %s", r.Holder, r.Term, r.Heartbeat, stale.Round(time.Millisecond), need)
+	e.emit(Event{Kind: EventLeaseBroken, Term: r.Term, Leader: r.Holder, Reason: reason, Heartbeat: r.Heartbeat, Stale: stale})
+	e.log.Info("broke a stale lease", "holder", r.Holder, "term", r.Term, "heartbeat", r.Heartbeat, "stale", stale.Round(time.Millisecond), "need", need)
+	return 0, false
 }
 
-// breakTerms says how long a holder's heartbeat must stay unchanged before
-// we break its lease, and with which period; why is non-empty when we must
-// not break it at all. Both come from what the holder published — its
-// heartbeat gap and its stop horizon — so a follower configured shorter than
-// the holder (a rolling change of --renew-deadline, --kill-grace or
-// --break-period) never breaks it too early; our own settings can only make
-// them longer.
-func (e *Elector) breakTerms(r lease.Record) (need, period time.Duration, why string) {
-	if r.BeatEvery <= 0 || r.StopWithin <= 0 {
-		return 0, 0, "the holder publishes no heartbeat contract (early takeover off on it)"
+// nextRead is when to read again while measuring: at the next poll, or
+// exactly when the version we measure has been unchanged for need, if
+// that comes first — the break is then decided on time, not up to a poll
+// late.
+func (f *following) nextRead(need time.Duration) time.Duration {
+	p := f.e.cfg.JitteredRetryPeriod()
+	if need <= 0 {
+		return p
 	}
-	need = max(e.cfg.TakeoverAfter, r.BeatEvery)
-	period = max(breakPeriodFor(r.StopWithin), e.cfg.BreakPeriod)
-	if period > lease.MaxBreakPeriod {
-		return 0, 0, fmt.Sprintf("the holder stops within %s of a renew, more than a break period can cover", r.StopWithin)
+	return max(0, min(p, time.Until(f.watch.since.Add(need))))
+}
+
+// breakAfter says how long a holder's record must stay unchanged before we
+// break its lease; why is non-empty when we must not break it at all. It
+// comes from what the holder published — its heartbeat gap and its stop
+// horizon — so a follower configured shorter than the holder (a rolling
+// change of --renew-deadline or --kill-grace) never breaks it too early;
+// our own TakeoverAfter can only make it longer.
+func (e *Elector) breakAfter(r lease.Record) (need time.Duration, why string) {
+	if r.BeatEvery <= 0 || r.StopAfterWrite <= 0 {
+		return 0, "the holder publishes no heartbeat contract (early takeover off on it)"
 	}
-	return need, period, ""
+	safe := max(e.cfg.TakeoverAfter, r.BeatEvery, r.StopAfterWrite+takeoverMargin)
+	return e.cfg.claim.breakAfter(safe, r), ""
 }

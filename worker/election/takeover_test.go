@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,17 +14,16 @@ import (
 	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
-// fastConfig is the fast profile of README's timing table: D 2 s, renew
-// 0.5 s, P 0.5 s, T 2 s, B 4 s (the shortest the rule allows).
+// fastConfig is the fast profile (FastConfig: D 1.5 s, renew 0.5 s, P 0.5 s,
+// T 2.25 s) with a quiet logger.
 func fastConfig(id string) Config {
-	c := testConfig(id)
-	c.RenewDeadline, c.RenewInterval, c.RetryPeriod = 2*time.Second, 500*time.Millisecond, 500*time.Millisecond
-	c.TakeoverAfter, c.BreakPeriod = 2*time.Second, 4*time.Second
+	c := FastConfig(id)
+	c.Logger = quietLogger()
 	return c
 }
 
 func withoutTakeover(c Config) Config {
-	c.TakeoverAfter, c.BreakPeriod = 0, 0
+	c.TakeoverAfter = 0
 	return c
 }
 
@@ -59,9 +59,10 @@ func startedAfter(cs []*contender, t0 time.Time) (who string, at time.Time) {
 	return who, at
 }
 
-// The takeover after a dead host: T + B and a few polls with early
-// takeover, the whole lease without it (the same test, mechanism off, is
-// the control that the measurement can fail).
+// The takeover after a dead host: about T with early takeover (the last
+// heartbeat lands up to a renew interval before the death, a follower sees
+// it up to a poll after), the whole lease without it (the same test,
+// mechanism off, is the control that the measurement can fail).
 func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -70,8 +71,8 @@ func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
 		atMost   time.Duration
 		wantBrks int
 	}{
-		// T 2 s + two polls (0.55 s each) + B 4 s + a poll's slack.
-		{"takeover on", fastConfig, 6 * time.Second, 7500 * time.Millisecond, 1},
+		// T 2.25 s − a renew interval … T + a poll (0.55 s).
+		{"takeover on", fastConfig, 1700 * time.Millisecond, 2900 * time.Millisecond, 1},
 		{"takeover off", func(id string) Config { return withoutTakeover(fastConfig(id)) }, 14 * time.Second, 16 * time.Second, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,14 +111,14 @@ func TestTakeover_DeadLeaderIsReplacedWellWithinTheLease(t *testing.T) {
 					t.Fatalf("%d lease_broken events, want %d: %+v", len(brks), tc.wantBrks, brks)
 				}
 				if tc.wantBrks > 0 {
-					b := brks[0]
-					if b.Leader != old.e.cfg.Identity || b.Stale < 2*time.Second || b.BreakPeriod != 4*time.Second {
-						t.Fatalf("lease_broken %+v: want leader %s, stale ≥ 2s, break period 4s", b, old.e.cfg.Identity)
+					b, cfg := brks[0], old.e.cfg
+					if b.Leader != cfg.Identity || b.Stale < cfg.TakeoverAfter {
+						t.Fatalf("lease_broken %+v: want leader %s, stale ≥ %v", b, cfg.Identity, cfg.TakeoverAfter)
 					}
-					// Nobody led before the break passed, and not before the
-					// old leader's deadline.
-					if at.Before(b.Time.Add(b.BreakPeriod)) {
-						t.Fatalf("%s started at %s, before the break (%s) + B", who, at.Format(time.StampMilli), b.Time.Format(time.StampMilli))
+					// E1: nobody led before the old leader's belief ended and
+					// a request it had in flight was over.
+					if end := lastBeat(t, old).ValidUntil.Add(cfg.RequestTimeout()); at.Before(end) {
+						t.Fatalf("%s started at %s, before the old leader's deadline + request timeout (%s)", who, at.Format(time.StampMilli), end.Format(time.StampMilli))
 					}
 				}
 				checkIntervals(t, nil, cs...)
@@ -174,7 +175,7 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 		// second (the shortest poll period allowed): every other read sees
 		// the heartbeat of the read before.
 		leader := fastConfig("a")
-		leader.RenewDeadline, leader.RenewInterval, leader.TakeoverAfter, leader.BreakPeriod = 3*time.Second, time.Second, 3*time.Second, 0
+		leader.RenewDeadline, leader.RenewInterval, leader.TakeoverAfter = 3*time.Second, time.Second, 4250*time.Millisecond
 		a := start(t, store, leader, Callbacks{})
 		synctest.Wait()
 		frozen := &frozenAnswers{plainLock: plainLock{store.NewLock("b")}}
@@ -192,7 +193,7 @@ func TestTakeover_PausedFollowerDoesNotBreakAHealthyLeader(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		for i := range 10 {
-			frozen.freezeNext(time.Duration(3+i) * time.Second)                // longer than T, less than L
+			frozen.freezeNext(time.Duration(5+i) * time.Second)                // longer than the 4.25 s it waits, less than L
 			time.Sleep(20*time.Second + time.Duration(i)*130*time.Millisecond) // at every phase of the heartbeat
 			synctest.Wait()
 		}
@@ -262,15 +263,15 @@ func (f *frozenAnswers) Break(ctx context.Context, version string, period time.D
 	return f.l.Break(ctx, version, period)
 }
 
-// A follower configured with a shorter deadline (and so a shorter break
-// period) than the holder still breaks with the period the holder
-// published: the holder has stepped down before the break ends.
-func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
+// A follower configured with a shorter deadline (and so a shorter
+// TakeoverAfter) than the holder still waits what the holder published: the
+// holder has stepped down before the break.
+func TestTakeover_BreakWaitsWhatTheHolderPublished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := electiontest.NewStore()
 		slowHolder := fastConfig("a")
 		slowHolder.RenewDeadline, slowHolder.RenewInterval = 6*time.Second, time.Second
-		slowHolder.TakeoverAfter, slowHolder.BreakPeriod = 3*time.Second, 0 // B = ceil(6 + 1 + 0.5 + 1) = 9 s
+		slowHolder.TakeoverAfter = 7250 * time.Millisecond // D 6 s + request timeout 1 s + 0.25 s
 		a := start(t, store, slowHolder, Callbacks{})
 		synctest.Wait()
 		b := start(t, store, fastConfig("b"), Callbacks{})
@@ -281,8 +282,11 @@ func TestTakeover_BreakPeriodHonoursWhatTheHolderPublished(t *testing.T) {
 		time.Sleep(25 * time.Second)
 		synctest.Wait()
 		brks := b.rec.all(EventLeaseBroken)
-		if len(brks) != 1 || brks[0].BreakPeriod != 9*time.Second {
-			t.Fatalf("lease_broken = %+v, want one with the holder's break period 9s", brks)
+		if len(brks) != 1 || brks[0].Stale < slowHolder.TakeoverAfter {
+			t.Fatalf("lease_broken = %+v, want one after the record was unchanged for the holder's 7.25s", brks)
+		}
+		if _, at := startedAfter([]*contender{b}, brks[0].Time.Add(-time.Second)); at.Before(lastBeat(t, a).ValidUntil.Add(slowHolder.RequestTimeout())) {
+			t.Fatalf("b led at %s, before the holder's deadline + request timeout", at.Format(time.StampMilli))
 		}
 		checkIntervals(t, nil, a, b)
 	})
@@ -371,22 +375,21 @@ func TestConfig_TakeoverRules(t *testing.T) {
 		rule  string
 	}{
 		{"fast profile", func(c *Config) {}, "", ""},
+		{"fast profile, T exactly D + timeout + 0.25 s", func(c *Config) { c.TakeoverAfter = 2250 * time.Millisecond }, "", ""},
 		{"off", func(c *Config) { *c = withoutTakeover(*c) }, "", ""},
-		{"break period defaults to the minimum", func(c *Config) { c.BreakPeriod = 0 }, "", ""},
-		{"break period without takeover", func(c *Config) { c.TakeoverAfter = 0 }, "BreakPeriod", "must be 0 while TakeoverAfter is 0"},
-		{"T below two renew intervals", func(c *Config) { c.TakeoverAfter = 900 * time.Millisecond }, "TakeoverAfter", "at least 2 × RenewInterval"},
+		{"T below D + timeout + margin", func(c *Config) { c.TakeoverAfter = 2249 * time.Millisecond }, "TakeoverAfter", "at least RenewDeadline + request timeout + 250ms (2.25s)"},
 		{"T below a renew and two slow requests", func(c *Config) {
-			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 3*time.Second, time.Second, 2*time.Second, 0
-		}, "TakeoverAfter", "RenewInterval + 2 × request timeout (3s)"},
-		{"B below D + timeout + margin", func(c *Config) { c.BreakPeriod = 2 * time.Second }, "BreakPeriod", "at least RenewDeadline + request timeout"},
-		{"B exactly D + timeout + margin: no room for storage's whole seconds", func(c *Config) { c.BreakPeriod = 3 * time.Second }, "BreakPeriod", "storage counts break periods in whole seconds"},
-		{"B not whole seconds", func(c *Config) { c.BreakPeriod = 4500 * time.Millisecond }, "BreakPeriod", "whole number of seconds"},
-		{"B above 60 s", func(c *Config) { c.BreakPeriod = 61 * time.Second }, "BreakPeriod", "at most 1m0s"},
-		{"T + B not below L", func(c *Config) { c.TakeoverAfter = 12 * time.Second }, "TakeoverAfter", "less than LeaseDuration"},
-		{"default deadline cannot take over early", func(c *Config) {
-			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter, c.BreakPeriod = 10*time.Second, 2*time.Second, 6*time.Second, 0
-		}, "TakeoverAfter", "less than LeaseDuration"},
-		{"run mode's kill grace counts", func(c *Config) { c.StopAfterDeadline = 2 * time.Second }, "BreakPeriod", "+ 2s after the deadline"},
+			// D 1.5 s, renew 0.5 s, but a request timeout of 0.5 s and a
+			// renew interval of 0.5 s: 2.25 s covers 1.5 s. Lengthen the
+			// renew interval instead: 1 s + 2 × 0.5 s = 2 s < 2.25 s, and
+			// with D 3 s the horizon 3 + 1 + 0.25 = 4.25 s dominates.
+			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter = 3*time.Second, time.Second, 4*time.Second
+		}, "TakeoverAfter", "(4.25s)"},
+		{"T not below L", func(c *Config) { c.TakeoverAfter = 15 * time.Second }, "TakeoverAfter", "less than LeaseDuration"},
+		{"the default deadline can take over early, late", func(c *Config) {
+			c.RenewDeadline, c.RenewInterval, c.TakeoverAfter = 10*time.Second, 2*time.Second, 12250*time.Millisecond
+		}, "", ""},
+		{"what outlives the deadline counts", func(c *Config) { c.StopAfterDeadline = 2 * time.Second }, "TakeoverAfter", "+ 2s after the deadline"},
 		{"negative T", func(c *Config) { c.TakeoverAfter = -time.Second }, "TakeoverAfter", "must be ≥ 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -434,21 +437,33 @@ func (p plainLock) TermFloor() int64 { return p.l.TermFloor() }
 func TestTakeover_LeaderDeadBeforeItsFirstHeartbeatIsBrokenEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := electiontest.NewStore()
-		a := start(t, store, fastConfig("a"), Callbacks{})
+		// a's host dies just after its term write: every later request of
+		// it hangs (its first heartbeat goes out at once, and never lands).
+		var writes atomic.Int32
+		al := store.NewLock("a")
+		al.SetFault(func(ctx context.Context, op string) error {
+			if op == "update" && writes.Add(1) == 1 {
+				return nil // the term write
+			}
+			if op == "acquire" || op == "inspect" || op == "get" {
+				return nil
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		a := startOn(t, fastConfig("a"), al, al, Callbacks{})
 		synctest.Wait()
+		died := time.Now()
 		b := start(t, store, fastConfig("b"), Callbacks{})
 		synctest.Wait()
-		oneLeader(t, a, b)
-		if n := a.lock.Calls("update"); n != 1 {
-			t.Fatalf("a wrote %d records before dying, want only its term write", n)
+		if rec := store.Record(); rec.Holder != "a" || rec.Heartbeat != 0 || rec.StopAfterWrite == 0 {
+			t.Fatalf("the record is %+v; want a's term write (heartbeat 0, with the contract) and nothing after it", rec)
 		}
-		died := time.Now()
-		dead(a)
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
 		_, at := startedAfter([]*contender{b}, died)
-		if at.IsZero() || at.Sub(died) > 7500*time.Millisecond { // T 2 s + B 4 s + polls
-			t.Fatalf("b took over %v after a died before its first heartbeat, want an early takeover (≤ 7.5 s)", at.Sub(died))
+		if at.IsZero() || at.Sub(died) > 3*time.Second { // T 2.25 s + a poll
+			t.Fatalf("b took over %v after a died before its first heartbeat, want an early takeover (≤ 3 s)", at.Sub(died))
 		}
 		checkIntervals(t, nil, a, b)
 	})
@@ -458,14 +473,14 @@ func TestTakeover_LeaderDeadBeforeItsFirstHeartbeatIsBrokenEarly(t *testing.T) {
 // the network past the breaker's timeout, received once a later leadership
 // holds the lease — must not end that later leadership: storage must refuse
 // a break whose read no longer describes the lease. Each follower's first
-// break is held for B + 3 s; its second one (a poll later) ends the dead
+// break is held for 4 s; its second one (a poll later) ends the dead
 // leader's lease, and the held ones arrive while the next leader leads.
 func TestTakeover_LateBreakLeavesTheNextLeadershipAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := electiontest.NewStore()
 		a := start(t, store, fastConfig("a"), Callbacks{})
 		synctest.Wait()
-		delay := fastConfig("b").effectiveBreakPeriod() + 3*time.Second
+		delay := 4 * time.Second
 		var followers []*contender
 		var late []*lateBreaker
 		for _, id := range []string{"b", "c"} {
@@ -554,13 +569,13 @@ func (l *lateBreaker) deliveries() []time.Time {
 
 // A break aimed at the previous leadership can still land in the one round
 // trip between the next leader's acquire and its term write: the record is
-// the previous one's until that write. The new leader finds its lease
-// breaking when it reads it back after the term write, gives it up before
-// anything starts, and leads on its next acquire.
+// the previous one's until that write. The break (period 0) ends the new
+// lease at once, so storage refuses the term write: the new leader never
+// starts on it, and leads on its next acquire.
 func TestTakeover_BreakLandingBeforeTheTermWriteIsNotLedOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := electiontest.NewStore()
-		store.SetRecord(lease.Record{Holder: "a", Term: 5, Heartbeat: 9, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond})
+		store.SetRecord(lease.Record{Holder: "a", Term: 5, Heartbeat: 9, BeatEvery: 1500 * time.Millisecond, StopAfterWrite: 2 * time.Second})
 		bl := &breakBeforeFirstWrite{plainLock: plainLock{store.NewLock("b")}, other: store.NewLock("late")}
 		b := startOn(t, fastConfig("b"), bl, bl.l, Callbacks{})
 		time.Sleep(10 * time.Second)
@@ -576,8 +591,8 @@ func TestTakeover_BreakLandingBeforeTheTermWriteIsNotLedOn(t *testing.T) {
 			t.Fatalf("b started leading %d times and leads now: %v; want once, on a lease nobody broke", len(started), b.e.IsLeader())
 		}
 		failed := b.rec.all(EventAcquireFailed)
-		if len(failed) == 0 || !strings.Contains(failed[0].Reason, "broken before our term write") {
-			t.Fatalf("acquire_failed events %+v; want one saying the lease was broken before the term write", failed)
+		if len(failed) == 0 || !strings.Contains(failed[0].Reason, "term write") || !strings.Contains(failed[0].Reason, "lease") {
+			t.Fatalf("acquire_failed events %+v; want one saying the term write was refused for the lease", failed)
 		}
 	})
 }
@@ -605,7 +620,7 @@ func (l *breakBeforeFirstWrite) Update(ctx context.Context, id string, r lease.R
 		if err != nil {
 			return err
 		}
-		if err := l.other.Break(ctx, v.Version, 4*time.Second); err != nil {
+		if err := l.other.Break(ctx, v.Version, 0); err != nil {
 			return err
 		}
 		l.landed = true

@@ -47,12 +47,11 @@ type Record struct {
 	// number; Term is then the shard's own term. (An addition to the contract.)
 	Shard *int `json:"shard,omitempty"`
 	// Heartbeat: on renewed, the heartbeat written with the renew (early
-	// takeover); on lease_broken, the heartbeat the breaker read unchanged
-	// for StaleMS milliseconds of its own clock before it broke the lease
-	// with a break period of BreakPeriodMS. (An addition to the contract.)
-	Heartbeat     int64 `json:"heartbeat,omitempty"`
-	StaleMS       int64 `json:"stale_ms,omitempty"`
-	BreakPeriodMS int64 `json:"break_period_ms,omitempty"`
+	// takeover); on lease_broken, the heartbeat in the record the breaker
+	// read unchanged for StaleMS milliseconds of its own clock before it
+	// broke the lease. (An addition to the contract.)
+	Heartbeat int64 `json:"heartbeat,omitempty"`
+	StaleMS   int64 `json:"stale_ms,omitempty"`
 }
 
 // NewRecord turns an election event into a record. start is the process
@@ -67,9 +66,8 @@ func NewRecord(identity string, start time.Time, ev election.Event) Record {
 		Reason:   ev.Reason,
 		Leader:   ev.Leader,
 
-		Heartbeat:     ev.Heartbeat,
-		StaleMS:       ev.Stale.Milliseconds(),
-		BreakPeriodMS: ev.BreakPeriod.Milliseconds(),
+		Heartbeat: ev.Heartbeat,
+		StaleMS:   ev.Stale.Milliseconds(),
 	}
 	if !ev.ValidUntil.IsZero() {
 		r.ValidUntil = ev.ValidUntil.UTC().Format(time.RFC3339Nano)

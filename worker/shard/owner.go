@@ -84,7 +84,7 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	cfg.ObserveEvery = 60 // the holder of a shard is for logs only: save the reads
 	// Shard leases wait out L (docs/failover.md#early-takeover): the view's
 	// gate decides who may take a shard, and a break would bypass it.
-	cfg.TakeoverAfter, cfg.BreakPeriod = 0, 0
+	cfg.TakeoverAfter = 0
 	// A shard's holder is for logs only: no confirmation writes (one per
 	// shard per ConfirmEvery would be the pool's largest write cost).
 	cfg.ConfirmEvery = 0

@@ -15,12 +15,15 @@ import (
 // operator who set the flag or its env twin expected a different binary, so
 // it refuses to start (exit 2) and says which build has it.
 
-// unsafeFlag is the test-only build's flag, refused here and not listed.
-const unsafeFlag = "unsafe-no-step-down"
+// The test-only build's flags, refused here and not listed.
+const (
+	unsafeFlag     = "unsafe-no-step-down"
+	earlyBreakFlag = "unsafe-early-break"
+)
 
-// buildOptions records whether the refused flag was given.
+// buildOptions records whether a refused flag was given.
 type buildOptions struct {
-	asked bool
+	asked, askedEarly bool
 }
 
 // refusedFlag accepts any value (so that --unsafe-no-step-down=false and an
@@ -35,12 +38,19 @@ func (f refusedFlag) Set(string) error { *f.given = true; return nil }
 func (b *buildOptions) register(fs *cmdFlags) {
 	fs.Var(refusedFlag{&b.asked}, unsafeFlag, "refused: the negative control exists only in binaries built with -tags negativecontrol")
 	fs.hide(unsafeFlag)
+	fs.Var(refusedFlag{&b.askedEarly}, earlyBreakFlag, "refused: the negative control exists only in binaries built with -tags negativecontrol")
+	fs.hide(earlyBreakFlag)
 }
 
 func (b *buildOptions) check() error {
-	if b.asked {
-		return usagef("--%s (or %s) is refused: the negative control exists only in binaries built with -tags negativecontrol",
-			unsafeFlag, envName(unsafeFlag))
+	for _, f := range []struct {
+		asked bool
+		name  string
+	}{{b.asked, unsafeFlag}, {b.askedEarly, earlyBreakFlag}} {
+		if f.asked {
+			return usagef("--%s (or %s) is refused: the negative control exists only in binaries built with -tags negativecontrol",
+				f.name, envName(f.name))
+		}
 	}
 	return nil
 }

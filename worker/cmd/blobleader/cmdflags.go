@@ -35,15 +35,17 @@ type cmdFlags struct {
 	name    string            // the command, e.g. "blobleader ledger"
 	help    func()            // prints the usage (--help)
 	fromEnv map[string]string // flag name → the variable its value came from
-	hidden  map[string]bool   // flags accepted but not listed by --help (hide)
-	bad     error             // what the last refused value was, described
+	// fromProfile: flag name → the --profile whose bundle set it (profile.go)
+	fromProfile map[string]string
+	hidden      map[string]bool // flags accepted but not listed by --help (hide)
+	bad         error           // what the last refused value was, described
 }
 
 func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are ours, one line each
 	fs.Usage = func() {}
-	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}, hidden: map[string]bool{}}
+	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}, fromProfile: map[string]string{}, hidden: map[string]bool{}}
 	c.help = func() {
 		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
 		fs.VisitAll(func(f *flag.Flag) {
@@ -231,13 +233,15 @@ func editDistance(a, b string) int {
 
 // explain rewrites a usage error about a flag whose value came from the
 // environment so that it names the variable: "invalid --lease-duration 10s"
-// becomes "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s".
+// becomes "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s"; and
+// it adds where the values of the flags it names that a profile set came
+// from: "(--profile fast set --renew-deadline 1.5s)".
 func (c *cmdFlags) explain(err error) error {
 	var ue *usageError
-	if !errors.As(err, &ue) || len(c.fromEnv) == 0 {
+	if !errors.As(err, &ue) || len(c.fromEnv)+len(c.fromProfile) == 0 {
 		return err
 	}
-	msg := ue.msg
+	msg := c.profileNote(ue.msg)
 	for name, env := range c.fromEnv {
 		if strings.Contains(msg, env) {
 			continue // already named
@@ -254,6 +258,25 @@ func (c *cmdFlags) explain(err error) error {
 		})
 	}
 	return &usageError{msg}
+}
+
+// profileNote adds to msg which of the flags it names a profile set, and to
+// what: a refused combination the user did not write out in full names the
+// part the profile supplied.
+func (c *cmdFlags) profileNote(msg string) string {
+	var set []string
+	prof := ""
+	for name, p := range c.fromProfile {
+		if regexp.MustCompile(`--` + regexp.QuoteMeta(name) + `([^a-z0-9-]|$)`).MatchString(msg) {
+			set = append(set, fmt.Sprintf("--%s %s", name, c.Lookup(name).Value.String()))
+			prof = p
+		}
+	}
+	if len(set) == 0 {
+		return msg
+	}
+	sort.Strings(set)
+	return fmt.Sprintf("%s (--profile %s set %s)", msg, prof, strings.Join(set, ", "))
 }
 
 // set says whether flag name was given, on the command line or by its env twin.

@@ -14,37 +14,49 @@ import (
 
 // This file is compiled only into the chaos suite's negative-control binary
 // (go build -tags negativecontrol): the one build in which a worker can be
-// told to keep claiming leadership after losing it. Every other build
-// compiles buildoptions.go in its place.
+// told to keep claiming leadership after losing it, or to break a leader's
+// lease too early. Every other build compiles buildoptions.go in its place.
 
-// unsafeFlag is the negative control's flag, not listed; every other build
-// refuses it.
-const unsafeFlag = "unsafe-no-step-down"
+// The negative controls' flags, not listed; every other build refuses them.
+const (
+	unsafeFlag     = "unsafe-no-step-down"
+	earlyBreakFlag = "unsafe-early-break"
+)
 
 // buildOptions are the options only this build has.
 type buildOptions struct {
-	unsafe bool // --unsafe-no-step-down
+	unsafe     bool // --unsafe-no-step-down
+	earlyBreak bool // --unsafe-early-break
 }
 
 func (b *buildOptions) register(fs *cmdFlags) {
 	fs.BoolVar(&b.unsafe, unsafeFlag, false, "negative control for the chaos suite: keep claiming leadership after losing the lease")
 	fs.hide(unsafeFlag)
+	fs.BoolVar(&b.earlyBreak, earlyBreakFlag, false, "negative control for the chaos suite: break a leader's lease long before its published horizon has passed")
+	fs.hide(earlyBreakFlag)
 }
 
 // check: this build has the control; nothing to refuse.
 func (b *buildOptions) check() error { return nil }
 
 // configure makes c's leader keep claiming after its deadline or a definite
-// loss (election.EnableUnsafeNoStepDown); shard electors inherit it.
+// loss (election.EnableUnsafeNoStepDown), or c's follower break too early
+// (election.EnableUnsafeEarlyBreak); shard electors inherit it.
 func (b *buildOptions) configure(c *election.Config) {
 	if b.unsafe {
 		election.EnableUnsafeNoStepDown(c)
+	}
+	if b.earlyBreak {
+		election.EnableUnsafeEarlyBreak(c)
 	}
 }
 
 func (b *buildOptions) announce(log *slog.Logger) {
 	if b.unsafe {
 		log.Warn("UNSAFE: --unsafe-no-step-down is set; this worker keeps claiming leadership after losing it (negative control only)")
+	}
+	if b.earlyBreak {
+		log.Warn("UNSAFE: --unsafe-early-break is set; this worker breaks leaders' leases before they have stopped (negative control only)")
 	}
 }
 

@@ -35,6 +35,8 @@ func TestWorker_ProductionBinaryRefusesTheNegativeControl(t *testing.T) {
 		{"env var", []string{"BLOBLEADER_UNSAFE_NO_STEP_DOWN=true"}, []string{conn}},
 		{"env var =1", []string{"BLOBLEADER_UNSAFE_NO_STEP_DOWN=1"}, []string{conn}},
 		{"env var empty", []string{"BLOBLEADER_UNSAFE_NO_STEP_DOWN="}, []string{conn}},
+		{"early break flag", nil, []string{conn, "--unsafe-early-break"}},
+		{"early break env var", []string{"BLOBLEADER_UNSAFE_EARLY_BREAK=1"}, []string{conn}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +49,11 @@ func TestWorker_ProductionBinaryRefusesTheNegativeControl(t *testing.T) {
 			if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 {
 				t.Fatalf("want a one-line message, got %d lines:\n%s", len(lines), out)
 			}
-			for _, want := range []string{"--unsafe-no-step-down", "-tags negativecontrol"} {
+			flag := "--unsafe-no-step-down"
+			if strings.Contains(tt.name, "early break") {
+				flag = "--unsafe-early-break"
+			}
+			for _, want := range []string{flag, "-tags negativecontrol"} {
 				if !strings.Contains(out, want) {
 					t.Fatalf("message does not mention %q:\n%s", want, out)
 				}

@@ -305,7 +305,7 @@ func (n *node) run(ctx context.Context) error {
 	cfg := n.cfg
 	n.log.Info("worker started", "listen", listen, "lock", n.lock.Describe(),
 		"lease", cfg.LeaseDuration, "renew_deadline", cfg.RenewDeadline, "renew_interval", cfg.RenewInterval,
-		"retry_period", cfg.RetryPeriod, "request_timeout", cfg.RequestTimeout())
+		"retry_period", cfg.RetryPeriod, "request_timeout", cfg.RequestTimeout(), "takeover_after", cfg.TakeoverAfter, "profile", n.o.profile)
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

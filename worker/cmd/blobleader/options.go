@@ -44,11 +44,12 @@ type storageOptions struct {
 type options struct {
 	storageOptions
 	identity        string          // --identity (default <hostname>-<pid>)
+	profile         string          // --profile: the timing bundle the unset timing flags come from (profile.go)
 	timing          election.Timing // --lease-duration, --renew-deadline, --renew-interval, --retry-period
 	watchdogTimeout time.Duration   // --watchdog-timeout; 0 off
 	shutdownGrace   time.Duration   // --shutdown-grace
 	tokenTimeout    time.Duration   // --token-timeout: how long the first storage token may take (--account-url only)
-	takeover        takeoverOptions // --takeover-after, --break-period
+	takeover        takeoverOptions // --takeover-after
 	listen          string          // --listen: /healthz /readyz /status /metrics
 	history         string          // --history: a file, `blob`, or "" for none
 	logFormat       string          // --log-format
@@ -63,7 +64,11 @@ type options struct {
 // takeoverOptions are early takeover's (docs/failover.md#early-takeover).
 type takeoverOptions struct {
 	takeoverAfter time.Duration // --takeover-after; 0 off
-	breakPeriod   time.Duration // --break-period; 0 the shortest the rule allows
+	// breakPeriod: --break-period, which the previous design had (a break
+	// with a period); now a break ends the lease at once. Accepted as 0 so
+	// that scripts and deployments that spelled out the old default keep
+	// working, refused otherwise, never listed.
+	breakPeriod time.Duration
 }
 
 // workerOptions are the worker's: the shared options and its leader task's.
@@ -111,6 +116,7 @@ func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 func (o *options) register(fs *cmdFlags) {
 	o.storageOptions.register(fs.FlagSet)
 	d := election.DefaultConfig("")
+	fs.StringVar(&o.profile, "profile", "default", profileUsage())
 	fs.StringVar(&o.identity, "identity", "", "this contender's name in the lock metadata, events and /status: printable ASCII, no leading or trailing space, at most 256 bytes; with --shards or --history blob it names blobs too, so no \\ and no trailing dot (default <hostname>-<pid>)")
 	fs.DurationVar(&o.timing.LeaseDuration, "lease-duration", d.LeaseDuration, "lease duration L, 15s–60s")
 	fs.DurationVar(&o.timing.RenewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
@@ -119,7 +125,7 @@ func (o *options) register(fs *cmdFlags) {
 	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
 	fs.DurationVar(&o.tokenTimeout, "token-timeout", 3*time.Minute, "with --account-url: how long to wait at start for the first storage token, outside the per-request timeout (a managed-identity endpoint can be slow to answer first); ≥ 1s")
-	o.takeover.register(fs.FlagSet)
+	o.takeover.register(fs)
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP address for /healthz /readyz /status /metrics")
 	fs.StringVar(&o.history, "history", "", "write election events as JSON lines to this file, or `blob` to append them to the history container (one append blob per process under <identity>/)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, JSON otherwise), text, json")
@@ -135,9 +141,19 @@ func (s *storageOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.storageDial, "storage-dial", "", "host:port to dial for every storage connection instead of the storage host (the chaos sidecar's local proxy); TLS still verifies the storage host name; the history sink dials storage directly")
 }
 
-func (t *takeoverOptions) register(fs *flag.FlagSet) {
-	fs.DurationVar(&t.takeoverAfter, "takeover-after", 0, "early takeover: break the lease of a leader whose heartbeat a follower reads unchanged for this long (0: off, wait out the lease); ≥ 2 × renew-interval, and with --break-period below lease-duration")
-	fs.DurationVar(&t.breakPeriod, "break-period", 0, "early takeover's break period, whole seconds ≤ 60s; ≥ renew-deadline + request timeout + 1.5s (a 500ms clock margin, and 1s because storage counts break periods in whole seconds; + kill-grace + 1s under run); 0: the shortest that rule allows")
+func (t *takeoverOptions) register(fs *cmdFlags) {
+	fs.DurationVar(&t.takeoverAfter, "takeover-after", 0, "early takeover: a follower that reads the leader's record unchanged for this long breaks its lease at once, conditioned on that record, and leads (0: off, wait out the lease); ≥ renew-deadline + request timeout + 250ms, ≥ 2 × renew-interval and renew-interval + 2 × request timeout, < lease-duration (docs/failover.md#early-takeover)")
+	fs.DurationVar(&t.breakPeriod, "break-period", 0, "removed: early takeover breaks the lease at once; only 0 is accepted")
+	fs.hide("break-period")
+}
+
+// validate refuses what the previous early-takeover design had and this one
+// does not: a break with a period.
+func (t *takeoverOptions) validate() error {
+	if t.breakPeriod != 0 {
+		return usagef("invalid --break-period %s: early takeover no longer breaks with a period — a follower breaks the lease at once (period 0), conditioned on the leader's record, once that record has been unchanged for --takeover-after (docs/failover.md#early-takeover); remove --break-period", t.breakPeriod)
+	}
+	return nil
 }
 
 // finish refuses what this build cannot do, defaults the identity and
@@ -149,11 +165,14 @@ func (o *options) finish(fs *cmdFlags, modeRules ...func() error) error {
 	if err := o.build.check(); err != nil {
 		return err
 	}
+	if err := o.applyProfile(fs); err != nil {
+		return err
+	}
 	if !fs.set("identity") {
 		host, _ := os.Hostname()
 		o.identity = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	checks := append([]func() error{o.validateElection, o.storageOptions.validate, o.validateControl}, modeRules...)
+	checks := append([]func() error{o.takeover.validate, o.validateElection, o.storageOptions.validate, o.validateControl}, modeRules...)
 	for _, check := range append(checks, o.validateHistoryNames, o.validateProcess) {
 		if err := check(); err != nil {
 			return err
@@ -343,7 +362,7 @@ func (o *options) electionConfig() election.Config {
 	c := election.DefaultConfig(o.identity)
 	c.Timing = o.timing
 	c.WatchdogTimeout, c.ShutdownGrace = o.watchdogTimeout, o.shutdownGrace
-	c.TakeoverAfter, c.BreakPeriod = o.takeover.takeoverAfter, o.takeover.breakPeriod
+	c.TakeoverAfter = o.takeover.takeoverAfter
 	o.build.configure(&c)
 	return c
 }
@@ -372,7 +391,7 @@ var fieldFlags = map[string]string{
 	"Identity": "--identity", "LeaseDuration": "--lease-duration", "RenewDeadline": "--renew-deadline",
 	"RenewInterval": "--renew-interval", "RetryPeriod": "--retry-period",
 	"WatchdogTimeout": "--watchdog-timeout", "ShutdownGrace": "--shutdown-grace",
-	"TakeoverAfter": "--takeover-after", "BreakPeriod": "--break-period",
+	"TakeoverAfter": "--takeover-after",
 }
 
 // configUsage turns an election config error into a usage error that names

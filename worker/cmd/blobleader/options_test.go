@@ -149,37 +149,123 @@ func withListen(args []string) []string {
 func TestWorker_TakeoverFlagsExitTwoNamingTheRule(t *testing.T) {
 	t.Parallel()
 	conn := "--connection-string=" + goodConn
-	fast := []string{conn, "--renew-deadline=2s", "--renew-interval=500ms", "--retry-period=500ms"}
+	fast := []string{conn, "--renew-deadline=1500ms", "--renew-interval=500ms", "--retry-period=500ms"}
 	tests := []struct {
 		name string
 		env  []string
 		args []string
 		want []string // each must appear in the message
 	}{
-		{"T below two renew intervals", nil, append(fast, "--takeover-after=900ms"), []string{"--takeover-after", "2 × --renew-interval and --renew-interval + 2 × request timeout (1.5s)"}},
-		{"B below D + timeout + margin", nil, append(fast, "--takeover-after=2s", "--break-period=2s"), []string{"--break-period", "--renew-deadline + request timeout"}},
-		{"B exactly D + timeout + margin", nil, append(fast, "--takeover-after=2s", "--break-period=3s"), []string{"--break-period", "storage counts break periods in whole seconds"}},
-		{"B not whole seconds", nil, append(fast, "--takeover-after=2s", "--break-period=4500ms"), []string{"--break-period", "whole number of seconds"}},
-		{"B above 60s", nil, append(fast, "--takeover-after=2s", "--break-period=61s"), []string{"--break-period", "at most 1m0s"}},
-		{"B without T", nil, append(fast, "--break-period=3s"), []string{"--break-period", "--takeover-after is 0"}},
-		{"T + B not below L (default deadline)", nil, []string{conn, "--takeover-after=6s"}, []string{"--takeover-after", "less than --lease-duration"}},
-		{"env twin", []string{"BLOBLEADER_TAKEOVER_AFTER=900ms"}, fast, []string{"--takeover-after"}},
-		{"run: B must cover the kill grace", nil, append([]string{"run"}, append(fast, "--takeover-after=2s", "--break-period=5s", "--kill-grace=1s", "--", "true")...), []string{"--break-period", "after the deadline"}},
+		{"T below the holder's horizon + margin", nil, append(fast, "--takeover-after=2s"), []string{"--takeover-after 2s", "--renew-deadline + request timeout + 250ms (2.25s)"}},
+		{"T below the default deadline's horizon", nil, []string{conn, "--takeover-after=6s"}, []string{"--takeover-after 6s", "(12.25s)"}},
+		{"T not below L", nil, []string{conn, "--takeover-after=15s"}, []string{"--takeover-after 15s", "less than --lease-duration"}},
+		{"env twin", []string{"BLOBLEADER_TAKEOVER_AFTER=900ms"}, fast, []string{"BLOBLEADER_TAKEOVER_AFTER (--takeover-after)"}},
+		{"a break period: the previous design's", nil, append(fast, "--takeover-after=2250ms", "--break-period=4s"), []string{"--break-period 4s", "remove --break-period"}},
+		{"a break period from the environment", []string{"BLOBLEADER_BREAK_PERIOD=4s"}, fast, []string{"BLOBLEADER_BREAK_PERIOD (--break-period) 4s"}},
+		{"run: the kill grace leaves no heartbeat cycle", nil, append([]string{"run"}, append(fast, "--takeover-after=2250ms", "--kill-grace=600ms", "--", "true")...),
+			[]string{"--kill-grace 600ms", "--renew-deadline − --kill-grace (900ms) must be at least --renew-interval + request timeout (1s)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			env := append([]string{"AZURE_STORAGE_CONNECTION_STRING="}, tt.env...)
-			code, out := runWorkerCmd(t, env, tt.args...)
-			if code != 2 {
-				t.Fatalf("exit code %d, want 2; output:\n%s", code, out)
+			expectUsageSaying(t, tt.env, tt.want, tt.args...)
+		})
+	}
+}
+
+// expectUsageSaying is expectUsageError for a message that must say each of
+// want.
+func expectUsageSaying(t *testing.T, env, want []string, args ...string) {
+	t.Helper()
+	out := expectUsageError(t, env, want[0], args...)
+	for _, w := range want[1:] {
+		if !strings.Contains(out, w) {
+			t.Fatalf("message does not say %q:\n%s", w, out)
+		}
+	}
+}
+
+// --break-period 0 (the previous design's default, which deployments spelled
+// out) is accepted and does nothing: the refusal below is --log-format's,
+// the rule checked after the election's.
+func TestWorker_BreakPeriodZeroIsStillAccepted(t *testing.T) {
+	t.Parallel()
+	code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING=", "BLOBLEADER_BREAK_PERIOD=0s"},
+		"--connection-string="+goodConn, "--profile=fast", "--break-period=0", "--log-format=bogus")
+	if code != 2 || !strings.Contains(out, "--log-format") {
+		t.Fatalf("exit %d, want 2 for --log-format only (--break-period 0 accepted):\n%s", code, out)
+	}
+}
+
+// --profile NAME (env BLOBLEADER_PROFILE) supplies the timing flags not
+// given; explicit flags and env twins override it; a bad name, or a
+// combination the overrides make invalid, exits 2 naming the flag, the rule,
+// the value, and what the profile set.
+func TestWorker_ProfileRefusalsExitTwoNamingTheRule(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"unknown profile", nil, []string{conn, "--profile=fastest"}, []string{`invalid --profile "fastest": must be one of default, fast`}},
+		{"unknown profile from the environment", []string{"BLOBLEADER_PROFILE=quick"}, []string{conn}, []string{`BLOBLEADER_PROFILE (--profile) "quick"`}},
+		{"fast, but a longer deadline", nil, []string{conn, "--profile=fast", "--renew-deadline=3s"},
+			[]string{"invalid --takeover-after 2.25s", "(3.75s)", "(--profile fast set --renew-interval 500ms, --takeover-after 2.25s)"}},
+		{"fast from the environment, a longer deadline on the command line", []string{"BLOBLEADER_PROFILE=fast"}, []string{conn, "--renew-deadline=3s"},
+			[]string{"invalid --takeover-after 2.25s", "(BLOBLEADER_PROFILE (--profile) fast set --renew-interval 500ms, --takeover-after 2.25s)"}},
+		{"run fast with the default kill grace given", nil, []string{"run", conn, "--profile=fast", "--kill-grace=1s", "--", "true"},
+			[]string{"invalid --kill-grace 1s", "--renew-deadline − --kill-grace (500ms)", "(--profile fast set --renew-deadline 1.5s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			expectUsageSaying(t, tt.env, tt.want, tt.args...)
+		})
+	}
+}
+
+// What each profile sets, and that a flag given beats it.
+func TestParseOptions_ProfileSetsTheUnsetTimingFlags(t *testing.T) {
+	conn := "--connection-string=" + goodConn
+	fast := election.FastConfig("")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want election.Timing
+		T    time.Duration
+	}{
+		{"no profile: the defaults", []string{conn}, election.DefaultTiming(), 0},
+		{"default", []string{conn, "--profile=default"}, election.DefaultTiming(), 0},
+		{"fast", []string{conn, "--profile=fast"}, fast.Timing, 2250 * time.Millisecond},
+		{"fast, retry period given", []string{conn, "--profile=fast", "--retry-period=1s"},
+			election.Timing{LeaseDuration: 15 * time.Second, RenewDeadline: 1500 * time.Millisecond, RenewInterval: 500 * time.Millisecond, RetryPeriod: time.Second}, 2250 * time.Millisecond},
+		{"fast, early takeover switched off", []string{conn, "--profile=fast", "--takeover-after=0"}, fast.Timing, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseOptions(append(tc.args, "--listen=127.0.0.1:0"), new(strings.Builder))
+			if err != nil {
+				t.Fatalf("parseOptions: %v", err)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Fatalf("message does not say %q:\n%s", w, out)
-				}
+			if o.timing != tc.want || o.takeover.takeoverAfter != tc.T {
+				t.Fatalf("timing %+v, takeover-after %v; want %+v, %v", o.timing, o.takeover.takeoverAfter, tc.want, tc.T)
 			}
 		})
+	}
+}
+
+func TestParseRunOptions_FastProfileMovesTheKillGraceInside(t *testing.T) {
+	o, err := parseRunOptions([]string{"--connection-string=" + goodConn, "--listen=127.0.0.1:0", "--profile=fast", "--", "true"}, new(strings.Builder))
+	if err != nil {
+		t.Fatalf("parseRunOptions: %v", err)
+	}
+	if o.killGrace != 250*time.Millisecond || !o.graceInside() {
+		t.Fatalf("run --profile fast: kill grace %v, grace inside %v; want 250ms inside the leadership", o.killGrace, o.graceInside())
+	}
+	if c := o.electionConfig(); c.StopAfterDeadline != 0 || c.TakeoverAfter != 2250*time.Millisecond {
+		t.Fatalf("run --profile fast publishes StopAfterDeadline %v and T %v; want 0 (SIGKILL by the deadline) and 2.25s", c.StopAfterDeadline, c.TakeoverAfter)
 	}
 }
 

@@ -42,7 +42,9 @@ to its environment.
     (128 + the signal if a signal ended it).
   - Leadership ends (renew deadline, lease lost, watchdog): SIGTERM to the
     group, SIGKILL after --kill-grace; the whole group is dead and reaped
-    before the lease can expire at storage.
+    before the lease can expire at storage. With early takeover
+    (--takeover-after, --profile fast) the grace comes before the end:
+    SIGKILL at the deadline, so a follower may take over right after it.
   - SIGTERM/SIGINT: forwarded to the group; SIGKILL after --shutdown-grace;
     then the lease is released and it exits 0 (with --once: COMMAND's status).
   - The command dies with the supervisor (parent-death signal), and so does
@@ -56,7 +58,7 @@ func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	fs := newFlagSet("blobleader run", out, runSummary)
 	o.register(fs)
 	fs.BoolVar(&o.once, "once", false, "run COMMAND once: when it has exited (or was stopped), release and exit with its status")
-	fs.DurationVar(&o.killGrace, "kill-grace", time.Second, "when leadership ends: how long COMMAND's group gets between SIGTERM and SIGKILL; ≤ lease-duration − renew-deadline − 3s")
+	fs.DurationVar(&o.killGrace, "kill-grace", time.Second, "how long COMMAND's group gets between SIGTERM and SIGKILL when its leadership ends; ≤ lease-duration − renew-deadline − 3s; with early takeover the grace comes before the end, and renew-deadline − kill-grace must be ≥ renew-interval + request timeout")
 
 	// 1. Flags before "--", the command after it.
 	sep := slices.Index(args, "--")
@@ -111,12 +113,18 @@ func (o *runOptions) checkCommand() error {
 	return nil
 }
 
-// validateRun checks that the command can always be stopped before the lease
-// can expire at storage (docs/failover.md, "Commands"): stopped at the
+// validateRun checks that the command can always be stopped before anyone
+// else can start one (docs/failover.md, "Commands"). Without early
+// takeover that is before the lease can expire at storage: stopped at the
 // renew deadline D at the latest, it gets kill-grace for SIGTERM and
 // supervise.KillTimeout for SIGKILL and the reap, and all of it must fit in
 // L − D less the safety margin the election keeps for clock-rate drift.
-// Then early takeover's break-period rule, with that stop counted in.
+// With early takeover a follower may break the lease as soon as the
+// leader's published horizon (D + request timeout) has passed, so the
+// command is SIGKILLed by the end of its leadership and its grace comes
+// before (watch.go): the window left to it, D − kill-grace, must hold one
+// heartbeat cycle answered within the timeout, or a healthy leader would
+// stop its own command.
 func (o *runOptions) validateRun() error {
 	budget := o.timing.LeaseDuration - o.timing.RenewDeadline - election.SafetyMargin - supervise.KillTimeout
 	switch {
@@ -129,20 +137,34 @@ func (o *runOptions) validateRun() error {
 		return usagef("invalid --kill-grace %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower --kill-grace or --renew-deadline",
 			o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget)
 	}
+	if c := o.electionConfig(); o.graceInside() {
+		if window, cycle := c.RenewDeadline-o.killGrace, c.RenewInterval+c.RequestTimeout(); window < cycle {
+			return usagef("invalid --kill-grace %s with --takeover-after %s: with early takeover the command is SIGKILLed by the end of its leadership and gets its grace before it, so --renew-deadline − --kill-grace (%s) must be at least --renew-interval + request timeout (%s), one heartbeat cycle, or a healthy leader stops its own command; lower --kill-grace or raise --renew-deadline",
+				o.killGrace, c.TakeoverAfter, window, cycle)
+		}
+	}
 	if err := o.electionConfig().Validate(); err != nil {
 		return configUsage(err)
 	}
 	return nil
 }
 
+// graceInside says whether the command's kill grace comes before the end
+// of its leadership rather than after: with early takeover, where a
+// follower may break the lease once the leader's published horizon has
+// passed (watch.go, docs/failover.md#early-takeover).
+func (o *runOptions) graceInside() bool { return o.takeover.takeoverAfter > 0 }
+
 // electionConfig is run's election: the shared one, published as run's
-// mode, with the command's end counted in.
+// mode.
 func (o *runOptions) electionConfig() election.Config {
 	c := o.options.electionConfig()
 	c.Mode = modeRun
-	// What the leader started is dead only kill-grace + the kill timeout
-	// after its deadline: early takeover's break period must cover it.
-	c.StopAfterDeadline = o.killGrace + supervise.KillTimeout
+	// With early takeover the command is SIGKILLed by the deadline
+	// (graceInside), and the signal reaches every member within the
+	// request timeout the published horizon already counts: nothing of it
+	// acts after the deadline, as for the worker's task
+	// (StopAfterDeadline 0). Without, no horizon is published.
 	// The elector waits for its task up to ShutdownGrace before it
 	// releases. A shutdown is done before the elector hears of it
 	// (supervisor.onSignals), so this is only a backstop.

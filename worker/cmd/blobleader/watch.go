@@ -24,13 +24,14 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 	// A member that changes its user is found within one renew interval.
 	reach := time.NewTicker(s.n.cfg.RenewInterval)
 	defer reach.Stop()
-	// Our own watch on the leadership's end: the command is stopped at the
-	// deadline even if the elector's cancel comes later.
+	// Our own watch on the leadership's end: the command is stopped when
+	// its stop is due (stopAt: the deadline, or kill-grace before it with
+	// early takeover) even if the elector's cancel comes later.
 	lapse := time.NewTimer(time.Hour)
 	defer lapse.Stop()
 	arm := func() {
-		if vu := s.validUntil(term); !vu.IsZero() {
-			lapse.Reset(time.Until(vu))
+		if at := s.stopAt(term); !at.IsZero() {
+			lapse.Reset(time.Until(at))
 		}
 	}
 	arm()
@@ -54,14 +55,14 @@ func (s *supervisor) watch(ctx context.Context, term int64, g *supervise.Group) 
 				cause = history.CauseLeadershipEnded
 			}
 		case <-lapse.C:
-			vu := s.validUntil(term)
-			if vu.IsZero() || time.Now().Before(vu) {
+			at := s.stopAt(term)
+			if at.IsZero() || time.Now().Before(at) {
 				arm() // renewed since: wait for the new end
 				continue
 			}
 			// Act first, report after (the log may block).
 			err = s.stop(g, term, history.CauseLeadershipEnded)
-			s.log.Warn("leadership lapsed before the elector said so; stopped the command", "term", term)
+			s.log.Warn("leadership lapsed before the elector said so; stopped the command", "term", term, "kill_by", s.killAt(term).Format(time.RFC3339Nano))
 			return s.settle(ctx, term, g, history.CauseLeadershipEnded, err, beat)
 		case loss := <-g.GuardLost():
 			// Replaced at once by the group; if it could not be, the
@@ -141,6 +142,39 @@ func (s *supervisor) settle(ctx context.Context, term int64, g *supervise.Group,
 // The kill-grace policy, in one place (docs/failover.md#commands): how a
 // group is stopped for each cause, and by when the guard kills it if the
 // supervisor cannot.
+//
+// The command must be dead before anyone else can start one. Without early
+// takeover that is before the lease can expire, L after the last renew: the
+// command is stopped at the end of its leadership v, SIGKILLed at
+// v + kill-grace and reaped by v + kill-grace + KillTimeout ≤ the last
+// renew's send + L − safety margin (validateRun). With early takeover a
+// follower may break the lease once the leader's published horizon —
+// v + request timeout — has passed, so the grace moves inside: the command
+// is stopped at v − kill-grace and SIGKILLed at v (killAt); the request
+// timeout covers the signal reaching every member. Either way killAt is
+// when the supervisor, the guard and the shim SIGKILL.
+
+// killAt is when term's command is SIGKILLed at the latest: the end of its
+// leadership as last known, plus kill-grace unless the grace comes before
+// it (graceInside). Zero when the end is unknown.
+func (s *supervisor) killAt(term int64) time.Time { return s.killAfter(s.validUntil(term)) }
+
+// killAfter is killAt for a leadership that ends at until (zero: unknown).
+func (s *supervisor) killAfter(until time.Time) time.Time {
+	if until.IsZero() || s.o.graceInside() {
+		return until
+	}
+	return until.Add(s.o.killGrace)
+}
+
+// stopAt is when term's command gets its polite signal at the latest:
+// kill-grace before killAt. Zero when the end is unknown.
+func (s *supervisor) stopAt(term int64) time.Time {
+	if at := s.killAt(term); !at.IsZero() {
+		return at.Add(-s.o.killGrace)
+	}
+	return time.Time{}
+}
 
 // stop ends the group for cause: SIGTERM (or the operator's signal on a
 // shutdown) and SIGCONT, a grace, then SIGKILL; it returns once the group is
@@ -156,23 +190,21 @@ func (s *supervisor) stop(g *supervise.Group, term int64, cause string) error {
 }
 
 // grace is how long the group may take to act on the polite signal: want,
-// but never past the leadership's end + kill-grace. So the group is reaped
-// by validUntil + kill-grace + KillTimeout ≤ (last renew sent) + L − safety
-// margin, before the lease can expire at storage, whatever stopped it and
-// however late (validateRun). Zero or less means SIGKILL at once.
+// but never past killAt. So the group is SIGKILLed by killAt whatever
+// stopped it and however late, and reaped KillTimeout later at most
+// (validateRun). Zero or less means SIGKILL at once.
 func (s *supervisor) grace(term int64, want time.Duration) time.Duration {
-	vu := s.validUntil(term)
-	if vu.IsZero() {
+	at := s.killAt(term)
+	if at.IsZero() {
 		return want
 	}
-	return min(want, time.Until(vu)+s.o.killGrace)
+	return min(want, time.Until(at))
 }
 
 // killBy is the instant the guard and the shim kill term's group unless
-// extended: the leadership's end plus kill-grace, the moment the
-// supervisor itself would SIGKILL. Their kill is then reaped within
-// KillTimeout, inside the budget validateRun checks. Zero (no deadline)
-// when the end is unknown.
+// extended: killAt, the moment the supervisor itself would SIGKILL. Their
+// kill is then reaped within KillTimeout, inside the budget validateRun
+// checks. Zero (no deadline) when the end is unknown.
 func (s *supervisor) killBy(term int64) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,5 +215,5 @@ func (s *supervisor) killByLocked(term int64) time.Time {
 	if s.term != term || s.until.IsZero() {
 		return time.Time{}
 	}
-	return s.until.Add(s.o.killGrace)
+	return s.killAfter(s.until)
 }

@@ -34,7 +34,7 @@ func (l *Lock) Labelled(key, value string) (*Lock, error) {
 }
 
 // recordKeys are the metadata names of the record itself.
-var recordKeys = []string{metaHolder, storage.MetaTerm, metaAcquired, metaMode, metaProcess, metaHeartbeat, metaBeatEvery, metaStopWithin}
+var recordKeys = []string{metaHolder, storage.MetaTerm, metaAcquired, metaMode, metaProcess, metaHeartbeat, metaBeatEvery, metaStopAfterWrite}
 
 func checkLabel(key, value string) error {
 	for _, k := range recordKeys {

@@ -15,12 +15,15 @@ import (
 )
 
 // Metadata keys of the early-takeover contract (lease.Record): the
-// holder's heartbeat counter, how often it beats and how long after a
-// renew's send it has stopped, in milliseconds.
+// holder's heartbeat counter, how often it beats and how long after the
+// send of a write of its record that landed it has stopped, in
+// milliseconds. (The previous design published stop_within_ms, counted
+// from a renew's send; a record carrying only that key has no contract
+// here and is never broken early.)
 const (
-	metaHeartbeat  = "heartbeat"
-	metaBeatEvery  = "heartbeat_every_ms"
-	metaStopWithin = "stop_within_ms"
+	metaHeartbeat      = "heartbeat"
+	metaBeatEvery      = "heartbeat_every_ms"
+	metaStopAfterWrite = "stop_after_write_ms"
 )
 
 var _ lease.Breaker = (*Lock)(nil)
@@ -54,7 +57,10 @@ func (l *Lock) Inspect(ctx context.Context) (lease.View, error) {
 
 // Break is the one way to break the blob's lease. It ends the lease after
 // period (whole seconds, 0–60; storage uses the lease's remaining time
-// instead when that is shorter), and nobody can acquire before that.
+// instead when that is shorter), and nobody can acquire before that. With
+// period 0 the lease is broken at once: storage then refuses the holder's
+// renew (409) and its lease-guarded writes (412), and any lease ID can
+// acquire (Azure's Lease Blob state tables; TestLock_BreakNowEndsTheLease…).
 //
 // version conditions it (If-Match): the ETag of the read that judged the
 // leadership (lease.View.Version). Every write of the record —
@@ -86,7 +92,7 @@ func takeoverMetadata(md map[string]*string, r lease.Record) {
 		return // no contract: early takeover off on the writer
 	}
 	for k, v := range map[string]int64{
-		metaHeartbeat: r.Heartbeat, metaBeatEvery: r.BeatEvery.Milliseconds(), metaStopWithin: r.StopWithin.Milliseconds(),
+		metaHeartbeat: r.Heartbeat, metaBeatEvery: r.BeatEvery.Milliseconds(), metaStopAfterWrite: r.StopAfterWrite.Milliseconds(),
 	} {
 		s := strconv.FormatInt(v, 10)
 		md[k] = &s
@@ -106,8 +112,8 @@ func parseTakeover(r *lease.Record, key, v string) (ok bool) {
 		r.Heartbeat = n
 	case metaBeatEvery:
 		r.BeatEvery = time.Duration(n) * time.Millisecond
-	case metaStopWithin:
-		r.StopWithin = time.Duration(n) * time.Millisecond
+	case metaStopAfterWrite:
+		r.StopAfterWrite = time.Duration(n) * time.Millisecond
 	default:
 		return false
 	}

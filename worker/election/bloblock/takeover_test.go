@@ -45,7 +45,7 @@ func TestLock_BreakWithPeriod(t *testing.T) {
 	if err := l.Acquire(ctx, holder, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	rec := lease.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 3, BeatEvery: 500 * time.Millisecond, StopWithin: 2500 * time.Millisecond}
+	rec := lease.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 3, BeatEvery: 500 * time.Millisecond, StopAfterWrite: 2500 * time.Millisecond}
 	if err := l.Update(ctx, holder, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestLock_BreakWithPeriod(t *testing.T) {
 	if err != nil || v.State != lease.Leased {
 		t.Fatalf("Inspect = %+v, %v; want leased", v, err)
 	}
-	if got := v.Record; got.Heartbeat != 3 || got.BeatEvery != rec.BeatEvery || got.StopWithin != rec.StopWithin || got.Term != 7 || got.Holder != "a" {
+	if got := v.Record; got.Heartbeat != 3 || got.BeatEvery != rec.BeatEvery || got.StopAfterWrite != rec.StopAfterWrite || got.Term != 7 || got.Holder != "a" {
 		t.Fatalf("record read back %+v, want the heartbeat contract written %+v", got, rec)
 	}
 	broke := time.Now()
@@ -127,7 +127,7 @@ func TestLock_BreakOfAnOlderReadIsRefused(t *testing.T) {
 	if err := l.Acquire(ctx, holder, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	rec := lease.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 1, BeatEvery: 1500 * time.Millisecond, StopWithin: 2500 * time.Millisecond}
+	rec := lease.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 1, BeatEvery: 1500 * time.Millisecond, StopAfterWrite: 2500 * time.Millisecond}
 	if err := l.Update(ctx, holder, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -163,4 +163,116 @@ func TestLock_BreakOfAnOlderReadIsRefused(t *testing.T) {
 	if v, err := l.Inspect(ctx); err != nil || v.State != lease.Breaking {
 		t.Fatalf("after the break on the current read Inspect = %+v, %v; want breaking", v, err)
 	}
+}
+
+// The storage assumptions of early takeover's break with period 0
+// (docs/failover.md#early-takeover, assumptions S1–S5), on Azurite:
+//   - every write of the record changes the version; lease operations
+//     (renew, acquire) do not (S1);
+//   - a break conditioned on a version the record has left is refused (412)
+//     and the lease stays (S2);
+//   - a break with period 0 ends the lease at once: it reads broken, and
+//     another lease ID acquires it without waiting (S3);
+//   - under the broken lease the old holder's lease-guarded write and renew
+//     are refused, so a heartbeat or term write that arrives after the break
+//     cannot land (S4);
+//   - a break with period 0 of the previous record that lands between the
+//     next holder's acquire and its term write ends the new lease, and the
+//     term write is refused (S5).
+func TestLock_BreakNowEndsTheLeaseAndRefusesItsWrites(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, time.Minute)
+	c, _ := newContainer(t)
+	l := newLock(t, c)
+	a, b := uuid.NewString(), uuid.NewString()
+	if err := l.Acquire(ctx, a, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rec := lease.Record{Holder: "a", Term: 7, Acquired: time.Now(), Heartbeat: 1, BeatEvery: 1500 * time.Millisecond, StopAfterWrite: 2 * time.Second}
+	if err := l.Update(ctx, a, rec); err != nil {
+		t.Fatal(err)
+	}
+	v1 := inspect(t, ctx, l, lease.Leased)
+	// S1: a renew and a repeated acquire leave the version; a write moves it.
+	if err := l.Renew(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Acquire(ctx, a, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if v := inspect(t, ctx, l, lease.Leased); v.Version != v1.Version {
+		t.Fatalf("a renew and an acquire moved the version %q → %q: lease operations must not change it", v1.Version, v.Version)
+	}
+	rec.Heartbeat = 2
+	if err := l.Update(ctx, a, rec); err != nil {
+		t.Fatal(err)
+	}
+	v2 := inspect(t, ctx, l, lease.Leased)
+	if v2.Version == v1.Version {
+		t.Fatalf("a heartbeat write left the version at %q", v1.Version)
+	}
+	// S2: a break of the older read is refused, and the lease stays.
+	err := l.Break(ctx, v1.Version, 0)
+	var se *bloblock.Error
+	if !errors.As(err, &se) || se.Status != http.StatusPreconditionFailed {
+		t.Fatalf("Break(older version, 0) = %v, want 412", err)
+	}
+	inspect(t, ctx, l, lease.Leased)
+	if err := l.Renew(ctx, a); err != nil {
+		t.Fatalf("renew after a refused break: %v", err)
+	}
+	// S3: a break with period 0 of the current read: broken at once.
+	if err := l.Break(ctx, v2.Version, 0); err != nil {
+		t.Fatalf("Break(current version, 0): %v", err)
+	}
+	inspect(t, ctx, l, lease.Broken)
+	// S4: the old holder's late heartbeat and renew are refused, and the
+	// refused write leaves the version.
+	rec.Heartbeat = 3
+	if err := l.Update(ctx, a, rec); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("the holder's write under a broken lease = %v, want lease.ErrLost (412)", err)
+	}
+	if err := l.Renew(ctx, a); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("the holder's renew under a broken lease = %v, want lease.ErrLost", err)
+	}
+	if v := inspect(t, ctx, l, lease.Broken); v.Version != v2.Version || v.Record.Heartbeat != 2 {
+		t.Fatalf("after the refused write: version %q heartbeat %d, want %q and 2", v.Version, v.Record.Heartbeat, v2.Version)
+	}
+	// S3: another lease ID acquires at once.
+	if err := l.Acquire(ctx, b, 15*time.Second); err != nil {
+		t.Fatalf("acquire of a lease broken with period 0: %v", err)
+	}
+	// S5: a break of the previous record (v2: b has not written its term
+	// yet) lands between b's acquire and its term write: b's lease ends,
+	// and its term write is refused.
+	if err := l.Break(ctx, v2.Version, 0); err != nil {
+		t.Fatalf("a late break of the previous record before the term write: %v", err)
+	}
+	next := lease.Record{Holder: "b", Term: 8, Acquired: time.Now(), BeatEvery: 1500 * time.Millisecond, StopAfterWrite: 2 * time.Second}
+	if err := l.Update(ctx, b, next); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("the next holder's term write after a break landed in its window = %v, want lease.ErrLost (412)", err)
+	}
+	// And once the term write landed, a break of the previous record is
+	// refused: the term write moved the version.
+	c2 := uuid.NewString()
+	if err := l.Acquire(ctx, c2, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(ctx, c2, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Break(ctx, v2.Version, 0); !errors.As(err, &se) || se.Status != http.StatusPreconditionFailed {
+		t.Fatalf("a late break of the previous record after the term write = %v, want 412", err)
+	}
+	inspect(t, ctx, l, lease.Leased)
+}
+
+// inspect reads the lock and fails unless its lease is in state want.
+func inspect(t *testing.T, ctx context.Context, l *bloblock.Lock, want lease.State) lease.View {
+	t.Helper()
+	v, err := l.Inspect(ctx)
+	if err != nil || v.State != want || v.Version == "" {
+		t.Fatalf("Inspect = %+v, %v; want %s with a version", v, err, want)
+	}
+	return v
 }

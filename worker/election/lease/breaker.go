@@ -40,7 +40,9 @@ type Breaker interface {
 	// MaxBreakPeriod), but only while the lock is still at version
 	// (View.Version of the read that judged the leadership): once the
 	// record changed, storage refuses it and the lease stays. Nobody can
-	// acquire before the period has passed at storage. The elector always
+	// acquire before the period has passed at storage. Period 0 ends the
+	// lease at once, and from then on storage refuses the holder's renews
+	// and lease-guarded writes. The elector always breaks with period 0 and
 	// names a version; the empty version breaks whatever lease there is —
 	// an operator's forced break.
 	Break(ctx context.Context, version string, period time.Duration) error

@@ -81,11 +81,12 @@ type Record struct {
 	// The early-takeover contract (see Breaker), written by a leader with
 	// early takeover on (from its term write, heartbeat 0), zero otherwise:
 	// Heartbeat counts its heartbeat writes, BeatEvery is the longest it
-	// goes between two of them while healthy, StopWithin how long after a
-	// renew's send everything it started has stopped.
-	Heartbeat  int64
-	BeatEvery  time.Duration
-	StopWithin time.Duration
+	// goes between two of them while healthy, StopAfterWrite how long after
+	// the send of a write of its record that landed everything it started
+	// has stopped.
+	Heartbeat      int64
+	BeatEvery      time.Duration
+	StopAfterWrite time.Duration
 }
 
 // Lock is one lease on one shared object. Implementations must honour ctx
@@ -99,7 +100,9 @@ type Record struct {
 // renew, a late release) can never act on a later one, and a lost acquire
 // answer never leaves a ghost lease. IDs are GUID strings, as Azure requires.
 //
-// A Lock is used by one elector at a time; methods are not called concurrently.
+// A Lock is used by one elector at a time; methods are not called
+// concurrently, except that with early takeover a leadership's Renew and
+// its heartbeat's Update are in flight side by side.
 type Lock interface {
 	// Acquire takes the lease as leaseID for d if nobody else holds it
 	// (creating the underlying object if missing); acquiring a lease already

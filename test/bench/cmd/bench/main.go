@@ -71,6 +71,7 @@ type config struct {
 	runs, parallel           int
 	seed                     uint64
 	workerBin, sampleBin     string
+	prevBin                  string // -prev-worker: the previous early-takeover design's binary; "": not measured
 	docPath, plotDir, logDir string
 	phases                   map[string]bool
 	scaleNs                  []int
@@ -110,6 +111,7 @@ func parseFlags() (config, error) {
 		parallel   = flag.Int("parallel", envInt("BENCH_PARALLEL", 4), "clusters at a time in the cluster phases [BENCH_PARALLEL]")
 		seed       = flag.Uint64("seed", uint64(envInt("BENCH_SEED", 1)), "seed of the random settle delays [BENCH_SEED]")
 		workerBin  = flag.String("worker", "bin/blobleader", "blobleader (worker) binary")
+		prevBin    = flag.String("prev-worker", "", "takeover phase: a blobleader built before early takeover broke at once (it has --break-period), measured beside the fast profile; empty: not measured")
 		sampleBin  = flag.String("sample", "bin/sampleworker", "sample-baseline binary (test/bench/cmd/sampleworker)")
 		docPath    = flag.String("doc", "docs/benchmarks.md", "markdown to write")
 		plotDir    = flag.String("plots", "docs/bench", "directory for the plots and results.json (emptied of *.svg first)")
@@ -121,7 +123,7 @@ func parseFlags() (config, error) {
 		rerender   = flag.String("rerender", "", "only render -doc and the plots again from this results.json (no measuring)")
 	)
 	flag.Parse()
-	cfg := config{runs: *runs, parallel: *parallel, seed: *seed, workerBin: *workerBin, sampleBin: *sampleBin,
+	cfg := config{runs: *runs, parallel: *parallel, seed: *seed, workerBin: *workerBin, sampleBin: *sampleBin, prevBin: *prevBin,
 		docPath: *docPath, plotDir: *plotDir, logDir: *logDir, phases: map[string]bool{},
 		scaleWin: *scaleWin, costWin: *costWin, rerender: *rerender}
 	if cfg.rerender != "" {
@@ -282,6 +284,21 @@ func (b *invocation) planJobs() {
 		b.failoverJobs(b.fast, checker.FaultCrash, 10, 10*time.Second)
 		if !ph["failover"] {
 			b.failoverJobs(b.ours, checker.FaultCrash, 10, 18*time.Second)
+		}
+		slow := []bench.Flavor{b.fast}
+		if b.cfg.prevBin != "" {
+			prev := bench.Previous(b.cfg.prevBin)
+			b.failoverJobs(prev, checker.FaultCrash, 10, 10*time.Second)
+			slow = append(slow, prev)
+		}
+		for _, fl := range slow {
+			for i := 1; i <= 3; i++ {
+				name := fmt.Sprintf("%s-slow-storage-%d", fl.Name, i)
+				b.add(name, bench.SlowWindow+30*time.Second, func(t testing.TB, env bench.Env) {
+					r := bench.SlowStorageRun(t, env, fl, name)
+					b.record(func(res *bench.Results) { res.Runs = append(res.Runs, r) })
+				})
+			}
 		}
 		b.scheduleJob(b.fast)
 		b.costJob(b.fast)
@@ -504,10 +521,18 @@ func (b *invocation) write() error {
 		fmt.Print(sec)
 	}
 	// The takeover and locks phases alone are separate invocations: their
-	// sections go to <plots>/takeover.md and locks.md; the document, its
-	// plots and results.json stay as they are.
+	// sections go to <plots>/takeover.md and locks.md, their raw results to
+	// <plots>/separate-results.json; the document, its plots and
+	// results.json stay as they are.
 	if onlySeparatePhases(cfg.phases) {
-		b.progress(fmt.Sprintf("wrote %s (%d errors)", strings.Join(slices.Sorted(maps.Keys(sections)), ", "), len(res.Errors)))
+		raw, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("separate-results.json: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(cfg.plotDir, "separate-results.json"), raw, 0o644); err != nil {
+			return err
+		}
+		b.progress(fmt.Sprintf("wrote %s and separate-results.json (%d errors)", strings.Join(slices.Sorted(maps.Keys(sections)), ", "), len(res.Errors)))
 		return b.failed()
 	}
 	if err := bench.Render(*res, cfg.docPath, cfg.plotDir, filepath.ToSlash(rel)); err != nil {
