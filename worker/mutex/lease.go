@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -77,23 +75,11 @@ func New(c *container.Client, cfg Config) (*Locker, error) {
 }
 
 // incurable reports whether err is an answer retrying cannot cure: a
-// record an operator must repair, a resource id that names no lock,
-// storage refusing what is written (lease.ErrRejected) or the request
-// itself (400), or the credentials (401, 403) — but a 403 that a role
-// assignment still propagating explains (AuthorizationPermissionMismatch),
-// which heals within minutes.
+// record an operator must repair, a resource id that names no lock, or
+// storage refusing the request, what it writes or the credentials
+// (lease.ErrDenied; a role assignment still propagating is not).
 func incurable(err error) bool {
-	var be *bloblock.Error
-	isBE := errors.As(err, &be)
-	switch {
-	case err == nil:
-		return false
-	case isBE && be.Status == http.StatusForbidden && be.Code == "AuthorizationPermissionMismatch":
-		return false
-	case errors.Is(err, lease.ErrUnusableRecord), errors.Is(err, ErrBadResourceID), errors.Is(err, lease.ErrRejected):
-		return true
-	}
-	return isBE && (be.Status == http.StatusBadRequest || be.Status == http.StatusUnauthorized || be.Status == http.StatusForbidden)
+	return errors.Is(err, lease.ErrUnusableRecord) || errors.Is(err, ErrBadResourceID) || errors.Is(err, lease.ErrDenied)
 }
 
 // noteRetried logs a storage failure Lock retries, as the storage_error
@@ -237,8 +223,7 @@ func (l *Locker) stamp(ctx context.Context, lk *bloblock.Lock, ls Lease, v lease
 	}
 	next := lease.Record{Holder: ls.Owner, Term: term, Acquired: time.Now().UTC()}
 	err = l.call(ctx, func(c context.Context) error { return lk.At(v.Version).Update(c, ls.ID, next) })
-	var be *bloblock.Error
-	if errors.As(err, &be) && be.Code == string(bloberror.ConditionNotMet) {
+	if errors.Is(err, lease.ErrChanged) {
 		return 0, errStampedMeanwhile
 	}
 	if err != nil {
@@ -310,11 +295,10 @@ func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*blo
 // leaseAnswer turns a renew's or release's storage answer into ErrNotHeld or
 // ErrNotOwner where storage was definite; anything else is returned as is.
 func leaseAnswer(err error) error {
-	var be *bloblock.Error
 	switch {
-	case err == nil || !errors.As(err, &be):
-		return err
-	case be.Code == "LeaseIdMismatchWithLeaseOperation", be.Status == http.StatusPreconditionFailed:
+	case err == nil:
+		return nil
+	case errors.Is(err, lease.ErrOtherLease), errors.Is(err, lease.ErrChanged):
 		return fmt.Errorf("%w: %v", ErrNotOwner, err)
 	case errors.Is(err, lease.ErrLost):
 		return fmt.Errorf("%w: %v", ErrNotHeld, err)
