@@ -35,12 +35,12 @@ func BlobName(prefix, id string) (string, error) {
 	return prefix + "/" + hashHex(id), nil
 }
 
-// BlobLock is the lease lock of resource id under prefix in c: the blob
-// BlobName names, whose record carries the id (metadata "resource") and is
-// refused, as belonging to something else, if it carries another. Every
-// holder of a named lock — Locker, blobleader locks, blobleader lock — uses
-// this lock.
-func BlobLock(c *container.Client, prefix, id string) (*bloblock.Lock, error) {
+// BlobLease is the storage lease behind the lock of resource id under
+// prefix in c (a lease.Lock): the lease on the blob BlobName names, whose
+// record carries the id (metadata "resource") and is refused, as belonging
+// to something else, if it carries another. Every holder of a named lock —
+// Locker, blobleader locks, blobleader lock — uses this lease.
+func BlobLease(c *container.Client, prefix, id string) (*bloblock.Lock, error) {
 	name, err := BlobName(prefix, id)
 	if err != nil {
 		return nil, err

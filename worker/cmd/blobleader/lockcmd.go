@@ -81,7 +81,7 @@ func runLock(args []string, stdout, stderr io.Writer) error {
 	if !own.listen {
 		o.listen = "" // a one-shot lock listens only when asked
 	}
-	o.openLock = func(c *container.Client) (*bloblock.Lock, error) { return mutex.BlobLock(c, own.prefix, resource) }
+	o.openLock = func(c *container.Client) (*bloblock.Lock, error) { return mutex.BlobLease(c, own.prefix, resource) }
 	if own.wait >= 0 || own.noWait {
 		o.giveUp = &giveUp{resource: resource, wait: own.wait, noWait: own.noWait, requestTimeout: o.timing.RequestTimeout(),
 			conflictCode: own.conflictCode, storageCode: own.storageCode}

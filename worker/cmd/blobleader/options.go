@@ -55,7 +55,7 @@ type options struct {
 	controlListen   string          // --control-listen (control.go); "" off
 	build           buildOptions    // what only some builds have (buildoptions.go)
 	// openLock opens the lock on --blob when it is not plain bloblock.New:
-	// `blobleader lock` sets its resource's named lock (mutex.BlobLock,
+	// `blobleader lock` sets its resource's named lock (mutex.BlobLease,
 	// whose record names the resource). nil: bloblock.New.
 	openLock func(*container.Client) (*bloblock.Lock, error)
 }
@@ -313,7 +313,7 @@ func (o *workerOptions) validateTick() error {
 	}
 	rt := o.electionConfig().RequestTimeout()
 	if gap := o.tick + 2*rt; gap >= o.watchdogTimeout {
-		return usagef("invalid --tick %s with --watchdog-timeout %s: the leader task heartbeats (reports progress) once per ledger append that lands, one per tick, each up to 2 × the request timeout %s, so --tick + 2 × request timeout = %s must be less than --watchdog-timeout, or its own watchdog steps every leader down; lower --tick or raise --watchdog-timeout (0 disables it)",
+		return usagef("invalid --tick %s with --watchdog-timeout %s: the leader task reports progress once per ledger append that lands, one per tick, each up to 2 × the request timeout %s, so --tick + 2 × request timeout = %s must be less than --watchdog-timeout, or its own watchdog steps every leader down; lower --tick or raise --watchdog-timeout (0 disables it)",
 			o.tick, o.watchdogTimeout, rt, gap)
 	}
 	return nil

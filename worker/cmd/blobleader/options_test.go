@@ -108,7 +108,7 @@ func TestWorker_FlagCombinationsThatCannotWorkExitTwoNamingBoth(t *testing.T) {
 		args []string
 		want []string // both flags and a word of the rule
 	}{
-		{"worker: tick above the watchdog", []string{conn, "--tick=30s"}, []string{"--tick", "--watchdog-timeout", "heartbeat"}},
+		{"worker: tick above the watchdog", []string{conn, "--tick=30s"}, []string{"--tick", "--watchdog-timeout", "reports progress"}},
 		{"worker: an append's timeout above the watchdog", []string{conn, "--watchdog-timeout=3s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
 		{"worker: a tick plus an append's timeout above the watchdog", []string{conn, "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
 		{"shards: a tick plus an append's timeout above the watchdog", []string{conn, "--shards=4", "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
