@@ -110,31 +110,32 @@ func ceilSecond(d time.Duration) time.Duration {
 }
 
 func (c Config) validateTakeover() error {
-	bad := func(field string, v any, rule string, args ...any) error {
-		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}
-	}
+	const (
+		leaseDuration, renewDeadline, renewInterval = fieldRef("LeaseDuration"), fieldRef("RenewDeadline"), fieldRef("RenewInterval")
+		takeoverAfter, breakPeriod                  = fieldRef("TakeoverAfter"), fieldRef("BreakPeriod")
+	)
 	b := c.effectiveBreakPeriod()
 	switch {
 	case c.StopAfterDeadline < 0:
-		return bad("StopAfterDeadline", c.StopAfterDeadline, "must be ≥ 0")
+		return invalid("StopAfterDeadline", c.StopAfterDeadline, "must be ≥ 0")
 	case c.TakeoverAfter < 0:
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be ≥ 0 (0: early takeover off)")
+		return invalid("TakeoverAfter", c.TakeoverAfter, "must be ≥ 0 (0: early takeover off)")
 	case c.BreakPeriod < 0:
-		return bad("BreakPeriod", c.BreakPeriod, "must be ≥ 0 (0: the shortest the rule allows)")
+		return invalid("BreakPeriod", c.BreakPeriod, "must be ≥ 0 (0: the shortest the rule allows)")
 	case c.TakeoverAfter == 0 && c.BreakPeriod != 0:
-		return bad("BreakPeriod", c.BreakPeriod, "must be 0 while TakeoverAfter is 0 (early takeover off)")
+		return invalid("BreakPeriod", c.BreakPeriod, "must be 0 while %s is 0 (early takeover off)", takeoverAfter)
 	case c.TakeoverAfter == 0:
 		return nil
 	case c.TakeoverAfter < 2*c.RenewInterval || c.TakeoverAfter < c.beatGap():
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × RenewInterval and RenewInterval + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", max(2*c.RenewInterval, c.beatGap()))
+		return invalid("TakeoverAfter", c.TakeoverAfter, "must be at least 2 × %s and %s + 2 × request timeout (%s): a healthy leader on storage that answers just within the timeout writes a heartbeat at least that often", renewInterval, renewInterval, max(2*c.RenewInterval, c.beatGap()))
 	case c.BreakPeriod%time.Second != 0:
-		return bad("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
+		return invalid("BreakPeriod", c.BreakPeriod, "must be a whole number of seconds (storage takes break periods in seconds)")
 	case b > lease.MaxBreakPeriod:
-		return bad("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); RenewDeadline + request timeout + %s needs %s", lease.MaxBreakPeriod, takeoverMargin+breakRounding, c.minBreakPeriod())
+		return invalid("BreakPeriod", b, "must be at most %s (the longest break period storage accepts); %s + request timeout + %s needs %s", lease.MaxBreakPeriod, renewDeadline, takeoverMargin+breakRounding, c.minBreakPeriod())
 	case b < c.minBreakPeriod():
-		return bad("BreakPeriod", c.BreakPeriod, "must be at least RenewDeadline + request timeout + %s%s (%s, rounded up to whole seconds: %s of clock margin and %s because storage counts break periods in whole seconds), so the holder has stopped before anyone can acquire", takeoverMargin+breakRounding, stopAfterText(c), c.minBreakPeriod(), takeoverMargin, breakRounding)
+		return invalid("BreakPeriod", c.BreakPeriod, "must be at least %s + request timeout + %s%s (%s, rounded up to whole seconds: %s of clock margin and %s because storage counts break periods in whole seconds), so the holder has stopped before anyone can acquire", renewDeadline, takeoverMargin+breakRounding, stopAfterText(c), c.minBreakPeriod(), takeoverMargin, breakRounding)
 	case c.TakeoverAfter+b >= c.LeaseDuration:
-		return bad("TakeoverAfter", c.TakeoverAfter, "plus BreakPeriod (%s) must be less than LeaseDuration (%s): otherwise the lease expires before an early takeover could end it (lower RenewDeadline to shorten the break period)", b, c.LeaseDuration)
+		return invalid("TakeoverAfter", c.TakeoverAfter, "plus %s (%s) must be less than %s (%s): otherwise the lease expires before an early takeover could end it (lower %s to shorten the break period)", breakPeriod, b, leaseDuration, c.LeaseDuration, renewDeadline)
 	}
 	return nil
 }

@@ -10,15 +10,66 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 // usageError is an invalid configuration: exit 2, one line naming the flag
-// or env var, the rule and the value.
-type usageError struct{ msg string }
+// or env var, the rule and the value. The flags it names are arguments of
+// their own (flagRef, configRule), so that the command that parsed them
+// shows each under the name its value came from (cmdFlags.explain).
+type usageError struct {
+	format string
+	args   []any
+	// fromEnv maps a flag to the env var its value came from; nil: none.
+	fromEnv map[string]string
+}
 
-func (e *usageError) Error() string { return e.msg }
+func usagef(format string, args ...any) error { return &usageError{format: format, args: args} }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+// flagRef is a flag named in a usage error: shown as --name, or, when its
+// value came from its env twin, as "BLOBLEADER_NAME (--name)" the first
+// time and BLOBLEADER_NAME after.
+type flagRef string
+
+// configRule is a library config error's rule in a usage error, each field
+// it names shown as the flag that sets it (flags: field → flag name).
+type configRule struct {
+	err   *election.ConfigError
+	flags map[string]string
+}
+
+func (e *usageError) Error() string {
+	seen := map[string]bool{}
+	name := func(flag string) string {
+		env, ok := e.fromEnv[flag]
+		switch {
+		case !ok:
+			return "--" + flag
+		case seen[flag]:
+			return env
+		}
+		seen[flag] = true
+		return env + " (--" + flag + ")"
+	}
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		switch a := a.(type) {
+		case flagRef:
+			args[i] = name(string(a))
+		case configRule:
+			args[i] = a.err.RuleNaming(func(field string) string {
+				if flag, ok := a.flags[field]; ok {
+					return name(flag)
+				}
+				return field
+			})
+		default:
+			args[i] = a
+		}
+	}
+	return fmt.Sprintf(e.format, args...)
+}
 
 // envName is flag name's env twin: BLOBLEADER_ and the name in capitals,
 // "-" as "_".
@@ -113,7 +164,7 @@ func (c *cmdFlags) parseError(err error) error {
 	}
 	if m := missingValue.FindStringSubmatch(err.Error()); m != nil {
 		if f := c.Lookup(m[1]); f != nil {
-			return usagef("--%s needs a value: %s", m[1], formOf(f))
+			return usagef("%s needs a value: %s", flagRef(m[1]), formOf(f))
 		}
 	}
 	return usagef("%v", err)
@@ -141,7 +192,7 @@ type checkedValue struct {
 func (v *checkedValue) Set(s string) error {
 	if err := v.Value.Set(s); err != nil {
 		rule := errors.New(formOf(v.f))
-		v.c.bad = usagef("invalid --%s %q: %v", v.f.Name, s, rule)
+		v.c.bad = usagef("invalid %s %q: %v", flagRef(v.f.Name), s, rule)
 		return rule
 	}
 	return nil
@@ -229,31 +280,17 @@ func editDistance(a, b string) int {
 	return d[len(a)][len(b)]
 }
 
-// explain rewrites a usage error about a flag whose value came from the
-// environment so that it names the variable: "invalid --lease-duration 10s"
-// becomes "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s".
+// explain has a usage error name every flag whose value came from the
+// environment by its variable: "invalid --lease-duration 10s" is shown as
+// "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s".
 func (c *cmdFlags) explain(err error) error {
 	var ue *usageError
 	if !errors.As(err, &ue) || len(c.fromEnv) == 0 {
 		return err
 	}
-	msg := ue.msg
-	for name, env := range c.fromEnv {
-		if strings.Contains(msg, env) {
-			continue // already named
-		}
-		re := regexp.MustCompile(`--` + regexp.QuoteMeta(name) + `([^a-z0-9-]|$)`)
-		first := true
-		msg = re.ReplaceAllStringFunc(msg, func(m string) string {
-			rest := strings.TrimPrefix(m, "--"+name)
-			if first {
-				first = false
-				return env + " (--" + name + ")" + rest
-			}
-			return env + rest
-		})
-	}
-	return &usageError{msg}
+	named := *ue
+	named.fromEnv = c.fromEnv
+	return &named
 }
 
 // set says whether flag name was given, on the command line or by its env twin.

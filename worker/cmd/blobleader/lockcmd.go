@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -71,8 +72,12 @@ func runLock(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	blob, err := mutex.BlobName(own.prefix, resource)
-	if err != nil {
-		return usagef("invalid RESOURCE (%d bytes): %v", len(resource), strings.TrimPrefix(err.Error(), "mutex: invalid resource id: "))
+	var bad *mutex.ResourceIDError
+	switch {
+	case errors.As(err, &bad):
+		return usagef("invalid RESOURCE (%d bytes): %s", len(resource), bad.Rule)
+	case err != nil:
+		return usagef("invalid RESOURCE (%d bytes): %v", len(resource), err)
 	}
 	o, err := parseRunOptions(append(append([]string{"--once", "--blob", blob}, runArgs...), rest[sep:]...), stdout)
 	if err != nil {
@@ -188,8 +193,9 @@ func lockFlags(args []string) (lockOwn, []string, error) {
 func storageNameOK(prefix string) error {
 	c := mutex.DefaultConfig("x")
 	c.Prefix = prefix
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("%s", err.(*election.ConfigError).Rule)
+	var bad *election.ConfigError
+	if errors.As(c.Validate(), &bad) {
+		return errors.New(bad.Rule)
 	}
 	return nil
 }

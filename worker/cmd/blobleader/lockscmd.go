@@ -95,37 +95,41 @@ func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	return o, o.validate()
 }
 
+// locksFlags are the flags that set the lock service's mutex.Config fields.
+var locksFlags = map[string]string{"Prefix": "prefix", "RetryPeriod": "retry-period"}
+
 func (o *locksOptions) validate() error {
 	if err := o.storage.validate(); err != nil {
 		return err
 	}
 	cfg := mutex.DefaultConfig("blobleader-locks")
 	cfg.Prefix, cfg.RetryPeriod = o.prefix, o.retryPeriod
-	var ce *election.ConfigError
-	if err := cfg.Validate(); errors.As(err, &ce) {
-		flagName := map[string]string{"Prefix": "--prefix", "RetryPeriod": "--retry-period"}[ce.Field]
-		return usagef("invalid %s %s: %s", flagName, ce.Value, ce.Rule)
+	if err := cfg.Validate(); err != nil {
+		return configUsage(err, locksFlags)
 	}
 	switch {
 	case o.store == "":
-		return usagef("invalid --store: must not be empty")
+		return usagef("invalid %s: must not be empty", flagRef("store"))
 	case o.maxWait < 0 || o.maxWait > 60*time.Second:
-		return usagef("invalid --max-wait %s: must be between 0s and 60s", o.maxWait)
+		return usagef("invalid %s %s: must be between 0s and 60s", flagRef("max-wait"), o.maxWait)
 	case o.idleTimeout < time.Second || o.idleTimeout > 10*time.Minute:
-		return usagef("invalid --idle-timeout %s: must be between 1s and 10m", o.idleTimeout)
+		return usagef("invalid %s %s: must be between 1s and 10m", flagRef("idle-timeout"), o.idleTimeout)
 	case o.maxConnections < 1 || o.maxConnections > 65536:
-		return usagef("invalid --max-connections %d: must be between 1 and 65536", o.maxConnections)
+		return usagef("invalid %s %d: must be between 1 and 65536", flagRef("max-connections"), o.maxConnections)
 	case o.grpcListen != "" && o.grpcListen == o.listen:
-		return usagef("invalid --grpc-listen %q: the same address as --listen (gRPC is served on --listen too; set --grpc-listen to another address, or empty)", o.grpcListen)
+		return usagef("invalid %s %q: the same address as %s (gRPC is served on %s too; set %s to another address, or empty)", flagRef("grpc-listen"), o.grpcListen, flagRef("listen"), flagRef("listen"), flagRef("grpc-listen"))
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
-		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
+		return usagef("invalid %s %q: must be auto, text or json", flagRef("log-format"), o.logFormat)
 	}
 	if err := o.readToken(); err != nil {
 		return err
 	}
-	for _, l := range []struct{ flag, addr string }{{"--listen", o.listen}, {"--grpc-listen", o.grpcListen}} {
+	for _, l := range []struct {
+		flag flagRef
+		addr string
+	}{{"listen", o.listen}, {"grpc-listen", o.grpcListen}} {
 		if o.token == "" && l.addr != "" && !loopbackListen(l.addr) {
-			return usagef("invalid %s %q: an address that is not loopback requires a bearer token (%s or --token-file), so that nothing off the host takes or frees locks unauthenticated", l.flag, l.addr, tokenEnv)
+			return usagef("invalid %s %q: an address that is not loopback requires a bearer token (%s or %s), so that nothing off the host takes or frees locks unauthenticated", l.flag, l.addr, tokenEnv, flagRef("token-file"))
 		}
 	}
 	return nil
@@ -136,7 +140,7 @@ func (o *locksOptions) readToken() error {
 	env, hasEnv := os.LookupEnv(tokenEnv)
 	switch {
 	case hasEnv && o.tokenFile != "":
-		return usagef("%s and --token-file are exclusive: set one", tokenEnv)
+		return usagef("%s and %s are exclusive: set one", tokenEnv, flagRef("token-file"))
 	case hasEnv:
 		if o.token = strings.TrimSpace(env); o.token == "" {
 			return usagef("invalid %s: must not be empty", tokenEnv)
@@ -144,10 +148,10 @@ func (o *locksOptions) readToken() error {
 	case o.tokenFile != "":
 		b, err := os.ReadFile(o.tokenFile)
 		if err != nil {
-			return usagef("invalid --token-file %q: cannot read it: %v", o.tokenFile, errors.Unwrap(err))
+			return usagef("invalid %s %q: cannot read it: %v", flagRef("token-file"), o.tokenFile, errors.Unwrap(err))
 		}
 		if o.token = strings.TrimSpace(string(b)); o.token == "" || strings.ContainsAny(o.token, "\r\n") {
-			return usagef("invalid --token-file %q: must hold one non-empty line", o.tokenFile)
+			return usagef("invalid %s %q: must hold one non-empty line", flagRef("token-file"), o.tokenFile)
 		}
 	}
 	return nil
@@ -241,7 +245,10 @@ func newLockServer(h http.Handler, idle time.Duration) *http.Server {
 func (o *locksOptions) listeners() ([]net.Listener, error) {
 	slots := make(chan struct{}, o.maxConnections)
 	var lns []net.Listener
-	for _, l := range []struct{ flag, addr string }{{"--listen", o.listen}, {"--grpc-listen", o.grpcListen}} {
+	for _, l := range []struct {
+		flag flagRef
+		addr string
+	}{{"listen", o.listen}, {"grpc-listen", o.grpcListen}} {
 		if l.addr == "" {
 			continue
 		}

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -92,12 +92,12 @@ func (o *runOptions) checkCommand() error {
 	}
 	path, err := supervise.Resolve(o.argv[0])
 	if err != nil {
-		return usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+		return commandUsage(err)
 	}
 	o.path = path
 	// Set-user-ID to another user, with no cgroup kill: out of reach.
 	if err := supervise.CheckReachable(path); err != nil {
-		return usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+		return commandUsage(err)
 	}
 	// A /proc of another pid namespace: its pids are not ours.
 	if why, foreign := supervise.ProcForeign(); foreign {
@@ -111,6 +111,15 @@ func (o *runOptions) checkCommand() error {
 	return nil
 }
 
+// commandUsage is the refusal of a command that cannot be supervised.
+func commandUsage(err error) error {
+	var ce *supervise.CommandError
+	if errors.As(err, &ce) {
+		return usagef("invalid command: %s: %s", ce.Problem, ce.Detail)
+	}
+	return usagef("invalid command: %v", err)
+}
+
 // validateRun checks that the command can always be stopped before the lease
 // can expire at storage (docs/failover.md, "Commands"): stopped at the
 // renew deadline D at the latest, it gets kill-grace for SIGTERM and
@@ -121,16 +130,16 @@ func (o *runOptions) validateRun() error {
 	budget := o.timing.LeaseDuration - o.timing.RenewDeadline - election.SafetyMargin - supervise.KillTimeout
 	switch {
 	case budget < 0:
-		return usagef("invalid --renew-deadline %s for run: must be at most lease-duration − %s (%s), so that the command can be killed and reaped (%s) within the %s safety margin before the lease can expire",
-			o.timing.RenewDeadline, election.SafetyMargin+supervise.KillTimeout, o.timing.LeaseDuration-election.SafetyMargin-supervise.KillTimeout, supervise.KillTimeout, election.SafetyMargin)
+		return usagef("invalid %s %s for run: must be at most lease-duration − %s (%s), so that the command can be killed and reaped (%s) within the %s safety margin before the lease can expire",
+			flagRef("renew-deadline"), o.timing.RenewDeadline, election.SafetyMargin+supervise.KillTimeout, o.timing.LeaseDuration-election.SafetyMargin-supervise.KillTimeout, supervise.KillTimeout, election.SafetyMargin)
 	case o.killGrace < 0:
-		return usagef("invalid --kill-grace %s: must be ≥ 0 (0: SIGKILL at once)", o.killGrace)
+		return usagef("invalid %s %s: must be ≥ 0 (0: SIGKILL at once)", flagRef("kill-grace"), o.killGrace)
 	case o.killGrace > budget:
-		return usagef("invalid --kill-grace %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower --kill-grace or --renew-deadline",
-			o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget)
+		return usagef("invalid %s %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower %s or %s",
+			flagRef("kill-grace"), o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget, flagRef("kill-grace"), flagRef("renew-deadline"))
 	}
 	if err := o.electionConfig().Validate(); err != nil {
-		return configUsage(err)
+		return configUsage(err, electionFlags)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func (r *readOptions) validate() error {
 		return err
 	}
 	if r.timeout <= 0 {
-		return usagef("invalid --timeout %s: must be > 0", r.timeout)
+		return usagef("invalid %s %s: must be > 0", flagRef("timeout"), r.timeout)
 	}
 	return nil
 }
@@ -170,11 +170,11 @@ func parseFloor(floor string) (int64, error) {
 	n, err := strconv.ParseInt(floor, 10, 64)
 	switch {
 	case floor == "":
-		return 0, usagef("missing --floor: the highest term any leader may have used (e.g. the last ledger entry's)")
+		return 0, usagef("missing %s: the highest term any leader may have used (e.g. the last ledger entry's)", flagRef("floor"))
 	case err != nil || n < 0:
-		return 0, usagef("invalid --floor %q: must be a non-negative integer", floor)
+		return 0, usagef("invalid %s %q: must be a non-negative integer", flagRef("floor"), floor)
 	case n >= math.MaxInt64-1:
-		return 0, usagef("invalid --floor %d: must be below %d, so that the term set (floor+1) can still grow", n, int64(math.MaxInt64-1))
+		return 0, usagef("invalid %s %d: must be below %d, so that the term set (floor+1) can still grow", flagRef("floor"), n, int64(math.MaxInt64-1))
 	}
 	return n, nil
 }
@@ -197,7 +197,7 @@ func parseStatusOptions(args []string, out io.Writer) (*statusOptions, error) {
 		return nil, err
 	}
 	if _, err := http.NewRequest(http.MethodGet, o.url+"/status", nil); err != nil {
-		return nil, fs.explain(usagef("invalid --url %q: %v", o.url, err))
+		return nil, fs.explain(usagef("invalid %s %q: %v", flagRef("url"), o.url, err))
 	}
 	return o, nil
 }
