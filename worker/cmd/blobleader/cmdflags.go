@@ -87,6 +87,7 @@ type cmdFlags struct {
 	help    func()            // prints the usage (--help)
 	fromEnv map[string]string // flag name → the variable its value came from
 	hidden  map[string]bool   // flags accepted but not listed by --help (hide)
+	refused map[string]string // flag name → why it is refused on the command line (refuse)
 	bad     error             // what the last refused value was, described
 }
 
@@ -94,7 +95,7 @@ func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are ours, one line each
 	fs.Usage = func() {}
-	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}, hidden: map[string]bool{}}
+	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}, hidden: map[string]bool{}, refused: map[string]string{}}
 	c.help = func() {
 		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
 		fs.VisitAll(func(f *flag.Flag) {
@@ -115,13 +116,23 @@ func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
 // misspelt flag; it is still accepted.
 func (c *cmdFlags) hide(name string) { c.hidden[name] = true }
 
+// refuse hides flags a command sets itself (a flag set it shares with
+// another command registers them): given on the command line, each is
+// refused saying why; their env twins are ignored.
+func (c *cmdFlags) refuse(why string, names ...string) {
+	for _, name := range names {
+		c.hide(name)
+		c.refused[name] = why
+	}
+}
+
 // parse applies the env twins, then the command line.
 func (c *cmdFlags) parse(args []string) error {
 	c.VisitAll(func(f *flag.Flag) { f.Value = c.checked(f) })
 	var envErr error
 	c.VisitAll(func(f *flag.Flag) {
 		v, ok := os.LookupEnv(envName(f.Name))
-		if !ok || envErr != nil {
+		if _, refused := c.refused[f.Name]; !ok || refused || envErr != nil {
 			return
 		}
 		c.fromEnv[f.Name] = envName(f.Name)
@@ -135,7 +146,16 @@ func (c *cmdFlags) parse(args []string) error {
 	if err := c.Parse(args); err != nil {
 		return c.parseError(err)
 	}
-	c.Visit(func(f *flag.Flag) { delete(c.fromEnv, f.Name) }) // a flag beats its env var
+	var refused error
+	c.Visit(func(f *flag.Flag) {
+		delete(c.fromEnv, f.Name) // a flag beats its env var
+		if why, ok := c.refused[f.Name]; ok && refused == nil {
+			refused = usagef("%s is not a flag of %s: %s", flagRef(f.Name), c.name, why)
+		}
+	})
+	if refused != nil {
+		return refused
+	}
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q (flags start with --)", c.Arg(0))
 	}

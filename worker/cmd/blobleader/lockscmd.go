@@ -92,7 +92,10 @@ func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
-	return o, o.validate()
+	if err := o.validate(); err != nil {
+		return nil, fs.explain(err)
+	}
+	return o, nil
 }
 
 // locksFlags are the flags that set the lock service's mutex.Config fields.

@@ -53,35 +53,56 @@ with --once, COMMAND's status once it has run.`
 
 func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	o := &runOptions{}
-	fs := newFlagSet("blobleader run", out, runSummary)
+	fs := o.flags("blobleader run", out, runSummary)
+	if err := o.parseArgs(fs, args, "blobleader run [flags] -- COMMAND [ARGS...]"); err != nil {
+		return nil, err
+	}
+	if err := o.check(fs); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// flags is a flag set named name with run's flags (and the shared ones)
+// registered on o; `blobleader lock` adds its own.
+func (o *runOptions) flags(name string, out io.Writer, summary string) *cmdFlags {
+	fs := newFlagSet(name, out, summary)
 	o.register(fs)
 	fs.BoolVar(&o.once, "once", false, "run COMMAND once: when it has exited (or was stopped), release and exit with its status")
 	fs.DurationVar(&o.killGrace, "kill-grace", time.Second, "when leadership ends: how long COMMAND's group gets between SIGTERM and SIGKILL; ≤ lease-duration − renew-deadline − 3s")
+	return fs
+}
 
-	// 1. Flags before "--", the command after it.
+// parseArgs parses the flags before "--" (usage is the command's usage
+// line) and takes the command after it.
+func (o *runOptions) parseArgs(fs *cmdFlags, args []string, usage string) error {
 	sep := slices.Index(args, "--")
 	if sep < 0 {
 		for _, a := range args {
 			if a == "-h" || a == "-help" || a == "--help" {
 				fs.help()
-				return nil, flag.ErrHelp
+				return flag.ErrHelp
 			}
 		}
-		return nil, usagef("missing -- before the command: blobleader run [flags] -- COMMAND [ARGS...]")
+		return usagef("missing -- before the command: %s", usage)
 	}
 	if err := fs.parse(args[:sep]); err != nil {
-		return nil, err
+		return err
 	}
 	o.argv = args[sep+1:]
-	// 2. The command: present and executable, before we contend.
+	return nil
+}
+
+// check checks the command — present and executable, before we contend —
+// then the shared rules, then run's own.
+func (o *runOptions) check(fs *cmdFlags) error {
 	if err := o.checkCommand(); err != nil {
-		return nil, err
+		return err
 	}
-	// 3. The shared rules, then run's own.
 	if err := o.finish(fs); err != nil {
-		return nil, fs.explain(err)
+		return fs.explain(err)
 	}
-	return o, fs.explain(o.validateRun())
+	return fs.explain(o.validateRun())
 }
 
 // checkCommand resolves the command and refuses, before it can ever run,
