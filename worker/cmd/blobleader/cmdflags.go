@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -260,7 +260,13 @@ func (c *cmdFlags) suggest(name string) string {
 			names = append(names, f.Name)
 		}
 	})
-	sort.Strings(names)
+	return nearest(name, names)
+}
+
+// nearest is the candidate closest to name, if one is close enough to be a
+// typo of it ("" otherwise).
+func nearest(name string, candidates []string) string {
+	names := slices.Sorted(slices.Values(candidates))
 	best, bestDist := "", max(2, len(name)/3)+1
 	for _, n := range names {
 		d := editDistance(name, n)

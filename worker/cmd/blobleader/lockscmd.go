@@ -77,6 +77,17 @@ func registerStorageFlags(fs *flag.FlagSet, s *storageOptions) {
 
 func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	o := &locksOptions{}
+	fs := o.flags(out)
+	if err := fs.parse(args); err != nil {
+		return nil, err
+	}
+	if err := o.validate(); err != nil {
+		return nil, fs.explain(err)
+	}
+	return o, nil
+}
+
+func (o *locksOptions) flags(out io.Writer) *cmdFlags {
 	fs := newFlagSet("blobleader locks", out, locksSummary)
 	registerStorageFlags(fs.FlagSet, &o.storage)
 	fs.StringVar(&o.store, "store", "lockstore", "the store name in every path ({store}); it names --container's locks")
@@ -89,13 +100,7 @@ func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Second, "close a connection idle this long between requests; 1s–10m")
 	fs.IntVar(&o.maxConnections, "max-connections", 1024, "serve at most this many connections at once (both addresses together); more wait to be accepted; 1–65536")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto, text, json")
-	if err := fs.parse(args); err != nil {
-		return nil, err
-	}
-	if err := o.validate(); err != nil {
-		return nil, fs.explain(err)
-	}
-	return o, nil
+	return fs
 }
 
 // locksFlags are the flags that set the lock service's mutex.Config fields.
@@ -185,6 +190,7 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 		_ = logs.Close(ctx)
 	}()
 	log := slog.New(logs.Handler())
+	logUnknownEnv(log)
 	cfg := mutex.DefaultConfig("blobleader-locks")
 	cfg.Prefix, cfg.RetryPeriod = o.prefix, o.retryPeriod
 	metrics := lockapi.NewMetrics()

@@ -116,6 +116,7 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 func (n *node) open() error {
 	o := n.o
 	o.build.announce(n.log)
+	logUnknownEnv(n.log)
 	if o.listen != "" { // "": no listener (a one-shot lock not asked to listen)
 		ln, err := net.Listen("tcp", o.listen)
 		if err != nil {

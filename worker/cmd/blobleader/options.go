@@ -88,15 +88,13 @@ Usage:
   blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]
                                 run COMMAND once under RESOURCE's named lock (blobleader lock --help)
 
+  blobleader --version          print the version the build recorded (also: blobleader version)
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`
 
 // parseOptions parses and checks the worker's command line.
 func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 	o := &workerOptions{}
-	fs := newFlagSet("blobleader", out, workerSummary)
-	o.register(fs)
-	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
-	fs.IntVar(&o.shards, "shards", 0, "Leader-Followers: the leader assigns N work shards (1–1024) to the live workers, balanced and sticky; a worker works a shard (a fenced ledger append every --tick) only while it holds the shard's own lease; 0 = single-task mode")
+	fs := o.flags(out)
 	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
@@ -107,6 +105,15 @@ func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 }
 
 // register adds the flags every contending mode shares.
+// flags is the worker's flag set, registered on o.
+func (o *workerOptions) flags(out io.Writer) *cmdFlags {
+	fs := newFlagSet("blobleader", out, workerSummary)
+	o.register(fs)
+	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
+	fs.IntVar(&o.shards, "shards", 0, "Leader-Followers: the leader assigns N work shards (1–1024) to the live workers, balanced and sticky; a worker works a shard (a fenced ledger append every --tick) only while it holds the shard's own lease; 0 = single-task mode")
+	return fs
+}
+
 func (o *options) register(fs *cmdFlags) {
 	o.storageOptions.register(fs.FlagSet)
 	d := election.DefaultConfig("")

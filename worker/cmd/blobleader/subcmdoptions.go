@@ -88,14 +88,18 @@ storage failed, 2 invalid flags.`
 
 func parseLedgerOptions(args []string, out io.Writer) (*ledgerOptions, error) {
 	o := &ledgerOptions{}
+	if err := parseRead(o.flags(out), &o.readOptions, args, nil); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *ledgerOptions) flags(out io.Writer) *cmdFlags {
 	fs := newFlagSet("blobleader ledger", out, ledgerSummary)
 	o.register(fs.FlagSet)
 	fs.BoolVar(&o.verify, "verify", false, "check every ledger found: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not, or if there is no entry to check")
 	fs.BoolVar(&o.asJSON, "json", false, "print entries as JSON lines instead of a table (a shard's carry \"shard\")")
-	if err := parseRead(fs, &o.readOptions, args, nil); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return fs
 }
 
 // shardsOptions are `blobleader shards`'.
@@ -115,13 +119,17 @@ Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`
 
 func parseShardsOptions(args []string, out io.Writer) (*shardsOptions, error) {
 	o := &shardsOptions{}
-	fs := newFlagSet("blobleader shards", out, shardsSummary)
-	o.register(fs.FlagSet)
-	fs.BoolVar(&o.asJSON, "json", false, "print the summary document as JSON")
-	if err := parseRead(fs, &o.readOptions, args, nil); err != nil {
+	if err := parseRead(o.flags(out), &o.readOptions, args, nil); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+func (o *shardsOptions) flags(out io.Writer) *cmdFlags {
+	fs := newFlagSet("blobleader shards", out, shardsSummary)
+	o.register(fs.FlagSet)
+	fs.BoolVar(&o.asJSON, "json", false, "print the summary document as JSON")
+	return fs
 }
 
 // recoverOptions are `blobleader recover-term`'s.
@@ -151,10 +159,7 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 func parseRecoverOptions(args []string, out io.Writer) (*recoverOptions, error) {
 	o := &recoverOptions{}
 	var floor string
-	fs := newFlagSet("blobleader recover-term", out, recoverSummary)
-	o.register(fs.FlagSet)
-	fs.StringVar(&floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer below 9223372036854775807")
-	err := parseRead(fs, &o.readOptions, args, func() (err error) {
+	err := parseRead(o.flags(out, &floor), &o.readOptions, args, func() (err error) {
 		o.floor, err = parseFloor(floor)
 		return err
 	})
@@ -162,6 +167,14 @@ func parseRecoverOptions(args []string, out io.Writer) (*recoverOptions, error) 
 		return nil, err
 	}
 	return o, nil
+}
+
+// flags registers --floor, as given, on floor; parseFloor checks it.
+func (o *recoverOptions) flags(out io.Writer, floor *string) *cmdFlags {
+	fs := newFlagSet("blobleader recover-term", out, recoverSummary)
+	o.register(fs.FlagSet)
+	fs.StringVar(floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer below 9223372036854775807")
+	return fs
 }
 
 // parseFloor checks --floor: a non-negative integer whose successor, the
@@ -191,8 +204,7 @@ Usage:
 
 func parseStatusOptions(args []string, out io.Writer) (*statusOptions, error) {
 	o := &statusOptions{}
-	fs := newFlagSet("blobleader status", out, statusSummary)
-	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
+	fs := o.flags(out)
 	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
@@ -200,4 +212,10 @@ func parseStatusOptions(args []string, out io.Writer) (*statusOptions, error) {
 		return nil, fs.explain(usagef("invalid %s %q: %v", flagRef("url"), o.url, err))
 	}
 	return o, nil
+}
+
+func (o *statusOptions) flags(out io.Writer) *cmdFlags {
+	fs := newFlagSet("blobleader status", out, statusSummary)
+	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
+	return fs
 }
