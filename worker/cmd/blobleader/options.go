@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -87,8 +88,8 @@ Usage:
   blobleader locks [flags]      serve named resource locks over HTTP, Dapr's lock API (blobleader locks --help)
   blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]
                                 run COMMAND once under RESOURCE's named lock (blobleader lock --help)
-
   blobleader --version          print the version the build recorded (also: blobleader version)
+
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`
 
 // parseOptions parses and checks the worker's command line.
@@ -104,7 +105,6 @@ func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 	return o, nil
 }
 
-// register adds the flags every contending mode shares.
 // flags is the worker's flag set, registered on o.
 func (o *workerOptions) flags(out io.Writer) *cmdFlags {
 	fs := newFlagSet("blobleader", out, workerSummary)
@@ -114,6 +114,7 @@ func (o *workerOptions) flags(out io.Writer) *cmdFlags {
 	return fs
 }
 
+// register adds the flags every contending mode shares.
 func (o *options) register(fs *cmdFlags) {
 	o.storageOptions.register(fs.FlagSet)
 	d := election.DefaultConfig("")
@@ -122,7 +123,7 @@ func (o *options) register(fs *cmdFlags) {
 	fs.DurationVar(&o.timing.RenewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
 	fs.DurationVar(&o.timing.RenewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
 	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); ≥ 500ms (every follower polls the one lock blob, which storage throttles past 500 requests a second)")
-	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
+	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress (work that landed) for this long; 0 disables; else ≥ --renew-interval, and for the worker more than --tick + 2 × request timeout (with --shards also ≥ 1.1 × --retry-period + 2 × request timeout); request timeout = min(--renew-interval, --renew-deadline/3)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
 	fs.DurationVar(&o.tokenTimeout, "token-timeout", 3*time.Minute, "with --account-url: how long to wait at start for the first storage token, outside the per-request timeout (a managed-identity endpoint can be slow to answer first); ≥ 1s")
 	o.takeover.register(fs.FlagSet)
@@ -210,6 +211,15 @@ func (o *workerOptions) validateShards() error {
 	return nil
 }
 
+// withoutQuery is an address as it may be shown: its query, which can
+// carry a SAS signature, elided.
+func withoutQuery(address string) string {
+	if before, _, found := strings.Cut(address, "?"); found {
+		return before + "?…"
+	}
+	return address
+}
+
 // Azure container names: 3–63 characters, lowercase letters, digits and
 // single hyphens, starting and ending with a letter or digit.
 var containerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9]|-[a-z0-9]){1,62}$`)
@@ -240,9 +250,13 @@ func (s *storageOptions) validate() error {
 		}
 	}
 	if s.accountURL != "" {
+		shown := withoutQuery(s.accountURL) // a query can carry a SAS signature
 		u, err := url.Parse(s.accountURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return usagef("invalid %s %q: must be https://<account>.blob.<suffix> with no path", flagRef("account-url"), s.accountURL)
+		switch {
+		case err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/"):
+			return usagef("invalid %s %q: must be https://<account>.blob.<suffix> with no path", flagRef("account-url"), shown)
+		case u.RawQuery != "" || u.ForceQuery:
+			return usagef("invalid %s %q: must have no query: %s signs in with Microsoft Entra ID (keyless); a SAS goes into %s (BlobEndpoint=https://…;SharedAccessSignature=…)", flagRef("account-url"), shown, flagRef("account-url"), flagRef("connection-string"))
 		}
 	}
 	if s.connectionString != "" {

@@ -155,20 +155,38 @@ func ExpandConnectionString(s string) (string, error) {
 }
 
 // checkConnectionString rejects what the SDK would accept silently or fail on
-// late: it must be key=value pairs with an AccountName (or a SAS/endpoint).
+// late: it must be key=value pairs with an AccountName (or a SAS/endpoint),
+// and a BlobEndpoint must be an absolute http(s) URL (without a scheme the
+// SDK builds request URLs that fail at every request, not at start).
 func checkConnectionString(s string) error {
-	fields := map[string]bool{}
+	fields := map[string]string{}
 	for _, part := range strings.Split(strings.TrimSuffix(s, ";"), ";") {
-		k, _, ok := strings.Cut(part, "=")
+		k, v, ok := strings.Cut(part, "=")
 		if !ok || k == "" {
 			return badConnectionString("%q is not key=value", part)
 		}
-		fields[strings.ToLower(k)] = true
+		fields[strings.ToLower(k)] = v
 	}
-	if !fields["accountname"] && !fields["blobendpoint"] {
+	_, named := fields["accountname"]
+	endpoint, addressed := fields["blobendpoint"]
+	if !named && !addressed {
 		return badConnectionString("needs AccountName or BlobEndpoint")
 	}
+	if addressed {
+		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return badConnectionString("BlobEndpoint %q must be an absolute URL, http://host[:port][/account] or https://…", withoutQuery(endpoint))
+		}
+	}
 	return nil
+}
+
+// withoutQuery is an address as it may be shown: its query, which can
+// carry a SAS signature, elided.
+func withoutQuery(address string) string {
+	if before, _, found := strings.Cut(address, "?"); found {
+		return before + "?…"
+	}
+	return address
 }
 
 type observePolicy struct{ observe ObserveFunc }
