@@ -220,8 +220,8 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 		grpcAddr = lns[1].Addr().String()
 	}
 	log.Info("lock service started", "listen", lns[0].Addr().String(), "grpc_listen", grpcAddr, "store", o.store,
-		"container", o.storage.container, "prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait.String(),
-		"idle_timeout", o.idleTimeout.String(), "max_connections", o.maxConnections)
+		"container", o.storage.container, "prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait,
+		"idle_timeout", o.idleTimeout, "max_connections", o.maxConnections)
 	select {
 	case err = <-served:
 		return fmt.Errorf("http server: %w", err)

@@ -215,7 +215,17 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, nil))
 	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: durationString}))
+}
+
+// durationString writes a duration as the text handler does, Go's
+// duration string ("15s"), where JSON would write integer nanoseconds: one
+// form in every log line (docs/architecture.md#logs).
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // storageUsage names the storage flag a client could not be built from.
