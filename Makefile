@@ -74,10 +74,45 @@ GO_TEST_PARALLEL ?= 4
 .PHONY: test
 test: node_modules test-go test-rules test-kql test-azure-offline test-infra ## Run every offline test: Go unit + Azurite integration + short chaos suite, the Prometheus rule tests, the alert queries' check, the Azure suite's offline part, and the Terraform checks.
 
+# A chaos scenario whose verdict is inconclusive (a timing bound missed by
+# no more than the machine's measured stall) is retried; each retry appends
+# a line here, and test-go prints the file at the end, pass or fail, since
+# go test shows nothing of a passing test (docs/chaos.md#a-busy-machine).
+RETRY_LOG ?= $(ROOT)/out/test-retries.log
+
 .PHONY: test-go
 test-go: node_modules ## Go vet and tests in every module (unit, Azurite integration, short chaos suite, consumer-module check).
 	@for m in $(GO_MODULES); do echo ">> go vet ($$m)"; $(GO) -C $$m vet ./...; done
-	@for m in $(GO_MODULES); do echo ">> go test ($$m)"; $(GO) -C $$m test -count=1 -parallel $(GO_TEST_PARALLEL) -timeout $(GO_TEST_TIMEOUT) ./...; done
+	@mkdir -p $(dir $(RETRY_LOG)) && rm -f $(RETRY_LOG); \
+	trap 'echo ">> inconclusive runs retried: $$(cat $(RETRY_LOG) 2>/dev/null | grep -c retrying) ($(RETRY_LOG))"; grep -h . $(RETRY_LOG) 2>/dev/null | sed "s/^/   /" || true' EXIT; \
+	for m in $(GO_MODULES); do echo ">> go test ($$m)"; BLOBLEADER_RETRY_LOG=$(RETRY_LOG) $(GO) -C $$m test -count=1 -parallel $(GO_TEST_PARALLEL) -timeout $(GO_TEST_TIMEOUT) ./...; done
+
+# The busy machine a shared CI runner is (docs/chaos.md#a-busy-machine):
+# stress-ng with CPU hogs at BUSY_CPU (3x the cores), one I/O hog (sync)
+# and one memory hog of BUSY_VM_BYTES, for at most BUSY_TIMEOUT, while
+# `make test` runs; the load average is sampled every 30 s into
+# out/test-busy-load.log and summarised at the end.
+BUSY_CPU      ?= $(shell echo $$(( 3 * $$(nproc) )))
+BUSY_VM_BYTES ?= 512M
+BUSY_TIMEOUT  ?= 90m
+
+.PHONY: test-busy
+test-busy: ## `make test` on a busy machine: under stress-ng (CPU hogs at 3x the cores, I/O and memory pressure); installs stress-ng with apt-get, or skips saying why.
+	@if ! command -v stress-ng >/dev/null; then \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo='sudo -n'; \
+	  if command -v apt-get >/dev/null; then echo ">> installing stress-ng (Debian package) with apt-get"; \
+	    { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq stress-ng; } >/dev/null 2>&1 || true; fi; \
+	fi; \
+	if ! command -v stress-ng >/dev/null; then \
+	  echo "test-busy: SKIPPED, not run: stress-ng is not installed and apt-get could not install it here (install stress-ng and run again)"; exit 0; \
+	fi; \
+	mkdir -p out; load=out/test-busy-load.log; : > $$load; \
+	echo ">> stress-ng --cpu $(BUSY_CPU) --io 1 --vm 1 --vm-bytes $(BUSY_VM_BYTES) --timeout $(BUSY_TIMEOUT) ($$(nproc) cores), then make test"; \
+	stress-ng --cpu $(BUSY_CPU) --io 1 --vm 1 --vm-bytes $(BUSY_VM_BYTES) --timeout $(BUSY_TIMEOUT) --quiet & stress=$$!; \
+	( trap 'kill $$nap 2>/dev/null; exit 0' TERM; while :; do sleep 30 & nap=$$!; wait $$nap; echo "$$(date -u +%T) $$(cut -d' ' -f1-3 /proc/loadavg)" >> $$load; done ) >/dev/null 2>&1 & sampler=$$!; \
+	trap 'kill $$sampler 2>/dev/null; kill -TERM $$stress 2>/dev/null; wait $$stress 2>/dev/null; \
+	  awk "{ n++; s += \$$2; if (\$$2 > mx) mx = \$$2; if (mn == \"\" || \$$2 < mn) mn = \$$2 } END { if (n) printf \">> load average (1 min) under stress-ng: min %s, mean %.1f, max %s over %d samples ($$load)\n\", mn, s / n, mx, n }" $$load' EXIT; \
+	sleep 5; $(MAKE) test
 
 .PHONY: lint
 lint: ## gofmt, go vet (every module), terraform fmt, and no binaries tracked.

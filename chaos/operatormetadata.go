@@ -14,7 +14,8 @@ import (
 // OperatorMetadata is an operator writing the lock blob's metadata by hand —
 // the documented recovery step with a typo in it (a term like
 // "1795400000000x"), a term at the top of the int64 range
-// ("9223372036854775807", which no leadership can grow), or a record without
+// ("9223372036854775807", which no leadership can grow, or int64 max − 1,
+// which one change exhausts), or a record without
 // its holder. Storage refuses a metadata write on a leased blob without the
 // lease ID, so the operator breaks the lease first, as the tools make one
 // do; a contender that re-takes the lease in between is broken again. The

@@ -3,33 +3,41 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 func TestReset_ResetsConnectionsUntilRemoved(t *testing.T) {
-	direct, px := fixtureStorage(t)
-	via := containerVia(t, px.Addr(), containerNameOf(direct))
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		direct, px := fixtureStorage(t)
+		via := containerVia(t, px.Addr(), containerNameOf(direct))
 
-	f := &Reset{Proxy: px}
-	if err := f.Inject(ctxT(t, 5*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		d, err := timedProbe(via, 3*time.Second)
-		if err == nil {
-			t.Fatalf("probe %d succeeded through a reset toxic", i)
+		f := &Reset{Proxy: px}
+		if err := f.Inject(ctxT(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
 		}
-		if errors.Is(err, context.DeadlineExceeded) || d > time.Second {
-			t.Fatalf("probe %d: %v after %v, want a fast connection error, not a timeout", i, err, d)
+		for i := range 5 {
+			d, err := timedProbe(via, 3*time.Second)
+			if err == nil {
+				t.Fatalf("probe %d succeeded through a reset toxic", i)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("probe %d: %v after %v, want a fast connection error, not a timeout", i, err, d)
+			}
+			if end := time.Now(); !sp.Bound(t, fmt.Sprintf("probe %d's connection error (bound 1 s, its own timeout 3 s)", i), end.Add(-d), time.Second, end) {
+				return
+			}
 		}
-	}
-	if err := f.Remove(ctxT(t, 5*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if err := eventually(ctxT(t, 5*time.Second), via); err != nil {
-		t.Fatal(err)
-	}
+		if err := f.Remove(ctxT(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := eventually(ctxT(t, 5*time.Second), via); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestReset_ToxicityHitsOnlySomeConnections(t *testing.T) {

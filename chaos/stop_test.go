@@ -35,6 +35,8 @@ func TestStop_ProcessIgnoringSIGTERMIsReported(t *testing.T) {
 	if !errors.Is(err, ErrStillAlive) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("inject = %v, want ErrStillAlive after the grace period", err)
 	}
+	// 5 s tells giving up after the grace from waiting out the 10 s
+	// context: no stall needed.
 	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("gave up after %v, want about the 300 ms grace", d)
 	}

@@ -46,10 +46,20 @@ locals {
 
   worker_port = 8080
 
-  # The container groups' diagnostic categories (main.tf) and the
-  # resource-specific table the alerts read (alerts.tf, alerts/tables.json).
+  # Where the groups' lines land for the alerts (var.log_route; both tables
+  # and their columns, with sources: alerts/tables.json). The diagnostic
+  # settings send the categories below to the resource-specific tables; the
+  # legacy integration every group carries fills ContainerInstanceLog_CL,
+  # which has no container-name column.
+  log_sources = {
+    diagnostic_setting = { table = "ContainerInstanceLog", group_column = "ContainerGroup", container_column = "ContainerName" }
+    legacy             = { table = "ContainerInstanceLog_CL", group_column = "ContainerGroup_s", container_column = "" }
+  }
+  log_source     = local.log_sources[var.log_route]
+  log_table      = local.log_source.table
   log_categories = ["ContainerInstanceLog", "ContainerEvent"]
-  log_table      = "ContainerInstanceLog"
+  # The groups that get a diagnostic setting (main.tf, locks.tf).
+  diagnostic_settings = var.log_route == "diagnostic_setting"
 
   # Flags through their env twins (BLOBLEADER_<FLAG>), DESIGN §3.
   worker_environment = merge(var.history_to_blob ? { BLOBLEADER_HISTORY = "blob" } : {}, var.shards > 0 ? { BLOBLEADER_SHARDS = tostring(var.shards) } : {}, var.chaos_sidecar.enabled ? {

@@ -7,7 +7,9 @@
 
 locals {
   lock_port = 3500
-  lock_replicas = var.lock_service.enabled ? {
+  # Like the workers, the replicas run the pushed image: they exist from
+  # stage 2 of `make deploy` (image_digest set), never with an empty image.
+  lock_replicas = var.lock_service.enabled && var.image_digest != "" ? {
     for i in range(var.lock_service.replicas) : format("%02d", i + 1) => "${var.name_prefix}-locks-${format("%02d", i + 1)}"
   } : {}
   # Only the flags `blobleader locks` has, through their env twins: the
@@ -75,13 +77,32 @@ resource "azurerm_container_group" "locks" {
         scheme = "http"
       }
     }
+
+    # Storage answering is readiness, never liveness (a restart cures
+    # neither a role still propagating nor an outage).
+    readiness_probe {
+      failure_threshold     = 3
+      initial_delay_seconds = 2
+      period_seconds        = 5
+      success_threshold     = 1
+      timeout_seconds       = 2
+
+      http_get {
+        path   = "/readyz"
+        port   = local.lock_port
+        scheme = "http"
+      }
+    }
   }
 
+  # Logged the way the worker groups are (main.tf): the legacy integration
+  # without log_type, and a diagnostic setting (main.tf,
+  # azurerm_monitor_diagnostic_setting.groups); the alerts read the
+  # replicas' storage_error and storage_forbidden lines (alerts.tf).
   diagnostics {
     log_analytics {
       workspace_id  = azurerm_log_analytics_workspace.this.workspace_id
       workspace_key = azurerm_log_analytics_workspace.this.primary_shared_key
-      log_type      = "ContainerInsights"
     }
   }
 

@@ -246,10 +246,11 @@ resource "azurerm_container_group" "worker" {
 
   # The legacy integration (workspace id and key): ACI writes the lines to
   # ContainerInstanceLog_CL, a custom table that exists only after its first
-  # ingestion. Kept for people reading logs; the alerts read the
-  # resource-specific table the diagnostic setting below fills. No log_type:
-  # Microsoft's documented form sets none, and what each value carries is not
-  # documented.
+  # ingestion. Every group carries it, whatever var.log_route: with
+  # `legacy` the alerts read it; otherwise it is for people reading logs,
+  # and a fallback when the diagnostic setting below does not deliver. No
+  # log_type: Microsoft's documented form sets none, and what each value
+  # carries is not documented.
   diagnostics {
     log_analytics {
       workspace_id  = azurerm_log_analytics_workspace.this.workspace_id
@@ -265,21 +266,33 @@ resource "azurerm_container_group" "worker" {
   ]
 }
 
-# The route the alerts rely on: a diagnostic setting per group sends its
-# container logs and events to the resource-specific tables ContainerInstanceLog
-# and ContainerEvent (Microsoft Learn, "Container group and instance logging
-# with Azure Monitor logs", Using Diagnostic Settings; the categories are those
-# of Azure Policy's built-in "Configure diagnostic settings for container groups
-# to Log Analytics workspace"). Microsoft tables exist from the workspace's
-# creation, so rules over them can be created before the first line arrives
-# (alerts.tf checks it). Microsoft's reference notes that applying a diagnostic
-# setting restarts the group: each group restarts once right after stage 2
-# creates it, which the workers ride out as any restart.
-resource "azurerm_monitor_diagnostic_setting" "worker" {
-  for_each = local.workers
+# The route the alerts rely on by default (var.log_route): a diagnostic
+# setting per group sends its container logs and events to the
+# resource-specific tables ContainerInstanceLog and ContainerEvent (Microsoft
+# Learn, "Container group and instance logging with Azure Monitor logs",
+# Using Diagnostic Settings; the categories are those of Azure Policy's
+# built-in "Configure diagnostic settings for container groups to Log
+# Analytics workspace"). Microsoft's monitoring reference
+# (monitor-azure-container-instances-reference, ms.date 2025-11-17) calls the
+# feature a public preview: "Once this feature is enabled for a subscription,
+# diagnostic settings can be applied to a container group. Applying
+# diagnostic settings causes a container group to restart." So: the preflight
+# of `make deploy` and of the Azure suite look for a preview feature of
+# Microsoft.ContainerInstance that is not registered, `make verify-azure`
+# checks the categories and the settings on every group, the suite waits out
+# the restart, and `log_route = "legacy"` delivers the alerts without it.
+# Nothing here reads the table at plan time: the rules are created after
+# these settings, without query validation (alerts.tf). One setting per
+# group: the workers' (keyed as local.workers) and the lock service
+# replicas' (locks.tf; keyed locks-NN).
+resource "azurerm_monitor_diagnostic_setting" "groups" {
+  for_each = local.diagnostic_settings ? merge(
+    { for k in keys(local.workers) : k => azurerm_container_group.worker[k].id },
+    { for k in keys(local.lock_replicas) : "locks-${k}" => azurerm_container_group.locks[k].id },
+  ) : {}
 
   name                           = "diag-${var.name_prefix}-logs"
-  target_resource_id             = azurerm_container_group.worker[each.key].id
+  target_resource_id             = each.value
   log_analytics_workspace_id     = azurerm_log_analytics_workspace.this.id
   log_analytics_destination_type = "Dedicated"
 
@@ -289,4 +302,10 @@ resource "azurerm_monitor_diagnostic_setting" "worker" {
       category = enabled_log.value
     }
   }
+}
+
+# The settings were the workers' alone, under this name, with the same keys.
+moved {
+  from = azurerm_monitor_diagnostic_setting.worker
+  to   = azurerm_monitor_diagnostic_setting.groups
 }

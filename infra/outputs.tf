@@ -54,8 +54,28 @@ output "log_analytics_workspace_guid" {
 }
 
 output "log_table" {
-  description = "The resource-specific table the groups' diagnostic setting fills and the alerts read (columns: alerts/tables.json)."
+  description = "The table the alerts read (var.log_route): ContainerInstanceLog, which the groups' diagnostic settings fill, or the legacy ContainerInstanceLog_CL (columns of both: alerts/tables.json)."
   value       = local.log_table
+}
+
+output "log_route" {
+  description = "How the groups' lines reach log_table: diagnostic_setting or legacy (var.log_route), with the table's group and container-name columns (the legacy table has none of the latter: empty), and the name of the groups' diagnostic setting (empty for legacy); make verify-azure checks the route."
+  value = {
+    route              = var.log_route
+    group_column       = local.log_source.group_column
+    container_column   = local.log_source.container_column
+    diagnostic_setting = local.diagnostic_settings ? "diag-${var.name_prefix}-logs" : ""
+  }
+}
+
+output "lock_group_ids" {
+  description = "ARM ids of the lock service's container groups (empty unless lock_service.enabled and the image is pushed)."
+  value       = [for k in sort(keys(azurerm_container_group.locks)) : azurerm_container_group.locks[k].id]
+}
+
+output "lock_group_names" {
+  description = "Names of the lock service's container groups (empty unless lock_service.enabled and the image is pushed)."
+  value       = [for k in sort(keys(azurerm_container_group.locks)) : azurerm_container_group.locks[k].name]
 }
 
 output "role_assignment_ids" {
@@ -106,12 +126,12 @@ output "alert_action_group_id" {
 }
 
 output "alert_rule_ids" {
-  description = "ARM ids of the scheduled log query alert rules by name (no_leader, two_leaders, flapping, storage_forbidden, unhealthy); empty before the worker groups exist or when alerts are off."
+  description = "ARM ids of the scheduled log query alert rules by name (the keys of alert_queries); empty before the worker groups exist or when alerts are off."
   value       = { for k, r in azurerm_monitor_scheduled_query_rules_alert_v2.this : k => r.id }
 }
 
 output "alert_thresholds" {
-  description = "The thresholds the alert rules use, derived from the election timing: seconds without a leader line, the forced-break overlap allowed, leaders started per 15 minutes, seconds of 403s, seconds of shards unowned (shard mode), watchdog step-downs without progress per 15 minutes."
+  description = "The thresholds the alert rules use, derived from the election timing and the role propagation allowance: seconds without a leader line, the forced-break overlap allowed, leaders started per 15 minutes, seconds of 403s, seconds a worker may be starting, minutes of unexpected storage answers per 15, seconds of shards unowned (shard mode), watchdog step-downs without progress per 15 minutes, minutes and hours of silence."
   value = {
     no_leader_gap_seconds    = local.alert_leader_gap_seconds
     failover_bound_seconds   = local.alert_failover_bound_seconds
@@ -122,5 +142,9 @@ output "alert_thresholds" {
     unhealthy_after_seconds  = var.lease_duration_seconds
     shards_unowned_seconds   = local.alert_unowned_seconds
     no_progress_stalls       = local.alert_min_stalls
+    startup_seconds          = local.alert_startup_seconds
+    storage_failing_minutes  = local.alert_failing_minutes
+    no_logs_minutes          = local.alert_silent_minutes
+    silent_hours             = local.alert_silent_hours
   }
 }

@@ -35,6 +35,13 @@ provider "azurerm" {
   ]
 
   features {
+    # azurerm deletes a workspace softly by default (14 days recoverable):
+    # a redeploy with the same name_prefix would bring the old workspace and
+    # its logs back, and one in another region would be refused the name.
+    # `make destroy` (and the Azure suite's teardown) remove it for good.
+    log_analytics_workspace {
+      permanently_delete_on_destroy = true
+    }
     storage {
       # Containers are created through ARM (`storage_account_id`), so apply never
       # needs the blob data plane, a key, or a network path to the account.

@@ -170,15 +170,16 @@ variable "lock_service" {
     replicas  = optional(number, 2)
     subnet_id = optional(string)
     store     = optional(string, "lockstore")
-    cpu       = optional(number, 0.5)
-    memory_gb = optional(number, 0.5)
+    cpu       = optional(number, 1)
+    memory_gb = optional(number, 1)
   })
   default     = {}
   description = <<-EOT
     The named resource lock service (`blobleader locks`: Dapr's lock API plus a fencing term; docs/architecture.md,
     Resource locks) beside the workers. Off by default. When enabled, `replicas` (1–10) stateless container groups
     serve it on port 3500 of private IPs in `subnet_id` (an ACI-delegated subnet: required), on the lease container;
-    `store` is the {store} in the API paths. Requires lock_service_token.
+    `store` is the {store} in the API paths; `cpu` and `memory_gb` (default 1 and 1) are the replica's requests,
+    multiples of 0.1 and at least ACI's minimum for a container group, 1 vCPU and 1 GB. Requires lock_service_token.
   EOT
   nullable    = false
 
@@ -193,6 +194,14 @@ variable "lock_service" {
   validation {
     condition     = length(var.lock_service.store) > 0
     error_message = "lock_service.store must not be empty."
+  }
+  validation {
+    # ACI's minimum per container group (Microsoft Learn, Container groups in Azure Container Instances),
+    # in its steps of 0.1; compared with a tolerance (0.3 is not exact in binary).
+    condition = (var.lock_service.cpu > 0.999999 && var.lock_service.cpu <= 4 && var.lock_service.memory_gb > 0.999999 && var.lock_service.memory_gb <= 16 &&
+      abs(var.lock_service.cpu * 10 - floor(var.lock_service.cpu * 10 + 0.5)) < 0.000001 &&
+    abs(var.lock_service.memory_gb * 10 - floor(var.lock_service.memory_gb * 10 + 0.5)) < 0.000001)
+    error_message = "lock_service.cpu (${var.lock_service.cpu}) and lock_service.memory_gb (${var.lock_service.memory_gb}) must be multiples of 0.1 from 1 to 4 vCPU and from 1 to 16 GB: a replica is a container group of its own, and Azure Container Instances allocates at least 1 vCPU and 1 GB to a container group."
   }
 }
 
@@ -229,6 +238,28 @@ variable "log_retention_days" {
   validation {
     condition     = var.log_retention_days >= 30 && var.log_retention_days <= 730 && floor(var.log_retention_days) == var.log_retention_days
     error_message = "log_retention_days must be a whole number from 30 to 730."
+  }
+}
+
+variable "log_route" {
+  type        = string
+  default     = "diagnostic_setting"
+  description = <<-EOT
+    How the container groups' log lines reach the table the alerts read (docs/deploy.md, "Logs and
+    the diagnostic-settings preview"):
+    - `diagnostic_setting` (default): a diagnostic setting on each group sends its lines to the
+      resource-specific table ContainerInstanceLog. Microsoft documents diagnostic settings for
+      Container Instances as a preview enabled per subscription; `make deploy`'s preflight and
+      `make verify-azure` check it.
+    - `legacy`: no diagnostic settings; the alerts read ContainerInstanceLog_CL, which every group's
+      legacy integration (workspace id and key) fills either way: for a subscription without the
+      preview. That table exists only after its first line, and it has no container-name column.
+  EOT
+  nullable    = false
+
+  validation {
+    condition     = contains(["diagnostic_setting", "legacy"], var.log_route)
+    error_message = "log_route must be \"diagnostic_setting\" (the resource-specific table, needs ACI diagnostic settings in the subscription) or \"legacy\" (the groups' workspace integration, table ContainerInstanceLog_CL), got \"${var.log_route}\"."
   }
 }
 
@@ -428,8 +459,13 @@ variable "worker_count" {
 
 variable "worker_cpu" {
   type        = number
-  default     = 0.5
-  description = "vCPU requested by each worker container, a multiple of 0.1 (ACI bills requested vCPU-seconds)."
+  default     = 1
+  description = <<-EOT
+    vCPU requested by each worker container, a multiple of 0.1 (ACI bills requested vCPU-seconds).
+    ACI allocates at least 1 vCPU and 1 GB to a container group (Microsoft Learn, "Container groups
+    in Azure Container Instances", Minimum and maximum allocation): the worker, plus the chaos sidecar
+    where it is enabled, must request at least that together.
+  EOT
   nullable    = false
 
   validation {
@@ -440,12 +476,20 @@ variable "worker_cpu" {
     condition     = abs(var.worker_cpu * 10 - floor(var.worker_cpu * 10 + 0.5)) < 0.000001
     error_message = "worker_cpu must be a multiple of 0.1 vCPU (Azure Container Instances refuses other requests when it creates the group), got ${var.worker_cpu}."
   }
+  validation {
+    # Compared with a tolerance: 0.8 + 0.2 is not exactly 1 in binary.
+    condition     = var.worker_cpu + (var.chaos_sidecar.enabled ? var.chaos_sidecar.cpu : 0) > 0.999999
+    error_message = "Each worker container group requests worker_cpu (${var.worker_cpu})${var.chaos_sidecar.enabled ? " + chaos_sidecar.cpu (${var.chaos_sidecar.cpu})" : ""} = ${var.worker_cpu + (var.chaos_sidecar.enabled ? var.chaos_sidecar.cpu : 0)} vCPU; Azure Container Instances allocates at least 1 vCPU to a container group (Microsoft Learn, Container groups in Azure Container Instances), so it would refuse the group or bill 1 vCPU anyway: raise worker_cpu to at least ${1 - (var.chaos_sidecar.enabled ? var.chaos_sidecar.cpu : 0)}."
+  }
 }
 
 variable "worker_memory_gb" {
   type        = number
-  default     = 0.5
-  description = "Memory in GB requested by each worker container, a multiple of 0.1 (ACI bills requested GB-seconds)."
+  default     = 1
+  description = <<-EOT
+    Memory in GB requested by each worker container, a multiple of 0.1 (ACI bills requested GB-seconds).
+    With the chaos sidecar's memory it must reach ACI's 1 GB minimum per container group (see worker_cpu).
+  EOT
   nullable    = false
 
   validation {
@@ -455,6 +499,10 @@ variable "worker_memory_gb" {
   validation {
     condition     = abs(var.worker_memory_gb * 10 - floor(var.worker_memory_gb * 10 + 0.5)) < 0.000001
     error_message = "worker_memory_gb must be a multiple of 0.1 GB (Azure Container Instances refuses other requests when it creates the group), got ${var.worker_memory_gb}."
+  }
+  validation {
+    condition     = var.worker_memory_gb + (var.chaos_sidecar.enabled ? var.chaos_sidecar.memory_gb : 0) > 0.999999
+    error_message = "Each worker container group requests worker_memory_gb (${var.worker_memory_gb})${var.chaos_sidecar.enabled ? " + chaos_sidecar.memory_gb (${var.chaos_sidecar.memory_gb})" : ""} = ${var.worker_memory_gb + (var.chaos_sidecar.enabled ? var.chaos_sidecar.memory_gb : 0)} GB; Azure Container Instances allocates at least 1 GB to a container group (Microsoft Learn, Container groups in Azure Container Instances), so it would refuse the group or bill 1 GB anyway: raise worker_memory_gb to at least ${1 - (var.chaos_sidecar.enabled ? var.chaos_sidecar.memory_gb : 0)}."
   }
 }
 

@@ -7,6 +7,9 @@
 #                         print the outputs, wait until one worker holds the lease
 #   deploy.sh destroy     terraform destroy of everything deploy created
 #
+# A failure after stage 1 began says so: what was created stays (and is
+# billed) until `make deploy` succeeds or `make destroy` removes it.
+#
 # Environment: AZURE_LOCATION (region), WORKER_COUNT, TERRAFORM, GO,
 # OPERATOR_OBJECT_ID (who gets read access to the lease; default: whoever az is signed in as,
 # from Graph or else the oid of its ARM token; `none`: nobody, and no leader wait),
@@ -16,7 +19,8 @@
 # RETRY_BACKOFF (seconds, times the attempt number and at most 180, between
 # stage-3 retries; 60), STAGE3_LOG (terraform's stage-3 output, default
 # out/deploy-stage3.log), IMAGE_LAYOUT (default out/image),
-# TF_VARS (extra arguments for terraform plan/apply, e.g. "-var zones=[]").
+# TF_VARS (extra arguments for terraform plan/apply, e.g. "-var zones=[]"),
+# TF_VAR_log_route (legacy: no diagnostic settings, so no preview check).
 # State stays local in infra/terraform.tfstate (git-ignored); keep it to destroy.
 #
 # Needs bash >= 4.4 (mapfile, empty arrays under `set -u`); an older bash
@@ -46,7 +50,15 @@ PROPAGATION_WAIT=${PROPAGATION_WAIT:-900}
 layout=${IMAGE_LAYOUT:-$root/out/image}
 tf() { "$TERRAFORM" -chdir="$infra" "$@"; }
 step() { printf '\n==> %s\n' "$*"; }
-die() { printf '%s: %s\n' "${cmd:-deploy}" "$*" >&2; exit 1; }
+# die MESSAGE: one line, exit 1; once stage 1 began (created=1) it says
+# what stays behind and how to remove it.
+die() {
+	local left=
+	[[ -z ${created:-} ]] ||
+		left="; what the deploy created so far stays and is billed (the Premium container registry alone about \$1.67 a day): run make deploy again once this is fixed, or make destroy to remove it all"
+	printf '%s: %s%s\n' "${cmd:-deploy}" "$*" "$left" >&2
+	exit 1
+}
 
 # One line naming everything that is missing, before anything is created.
 preflight() {
@@ -63,6 +75,35 @@ preflight() {
 		joined=$(printf '%s; ' "${missing[@]}")
 		die "cannot ${cmd:-deploy}, nothing was changed; missing: ${joined%; }"
 	fi
+	[[ ${cmd:-deploy} != deploy ]] || diagnostics_preflight
+}
+
+# legacy_route: the deploy sends logs through the groups' legacy
+# integration only (var.log_route = "legacy"), so needs no diagnostic setting.
+legacy_route() {
+	[[ ${TF_VAR_log_route:-} == legacy || ${TF_VARS:-} == *log_route=legacy* ]]
+}
+
+# diagnostics_preflight stops the deploy before anything is created when
+# the subscription lists a Container Instances feature about diagnostics
+# that is not registered. Microsoft documents ACI's diagnostic settings,
+# the route the alerts read, as a preview that must be "enabled for a
+# subscription" without naming the feature, so the name comes from what
+# Azure lists here, never from this script. No such feature listed: nothing
+# to enable (make verify-azure checks the route once the groups exist).
+diagnostics_preflight() {
+	legacy_route && return 0
+	local listed name state pending=()
+	if ! listed=$(az feature list --namespace Microsoft.ContainerInstance --query '[].[name, properties.state]' -o tsv --only-show-errors 2>/dev/null); then
+		echo "note: cannot list the subscription's Microsoft.ContainerInstance features (az feature list); make verify-azure checks the diagnostic settings after the deploy"
+		return 0
+	fi
+	while IFS=$'\t' read -r name state; do
+		[[ ${name,,} == *diagnostic* && -n $state && $state != Registered ]] && pending+=("${name#*/} ($state)")
+	done <<<"$listed"
+	((${#pending[@]} == 0)) && return 0
+	local first=${pending[0]%% (*}
+	die "cannot deploy, nothing was changed: the container groups' diagnostic settings, the route the alerts read, need the Container Instances feature ${pending[*]}, not registered in this subscription (Microsoft documents them as a preview enabled per subscription). Enable it: az feature register --namespace Microsoft.ContainerInstance --name $first, wait until az feature show --namespace Microsoft.ContainerInstance --name $first says Registered, then az provider register -n Microsoft.ContainerInstance; or deploy without it: TF_VAR_log_route=legacy make deploy (the alerts then read the groups' legacy table ContainerInstanceLog_CL)"
 }
 
 # Prints the object id of whoever is signed in to az (user or service
@@ -117,9 +158,14 @@ deploy() {
 	tf init -input=false -upgrade=false >/dev/null
 
 	# Stage 1 keeps the groups of an earlier deploy (their digest) untouched.
+	# An AcrPull assignment already in the state is not new: a refused image
+	# pull is then not its propagation (stage3_cause).
 	digest=$(tf output -raw image_digest 2>/dev/null || true)
+	local acr_pull=new
+	if tf state list 2>/dev/null | grep -qx 'azurerm_role_assignment.worker_acr_pull'; then acr_pull=earlier; fi
 	step "stage 1/3: storage, identity, roles, registry, logs (region $AZURE_LOCATION)"
-	tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest"
+	created=1
+	tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest" || die "stage 1 failed (terraform's error above)"
 
 	registry=$(tf output -raw registry_name)
 	login=$(tf output -raw registry_login_server)
@@ -128,7 +174,7 @@ deploy() {
 	BLOBLEADER_REGISTRY_TOKEN=$(az acr login -n "$registry" --expose-token --only-show-errors --query accessToken -o tsv) ||
 		die "az acr login -n $registry --expose-token failed (you need AcrPush, Contributor or Owner on $login)"
 	export BLOBLEADER_REGISTRY_TOKEN
-	ref=$("$GO" -C "$root/infra/image" run . push --layout "$layout" --repository "$repo")
+	ref=$("$GO" -C "$root/infra/image" run . push --layout "$layout" --repository "$repo") || die "the push of $layout to $repo failed (its error above)"
 	unset BLOBLEADER_REGISTRY_TOKEN
 	digest=${ref##*@}
 	echo "pushed $ref"
@@ -141,7 +187,7 @@ deploy() {
 	local attempt=1 waited=0 delay cause out=${STAGE3_LOG:-$root/out/deploy-stage3.log}
 	mkdir -p "$(dirname "$out")"
 	until tf apply -input=false -auto-approve "${vars[@]}" -var "image_digest=$digest" 2>&1 | tee "$out"; do
-		cause=$(stage3_cause "$out")
+		cause=$(stage3_cause "$out" "$acr_pull" "$registry" "${repo#*/}@$digest")
 		[[ $cause == retry:* ]] || die "stage 3 failed: ${cause#stop: } (terraform's output: $out)"
 		((waited < PROPAGATION_WAIT)) ||
 			die "stage 3 kept failing for ${waited}s (PROPAGATION_WAIT=$PROPAGATION_WAIT) with ${cause#retry: }; see the errors above. Role assignments can take up to 10 minutes to propagate: run make deploy again, or raise PROPAGATION_WAIT"
@@ -163,17 +209,25 @@ deploy() {
 	fi
 }
 
-# stage3_cause FILE: why the stage-3 apply whose output is FILE failed, as
-# `retry: <cause>` (role assignments or a new identity still propagating,
-# which waiting cures) or `stop: <cause>` (anything else, named).
+# stage3_cause FILE ACR_PULL REGISTRY IMAGE: why the stage-3 apply whose output is
+# FILE failed, as `retry: <cause>` (role assignments or a new identity still
+# propagating, which waiting cures) or `stop: <cause>` (anything else,
+# named). ACR_PULL is `new` when this deploy's stage 1 created the workers'
+# AcrPull assignment, `earlier` when an earlier deploy did: only a new one
+# can still be propagating. Errors are told apart by the resource Terraform
+# names (`with <address>`) where the service's wording is not documented.
 stage3_cause() {
-	local f=$1
+	local f=$1 acr_pull=${2:-new} registry=${3:-<registry>} image=${4:-<repository>@<digest>}
 	if grep -qE 'InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required' "$f"; then
-		echo "retry: the image pull was refused (the workers' AcrPull role assignment still propagating)"
+		if [[ $acr_pull == new ]]; then
+			echo "retry: the image pull was refused (InaccessibleImage): most likely the workers' AcrPull assignment, created by this deploy, still propagating"
+		else
+			echo "stop: the image pull was refused (InaccessibleImage) although the workers' AcrPull assignment dates from an earlier deploy, so it is not propagating: check that the image is in the registry (az acr repository show -n $registry --image $image) and the identity's AcrPull (az role assignment list --all --assignee \$(terraform -chdir=infra output -raw identity_principal_id))"
+		fi
 	elif grep -q 'PrincipalNotFound' "$f"; then
 		echo "retry: a new identity is not yet known to Entra ID (still propagating)"
-	elif grep -qE 'SEM0100|Failed to resolve table|tables/ContainerInstanceLog was not found' "$f"; then
-		echo "stop: the alert rules' log table does not exist in the workspace (SEM0100), not a role propagation: run make verify-azure, or deploy with TF_VAR_alerts='{ enabled = false }' and report it"
+	elif grep -q 'with azurerm_monitor_diagnostic_setting\.' "$f"; then
+		echo "stop: Azure refused the container groups' diagnostic settings (the route the alerts read), not a role propagation; Microsoft documents ACI diagnostic settings as a preview enabled per subscription: az feature list --namespace Microsoft.ContainerInstance -o table names it, register it (az feature register, then az provider register -n Microsoft.ContainerInstance), or deploy without it: TF_VAR_log_route=legacy make deploy"
 	elif grep -q 'MissingSubscriptionRegistration' "$f"; then
 		echo "stop: a resource provider is not registered in the subscription (MissingSubscriptionRegistration), not a role propagation: az provider register --namespace <the one named above>"
 	elif grep -qE 'AuthorizationFailed|LinkedAuthorizationFailed' "$f"; then

@@ -53,6 +53,12 @@ ad\ sp\ show*)
 	echo "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJhcm0iLCJvaWQiOiI1NTU1NTU1NS01NTU1LTU1NTUtNTU1NS01NTU1NTU1NTU1NTUifQ.c2ln" ;;
 "ad signed-in-user show --query id -o tsv") echo 33333333-3333-3333-3333-333333333333 ;;
 acr\ login*) echo "token-from-acr" ;;
+# The subscription's Container Instances features, as `az feature list -o tsv`
+# prints them (name<TAB>state). Microsoft does not name the diagnostic
+# settings' preview feature; AZ_FEATURES holds a stand-in of that shape.
+"feature list --namespace Microsoft.ContainerInstance --query [].[name, properties.state] -o tsv --only-show-errors")
+	[[ -z ${AZ_FEATURES_FAIL:-} ]] || { echo "ERROR: AuthorizationFailed" >&2; exit 1; }
+	printf '%b' "${AZ_FEATURES:-}" ;;
 storage\ blob\ show*)
 	n=$(($(cat "$STATE/polls" 2>/dev/null || echo 0) + 1)); echo "$n" >"$STATE/polls"
 	if ((n < 3)); then printf 'available\tNone\tNone\n'; else printf 'leased\tci-blobleader-worker-02\t1\n'; fi ;;
@@ -65,7 +71,9 @@ shift # -chdir=…
 echo "terraform $*" >>"$CALLS"
 case "$1" in
 init) ;;
+state) [[ -z ${ACR_IN_STATE:-} ]] || printf '%s\n' azurerm_resource_group.this azurerm_role_assignment.worker_acr_pull ;;
 apply)
+	if [[ -n ${STAGE1_FAILS:-} && "$*" != *"image_digest=sha256:"* ]]; then echo "Error: creating Container Registry: Conflict" >&2; exit 1; fi
 	if [[ "$*" == *"image_digest=sha256:"* ]]; then
 		n=$(($(cat "$STATE/stage3" 2>/dev/null || echo 0) + 1)); echo "$n" >"$STATE/stage3"
 		if ((n <= ${STAGE3_FAILURES:-0})); then echo "${STAGE3_ERROR:-Error: InaccessibleImage}" >&2; exit 1; fi
@@ -180,20 +188,63 @@ expect_contains "$work/window.out" "stage 3 kept failing for ${waited}s" "the gi
 
 # 4b. A stage-3 failure that waiting does not cure stops at once, naming its
 #     cause, instead of being retried for the propagation window and blamed
-#     on role propagation: an alert rule over a table the workspace lacks
-#     (SEM0100), an unregistered provider, anything unrecognised.
-for c in "sem0100|Error: creating Scheduled Query Rule: SEM0100 Failed to resolve table or column expression named 'ContainerInstanceLog'|the alert rules' log table does not exist in the workspace (SEM0100)" \
-	"unregistered|Error: MissingSubscriptionRegistration: The subscription is not registered to use namespace 'Microsoft.Insights'|MissingSubscriptionRegistration" \
-	"other|Error: Conflict: something else entirely|not a role-propagation error"; do
-	IFS='|' read -r name err want <<<"$c"
-	run "$name" ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE3_FAILURES=1000 STAGE3_ERROR="$err" bash "$deploy" deploy
+#     on role propagation: the groups' diagnostic settings refused (told by
+#     the resource Terraform names, `with <address>`; the ARM wording here is
+#     a stand-in), an unregistered provider, a refused image pull when the
+#     AcrPull assignment is from an earlier deploy, anything unrecognised.
+#     Each says what stays behind and names make destroy.
+for c in "diagsetting||Error: creating Monitor Diagnostics Setting: unexpected status 400 (stand-in)\n\n  with azurerm_monitor_diagnostic_setting.groups[\"01\"],|Azure refused the container groups' diagnostic settings" \
+	"unregistered||Error: MissingSubscriptionRegistration: The subscription is not registered to use namespace 'Microsoft.Insights'|MissingSubscriptionRegistration" \
+	"oldpull|1|Error: InaccessibleImage: The image 'crblobleadertest.azurecr.io/blobleader/worker@$digest' in container group is not accessible|not propagating: check that the image is in the registry (az acr repository show -n crblobleadertest --image blobleader/worker@$digest)" \
+	"other||Error: Conflict: something else entirely|not a role-propagation error"; do
+	IFS='|' read -r name instate err want <<<"$c"
+	run "$name" ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE3_FAILURES=1000 STAGE3_ERROR="$(printf '%b' "$err")" ACR_IN_STATE="$instate" bash "$deploy" deploy
 	[[ $(cat "$work/$name.rc") == 1 ]] && pass || fail "$name: deploy exited $(cat "$work/$name.rc"), want 1"
 	[[ $(grep -c "image_digest=$digest" "$calls") == 1 ]] && pass || fail "$name: stage 3 applied $(grep -c "image_digest=$digest" "$calls") times, want 1 (no retry)"
 	[[ ! -s $work/sleeps ]] && pass || fail "$name: slept before giving up: $(cat "$work/sleeps")"
 	expect_contains "$work/$name.out" "stage 3 failed: " "$name: names the failure"
 	expect_contains "$work/$name.out" "$want" "$name: names the cause"
 	expect_absent "$work/$name.out" "retrying in" "$name: no propagation retry"
+	expect_contains "$work/$name.out" "stays and is billed" "$name: says what stays behind"
+	expect_contains "$work/$name.out" "make destroy to remove it all" "$name: names make destroy"
 done
+
+# 4c. A refused image pull right after this deploy created the AcrPull
+#     assignment is its propagation: retried.
+run newpull ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE3_FAILURES=1 bash "$deploy" deploy
+[[ $(cat "$work/newpull.rc") == 0 ]] && pass || fail "newpull: deploy exited $(cat "$work/newpull.rc")"
+expect_contains "$work/newpull.out" "created by this deploy, still propagating; retrying in" "newpull: retried as propagation"
+
+# 4d. Stage 1 itself failing (something may have been created) names make
+#     destroy; a failure before anything was created does not.
+run stage1 ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 STAGE1_FAILS=1 bash "$deploy" deploy
+[[ $(cat "$work/stage1.rc") == 1 ]] && pass || fail "stage1: deploy exited $(cat "$work/stage1.rc")"
+expect_contains "$work/stage1.out" "stage 1 failed (terraform's error above); what the deploy created so far stays and is billed" "stage1: says what stays"
+expect_contains "$work/stage1.out" "make destroy" "stage1: names make destroy"
+if grep -q '^go ' "$calls"; then fail "stage1: pushed after a failed stage 1"; else pass; fi
+
+# 4e. The diagnostic settings' preview: a Container Instances feature about
+#     diagnostics that the subscription has not registered stops the deploy
+#     before anything is created, naming the feature as Azure lists it, the
+#     commands that enable it, and the legacy route; registered, absent, or
+#     the legacy route chosen: the deploy goes on.
+run preview ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 AZ_FEATURES='Microsoft.ContainerInstance/OtherFeature\tNotRegistered\nMicrosoft.ContainerInstance/ExampleDiagnosticSettings\tNotRegistered\n' bash "$deploy" deploy
+[[ $(cat "$work/preview.rc") == 1 ]] && pass || fail "preview: deploy exited $(cat "$work/preview.rc"), want 1"
+expect_contains "$work/preview.out" "cannot deploy, nothing was changed" "preview: nothing changed"
+expect_contains "$work/preview.out" "az feature register --namespace Microsoft.ContainerInstance --name ExampleDiagnosticSettings" "preview: the command that enables it"
+expect_contains "$work/preview.out" "TF_VAR_log_route=legacy make deploy" "preview: the route without it"
+expect_absent "$work/preview.out" "OtherFeature" "preview: only features about diagnostics"
+expect_absent "$work/preview.out" "make destroy" "preview: nothing to destroy"
+if grep -q '^terraform apply' "$calls"; then fail "preview: terraform apply ran anyway"; else pass; fi
+[[ $(wc -l <"$work/preview.out") == 1 ]] && pass || fail "preview: not one line: $(cat "$work/preview.out")"
+run previewon ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 AZ_FEATURES='Microsoft.ContainerInstance/ExampleDiagnosticSettings\tRegistered\n' bash "$deploy" deploy
+[[ $(cat "$work/previewon.rc") == 0 ]] && pass || fail "previewon: deploy with the feature registered exited $(cat "$work/previewon.rc")"
+run previewlegacy ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 TF_VAR_log_route=legacy AZ_FEATURES='Microsoft.ContainerInstance/ExampleDiagnosticSettings\tNotRegistered\n' bash "$deploy" deploy
+[[ $(cat "$work/previewlegacy.rc") == 0 ]] && pass || fail "previewlegacy: the legacy route exited $(cat "$work/previewlegacy.rc")"
+expect_absent "$calls" "feature list" "previewlegacy: no preview check for the legacy route"
+run previewunknown ARM_SUBSCRIPTION_ID=00000000-0000-0000-0000-000000000001 AZ_FEATURES_FAIL=1 bash "$deploy" deploy
+[[ $(cat "$work/previewunknown.rc") == 0 ]] && pass || fail "previewunknown: deploy exited $(cat "$work/previewunknown.rc")"
+expect_contains "$work/previewunknown.out" "make verify-azure checks the diagnostic settings" "previewunknown: says who checks"
 
 # 5. A bash older than 4.4 (stock macOS has 3.2) is refused up front, in one
 #    line saying what to install.

@@ -4,8 +4,8 @@
 // It is not Kusto: anything outside the subset is an error naming it, never
 // a silent guess. Supported: `let` (tabular, scalar, toscalar), the
 // operators where, extend, project, summarize [by], order by, join
-// kind=inner on, count, and print and union as sources; the functions and
-// aggregates the queries call;
+// kind=inner on, count, and print and union as sources; the functions
+// (not, bin, …) and aggregates (dcount, sum, …) the queries call;
 // Kusto's null semantics for comparisons and arithmetic.
 "use strict";
 
@@ -508,6 +508,24 @@ class Evaluator {
         const r = pick(e.args[1]).find((x) => !isNull(arg(0, x)));
         return r ? arg(0, r) : null;
       }
+      case "dcount": {
+        const seen = new Set();
+        for (const r of rows) {
+          const v = arg(0, r);
+          if (!isNull(v)) seen.add(v instanceof KDate ? `d${v.ms}` : JSON.stringify(v));
+        }
+        return seen.size;
+      }
+      case "sum": {
+        let total = 0;
+        for (const r of rows) {
+          const v = arg(0, r);
+          if (isNull(v)) continue;
+          if (typeof v !== "number") throw new Error(`kql_eval: sum() of ${typeof v}`);
+          total += v;
+        }
+        return total;
+      }
       case "make_set": {
         const s = [];
         for (const r of rows) {
@@ -624,6 +642,20 @@ class Evaluator {
       case "case": {
         for (let i = 0; i + 1 < e.args.length; i += 2) if (a(i) === true) return a(i + 1);
         return a(e.args.length - 1);
+      }
+      case "not": {
+        const v = a(0);
+        return isNull(v) ? null : v !== true;
+      }
+      case "bin": {
+        const v = a(0);
+        const size = a(1);
+        const step = size && size.dur !== undefined ? size.dur : size;
+        if (isNull(v)) return null;
+        if (typeof step !== "number" || step <= 0) throw new Error("kql_eval: bin() needs a positive size");
+        if (v instanceof KDate) return new KDate(Math.floor(v.ms / step) * step);
+        if (typeof v === "number") return Math.floor(v / step) * step;
+        throw new Error(`kql_eval: bin() of ${typeof v}`);
       }
       case "now":
         return this.now;

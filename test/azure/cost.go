@@ -43,10 +43,12 @@ type Cost struct {
 	Basis    string  `json:"basis"`
 }
 
-// DefaultCostInputs are the suite's deployment: 0.5 vCPU / 0.5 GB workers
-// (infra defaults), 0.2 vCPU / 0.3 GB sidecars, a Premium registry.
+// DefaultCostInputs are the suite's deployment (deploy.go): 0.8 vCPU /
+// 0.7 GB workers and 0.2 vCPU / 0.3 GB sidecars, ACI's minimum of 1 vCPU
+// and 1 GB per group, and a Premium registry.
 func DefaultCostInputs(groups int) CostInputs {
-	return CostInputs{Groups: groups, WorkerCPU: 0.5, WorkerMemGB: 0.5, SidecarCPU: 0.2, SidecarMemGB: 0.3, RegistrySKU: "Premium"}
+	return CostInputs{Groups: groups, WorkerCPU: suiteWorkerCPU, WorkerMemGB: suiteWorkerMemGB, SidecarCPU: suiteSidecarCPU,
+		SidecarMemGB: suiteSidecarMemGB, RegistrySKU: "Premium"}
 }
 
 // EstimateCost estimates one run from its durations and the rates above.

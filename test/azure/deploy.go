@@ -62,6 +62,16 @@ func NewPostfix() string {
 	return string(b)
 }
 
+// The suite's container requests: worker and chaos sidecar together make
+// exactly Azure Container Instances' minimum per group, 1 vCPU and 1 GB
+// (infra/variables.tf refuses less), each in ACI's steps of 0.1.
+const (
+	suiteWorkerCPU    = 0.8
+	suiteWorkerMemGB  = 0.7
+	suiteSidecarCPU   = 0.2
+	suiteSidecarMemGB = 0.3
+)
+
 // SuiteParams are the election timings the suite deploys: the worker's
 // default timings, a 1 s leader tick.
 func SuiteParams() cluster.Params {
@@ -100,18 +110,29 @@ func TerraformVars(e Env, postfix, operator string, images *Images) (map[string]
 		// its state is gone (TeardownByTags).
 		"tags": map[string]string{TagPurpose: SuitePurpose, TagRun: postfix},
 	}
-	// The suite's faults (kills, breaks, outages) are what the alerts page
-	// for; their rules are checked offline (infra/tests/unit/alerts.tftest.hcl).
-	vars["alerts"] = map[string]any{"enabled": false}
+	// The alerts users get, meeting Azure here first: the action group, the
+	// rules (the alerts stage reads what they fire; mail goes to
+	// EnvAlertMail, by default an address of a reserved domain).
+	mail := e.AlertEmail
+	if mail == "" {
+		mail = DefaultAlertEmail
+	}
+	vars["alerts"] = map[string]any{"email_receivers": []string{mail}}
 	if images != nil {
 		i := strings.LastIndex(images.Worker, "@")
 		if i < 0 || !strings.Contains(images.Sidecar, "@sha256:") {
 			return nil, fmt.Errorf("azure: images must be pinned by digest: %q, %q", images.Worker, images.Sidecar)
 		}
 		vars["image_digest"] = images.Worker[i+1:]
+		// The groups with their sidecar at ACI's minimum (see the constants).
+		// Stage 1 creates no group and keeps infra's defaults, which alone
+		// meet the minimum (infra/variables.tf checks the sum either way).
+		vars["worker_cpu"], vars["worker_memory_gb"] = suiteWorkerCPU, suiteWorkerMemGB
 		vars["chaos_sidecar"] = map[string]any{
-			"enabled": true,
-			"image":   images.Sidecar,
+			"enabled":   true,
+			"image":     images.Sidecar,
+			"cpu":       suiteSidecarCPU,
+			"memory_gb": suiteSidecarMemGB,
 			// Twice a second: faults apply and statuses refresh within
 			// about half a second, well inside the scenarios' slack.
 			"poll_seconds":             0.5,
@@ -141,7 +162,7 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 		NoColor:         true,
 		EnvVars:         map[string]string{"CHECKPOINT_DISABLE": "1", "ARM_SUBSCRIPTION_ID": e.SubscriptionID},
 		RetryableTerraformErrors: map[string]string{
-			"(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*": "AcrPull for the workers' identity is still propagating",
+			retryImagePull: "AcrPull for the workers' identity is still propagating",
 			// PrincipalNotFound: a new identity not yet replicated in Entra ID.
 			// Not AuthorizationFailed: that is the deployer missing a role,
 			// which no amount of waiting grants.
@@ -152,6 +173,25 @@ func TerraformOptions(e Env, dir string, vars map[string]any) *terraform.Options
 		MaxRetries:         8,
 		TimeBetweenRetries: 90 * time.Second,
 	}
+}
+
+// retryImagePull matches a refused image pull, which only the propagation
+// of the AcrPull assignment the deploy stage created can explain.
+const retryImagePull = "(?s).*(InaccessibleImage|RegistryErrorResponse|unauthorized: authentication required).*"
+
+// LaterApply are the options of an apply after the deploy stage (the
+// shards stage's): the AcrPull assignment has propagated by then (the
+// verify stage saw every worker run), so a refused image pull is a real
+// failure to report at once, not one to retry for 12 minutes.
+func LaterApply(opts *terraform.Options) *terraform.Options {
+	o := *opts
+	o.RetryableTerraformErrors = map[string]string{}
+	for re, why := range opts.RetryableTerraformErrors {
+		if re != retryImagePull {
+			o.RetryableTerraformErrors[re] = why
+		}
+	}
+	return &o
 }
 
 // CopyInfra copies infra/'s deployment root into dir: the configuration, the

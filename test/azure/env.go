@@ -21,7 +21,13 @@ const (
 	EnvWorkDir   = "BLOBLEADER_AZURE_WORKDIR"     // stage data and the Terraform copy; default out/azure-suite
 	EnvTFVars    = "BLOBLEADER_AZURE_TF_VARS"     // extra Terraform variables as JSON, e.g. {"zones":[]}
 	EnvARMBudget = "BLOBLEADER_AZURE_ARM_BUDGET"  // budget of one ARM fault operation (stop, start, rule change), default 15m
+	EnvAlertMail = "BLOBLEADER_AZURE_ALERT_EMAIL" // the deployment's alert receiver, default DefaultAlertEmail
 )
+
+// DefaultAlertEmail receives the suite's alerts unless EnvAlertMail names
+// someone: an address of a domain reserved for examples (RFC 2606), so a run
+// pages nobody. The suite reads the alerts from Azure Monitor, not from mail.
+const DefaultAlertEmail = "blobleader-azure-suite@example.com"
 
 // DefaultARMBudget bounds one ARM fault operation: an ACI Start re-allocates
 // the group and pulls two images through the managed identity (minutes), a
@@ -39,6 +45,7 @@ type Env struct {
 	WorkDir        string
 	ExtraVars      string
 	ARMBudget      time.Duration
+	AlertEmail     string         // the action group's receiver (the alerts are deployed as users get them)
 	Credential     CredentialPlan // how the harness authenticates (credential.go)
 }
 
@@ -76,12 +83,16 @@ func LoadEnv(p Probe) (Env, error) {
 		WorkDir:        get(EnvWorkDir),
 		ExtraVars:      get(EnvTFVars),
 		ARMBudget:      DefaultARMBudget,
+		AlertEmail:     DefaultAlertEmail,
 	}
 	if v := get(EnvLocation); v != "" {
 		e.Location = v
 	}
 	if v := get("TERRAFORM"); v != "" {
 		e.Terraform = v
+	}
+	if v := get(EnvAlertMail); v != "" {
+		e.AlertEmail = v
 	}
 	var bad, missing []string
 	if v := get(EnvWorkers); v != "" {
@@ -104,6 +115,9 @@ func LoadEnv(p Probe) (Env, error) {
 			bad = append(bad, fmt.Sprintf("%s=%q (want a Go duration from 1m to 2h, e.g. 15m)", EnvARMBudget, v))
 		}
 		e.ARMBudget = d
+	}
+	if !strings.Contains(e.AlertEmail, "@") || strings.ContainsAny(e.AlertEmail, " \t") {
+		bad = append(bad, fmt.Sprintf("%s=%q (want one e-mail address)", EnvAlertMail, e.AlertEmail))
 	}
 	if e.SubscriptionID == "" {
 		missing = append(missing, "ARM_SUBSCRIPTION_ID (export ARM_SUBSCRIPTION_ID=$(az account show --query id -o tsv))")

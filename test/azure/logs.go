@@ -67,12 +67,17 @@ type LogsClient struct {
 
 // NewLogsClient returns a client for the public cloud's query API.
 func NewLogsClient(cred azcore.TokenCredential, opts *policy.ClientOptions) *LogsClient {
+	return &LogsClient{pl: bearerPipeline(cred, LogsEndpoint, opts), endpoint: LogsEndpoint}
+}
+
+// bearerPipeline is azcore's pipeline with a bearer token for audience
+// (the service's endpoint) on every try.
+func bearerPipeline(cred azcore.TokenCredential, audience string, opts *policy.ClientOptions) runtime.Pipeline {
 	if opts == nil {
 		opts = &policy.ClientOptions{}
 	}
-	auth := runtime.NewBearerTokenPolicy(cred, []string{LogsEndpoint + "/.default"}, nil)
-	pl := runtime.NewPipeline("blobleader-verify", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}}, opts)
-	return &LogsClient{pl: pl, endpoint: LogsEndpoint}
+	auth := runtime.NewBearerTokenPolicy(cred, []string{audience + "/.default"}, nil)
+	return runtime.NewPipeline("blobleader-verify", "v1", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}}, opts)
 }
 
 // Query runs query over timespan (ISO 8601, e.g. PT1H) in workspace (its

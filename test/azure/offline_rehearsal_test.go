@@ -22,8 +22,9 @@ const EnvRehearsal = "BLOBLEADER_TF_REHEARSAL"
 
 // TestRehearsal_SuitePlansTheCopiedInfra plans, with a mocked azurerm, the
 // very directory the deploy stage applies (CopyInfra of infra/, lock file
-// included) with the very variables it passes (TerraformVars): stage 1,
-// stage 2 with both images, and the shards stage's apply. A file the copy
+// included) with the very variables it passes (TerraformVars, alerts on as
+// users get them): stage 1, stage 2 with both images, and the shards
+// stage's apply. A file the copy
 // lacks, a variable it sets wrong or a rule it breaks fails here, not after
 // twenty minutes of a paid run.
 func TestRehearsal_SuitePlansTheCopiedInfra(t *testing.T) {
@@ -62,8 +63,10 @@ func TestRehearsal_SuitePlansTheCopiedInfra(t *testing.T) {
 	}
 	shards["shards"] = ShardScenarios()[0].Shards
 
-	test := rehearsalMock + rehearsalRun("stage1", stage1, `length(azurerm_container_group.worker) == 0`) +
-		rehearsalRun("stage2", stage2, `length(azurerm_container_group.worker) == 3 && alltrue([for g in azurerm_container_group.worker : length(g.container) == 2]) && length(azurerm_monitor_diagnostic_setting.worker) == 3`) +
+	// With the alerts users get: the action group from stage 1, the rules
+	// (each created without query validation) from stage 2.
+	test := rehearsalMock + rehearsalRun("stage1", stage1, `length(azurerm_container_group.worker) == 0 && length(azurerm_monitor_action_group.alerts) == 1 && length(azurerm_monitor_scheduled_query_rules_alert_v2.this) == 0`) +
+		rehearsalRun("stage2", stage2, `length(azurerm_container_group.worker) == 3 && alltrue([for g in azurerm_container_group.worker : length(g.container) == 2]) && length(azurerm_monitor_diagnostic_setting.groups) == 3 && length(azurerm_monitor_action_group.alerts) == 1 && length(azurerm_monitor_scheduled_query_rules_alert_v2.this) == 10 && alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this : r.skip_query_validation])`) +
 		rehearsalRun("shards", shards, `alltrue([for g in azurerm_container_group.worker : g.container[0].environment_variables["BLOBLEADER_SHARDS"] != ""])`)
 	if err := os.MkdirAll(filepath.Join(dir, "tests", "suite"), 0o755); err != nil {
 		t.Fatal(err)

@@ -18,11 +18,12 @@ func TestOffline_CostEstimate(t *testing.T) {
 	in := DefaultCostInputs(3)
 	in.GroupsRunning, in.Deployed = 66*time.Minute, 75*time.Minute
 	c := EstimateCost(in)
-	// 3 groups × 3960 s × (0.7 vCPU × 0.0000125 + 0.8 GB × 0.0000014) ≈ $0.12
-	// (worker 0.5/0.5, sidecar 0.2 vCPU/0.3 GB); Premium registry, one
-	// started day ≈ $1.67; storage and logs bounds $0.15: total $1.93.
-	if c.ACI != 0.12 || c.Registry != 1.67 || c.Total != 1.93 || !strings.Contains(c.Basis, "estimate") {
-		t.Fatalf("cost %+v, want ACI 0.12, registry 1.67, total 1.93, marked as an estimate", c)
+	// 3 groups × 3960 s × (1.0 vCPU × 0.0000125 + 1.0 GB × 0.0000014) ≈ $0.17
+	// (worker 0.8/0.7, sidecar 0.2 vCPU/0.3 GB: ACI's minimum of 1 and 1 per
+	// group); Premium registry, one started day ≈ $1.67; storage and logs
+	// bounds $0.15: total $1.98 (summed before rounding).
+	if c.ACI != 0.17 || c.Registry != 1.67 || c.Total != 1.98 || !strings.Contains(c.Basis, "estimate") {
+		t.Fatalf("cost %+v, want ACI 0.17, registry 1.67, total 1.98, marked as an estimate", c)
 	}
 	in.Deployed, in.RegistrySKU = 30*time.Hour, "Basic"
 	if c := EstimateCost(in); c.Registry != 0.33 {

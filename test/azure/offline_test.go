@@ -766,3 +766,72 @@ func TestOffline_ContendingMeansTrafficMovedDuringTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestOffline_SuiteDeploysWhatUsersDeploy: the suite is the first time the
+// deployment meets Azure, so it deploys what `make deploy` deploys, alerts
+// included (the action group and the rules, whose queries must run against
+// the real workspace), and groups Azure Container Instances accepts and
+// bills as docs/deploy.md says: at least 1 vCPU and 1 GB per group.
+func TestOffline_SuiteDeploysWhatUsersDeploy(t *testing.T) {
+	env := Env{Location: "swedencentral", Workers: 3, AlertEmail: DefaultAlertEmail}
+	d := "sha256:" + strings.Repeat("ab", 32)
+	for _, images := range []*Images{nil, {Worker: "cr.azurecr.io/blobleader/worker@" + d, Sidecar: "cr.azurecr.io/blobleader/chaos@" + d}} {
+		vars, err := TerraformVars(env, "abc123", "11111111-1111-1111-1111-111111111111", images)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alerts, _ := vars["alerts"].(map[string]any)
+		if alerts["enabled"] == false || fmt.Sprint(alerts["email_receivers"]) != "["+DefaultAlertEmail+"]" {
+			t.Errorf("stage with images=%v: alerts %v; the suite must deploy the alerts users get (on, e-mailing %s)", images != nil, vars["alerts"], DefaultAlertEmail)
+		}
+		if _, set := vars["log_route"]; set {
+			t.Errorf("the suite sets log_route %v; it must deploy the default route users get", vars["log_route"])
+		}
+		cpu, mem := 1.0, 1.0 // infra/variables.tf's defaults, where the suite sets none
+		if v, ok := vars["worker_cpu"].(float64); ok {
+			cpu = v
+		}
+		if v, ok := vars["worker_memory_gb"].(float64); ok {
+			mem = v
+		}
+		if cs := vars["chaos_sidecar"].(map[string]any); cs["enabled"] == true {
+			scpu, _ := cs["cpu"].(float64)
+			smem, _ := cs["memory_gb"].(float64)
+			cpu, mem = cpu+scpu, mem+smem
+		}
+		if cpu < 0.999999 || mem < 0.999999 {
+			t.Errorf("stage with images=%v: each group requests %.1f vCPU and %.1f GB (worker_cpu, worker_memory_gb, the sidecar's); Azure Container Instances allocates at least 1 and 1 to a group", images != nil, cpu, mem)
+		}
+	}
+}
+
+// TestOffline_LaterAppliesDoNotBlameAPullOnPropagation: the deploy stage
+// retries a refused image pull while its new AcrPull assignment
+// propagates; the shards stage's apply, long after, must report one at
+// once instead of retrying it for 12 minutes (a new identity is still
+// retried).
+func TestOffline_LaterAppliesDoNotBlameAPullOnPropagation(t *testing.T) {
+	first := TerraformOptions(Env{Terraform: "terraform"}, t.TempDir(), map[string]any{})
+	later := LaterApply(first)
+	pull := "Error: creating Container Group: InaccessibleImage: The image 'cr.azurecr.io/blobleader/worker@sha256:1' is not accessible"
+	retried := func(o map[string]string, out string) bool {
+		for re := range o {
+			if regexp.MustCompile(re).MatchString(out) {
+				return true
+			}
+		}
+		return false
+	}
+	if !retried(first.RetryableTerraformErrors, pull) {
+		t.Error("the deploy stage does not retry a refused pull while its AcrPull assignment propagates")
+	}
+	if retried(later.RetryableTerraformErrors, pull) {
+		t.Error("a later apply retries a refused image pull as propagation")
+	}
+	if !retried(later.RetryableTerraformErrors, "Error: PrincipalNotFound: Principal 1 does not exist") {
+		t.Error("a later apply no longer retries PrincipalNotFound")
+	}
+	if len(first.RetryableTerraformErrors) != 2 {
+		t.Errorf("LaterApply changed the deploy stage's options: %v", first.RetryableTerraformErrors)
+	}
+}

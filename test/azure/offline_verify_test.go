@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,10 +96,71 @@ func healthyWorkspace(now time.Time) []fakeAnswer {
 	}
 }
 
+// fakeARM answers the ARM reads verify-azure makes beyond the typed
+// clients: the Container Instances features, each group's diagnostic
+// categories and setting. It fails on any other path.
+type fakeARM struct {
+	features   []Feature       // the subscription's Microsoft.ContainerInstance features
+	categories []string        // what every group offers
+	settings   map[string]bool // group name -> has the setting (default true)
+	workspace  string          // where the settings send
+	listErr    error           // every listing fails with it
+	reads      []string
+}
+
+func (f *fakeARM) List(_ context.Context, path, apiVersion string, _ url.Values) ([]json.RawMessage, error) {
+	f.reads = append(f.reads, path)
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []json.RawMessage
+	switch {
+	case strings.HasSuffix(path, "/providers/Microsoft.Features/providers/Microsoft.ContainerInstance/features") && apiVersion == featuresAPI:
+		for _, ft := range f.features {
+			b, _ := json.Marshal(map[string]any{"name": ft.Name, "properties": map[string]string{"state": ft.State}})
+			out = append(out, b)
+		}
+	case strings.HasSuffix(path, "/providers/Microsoft.Insights/diagnosticSettingsCategories") && apiVersion == diagnosticAPI:
+		for _, c := range f.categories {
+			b, _ := json.Marshal(map[string]any{"name": c, "properties": map[string]string{"categoryType": "Logs"}})
+			out = append(out, b)
+		}
+	default:
+		return nil, fmt.Errorf("fake ARM: unexpected list %s (%s)", path, apiVersion)
+	}
+	return out, nil
+}
+
+func (f *fakeARM) Get(_ context.Context, path, apiVersion string) ([]byte, error) {
+	f.reads = append(f.reads, path)
+	i := strings.Index(path, "/providers/Microsoft.Insights/diagnosticSettings/")
+	if i < 0 || apiVersion != diagnosticAPI {
+		return nil, fmt.Errorf("fake ARM: unexpected get %s (%s)", path, apiVersion)
+	}
+	group := path[strings.LastIndex(path[:i], "/")+1 : i]
+	if has, ok := f.settings[group]; ok && !has {
+		return nil, &ARMError{Status: http.StatusNotFound, Code: "ResourceNotFound", Message: "The diagnostic setting 'diag-bl-logs' doesn't exist."}
+	}
+	return json.Marshal(map[string]any{"properties": map[string]any{"workspaceId": f.workspace,
+		"logs": []map[string]any{{"category": "ContainerInstanceLog", "enabled": true}, {"category": "ContainerEvent", "enabled": true}}}})
+}
+
+const verifyWorkspaceID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-bl/providers/Microsoft.OperationalInsights/workspaces/log-bl"
+
+func healthyARM() *fakeARM {
+	return &fakeARM{features: []Feature{{Name: "Microsoft.ContainerInstance/SomeOtherFeature", State: "NotRegistered"}},
+		categories: []string{"ContainerInstanceLog", "ContainerEvent"}, workspace: verifyWorkspaceID}
+}
+
 func verifyTarget(dp func(context.Context) error) VerifyTarget {
 	return VerifyTarget{
-		Workspace: "11111111-1111-1111-1111-111111111111",
-		Table:     "ContainerInstanceLog",
+		Subscription: "00000000-0000-0000-0000-000000000000",
+		Workspace:    "11111111-1111-1111-1111-111111111111",
+		WorkspaceID:  verifyWorkspaceID,
+		Table:        "ContainerInstanceLog",
+		Route:        LogRoute{Route: RouteDiagnosticSetting, GroupColumn: "ContainerGroup", ContainerColumn: "ContainerName", DiagnosticSetting: "diag-bl-logs"},
+		GroupIDs: []string{"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-bl/providers/Microsoft.ContainerInstance/containerGroups/ci-bl-worker-01",
+			"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-bl/providers/Microsoft.ContainerInstance/containerGroups/ci-bl-worker-02"},
 		Groups:    []string{"ci-bl-worker-01", "ci-bl-worker-02"},
 		Providers: []string{"Microsoft.ContainerInstance", "Microsoft.Insights", "Microsoft.Storage"},
 		Columns:   map[string]string{"ContainerGroup": "string", "ContainerName": "string", "Message": "string", "TimeGenerated": "datetime"},
@@ -115,7 +177,7 @@ func verifyTarget(dp func(context.Context) error) VerifyTarget {
 
 // newVerifier builds a Verifier on SDK fakes: the query API behind a fake
 // transport, armresources' own fake servers for providers and GetByID.
-func newVerifier(t *testing.T, now time.Time, answers []fakeAnswer, notRegistered string) (*Verifier, *fakeWorkspace, *time.Duration) {
+func newVerifier(t *testing.T, now time.Time, answers []fakeAnswer, notRegistered string, reader *fakeARM) (*Verifier, *fakeWorkspace, *time.Duration) {
 	t.Helper()
 	ws := &fakeWorkspace{rules: answers}
 	logs := NewLogsClient(&azfake.TokenCredential{}, &policy.ClientOptions{Transport: ws})
@@ -149,7 +211,7 @@ func newVerifier(t *testing.T, now time.Time, answers []fakeAnswer, notRegistere
 	}
 	clock := now
 	slept := new(time.Duration)
-	v := &Verifier{Logs: logs, Providers: prov, Resources: res,
+	v := &Verifier{Logs: logs, Providers: prov, Resources: res, ARM: reader,
 		Now:   func() time.Time { return clock },
 		Sleep: func(_ context.Context, d time.Duration) error { clock = clock.Add(d); *slept += d; return nil }}
 	return v, ws, slept
@@ -168,11 +230,11 @@ func verdicts(as []Assumption) map[string]Assumption {
 // docs/testing-on-azure.md comes from this run: BLOBLEADER_VERIFY_SAMPLE=dir).
 func TestOffline_VerifyPassesAHealthyDeployment(t *testing.T) {
 	now := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
-	v, ws, _ := newVerifier(t, now, healthyWorkspace(now), "")
+	v, ws, _ := newVerifier(t, now, healthyWorkspace(now), "", healthyARM())
 	probed := false
 	as := v.Run(ctxT(t, time.Minute), verifyTarget(func(context.Context) error { probed = true; return nil }))
-	if len(as) != 5 {
-		t.Fatalf("want 5 assumptions, got %d: %v", len(as), as)
+	if len(as) != 6 {
+		t.Fatalf("want 6 assumptions, got %d: %v", len(as), as)
 	}
 	for _, a := range as {
 		if a.Verdict != Pass || a.Evidence == "" {
@@ -182,6 +244,7 @@ func TestOffline_VerifyPassesAHealthyDeployment(t *testing.T) {
 	m := verdicts(as)
 	for name, want := range map[string]string{
 		AssumeProviders: "3 of 3 Registered",
+		AssumeRoute:     "2 groups offer ContainerInstanceLog and ContainerEvent and send them to the workspace through diag-bl-logs; none of the 1 Microsoft.ContainerInstance features about diagnostics is pending",
 		AssumeTable:     "ContainerGroup, ContainerName, Message, TimeGenerated",
 		AssumeLines:     "2 of 2 groups, 258 JSON event lines",
 		AssumeQueries:   "2 of 2 ran: flapping quiet, no_leader quiet",
@@ -206,7 +269,7 @@ func TestOffline_VerifyPassesAHealthyDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(md)
-	if !strings.Contains(string(b), "5 assumptions, 0 failed") {
+	if !strings.Contains(string(b), "6 assumptions, 0 failed") {
 		t.Errorf("report:\n%s", b)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "verify-azure.json")); err != nil {
@@ -219,10 +282,17 @@ func TestOffline_VerifyPassesAHealthyDeployment(t *testing.T) {
 func TestOffline_VerifyNamesEachFalseAssumption(t *testing.T) {
 	now := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
 	override := func(over ...fakeAnswer) []fakeAnswer { return append(over, healthyWorkspace(now)...) }
+	noSetting := healthyARM()
+	noSetting.settings = map[string]bool{"ci-bl-worker-02": false}
+	preview := healthyARM()
+	preview.features = append(preview.features, Feature{Name: "Microsoft.ContainerInstance/ExampleDiagnosticsPreview", State: "NotRegistered"})
+	noCategory := healthyARM()
+	noCategory.categories = nil
 	for _, tc := range []struct {
 		name          string
 		answers       []fakeAnswer
 		notRegistered string
+		arm           *fakeARM
 		probe         error
 		failed        string
 		want          []string
@@ -230,6 +300,14 @@ func TestOffline_VerifyNamesEachFalseAssumption(t *testing.T) {
 	}{
 		{name: "insights not registered", answers: healthyWorkspace(now), notRegistered: "Microsoft.Insights",
 			failed: AssumeProviders, want: []string{"Microsoft.Insights is NotRegistered", "MissingSubscriptionRegistration"}},
+		// Microsoft names no feature for ACI's diagnostic-settings preview:
+		// the name here is a stand-in for whatever the subscription lists.
+		{name: "diagnostic settings preview not registered", answers: healthyWorkspace(now), arm: preview,
+			failed: AssumeRoute, want: []string{"ExampleDiagnosticsPreview (NotRegistered)", "az feature register --namespace Microsoft.ContainerInstance --name ExampleDiagnosticsPreview", "az provider register -n Microsoft.ContainerInstance", `log_route = "legacy"`}},
+		{name: "a group without its diagnostic setting", answers: healthyWorkspace(now), arm: noSetting,
+			failed: AssumeRoute, want: []string{"ci-bl-worker-02 has no diagnostic setting diag-bl-logs", "TF_VAR_log_route=legacy"}},
+		{name: "no diagnostic categories offered", answers: healthyWorkspace(now), arm: noCategory,
+			failed: AssumeRoute, want: []string{"ci-bl-worker-01 offers the diagnostic categories [], not ContainerInstanceLog"}},
 		{name: "table missing", answers: override(fakeAnswer{"getschema", 400, sem0100}),
 			failed: AssumeTable, want: []string{"table ContainerInstanceLog does not exist in the workspace (SEM0100)"}},
 		{name: "column missing", answers: override(fakeAnswer{"getschema", 200, table([]string{"ColumnName", "ColumnType"}, []any{"ContainerGroup", "string"}, []any{"Message", "string"}, []any{"TimeGenerated", "datetime"})}),
@@ -238,7 +316,7 @@ func TestOffline_VerifyNamesEachFalseAssumption(t *testing.T) {
 			fakeAnswer{"summarize lines = count()", 200, table([]string{"ContainerGroup", "lines", "events", "first", "last"})},
 			fakeAnswer{"ContainerInstanceLog_CL", 200, table([]string{"Count"}, []any{512})}),
 			failed: AssumeLines, waited: 10 * time.Minute,
-			want: []string{"no JSON event line of ci-bl-worker-01, ci-bl-worker-02 in ContainerInstanceLog after 10m0s", "ContainerInstanceLog_CL has 512 of their lines", "the diagnostic setting"}},
+			want: []string{"no JSON event line of ci-bl-worker-01, ci-bl-worker-02 in ContainerInstanceLog after 10m0s", "ContainerInstanceLog_CL has 512 of their lines", "the diagnostic setting", "TF_VAR_log_route=legacy"}},
 		{name: "a query refused", answers: override(fakeAnswer{"leaders_started", 400, sem0100}),
 			failed: AssumeQueries, want: []string{"1 of 2 queries refused: flapping:", "SEM0100"}},
 		{name: "workers still refused", answers: override(fakeAnswer{`"storage_forbidden"`, 200, table([]string{"ContainerGroup", "refused", "last"}, []any{"ci-bl-worker-01", 30, now.Add(-time.Minute).Format(time.RFC3339Nano)})}),
@@ -247,7 +325,11 @@ func TestOffline_VerifyNamesEachFalseAssumption(t *testing.T) {
 			failed: AssumeRoles, want: []string{"the caller's own data access to the lease container fails 52m0s after the oldest assignment: 403 AuthorizationPermissionMismatch"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, _, slept := newVerifier(t, now, tc.answers, tc.notRegistered)
+			reader := tc.arm
+			if reader == nil {
+				reader = healthyARM()
+			}
+			v, _, slept := newVerifier(t, now, tc.answers, tc.notRegistered, reader)
 			as := v.Run(ctxT(t, time.Minute), verifyTarget(func(context.Context) error { return tc.probe }))
 			for _, a := range as {
 				want := Pass
@@ -276,20 +358,44 @@ func TestOffline_VerifyNamesEachFalseAssumption(t *testing.T) {
 }
 
 // TestOffline_AlertColumnsComeFromTheDocumentedSchema: verify-azure checks
-// the columns the real alert queries name, typed as tables.json documents
-// them.
+// the columns the alert queries, as deployed, name, typed as tables.json
+// documents them; the queries here are infra/alerts/*.kql filled for each
+// route as infra/alerts.tf fills them.
 func TestOffline_AlertColumnsComeFromTheDocumentedSchema(t *testing.T) {
-	cols, err := AlertColumns(filepath.Join(repoRoot(t), "infra", "alerts"), "ContainerInstanceLog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for c, typ := range map[string]string{"ContainerGroup": "string", "ContainerName": "string", "Message": "string", "TimeGenerated": "datetime"} {
-		if cols[c] != typ {
-			t.Errorf("column %s: %q, want %q (all: %v)", c, cols[c], typ, cols)
+	alerts := filepath.Join(repoRoot(t), "infra", "alerts")
+	for _, tc := range []struct {
+		table, group, container string
+		want                    map[string]string
+	}{
+		{"ContainerInstanceLog", "ContainerGroup", "ContainerName", map[string]string{"ContainerGroup": "string", "ContainerName": "string", "Message": "string", "TimeGenerated": "datetime"}},
+		{"ContainerInstanceLog_CL", "ContainerGroup_s", "", map[string]string{"ContainerGroup_s": "string", "Message": "string", "TimeGenerated": "datetime"}},
+	} {
+		filter := tc.group + ` in (dynamic(["w1"]))`
+		if tc.container != "" {
+			filter = tc.container + ` in ("worker", "locks") and ` + filter
 		}
-	}
-	if _, ok := cols["_BilledSize"]; ok {
-		t.Errorf("_BilledSize is documented but named by no query: %v", cols)
+		fill := strings.NewReplacer("${table}", tc.table, "${filter}", filter, "${worker_filter}", filter, "${group_column}", tc.group)
+		files, _ := filepath.Glob(filepath.Join(alerts, "*.kql"))
+		var queries []string
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			queries = append(queries, fill.Replace(string(b)))
+		}
+		cols, err := AlertColumns(alerts, tc.table, queries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, typ := range tc.want {
+			if cols[c] != typ {
+				t.Errorf("%s column %s: %q, want %q (all: %v)", tc.table, c, cols[c], typ, cols)
+			}
+		}
+		if len(cols) != len(tc.want) {
+			t.Errorf("%s: columns %v, want exactly %v (_BilledSize and the others are documented but named by no query)", tc.table, cols, tc.want)
+		}
 	}
 }
 
@@ -302,8 +408,12 @@ func TestOffline_VerifyTargetFromTheOutputs(t *testing.T) {
   "log_analytics_workspace_guid": {"value": "11111111-1111-1111-1111-111111111111"},
   "log_analytics_workspace_id": {"value": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.OperationalInsights/workspaces/log-bl"},
   "log_table": {"value": "ContainerInstanceLog"},
+  "log_route": {"value": {"route": "diagnostic_setting", "group_column": "ContainerGroup", "container_column": "ContainerName", "diagnostic_setting": "diag-bl-logs"}},
   "container_group_names": {"value": ["ci-bl-worker-01", "ci-bl-worker-02"]},
-  "alert_queries": {"value": {"no_leader": {"query": "let workers = ContainerInstanceLog;", "window": "PT15M"}}},
+  "container_group_ids": {"value": ["/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerInstance/containerGroups/ci-bl-worker-01", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerInstance/containerGroups/ci-bl-worker-02"]},
+  "lock_group_names": {"value": ["bl-locks-01"]},
+  "lock_group_ids": {"value": ["/subscriptions/s/resourceGroups/rg/providers/Microsoft.ContainerInstance/containerGroups/bl-locks-01"]},
+  "alert_queries": {"value": {"no_leader": {"query": "let lines = ContainerInstanceLog | where ContainerName in (\"worker\") and ContainerGroup in (dynamic([]));", "window": "PT15M"}}},
   "role_assignment_ids": {"value": {"worker acr pull": "/subscriptions/s/providers/Microsoft.Authorization/roleAssignments/a"}},
   "storage_blob_endpoint": {"value": "https://stbl.blob.core.windows.net/"},
   "container_names": {"value": {"leases": "leases", "history": "history"}}
@@ -318,6 +428,9 @@ func TestOffline_VerifyTargetFromTheOutputs(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(target.Providers, ","), "Microsoft.Insights") || target.Columns["ContainerName"] != "string" {
 		t.Errorf("providers %v, columns %v: want infra/terraform.tf's list and the documented columns", target.Providers, target.Columns)
+	}
+	if target.Subscription != "s" || target.Route.DiagnosticSetting != "diag-bl-logs" || len(target.GroupIDs) != 3 || fmt.Sprint(target.LockGroups) != "[bl-locks-01]" {
+		t.Errorf("target %+v: want the subscription from the workspace id, the route, the worker and lock groups and their ids", target)
 	}
 	if _, _, err := TargetFromOutputs([]byte(`{"log_table": {"value": "ContainerInstanceLog"}}`), filepath.Join(repoRoot(t), "infra")); err == nil || !strings.Contains(err.Error(), "log_analytics_workspace_guid") {
 		t.Errorf("outputs of an older deployment: want an error naming the missing output, got %v", err)
@@ -356,5 +469,89 @@ func TestOffline_VerifyAzureRefusesBadInput(t *testing.T) {
 		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
 			t.Errorf("%v: want one line with %q, got %q", tc.args, tc.want, out)
 		}
+	}
+}
+
+// TestOffline_VerifyTheLegacyRouteAndTheLockService: with log_route
+// legacy there is no diagnostic setting to check (SKIP, saying why), and
+// every read goes to ContainerInstanceLog_CL by ContainerGroup_s; the lock
+// service's groups are looked for too, and one without a line is named.
+func TestOffline_VerifyTheLegacyRouteAndTheLockService(t *testing.T) {
+	now := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
+	ts := now.Add(-3 * time.Minute).Format(time.RFC3339Nano)
+	legacy := func(locksSeen bool) []fakeAnswer {
+		rows := [][]any{{"ci-bl-worker-01", 140, 138, ts, ts}, {"ci-bl-worker-02", 120, 120, ts, ts}}
+		if locksSeen {
+			rows = append(rows, []any{"bl-locks-01", 3, 1, ts, ts})
+		}
+		schema := [][]any{{"ContainerGroup_s", "string"}, {"Message", "string"}, {"TimeGenerated", "datetime"}}
+		return []fakeAnswer{
+			{"ContainerInstanceLog_CL | getschema", 200, table([]string{"ColumnName", "ColumnType"}, schema...)},
+			{"summarize lines = count()", 200, table([]string{"ContainerGroup", "lines", "events", "first", "last"}, rows...)},
+			{`"storage_forbidden"`, 200, table([]string{"ContainerGroup", "refused", "last"})},
+			{"let gap_limit", 200, table([]string{"t", "identity", "gap_seconds"})},
+			{"leaders_started", 200, table([]string{"leaders_started"})},
+		}
+	}
+	target := func() VerifyTarget {
+		tg := verifyTarget(nil)
+		tg.Table = "ContainerInstanceLog_CL"
+		tg.Route = LogRoute{Route: RouteLegacy, GroupColumn: "ContainerGroup_s"}
+		tg.Columns = map[string]string{"ContainerGroup_s": "string", "Message": "string", "TimeGenerated": "datetime"}
+		tg.LockGroups = []string{"bl-locks-01"}
+		return tg
+	}
+	arm := healthyARM()
+	v, ws, _ := newVerifier(t, now, legacy(true), "", arm)
+	m := verdicts(v.Run(ctxT(t, time.Minute), target()))
+	if a := m[AssumeRoute]; a.Verdict != Skip || !strings.Contains(a.Evidence, "log_route is legacy") {
+		t.Errorf("route: %s; want SKIP saying the route is legacy", a.Line())
+	}
+	if a := m[AssumeLines]; a.Verdict != Pass || !strings.Contains(a.Evidence, "1 of 1 lock service groups, 3 lines in ContainerInstanceLog_CL") {
+		t.Errorf("lines: %s; want PASS with the lock service's lines", a.Line())
+	}
+	for _, name := range []string{AssumeTable, AssumeQueries, AssumeRoles} {
+		if m[name].Verdict != Pass {
+			t.Errorf("%s", m[name].Line())
+		}
+	}
+	for _, q := range ws.queries {
+		if strings.Contains(q, "ContainerInstanceLog\n") || strings.Contains(q, "ContainerName") {
+			t.Errorf("a query of the legacy route reads the resource-specific table or its container column: %q", q)
+		}
+	}
+	if len(arm.reads) != 0 {
+		t.Errorf("the legacy route read diagnostic settings: %v", arm.reads)
+	}
+	v, _, _ = newVerifier(t, now, legacy(false), "", healthyARM())
+	if a := verdicts(v.Run(ctxT(t, time.Minute), target()))[AssumeLines]; a.Verdict != Fail || !strings.Contains(a.Evidence, "bl-locks-01") ||
+		!strings.Contains(a.Evidence, "the legacy integration delivers no line of theirs either") {
+		t.Errorf("lines without the lock service's: %s; want FAIL naming bl-locks-01 and what the legacy route means", a.Line())
+	}
+}
+
+// TestOffline_PreflightRefusesAPendingDiagnosticsPreview: the suite stops
+// before creating anything when the subscription lists a Container
+// Instances feature about diagnostics that is not registered, naming the
+// command that enables it; the legacy route needs none; a listing that
+// fails leaves the verdict to the verify stage.
+func TestOffline_PreflightRefusesAPendingDiagnosticsPreview(t *testing.T) {
+	ctx := ctxT(t, time.Minute)
+	pending := healthyARM()
+	pending.features = append(pending.features, Feature{Name: "Microsoft.ContainerInstance/ExampleDiagnosticsPreview", State: "Registering"})
+	_, err := DiagnosticsPreflight(ctx, pending, "s", "")
+	if err == nil || !strings.Contains(err.Error(), "cannot run, nothing was created") ||
+		!strings.Contains(err.Error(), "az feature register --namespace Microsoft.ContainerInstance --name ExampleDiagnosticsPreview") ||
+		!strings.Contains(err.Error(), EnvTFVars) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("pending preview: %v; want one line naming the command and %s", err, EnvTFVars)
+	}
+	if note, err := DiagnosticsPreflight(ctx, pending, "s", `{"log_route":"legacy"}`); err != nil || !strings.Contains(note, "legacy") {
+		t.Errorf("legacy route: %q, %v; want no refusal", note, err)
+	}
+	if note, err := DiagnosticsPreflight(ctx, healthyARM(), "s", ""); err != nil || !strings.Contains(note, "none of the 1") {
+		t.Errorf("nothing pending: %q, %v", note, err)
+	}
+	if note, err := DiagnosticsPreflight(ctx, &fakeARM{listErr: &ARMError{Status: 403, Code: "AuthorizationFailed"}}, "s", ""); err != nil || !strings.Contains(note, "verify stage checks") {
+		t.Errorf("listing refused: %q, %v; want a note, no refusal", note, err)
 	}
 }

@@ -30,11 +30,13 @@ import (
 // TestAzure_Election deploys infra/ with the chaos sidecar into a fresh
 // resource group, checks that one leader is elected, runs every scenario of
 // the local suite that ACI allows against it (judged by the same checker,
-// with a clock-skew tolerance), applies the groups again in shard mode and
-// runs the shard scenarios (judged by the shard rules too), and destroys
-// everything. Stages: deploy, verify, chaos, shards, teardown; SKIP_<stage>=1 skips one while iterating (the
+// with a clock-skew tolerance), runs the alert scenarios and checks that
+// each alert fires during its scenario and is quiet otherwise, applies the
+// groups again in shard mode and runs the shard scenarios (judged by the
+// shard rules too), and destroys everything. Stages: deploy, verify, chaos,
+// alerts, shards, teardown; SKIP_<stage>=1 skips one while iterating (the
 // deployment is remembered in the work directory). Run it with
-// `make test-azure` (it sets -timeout 180m).
+// `make test-azure` (it sets -timeout 240m).
 func TestAzure_Election(t *testing.T) {
 	t.Parallel()
 	env, err := LoadEnv(HostProbe())
@@ -153,7 +155,95 @@ func TestAzure_Election(t *testing.T) {
 		}
 	})
 
+	test_structure.RunTestStage(t, "alerts", func() { alertsStage(t, env, work, tfDir, cred) })
+
 	test_structure.RunTestStage(t, "shards", func() { shardsStage(t, env, work, tfDir, cred) })
+}
+
+// alertsStage runs AlertScenarios on the deployment: after each, every
+// rule's query as deployed runs over the scenario's time (once its lines are
+// ingested), and exactly the rules it must fire return rows. Then Azure
+// Monitor itself must have fired each of those rules, and two_leaders must
+// never have fired since the deploy, by Azure Monitor or by its query over
+// the whole run.
+func alertsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCredential) {
+	d, err := LoadDeployment(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := test_structure.LoadTerraformOptions(t, tfDir)
+	target, _, err := TargetFromOutputs([]byte(terraform.OutputJson(t, opts, "")), tfDir)
+	if err != nil {
+		t.Fatalf("alerts: %v", err)
+	}
+	var p AlertParams
+	terraform.OutputStruct(t, opts, "alert_thresholds", &p)
+	rules := map[string]string{}
+	terraform.OutputStruct(t, opts, "alert_rule_ids", &rules)
+	if len(rules) == 0 || rules[RuleNeverFires] == "" {
+		t.Fatalf("alerts: the deployment has no alert rules (%v): the suite deploys the alerts users get", rules)
+	}
+	c := newCluster(t, env, d, work, cred)
+	defer c.Stop()
+	logs, reader := NewLogsClient(cred, nil), NewARMClient(cred, nil)
+	began := time.Now()
+	fires := map[string]string{}
+	for _, s := range AlertScenarios() {
+		t.Run("Alerts_"+s.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+			defer cancel()
+			defer func() {
+				if err := c.Heal(context.WithoutCancel(ctx)); err != nil {
+					t.Errorf("heal after %s: %v", s.Name, err)
+				}
+			}()
+			if _, err := c.Start(ctx, len(d.Groups)); err != nil {
+				t.Fatal(err)
+			}
+			c.WaitLeader(t, 5*time.Minute)
+			from := time.Now()
+			if err := s.Run(ctx, c, p); err != nil {
+				t.Fatalf("%s: %v", s.Name, err)
+			}
+			ended := time.Now()
+			waited, err := WaitIngested(ctx, logs, target, ended, 20*time.Minute, 30*time.Second, time.Now, sleepCtx)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Name, err)
+			}
+			t.Logf("alerts: %s took %v; its last lines were ingested %v later", s.Name, ended.Sub(from).Round(time.Second), waited.Round(time.Second))
+			lines, err := CheckRules(ctx, logs, target.Workspace, target.Alerts, from, time.Now(), s.Fires)
+			t.Logf("alerts: %s: %s", s.Name, strings.Join(lines, ", "))
+			if err != nil {
+				t.Errorf("alerts: %s: %v", s.Name, err)
+			}
+			for _, f := range s.Fires {
+				fires[f] = rules[f]
+			}
+		})
+	}
+	t.Run("Alerts_AzureMonitorFiresThemAndNeverTwoLeaders", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+		defer cancel()
+		fired, err := WaitFired(ctx, reader, env.SubscriptionID, fires, began, 30*time.Minute, time.Minute, time.Now, sleepCtx)
+		for name, at := range fired {
+			t.Logf("alerts: Azure Monitor fired %s at %s (%v after the stage began)", name, at.UTC().Format(time.RFC3339), at.Sub(began).Round(time.Second))
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		never, err := FiredAlerts(ctx, reader, env.SubscriptionID, rules[RuleNeverFires], d.Deployed, time.Now())
+		switch {
+		case err != nil:
+			t.Errorf("alerts: the fired alerts of %s cannot be read: %v", RuleNeverFires, err)
+		case len(never) > 0:
+			t.Errorf("alerts: Azure Monitor fired %s %d times since the deploy, first at %s: two workers' claims overlapped", RuleNeverFires, len(never), never[0].Started.UTC().Format(time.RFC3339))
+		}
+		lines, err := CheckRules(ctx, logs, target.Workspace, map[string]AlertQuery{RuleNeverFires: target.Alerts[RuleNeverFires]}, d.Deployed, time.Now(), nil)
+		t.Logf("alerts: over the whole run since %s: %s", d.Deployed.UTC().Format(time.RFC3339), strings.Join(lines, ", "))
+		if err != nil {
+			t.Errorf("alerts: %v", err)
+		}
+	})
 }
 
 // shardsStage applies the deployment again with the Terraform variable
@@ -195,11 +285,14 @@ func shardsStage(t *testing.T, env Env, work, tfDir string, cred azcore.TokenCre
 	c := newCluster(t, env, d, work, cred)
 	defer c.Stop()
 	since := time.Now()
-	opts := test_structure.LoadTerraformOptions(t, tfDir)
+	opts := LaterApply(test_structure.LoadTerraformOptions(t, tfDir))
 	opts.Vars["shards"] = n
 	t0 := time.Now()
 	terraform.Apply(t, opts)
 	t.Logf("shards: terraform apply with shards = %d took %v", n, time.Since(t0).Round(time.Second))
+	wctx, cancel := context.WithTimeout(context.Background(), 2*DiagnosticRestartBudget)
+	waitDiagnosticRestart(t, wctx, env, cred, opts, d.ResourceGroup, d.Groups)
+	cancel()
 	if groups := terraform.OutputList(t, opts, "container_group_names"); strings.Join(groups, ",") != strings.Join(d.Groups, ",") {
 		t.Fatalf("shards: the apply named groups %v, the deployment %v", groups, d.Groups)
 	}
@@ -305,6 +398,10 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 	}
 	test_structure.SaveTerraformOptions(t, tfDir, opts)
 	timed("terraform apply, stage 2 (worker groups with the sidecar)", func() { terraform.Apply(t, opts) })
+	groups := terraform.OutputList(t, opts, "container_group_names")
+	timed("wait out the diagnostic settings' restart", func() {
+		waitDiagnosticRestart(t, ctx, env, cred, opts, terraform.Output(t, opts, "resource_group_name"), groups)
+	})
 
 	containers := terraform.OutputMap(t, opts, "container_names")
 	d := Deployment{
@@ -318,7 +415,7 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 		ChaosContainer: containers["chaos"],
 		RegistryName:   terraform.Output(t, opts, "registry_name"),
 		RegistryLogin:  terraform.Output(t, opts, "registry_login_server"),
-		Groups:         terraform.OutputList(t, opts, "container_group_names"),
+		Groups:         groups,
 		WorkerImage:    images.Worker,
 		SidecarImage:   images.Sidecar,
 		Operator:       operator,
@@ -332,6 +429,30 @@ func deployStage(t *testing.T, env Env, root, work, tfDir string, cred azcore.To
 	}
 	if err := SaveDeployment(work, d); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitDiagnosticRestart waits out the restart each group's diagnostic
+// setting causes once applied (WaitDiagnosticRestart), when the deployment
+// routes its logs through diagnostic settings, and logs what it saw.
+func waitDiagnosticRestart(t *testing.T, ctx context.Context, env Env, cred azcore.TokenCredential, opts *terraform.Options, rg string, groups []string) {
+	t.Helper()
+	var route LogRoute
+	terraform.OutputStruct(t, opts, "log_route", &route)
+	if route.Route != RouteDiagnosticSetting {
+		t.Logf("deploy: log_route %s: no diagnostic setting, no restart to wait out", route.Route)
+		return
+	}
+	aci, err := armcontainerinstance.NewContainerGroupsClient(env.SubscriptionID, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits, err := WaitDiagnosticRestart(ctx, aci, rg, groups, DiagnosticRestartBudget, 15*time.Second, time.Now, sleepCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range waits {
+		t.Logf("deploy: %s after its diagnostic setting: %s (%v)", w.Group, w.Evidence, w.After)
 	}
 }
 
@@ -450,7 +571,7 @@ func verifyAssumptions(t *testing.T, env Env, tfDir, work string, cred azcore.To
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	started := time.Now()
-	v := &Verifier{Logs: NewLogsClient(cred, nil), Providers: providers, Resources: resources}
+	v := &Verifier{Logs: NewLogsClient(cred, nil), Providers: providers, Resources: resources, ARM: NewARMClient(cred, nil)}
 	as := v.Run(ctx, target)
 	out := os.Getenv(scenarios.EnvOut)
 	if out == "" {

@@ -24,8 +24,9 @@ import (
 // something else.
 const (
 	AssumeProviders = "resource providers registered"
+	AssumeRoute     = "the groups' log route exists (ACI diagnostic settings)"
+	AssumeLines     = "worker and lock service lines arrive in the log table"
 	AssumeTable     = "log table and the columns the alerts query exist"
-	AssumeLines     = "worker lines arrive in the log table"
 	AssumeQueries   = "each alert query runs"
 	AssumeRoles     = "role assignments have propagated"
 )
@@ -74,9 +75,14 @@ type AlertQuery struct {
 // VerifyTarget is the deployment to verify (from `terraform output` and
 // infra/).
 type VerifyTarget struct {
+	Subscription    string                // the deployment's subscription
 	Workspace       string                // workspace GUID
-	Table           string                // resource-specific log table (ContainerInstanceLog)
+	WorkspaceID     string                // workspace ARM id (where the diagnostic settings send)
+	Table           string                // the table the alerts read (ContainerInstanceLog, or the legacy ContainerInstanceLog_CL)
+	Route           LogRoute              // how the groups' lines reach Table
 	Groups          []string              // worker container groups
+	LockGroups      []string              // lock service container groups (none unless lock_service.enabled)
+	GroupIDs        []string              // ARM ids of all of them
 	Providers       []string              // namespaces infra/terraform.tf registers
 	Columns         map[string]string     // documented columns (alerts/tables.json) the alerts name, with their types
 	Alerts          map[string]AlertQuery // rule name -> query and window
@@ -93,6 +99,7 @@ type Verifier struct {
 	Logs      LogQuerier
 	Providers ProviderGetter
 	Resources ResourceGetter
+	ARM       ARMReader // features, diagnostic settings
 	Now       func() time.Time
 	Sleep     func(context.Context, time.Duration) error
 }
@@ -111,8 +118,9 @@ func (v *Verifier) Run(ctx context.Context, t VerifyTarget) []Assumption {
 		f    func(context.Context, VerifyTarget) (string, error)
 	}{
 		{AssumeProviders, v.providers},
-		{AssumeTable, v.table},
+		{AssumeRoute, v.route},
 		{AssumeLines, v.lines},
+		{AssumeTable, v.table},
 		{AssumeQueries, v.queries},
 		{AssumeRoles, v.roles},
 	}
@@ -167,7 +175,7 @@ func (v *Verifier) table(ctx context.Context, t VerifyTarget) (string, error) {
 	if err != nil {
 		var qe *QueryError
 		if errors.As(err, &qe) && qe.Has("SEM0100") {
-			return "", fmt.Errorf("table %s does not exist in the workspace (SEM0100): alert rules over it cannot be created; %v", t.Table, err)
+			return "", fmt.Errorf("table %s does not exist in the workspace (SEM0100): the alert rules over it fail every evaluation; see the lines check above for the route that should fill it; %v", t.Table, err)
 		}
 		return "", err
 	}
@@ -192,19 +200,26 @@ func (v *Verifier) table(ctx context.Context, t VerifyTarget) (string, error) {
 	return fmt.Sprintf("%s has %d columns; the alerts' %s are there with their documented types", t.Table, len(got), strings.Join(sortedKeys(t.Columns), ", ")), nil
 }
 
-// lines: every worker group's JSON lines reach the table, within LogWait.
-// How long the first lines took is measured; a miss says where the lines
+// lines: every worker group's JSON event lines, and some line of every lock
+// service group, reach the table within LogWait. How long the first lines
+// took is measured; a table that does not exist yet is waited for too (the
+// legacy one appears with its first line); a miss says where the lines
 // went instead (the legacy table) when it can tell.
 func (v *Verifier) lines(ctx context.Context, t VerifyTarget) (string, error) {
 	wait, poll := orDefault(t.LogWait, 15*time.Minute), orDefault(t.LogPoll, 30*time.Second)
+	groups := append(append([]string{}, t.Groups...), t.LockGroups...)
 	q := fmt.Sprintf(`%s
-| where ContainerName == "worker" and ContainerGroup in (dynamic(%s))
 | extend event = tostring(parse_json(Message).event)
-| summarize lines = count(), events = countif(isnotempty(event)), first = min(TimeGenerated), last = max(TimeGenerated) by ContainerGroup`, t.Table, jsonList(t.Groups))
+| summarize lines = count(), events = countif(isnotempty(event)), first = min(TimeGenerated), last = max(TimeGenerated) by ContainerGroup = %s`,
+		t.rows(groups, "worker", "locks"), t.Route.GroupColumn)
 	start := v.Now()
 	for {
 		res, err := v.Logs.Query(ctx, t.Workspace, q, "PT6H")
-		if err != nil {
+		var qe *QueryError
+		switch {
+		case errors.As(err, &qe) && qe.Has("SEM0100"):
+			res = &LogTable{} // no table yet: no line yet
+		case err != nil:
 			return "", err
 		}
 		seen := map[string][2]float64{}
@@ -215,19 +230,29 @@ func (v *Verifier) lines(ctx context.Context, t VerifyTarget) (string, error) {
 			}
 		}
 		var lacking []string
-		total := 0.0
+		events, lockLines := 0.0, 0.0
 		for _, g := range t.Groups {
 			if seen[g][1] == 0 {
 				lacking = append(lacking, g)
 			}
-			total += seen[g][1]
+			events += seen[g][1]
+		}
+		for _, g := range t.LockGroups {
+			if seen[g][0] == 0 {
+				lacking = append(lacking, g)
+			}
+			lockLines += seen[g][0]
 		}
 		waited := v.Now().Sub(start).Round(time.Second)
 		if len(lacking) == 0 {
-			return fmt.Sprintf("%d of %d groups, %.0f JSON event lines in %s; the last group's first lines found after %v of looking", len(t.Groups), len(t.Groups), total, t.Table, waited), nil
+			locks := ""
+			if len(t.LockGroups) > 0 {
+				locks = fmt.Sprintf(", %d of %d lock service groups, %.0f lines", len(t.LockGroups), len(t.LockGroups), lockLines)
+			}
+			return fmt.Sprintf("%d of %d groups, %.0f JSON event lines%s in %s; the last group's first lines found after %v of looking", len(t.Groups), len(t.Groups), events, locks, t.Table, waited), nil
 		}
 		if waited >= wait {
-			return "", fmt.Errorf("no JSON event line of %s in %s after %v (%d of %d groups seen)%s", strings.Join(lacking, ", "), t.Table, waited, len(t.Groups)-len(lacking), len(t.Groups), v.legacyHint(ctx, t))
+			return "", fmt.Errorf("no JSON event line of %s in %s after %v (%d of %d groups seen)%s", strings.Join(lacking, ", "), t.Table, waited, len(groups)-len(lacking), len(groups), v.legacyHint(ctx, t, lacking))
 		}
 		if err := v.Sleep(ctx, poll); err != nil {
 			return "", fmt.Errorf("stopped looking for worker lines after %v: %w", waited, err)
@@ -236,9 +261,13 @@ func (v *Verifier) lines(ctx context.Context, t VerifyTarget) (string, error) {
 }
 
 // legacyHint says whether the legacy integration's table has the lines
-// the resource-specific one lacks: then the diagnostic setting is what fails.
-func (v *Verifier) legacyHint(ctx context.Context, t VerifyTarget) string {
-	q := fmt.Sprintf("ContainerInstanceLog_CL | where ContainerGroup_s in (dynamic(%s)) | count", jsonList(t.Groups))
+// the resource-specific one lacks: then the diagnostic setting is what
+// fails (with the fix). The legacy route has no other table to look in.
+func (v *Verifier) legacyHint(ctx context.Context, t VerifyTarget, groups []string) string {
+	if t.Route.Route == RouteLegacy {
+		return "; the legacy integration delivers no line of theirs either: are they running (az container logs)? The workspace key in each group must be the workspace's"
+	}
+	q := fmt.Sprintf("ContainerInstanceLog_CL | where ContainerGroup_s in (dynamic(%s)) | count", jsonList(groups))
 	res, err := v.Logs.Query(ctx, t.Workspace, q, "PT6H")
 	var qe *QueryError
 	switch {
@@ -247,7 +276,7 @@ func (v *Verifier) legacyHint(ctx context.Context, t VerifyTarget) string {
 	case err != nil || len(res.Rows) == 0 || len(res.Rows[0]) == 0:
 		return ""
 	case num(res.Rows[0][0]) > 0:
-		return fmt.Sprintf("; ContainerInstanceLog_CL has %.0f of their lines: the legacy route delivers, the diagnostic setting (category ContainerInstanceLog, Dedicated) does not", num(res.Rows[0][0]))
+		return fmt.Sprintf("; ContainerInstanceLog_CL has %.0f of their lines: the legacy route delivers, the diagnostic setting (category ContainerInstanceLog, Dedicated) does not: enable ACI diagnostic settings in the subscription (az feature list --namespace Microsoft.ContainerInstance) or redeploy with TF_VAR_log_route=legacy", num(res.Rows[0][0]))
 	default:
 		return "; ContainerInstanceLog_CL has none of their lines either"
 	}
@@ -279,9 +308,10 @@ func (v *Verifier) queries(ctx context.Context, t VerifyTarget) (string, error) 
 }
 
 // roles: measured, not waited on. Each assignment's age (ARM's createdOn);
-// the caller's own data access now; the workers' storage 403s from their
-// log lines (storage_forbidden), whose last one bounds how long the
-// workers' roles took to propagate.
+// the caller's own data access now; the workers' and lock replicas' storage
+// 403s from their log lines (storage_forbidden, or a replica's storage_error
+// with status 403), whose last one bounds how long the roles took to
+// propagate.
 func (v *Verifier) roles(ctx context.Context, t VerifyTarget) (string, error) {
 	now := v.Now()
 	var oldest time.Time
@@ -309,10 +339,10 @@ func (v *Verifier) roles(ctx context.Context, t VerifyTarget) (string, error) {
 		ev = append(ev, "the caller reads the lease container")
 	}
 	q := fmt.Sprintf(`%s
-| where ContainerName == "worker" and ContainerGroup in (dynamic(%s))
 | extend j = parse_json(Message)
-| where tostring(j.event) == "storage_forbidden"
-| summarize refused = count(), last = max(todatetime(tostring(j['time']))) by ContainerGroup`, t.Table, jsonList(t.Groups))
+| where tostring(j.event) == "storage_forbidden" or (tostring(j.event) == "storage_error" and tolong(j.status) == 403)
+| summarize refused = count(), last = max(todatetime(tostring(j['time']))) by ContainerGroup = %s`,
+		t.rows(append(append([]string{}, t.Groups...), t.LockGroups...), "worker", "locks"), t.Route.GroupColumn)
 	res, err := v.Logs.Query(ctx, t.Workspace, q, "PT6H")
 	if err != nil {
 		return "", fmt.Errorf("the workers' 403 lines cannot be read: %v", err)
@@ -369,7 +399,8 @@ func WriteVerifyReport(dir string, at time.Time, target VerifyTarget, as []Assum
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# verify-azure %s\n\nworkspace %s, table %s, groups %s\n\n", at.UTC().Format(time.RFC3339), target.Workspace, target.Table, strings.Join(target.Groups, ", "))
+	fmt.Fprintf(&b, "# verify-azure %s\n\nworkspace %s, table %s (log route %s), groups %s\n\n", at.UTC().Format(time.RFC3339), target.Workspace, target.Table,
+		target.Route.Route, strings.Join(append(append([]string{}, target.Groups...), target.LockGroups...), ", "))
 	fails := 0
 	for _, a := range as {
 		fmt.Fprintf(&b, "- %s (%v)\n", a.Line(), a.Took.Round(time.Millisecond))
@@ -392,9 +423,9 @@ func WriteVerifyReport(dir string, at time.Time, target VerifyTarget, as []Assum
 	return md, os.WriteFile(filepath.Join(dir, "verify-azure.json"), j, 0o644)
 }
 
-// AlertColumns are the columns of table (documented in tables.json) that
-// the alert queries name.
-func AlertColumns(alertsDir, table string) (map[string]string, error) {
+// AlertColumns are the columns of table (documented in alertsDir's
+// tables.json) that the alert queries, as deployed, name.
+func AlertColumns(alertsDir, table string, queries []string) (map[string]string, error) {
 	b, err := os.ReadFile(filepath.Join(alertsDir, "tables.json"))
 	if err != nil {
 		return nil, err
@@ -411,21 +442,13 @@ func AlertColumns(alertsDir, table string) (map[string]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("tables.json documents no table %s", table)
 	}
-	kqls, err := filepath.Glob(filepath.Join(alertsDir, "*.kql"))
-	if err != nil || len(kqls) == 0 {
-		return nil, fmt.Errorf("no alert queries in %s", alertsDir)
+	if len(queries) == 0 {
+		return nil, fmt.Errorf("no alert queries to read the columns from")
 	}
-	var text strings.Builder
-	for _, f := range kqls {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		text.Write(b)
-	}
+	text := strings.Join(queries, "\n")
 	out := map[string]string{}
 	for c, typ := range cols.Columns {
-		if regexp.MustCompile(`\b` + regexp.QuoteMeta(c) + `\b`).MatchString(text.String()) {
+		if regexp.MustCompile(`\b` + regexp.QuoteMeta(c) + `\b`).MatchString(text) {
 			out[c] = typ
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // TargetFromOutputs builds the VerifyTarget of a deployment from
@@ -35,11 +36,14 @@ func TargetFromOutputs(outputs []byte, infraDir string) (VerifyTarget, string, e
 	var t VerifyTarget
 	var endpoint string
 	var containers map[string]string
+	var workerIDs, lockIDs []string
 	for _, g := range []struct {
 		name string
 		into any
 	}{
-		{"log_analytics_workspace_guid", &t.Workspace}, {"log_table", &t.Table}, {"container_group_names", &t.Groups},
+		{"log_analytics_workspace_guid", &t.Workspace}, {"log_analytics_workspace_id", &t.WorkspaceID}, {"log_table", &t.Table},
+		{"log_route", &t.Route}, {"container_group_names", &t.Groups}, {"container_group_ids", &workerIDs},
+		{"lock_group_names", &t.LockGroups}, {"lock_group_ids", &lockIDs},
 		{"alert_queries", &t.Alerts}, {"role_assignment_ids", &t.RoleAssignments},
 		{"storage_blob_endpoint", &endpoint}, {"container_names", &containers},
 	} {
@@ -50,12 +54,22 @@ func TargetFromOutputs(outputs []byte, infraDir string) (VerifyTarget, string, e
 	if len(t.Groups) == 0 {
 		return VerifyTarget{}, "", fmt.Errorf("terraform output names no worker groups: nothing to verify before stage 2 of the deploy")
 	}
+	t.GroupIDs = append(workerIDs, lockIDs...)
+	// /subscriptions/<id>/resourceGroups/…: the subscription the features
+	// are read in.
+	if parts := strings.Split(t.WorkspaceID, "/"); len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
+		t.Subscription = parts[2]
+	}
 	providers, err := RegisteredProviders(filepath.Join(infraDir, "terraform.tf"))
 	if err != nil {
 		return VerifyTarget{}, "", err
 	}
 	t.Providers = providers
-	if t.Columns, err = AlertColumns(filepath.Join(infraDir, "alerts"), t.Table); err != nil {
+	var queries []string
+	for _, a := range t.Alerts {
+		queries = append(queries, a.Query)
+	}
+	if t.Columns, err = AlertColumns(filepath.Join(infraDir, "alerts"), t.Table, queries); err != nil {
 		return VerifyTarget{}, "", err
 	}
 	lease := ""

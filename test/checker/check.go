@@ -26,6 +26,10 @@ type Violation struct {
 	At        time.Time `json:"at,omitzero"`      // when it happened: overlap start, missed deadline, offending event
 	Workers   []string  `json:"workers,omitzero"` // identities involved, for placing it on a timeline
 	Evidence  []Event   `json:"-"`
+	// Miss and Stall, for a timing bound (stall.go): how late the bounded
+	// thing came, and how long the machine stalled in the bound's window.
+	Miss  time.Duration `json:"miss,omitzero"`
+	Stall time.Duration `json:"stall,omitzero"`
 }
 
 func (v Violation) String() string { return v.Invariant + ": " + v.Message }
@@ -61,6 +65,10 @@ type Failover struct {
 	// Inconclusive says why no verdict was reached (run ended before the
 	// deadline, or an overlapping fault never healed); empty otherwise.
 	Inconclusive string `json:"inconclusive,omitzero"`
+	// Stall is, for a failover past its deadline, how long the machine
+	// stalled between From and To (Run.Sched); a miss no larger is in
+	// Verdict.Stalled, not a violation.
+	Stall time.Duration `json:"stall,omitzero"`
 }
 
 // Result is the election checker's verdict on one run, with what it
@@ -101,7 +109,7 @@ func Check(run Run, p Params) (Result, error) {
 	c.checkHistories()
 	c.checkRequirements()
 	c.checkDropped()
-	res := Result{Verdict: Verdict{Inconclusive: c.inconclusive, Duplicates: dups}, Intervals: c.ivs, Failovers: c.failovers}
+	res := Result{Verdict: Verdict{Inconclusive: c.inconclusive, Stalled: c.stalled, Duplicates: dups}, Intervals: c.ivs, Failovers: c.failovers}
 	for _, inv := range []string{InvS1, InvBreak, InvTakeover, InvS2, InvL1, InvL2, InvKeep, InvEvidence} {
 		for _, v := range c.violations {
 			if v.Invariant == inv {
@@ -123,6 +131,7 @@ type checker struct {
 	violations   []Violation
 	failovers    []Failover
 	inconclusive []string
+	stalled      []Violation // timing bounds missed within the measured stall (overrun)
 }
 
 // where places a violation in time and on workers' lanes.

@@ -137,6 +137,9 @@ type CommandFailover struct {
 	Duration     time.Duration
 	Bound        time.Duration
 	Inconclusive string `json:",omitzero"`
+	// Stall: for a start past the bound, how long the machine stalled
+	// from the exit to it (Run.Sched).
+	Stall time.Duration `json:",omitzero"`
 }
 
 // CommandResult is the verdict on the commands of one run.
@@ -222,6 +225,7 @@ func CheckCommands(run CommandRun, p CommandParams) (CommandResult, error) {
 	k.checkLedger()
 	k.checkFailovers()
 	res := CommandResult{Lifetimes: k.lts, Expected: k.expected, Failovers: k.failovers}
+	res.Stalled = c.stalled
 	for _, inv := range []string{InvCmdS1, InvCmdFreeze, InvCmdS2, InvCmdL1} {
 		for _, v := range c.violations {
 			if v.Invariant == inv {
@@ -417,23 +421,43 @@ func (k *commandChecker) reportedAfterEnd(lt *Lifetime) {
 // the guard's hand once the guard reads EOF on its pipe, a scheduling
 // moment later, and the harness stamps the crash once the supervisor is
 // reaped, which can come first. A report later than this is a command that
-// outlived its supervisor: a violation.
+// outlived its supervisor: a violation — unless the CPU probe measured a
+// stall since the crash at least as long as the report's lateness (the
+// guard was due and the machine did not run it): then the lifetime lasts
+// until that report (S1-commands judges its overlaps on it, strictly) and
+// the lateness is inconclusive (stall.go).
 const GuardKillWindow = time.Second
 
 // killLanded is the end of a lifetime whose supervisor was SIGKILLed at
 // crash: the group's last own report (activity or ledger entry) within
-// GuardKillWindow of the crash, or the crash.
+// GuardKillWindow of the crash, or later within the stall measured since,
+// or the crash.
 func (k *commandChecker) killLanded(lt Lifetime, crash time.Time) time.Time {
 	end, limit := crash, crash.Add(GuardKillWindow)
+	var late time.Time // the latest report past limit that the stall explains
+	take := func(at time.Time) {
+		switch {
+		case !at.After(end):
+		case !at.After(limit):
+			end = at
+		case at.Sub(limit) <= k.run.Sched.StallIn(crash, at):
+			end, late = at, at
+		}
+	}
 	for _, a := range k.act {
-		if a.Holder == lt.Identity && a.Term == lt.Term && a.At.After(end) && !a.At.After(limit) {
-			end = a.At
+		if a.Holder == lt.Identity && a.Term == lt.Term {
+			take(a.At)
 		}
 	}
 	for _, e := range k.run.Ledger {
-		if e.Holder == lt.Identity && e.Term == lt.Term && e.At.After(end) && !e.At.After(limit) {
-			end = e.At
+		if e.Holder == lt.Identity && e.Term == lt.Term {
+			take(e.At)
 		}
+	}
+	if !late.IsZero() {
+		k.overrun(InvCmdS1, placed(limit, lt.Identity), timing{From: crash, Due: limit, Got: late}, []Event{lt.Started},
+			"command %d of %s (term %d): its group reported %v after its supervisor's SIGKILL at %s (allowed %v for the guard's kill)",
+			lt.PID, lt.Identity, lt.Term, late.Sub(crash), k.rel(crash), GuardKillWindow)
 	}
 	return end
 }
@@ -520,7 +544,8 @@ func (k *commandChecker) expect(w where, ev []Event, format string, args ...any)
 // breakAllowance is how long after a forced loss the holder's command may
 // run: the holder hears at its next renew (RenewInterval + RequestTimeout +
 // Epsilon), then stops its command (KillGrace, then SIGKILL and the reap,
-// KillAllowance).
+// KillAllowance). It excuses two commands running at once, so, like the
+// forced-break rule, it takes no stall (stall.go).
 func (k *commandChecker) breakAllowance() time.Duration {
 	return k.p.RenewInterval + k.p.RequestTimeout() + k.p.Epsilon + k.cp.KillGrace + k.cp.KillAllowance
 }
@@ -573,7 +598,9 @@ func (k *commandChecker) alonePaused(a, b Lifetime) (Fault, bool) {
 // the thaw — and silent in its own reports within KillAllowance (+
 // ClockSkew) of the freeze's end: the supervisor wakes past its deadline
 // and SIGKILLs the group at once. One never reported dead after the thaw
-// is a violation too.
+// is a violation too. "At once" needs a machine that runs the supervisor
+// when it is due: a miss no larger than the stall the CPU probe measured
+// from the thaw to the last sign of life is inconclusive (stall.go).
 func (k *commandChecker) checkFreezes() {
 	for _, lt := range k.lts {
 		if lt.EndedBy != EndFrozen || lt.Resumed.IsZero() {
@@ -593,11 +620,14 @@ func (k *commandChecker) checkFreezes() {
 			}
 		}
 		switch {
+		case dead.IsZero() && k.end.After(limit):
+			k.overrun(InvCmdFreeze, placed(limit, lt.Identity), timing{From: lt.Resumed, Due: limit, Got: k.end}, []Event{lt.Started},
+				"%s was frozen with its supervisor until %s and never reported dead after (allowed %v)", k.describeLT(lt), k.rel(lt.Resumed), k.cp.KillAllowance)
 		case dead.IsZero():
 			k.report(InvCmdFreeze, placed(limit, lt.Identity), []Event{lt.Started},
-				"%s was frozen with its supervisor until %s and never reported dead after (allowed %v)", k.describeLT(lt), k.rel(lt.Resumed), k.cp.KillAllowance)
+				"%s was frozen with its supervisor until %s and never reported dead after (allowed %v; the run ended at %s)", k.describeLT(lt), k.rel(lt.Resumed), k.cp.KillAllowance, k.rel(k.end))
 		case last.After(limit):
-			k.report(InvCmdFreeze, placed(limit, lt.Identity), []Event{lt.Started, lt.Exited},
+			k.overrun(InvCmdFreeze, placed(limit, lt.Identity), timing{From: lt.Resumed, Due: limit, Got: last}, []Event{lt.Started, lt.Exited},
 				"%s was frozen with its supervisor until %s and still ran %v after (allowed %v)", k.describeLT(lt), k.rel(lt.Resumed), last.Sub(lt.Resumed), k.cp.KillAllowance)
 		}
 	}
@@ -650,7 +680,8 @@ func (k *commandChecker) checkLedger() {
 // checkFailovers is L1-commands: after a command exits on its own (cause
 // "exited"), the next command (of any supervisor) starts within P·1.1 + ε
 // (+ ClockSkew) of its reaped exit. No next start before the run ends is
-// inconclusive, not a violation.
+// inconclusive, not a violation; a start late by no more than the CPU
+// probe's stall since the exit is inconclusive too (stall.go).
 func (k *commandChecker) checkFailovers() {
 	bound := k.p.retry() + k.p.Epsilon
 	for _, lt := range k.lts {
@@ -677,7 +708,9 @@ func (k *commandChecker) checkFailovers() {
 		default:
 			fo.Duration = fo.To.Sub(exit)
 			if fo.Duration > bound+k.p.ClockSkew {
-				k.report(InvCmdL1, placed(exit.Add(bound), lt.Identity, fo.NewIdentity), []Event{lt.Exited},
+				b := timing{From: exit, Due: exit.Add(bound + k.p.ClockSkew), Got: fo.To}
+				fo.Stall = k.run.Sched.StallIn(b.From, b.Got)
+				k.overrun(InvCmdL1, placed(exit.Add(bound), lt.Identity, fo.NewIdentity), b, []Event{lt.Exited},
 					"the next command started %v after %s exited on its own; bound P·1.1 + ε = %v", fo.Duration, k.describeLT(lt), bound)
 			}
 		}

@@ -25,8 +25,19 @@
 //
 // Each returns its result with a Verdict: pass (no violation, complete
 // evidence), fail (any violation) or inconclusive (no violation, but the
-// history is known to be incomplete: never a pass). Compose merges the
-// verdicts of several checkers on one run. A checker that saw no evidence
+// history is known to be incomplete, or a timing bound was missed by no
+// more than the machine stalled: never a pass). Compose merges the
+// verdicts of several checkers on one run.
+//
+// # A busy machine
+//
+// Run.Sched is the harness's CPU probe over the run. Every timing bound
+// that assumes the machine runs a process when it is due (L1, L1-commands,
+// the freeze rule, the guard's kill window, shard L1 and balance, LL1, L2)
+// is judged as its design bound plus the stall the probe measured in that
+// bound's window; a miss within it goes to Verdict.Stalled (inconclusive),
+// a larger one is a violation. Safety rules never read the probe
+// (stall.go). A checker that saw no evidence
 // has not passed: a worker without history, a scenario's unmet
 // Requirements, a shard nobody owned are violations.
 //

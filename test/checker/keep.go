@@ -19,7 +19,12 @@ func slowFault(kind string) bool { return kind == FaultLatency || kind == FaultS
 
 // checkKept reports a leadership ended by the watchdog while a slow-storage
 // fault was on its holder and the holder logged no renew failure for that
-// term since the fault began: a leader deposed by its own watchdog.
+// term since the fault began: a leader deposed by its own watchdog. It
+// takes no stall (stall.go): the rule has no allowance to add one to — the
+// watchdog fires only after its whole timeout (10 s by default) without
+// progress, which a stalled machine would show as seconds of stall in the
+// run's report, and the scenarios that judge it keep the watchdog's
+// timeout far above the ticks it watches.
 func (c *checker) checkKept() {
 	for _, f := range c.run.Faults {
 		if !slowFault(f.Kind) || f.End.IsZero() {

@@ -83,7 +83,10 @@ func (c *checker) nextStart(t time.Time) (Event, bool) {
 // shorter takeoverBound. Other faults in the window stretch the deadline
 // (stretch), and a deadline may be overrun by ClockSkew. A failover the run
 // cannot judge — it ended before the deadline, or a fault in the window was
-// never healed — is Inconclusive, not a violation.
+// never healed — is Inconclusive, not a violation. Every step of a
+// failover (a poll, an acquire, a log line) needs the machine to run a
+// worker when it is due: a deadline missed by no more than the CPU probe's
+// stall from From to the next start is inconclusive (stall.go).
 func (c *checker) checkFailovers() {
 	for _, f := range sortedFaults(c.run.Faults) {
 		hit, ok := c.leaderHitBy(f)
@@ -239,11 +242,15 @@ func (j *failoverJudge) judge() {
 		}
 	case !fo.To.IsZero():
 		if fo.To.After(limit) {
-			c.report(InvL1, placed(fo.Deadline, fo.Leader), j.evidence, "after %s (leader %s, term %d) the next leader %s started at %s, %v after %s at %s; bound %v, deadline %s",
+			b := timing{From: fo.From, Due: limit, Got: fo.To}
+			fo.Stall = c.run.Sched.StallIn(b.From, b.Got)
+			c.overrun(InvL1, placed(fo.Deadline, fo.Leader), b, j.evidence, "after %s (leader %s, term %d) the next leader %s started at %s, %v after %s at %s; bound %v, deadline %s",
 				f, fo.Leader, fo.Term, fo.NewLeader, c.rel(fo.To), fo.To.Sub(fo.From), fo.Basis, c.rel(fo.From), fo.Bound, c.rel(fo.Deadline))
 		}
 	case c.end.After(limit):
-		c.report(InvL1, placed(fo.Deadline, fo.Leader), j.evidence, "after %s (leader %s, term %d) no leader by the deadline %s (bound %v from %s at %s); run ended %s",
+		b := timing{From: fo.From, Due: limit, Got: c.end}
+		fo.Stall = c.run.Sched.StallIn(b.From, b.Got)
+		c.overrun(InvL1, placed(fo.Deadline, fo.Leader), b, j.evidence, "after %s (leader %s, term %d) no leader by the deadline %s (bound %v from %s at %s); run ended %s",
 			f, fo.Leader, fo.Term, c.rel(fo.Deadline), fo.Bound, fo.Basis, c.rel(fo.From), c.rel(c.end))
 	default:
 		fo.Inconclusive = fmt.Sprintf("run ended at %s, before the deadline %s", c.rel(c.end), c.rel(fo.Deadline))
@@ -379,16 +386,36 @@ func (c *checker) anyLeaderAt(t time.Time) (Interval, bool) {
 	return Interval{}, false
 }
 
+// ContendWindow is how long before a run's end the harness samples each
+// worker's storage requests for L2: two renew intervals or polls (whichever
+// is longer) plus a second, so a contending worker certainly touches
+// storage in it.
+func ContendWindow(p Params) time.Duration {
+	return 2*max(p.RenewInterval, p.RetryPeriod) + time.Second
+}
+
 // checkContending is L2: every worker alive at run end still contends (polls
-// for the lease or leads); one that stopped has given up.
+// for the lease or leads); one that stopped has given up. The sample window
+// (ContendWindow, ending at the run's end) holds two requests of a worker
+// the machine runs when it is due, with a second to spare: a worker seen
+// idle while the CPU probe measured at least one period and that second of
+// stall in the window may only have been starved, and is inconclusive
+// (stall.go).
 func (c *checker) checkContending() {
 	last := map[string]Event{}
 	for _, e := range c.run.Events {
 		last[e.Identity] = e
 	}
+	window := ContendWindow(c.p)
+	starved := max(c.p.RenewInterval, c.p.RetryPeriod) + time.Second
 	for _, w := range c.run.Workers {
-		if w.Alive && !w.Contending {
-			c.report(InvL2, placed(c.end, w.Identity), []Event{last[w.Identity]}, "worker %s is alive but no longer contends for the lease at run end (%s)", w.Identity, c.rel(c.end))
+		if !w.Alive || w.Contending {
+			continue
 		}
+		from := c.end.Add(-window)
+		// Got − Due is the stall it takes to hide both requests.
+		b := timing{From: from, Due: c.end.Add(-starved), Got: c.end}
+		c.overrun(InvL2, placed(c.end, w.Identity), b, []Event{last[w.Identity]}, "worker %s is alive but no longer contends for the lease at run end (%s): no storage request in the last %v",
+			w.Identity, c.rel(c.end), window)
 	}
 }

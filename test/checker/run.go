@@ -128,6 +128,10 @@ type Run struct {
 	// (/account/container/blob); only GrantedRenews of it count for the
 	// election's L1. Empty: none count.
 	LockPath string
+	// Sched is the harness's CPU probe over the run (stall.go); nil when
+	// the backend runs none: every timing bound is then judged as
+	// designed, with no stall added.
+	Sched *Sched
 }
 
 // GrantedRenew is one renew storage granted, as its worker's proxy saw it.

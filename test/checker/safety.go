@@ -32,7 +32,10 @@ func forcedLoss(kind string) bool {
 // nothing until it resumes, and its belief must end at its own deadline
 // (valid_until) instead. Its overlap with the next leader — the first
 // belief of another term that starts at or after the loss — is this rule's
-// business and exempt from S1.
+// business and exempt from S1. The rule bounds how long two workers may
+// both believe they lead, so it is a safety bound and takes no stall
+// (stall.go): a holder that keeps believing on a slow machine still acts
+// as a second leader.
 func (c *checker) checkBreaks() {
 	c.exempt = map[pair]bool{}
 	allowed := c.p.RenewInterval + c.p.RequestTimeout() + c.p.Epsilon

@@ -12,8 +12,9 @@ const (
 	VerdictPass = "pass" // no violation, and the evidence is complete
 	VerdictFail = "fail" // at least one violation
 	// VerdictInconclusive: no violation was found, but the evidence is
-	// known to be incomplete (a sink dropped records), so the run proves
-	// nothing. Never a pass.
+	// known to be incomplete (a sink dropped records), or a timing bound was
+	// missed by no more than the machine stalled (Verdict.Stalled), so the
+	// run proves nothing. Never a pass.
 	VerdictInconclusive = "inconclusive"
 )
 
@@ -21,8 +22,9 @@ const (
 var ErrViolations = errors.New("checker: invariants violated")
 
 // ErrInconclusive is wrapped by Verdict.Err for a verdict without
-// violations whose evidence is incomplete.
-var ErrInconclusive = errors.New("checker: inconclusive, the history is incomplete")
+// violations whose evidence is incomplete or whose timing misses the
+// measured stall explains.
+var ErrInconclusive = errors.New("checker: inconclusive")
 
 // Verdict is what one checker concluded about a run, or several composed
 // (Compose): valid (pass), invalid (fail) or inconclusive, with the
@@ -35,6 +37,11 @@ type Verdict struct {
 	// (records a sink dropped); a verdict with reasons here is never a
 	// pass.
 	Inconclusive []string
+	// Stalled are timing bounds missed by no more than the machine stalled
+	// in their window (stall.go): each would be a violation on a machine
+	// that ran the system when it was due; here it proves nothing either
+	// way. A verdict with any is never a pass.
+	Stalled []Violation
 	// Duplicates is how many repeated records (a re-flushed history
 	// segment) were set aside before judging.
 	Duplicates int
@@ -48,18 +55,20 @@ func Compose(vs ...Verdict) Verdict {
 	for _, v := range vs {
 		out.Violations = append(out.Violations, v.Violations...)
 		out.Inconclusive = append(out.Inconclusive, v.Inconclusive...)
+		out.Stalled = append(out.Stalled, v.Stalled...)
 		out.Duplicates += v.Duplicates
 	}
 	return out
 }
 
 // Outcome is VerdictFail with any violation, else VerdictInconclusive with
-// any reason to doubt the evidence, else VerdictPass.
+// any reason to doubt the evidence or any stall-explained miss, else
+// VerdictPass.
 func (v Verdict) Outcome() string {
 	switch {
 	case len(v.Violations) > 0:
 		return VerdictFail
-	case len(v.Inconclusive) > 0:
+	case len(v.Inconclusive) > 0 || len(v.Stalled) > 0:
 		return VerdictInconclusive
 	}
 	return VerdictPass
@@ -72,23 +81,46 @@ func (v Verdict) OK() bool { return v.Outcome() == VerdictPass }
 // violation (wrapping ErrViolations), or, with none, the reasons the run is
 // inconclusive (wrapping ErrInconclusive).
 func (v Verdict) Err() error {
-	switch v.Outcome() {
-	case VerdictPass:
-		return nil
-	case VerdictInconclusive:
-		return fmt.Errorf("%w: %s", ErrInconclusive, inconclusiveText(v.Inconclusive))
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d violation(s):", len(v.Violations))
-	for _, x := range v.Violations {
-		b.WriteString("\n- ")
-		b.WriteString(x.String())
+	sep := ""
+	if len(v.Violations) > 0 {
+		fmt.Fprintf(&b, "%d violation(s):", len(v.Violations))
+		for _, x := range v.Violations {
+			b.WriteString("\n- ")
+			b.WriteString(x.String())
+		}
+		sep = "\nand "
 	}
 	if len(v.Inconclusive) > 0 {
-		b.WriteString("\nand the history is incomplete, ")
+		b.WriteString(sep + "the history is incomplete, ")
 		b.WriteString(inconclusiveText(v.Inconclusive))
+		sep = "\nand "
 	}
-	return fmt.Errorf("%w: %s", ErrViolations, b.String())
+	if len(v.Stalled) > 0 {
+		var lines []string
+		for _, s := range v.Stalled {
+			lines = append(lines, s.String())
+		}
+		b.WriteString(sep + "timing bounds were missed within the machine's measured stall, ")
+		b.WriteString(inconclusiveText(lines))
+	}
+	switch v.Outcome() {
+	case VerdictFail:
+		return fmt.Errorf("%w: %s", ErrViolations, b.String())
+	case VerdictInconclusive:
+		return fmt.Errorf("%w: %s", ErrInconclusive, b.String())
+	}
+	return nil
+}
+
+// MaxStall is the largest stall among the stall-explained misses (zero:
+// none).
+func (v Verdict) MaxStall() time.Duration {
+	var m time.Duration
+	for _, s := range v.Stalled {
+		m = max(m, s.Stall)
+	}
+	return m
 }
 
 // inconclusiveText lists the reasons a run is inconclusive, for Err.

@@ -11,7 +11,9 @@
 // cleans up every process (continuing stopped ones before killing them),
 // proxy and file with t.Cleanup, also when the test fails. Each local
 // cluster also probes its Azurite directly (StorageProbe), so a stall of
-// storage itself is in the run's evidence.
+// storage itself is in the run's evidence, and the machine's promptness
+// (SchedProbe, a stalltest.Probe), so the checker can add the machine's
+// stall to its timing bounds (docs/chaos.md#a-busy-machine).
 //
 // Incarnations: a restarted worker (after a crash or a graceful stop) is a new
 // process with a new identity, "w1" then "w1.2", "w1.3" — as in production,

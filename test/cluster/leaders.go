@@ -23,6 +23,10 @@ type LeaderFinder struct {
 	Ask       time.Duration // bound on one status request; 0: only the round's deadline
 	Round     time.Duration // Leader's bound on its one round
 	Poll      time.Duration // WaitLeader's and FindLeader's pause between rounds
+	// Stall is the environment's stall in a window (Local.StallIn), added
+	// to WaitLeader's and FindLeader's timeout: the wait only keeps a
+	// broken run from hanging. Nil: none.
+	Stall func(from, to time.Time) time.Duration
 }
 
 // roles asks every askable worker for its status at once and returns those
@@ -87,25 +91,31 @@ func (f LeaderFinder) WaitLeader(t testing.TB, timeout time.Duration, except ...
 
 // FindLeader is WaitLeader without a testing.TB.
 func (f LeaderFinder) FindLeader(timeout time.Duration, except ...string) (Worker, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	start := time.Now()
+	end := func() time.Time {
+		if f.Stall == nil {
+			return start.Add(timeout)
+		}
+		return start.Add(timeout + f.Stall(start, time.Now()))
+	}
 	tick := time.NewTicker(f.Poll)
 	defer tick.Stop()
 	var seen []string
 	for {
+		ctx, cancel := context.WithDeadline(context.Background(), end())
 		var leaders []Worker
 		leaders, seen = f.roles(ctx)
+		cancel()
 		if len(leaders) == 1 && !slices.Contains(except, leaders[0].Identity()) {
 			return leaders[0], nil
 		}
-		select {
-		case <-ctx.Done():
+		if time.Now().After(end()) {
 			what := "one leader"
 			if len(except) > 0 {
 				what += " other than " + strings.Join(except, ", ")
 			}
-			return nil, fmt.Errorf("expected %s within %v; last seen: %s", what, timeout, strings.Join(seen, "; "))
-		case <-tick.C:
+			return nil, fmt.Errorf("expected %s within %v (plus the %v the machine stalled); last seen: %s", what, timeout, time.Since(start)-timeout, strings.Join(seen, "; "))
 		}
+		<-tick.C
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // Local is the local backend: Azurite and worker processes on loopback.
@@ -31,7 +32,8 @@ type Local struct {
 	containerName string
 	blobName      string
 	az            *azuritetest.Server
-	probe         *StorageProbe // Azurite asked directly, for the run's evidence
+	probe         *StorageProbe    // Azurite asked directly, for the run's evidence
+	sched         *stalltest.Probe // the machine's promptness, for the run's timing bounds (docs/chaos.md#a-busy-machine)
 	storage       *container.Client
 	httpc         *http.Client
 	start         time.Time
@@ -87,6 +89,7 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 		start:         time.Now(),
 	}
 	t.Cleanup(c.Stop)
+	c.sched = stalltest.Start(stalltest.Default)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	az, err := azuritetest.Start(ctx)
@@ -107,6 +110,40 @@ func NewLocal(t testing.TB, cfg LocalConfig) *Local {
 
 // StorageProbe is the harness's own probe of Azurite (StorageProbe).
 func (c *Local) StorageProbe() *StorageProbe { return c.probe }
+
+// SchedProbe is the harness's CPU probe of the machine (package
+// stalltest), running from the cluster's start to its Stop.
+func (c *Local) SchedProbe() *stalltest.Probe { return c.sched }
+
+// StallIn is the environment's stall in [from, to] as the checker counts
+// it: the CPU probe's late wakes and storage's slow answers to its probe,
+// overlaps once (docs/chaos.md#a-busy-machine).
+func (c *Local) StallIn(from, to time.Time) time.Duration {
+	late := c.sched.LateIn(from, to)
+	if c.probe != nil {
+		late = append(late, c.probe.Slow()...)
+	}
+	return stalltest.StallIn(late, from, to)
+}
+
+// WriteSchedProbe writes the CPU probe's late wakes to dir/cpu-probe.jsonl,
+// one stalltest.Wake a line, after a first line with the counts.
+func (c *Local) WriteSchedProbe(dir string) error {
+	f, err := os.Create(filepath.Join(dir, "cpu-probe.jsonl"))
+	if err != nil {
+		return err
+	}
+	r := c.sched.Record()
+	enc := json.NewEncoder(f)
+	err = enc.Encode(map[string]any{"tick": r.Tick.String(), "floor": r.Floor.String(), "since": r.Since, "wakes": r.Wakes, "late": len(r.Late) + int(r.Dropped), "dropped": r.Dropped, "total_ms": r.Total.Milliseconds(), "max_ms": r.Max.Late().Milliseconds()})
+	for _, w := range r.Late {
+		if err != nil {
+			break
+		}
+		err = enc.Encode(w)
+	}
+	return errors.Join(err, f.Close())
+}
 
 // WriteStorageProbe writes the storage probe's records to
 // dir/azurite-probe.jsonl (StorageProbe.WriteJSONL): a failed run's evidence
@@ -225,7 +262,7 @@ func (c *Local) leaders() LeaderFinder {
 			}
 			return nil
 		},
-		Ask: 750 * time.Millisecond, Round: 5 * time.Second, Poll: 100 * time.Millisecond,
+		Ask: 750 * time.Millisecond, Round: 5 * time.Second, Poll: 100 * time.Millisecond, Stall: c.StallIn,
 	}
 }
 
@@ -491,6 +528,7 @@ func (c *Local) Stop() {
 	if c.probe != nil {
 		c.probe.Stop() // before Azurite goes, so its end is no failed probe
 	}
+	c.sched.Stop()
 	if c.az != nil {
 		c.az.Stop()
 	}

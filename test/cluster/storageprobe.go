@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // The storage probe is the harness's own evidence that storage answered
@@ -290,10 +293,41 @@ func (s ProbeSummary) String() string {
 	return b.String()
 }
 
+// SlowFloor is the answer time above which a storage probe counts as
+// storage being slow: Azurite answers an unsigned GET in a few
+// milliseconds when the machine runs it.
+const SlowFloor = 20 * time.Millisecond
+
+// Slow is how long storage kept the harness waiting past SlowFloor, one
+// interval per slow answer — [sent + SlowFloor, answered], the one still
+// waiting up to now — over the kept records, oldest first. The checker
+// counts them, with the CPU probe's late wakes, as the environment's stall
+// in a timing bound's window (docs/chaos.md#a-busy-machine): a storage
+// stall nobody injected excuses a timing miss into inconclusive, never
+// into a pass.
+func (p *StorageProbe) Slow() []stalltest.Wake {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := min(p.total, uint64(len(p.ring)))
+	recs := append([]ProbeRecord(nil), p.stalls...)
+	recs = append(recs, p.ring[:n]...)
+	var out []stalltest.Wake
+	for _, r := range recs {
+		if !r.End.IsZero() && r.Duration() > SlowFloor {
+			out = append(out, stalltest.Wake{Due: r.Start.Add(SlowFloor), Woke: r.End})
+		}
+	}
+	if !p.inFlight.IsZero() && time.Since(p.inFlight) > SlowFloor {
+		out = append(out, stalltest.Wake{Due: p.inFlight.Add(SlowFloor), Woke: time.Now()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Due.Before(out[j].Due) })
+	return out
+}
+
 // Explanations are the lines a failed run's log carries, one per stall
 // (storage did not answer the harness from T1 to T2), and one for probes
-// that got no answer at all. They excuse nothing:
-// the verdict stands, the reader knows the environment stalled too.
+// that got no answer at all. They change no verdict themselves (the
+// checker's timing bounds count the same stalls through Slow).
 func (s ProbeSummary) Explanations() []string {
 	var out []string
 	for _, r := range s.Stalls {

@@ -162,6 +162,17 @@ func TestLocal_StorageProbeRecordsAStallWhenAzuriteIsFrozen(t *testing.T) {
 	if ex := s.Explanations(); len(ex) != 1 || !strings.Contains(ex[0], "did not answer the harness's probe from "+st.Start.Format("15:04:05.000")) {
 		t.Errorf("explanations %q", ex)
 	}
+	// The checker counts the freeze as the environment's stall: Slow has
+	// it, from the send + SlowFloor to the answer.
+	var slow time.Duration
+	for _, w := range probe.Slow() {
+		if !w.Woke.Before(st.End) && !w.Due.After(st.Start.Add(SlowFloor)) {
+			slow = w.Late()
+		}
+	}
+	if d := slow - (st.Duration() - SlowFloor); d < -time.Millisecond || d > time.Millisecond {
+		t.Errorf("Slow() = %v; want the stall's %v less the %v floor", probe.Slow(), st.Duration(), SlowFloor)
+	}
 }
 
 // Azurite gone (killed): the probes get no HTTP answer, and the failed

@@ -34,6 +34,7 @@ import (
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/shard"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 type worker struct {
@@ -93,7 +94,7 @@ const maxWorkers = 9
 func main() {
 	bin := flag.String("worker", "bin/blobleader", "path to the blobleader binary")
 	n := flag.Int("workers", 3, "how many workers to start (1–9)")
-	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it (with --run: kill its command), wait for the takeover, print it and exit (0 on takeover, 1 if none within the bound)")
+	auto := flag.Bool("auto", false, "non-interactive: wait for a leader, kill it (with --run: kill its command), wait for the takeover, print it and exit (0 on takeover, 1 if none within the bound, 3 if one only within the bound plus the stall the demo measured the machine to have: inconclusive)")
 	runMode := flag.Bool("run", false, "run mode: each worker is `blobleader run -- "+strings.Join(demoCommand, " ")+"`; key c kills the leader's command only (a fast failover: the supervisor releases at once)")
 	shards := flag.Int("shards", 0, fmt.Sprintf("shard mode (1–%d): each worker is `blobleader --shards N`; the screen shows which worker owns which shard, from the workers' /status; with --auto: kill a follower, wait until live workers own its shards again, check that no shard was seen owned by two workers at once", maxShards))
 	fault := flag.String("fault", "kill", "with --shards --auto: what to do to the follower, kill (SIGKILL) or pause (SIGSTOP until its shards are owned by others, then SIGCONT: it must not claim them when it wakes)")
@@ -172,13 +173,29 @@ func run(d *demo, n int, auto bool) int {
 		}
 		d.workers = append(d.workers, w)
 	}
-	switch {
-	case auto && d.shards > 0:
-		return d.autoShards(ctx)
-	case auto:
-		return d.auto(ctx)
+	if auto {
+		machine.probe = stalltest.Start(stalltest.Default)
+		defer machine.probe.Stop()
+		script := d.auto
+		if d.shards > 0 {
+			script = d.autoShards
+		}
+		code := script(ctx)
+		if code == 0 && machine.inconclusive {
+			return 3
+		}
+		return code
 	}
 	return d.interactive(ctx)
+}
+
+// machine is --auto's CPU probe (docs/chaos.md#a-busy-machine): every wait
+// lasts its bound plus the stall measured since it began, and a wait that
+// ends past its bound but within that stall makes the run inconclusive
+// (exit 3): it proved nothing, it is neither a pass nor a failure.
+var machine struct {
+	probe        *stalltest.Probe
+	inconclusive bool
 }
 
 func (d *demo) start(w *worker) error {
@@ -623,18 +640,31 @@ func (d *demo) auto(ctx context.Context) int {
 }
 
 // waitFor polls ok every 100 ms until it holds (true) or within has passed
-// or ctx ended (false, saying what was not seen).
+// or ctx ended (false, saying what was not seen). Under --auto, within
+// counts the machine's stall since the wait began (machine): seen only
+// thanks to it, the run is inconclusive, and waitFor says so.
 func waitFor(ctx context.Context, what string, within time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(within)
+	start := time.Now()
+	stall := func() time.Duration {
+		if machine.probe == nil {
+			return 0
+		}
+		return machine.probe.StallIn(start, time.Now())
+	}
 	for !ok() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			fmt.Printf("FAIL: %s not seen within %s\n", what, within)
+		if time.Since(start) > within+stall() || ctx.Err() != nil {
+			fmt.Printf("FAIL: %s not seen within %s (the machine stalled %v meanwhile)\n", what, within, stall().Round(time.Millisecond))
 			return false
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	if took := time.Since(start); took > within {
+		machine.inconclusive = true
+		fmt.Printf("INCONCLUSIVE: %s seen %.1fs after the wait began, past its bound %s, within the %v the machine stalled meanwhile (CPU probe)\n",
+			what, took.Seconds(), within, stall().Round(time.Millisecond))
 	}
 	return true
 }

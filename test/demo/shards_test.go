@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap
@@ -22,11 +24,14 @@ import (
 // the demo saw no shard was owned by two workers at once.
 func TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap(t *testing.T) {
 	t.Parallel()
-	text, err := runShardDemo(t, buildDemo(t), "--fault", "kill")
-	if err != nil {
-		t.Fatalf("demo --shards 8 --auto: %v\n%s", err, text)
-	}
-	expectShardTakeover(t, text, "kill", 2)
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		text, err := runShardDemo(t, buildDemo(t), "--fault", "kill")
+		if err != nil {
+			inconclusiveDemo(t, p, err, text)
+			t.Fatalf("demo --shards 8 --auto: %v\n%s", err, text)
+		}
+		expectShardTakeover(t, text, "kill", 2)
+	})
 }
 
 // TestDemo_ShardModeAPausedFollowerWakesWithoutItsShards runs `demo --shards
@@ -37,11 +42,14 @@ func TestDemo_ShardModeHandsAKilledFollowersShardsToLiveWorkersWithoutOverlap(t 
 // three again.
 func TestDemo_ShardModeAPausedFollowerWakesWithoutItsShards(t *testing.T) {
 	t.Parallel()
-	text, err := runShardDemo(t, buildDemo(t), "--fault", "pause")
-	if err != nil {
-		t.Fatalf("demo --shards 8 --auto --fault pause: %v\n%s", err, text)
-	}
-	expectShardTakeover(t, text, "pause", 3)
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		text, err := runShardDemo(t, buildDemo(t), "--fault", "pause")
+		if err != nil {
+			inconclusiveDemo(t, p, err, text)
+			t.Fatalf("demo --shards 8 --auto --fault pause: %v\n%s", err, text)
+		}
+		expectShardTakeover(t, text, "pause", 3)
+	})
 }
 
 // TestDemo_ShardModeOverlapCheckCatchesAWorkerThatKeepsItsShards is the

@@ -15,6 +15,7 @@ type Stats struct {
 	Count        int     `json:"count"`        // failovers measured (conclusive)
 	Inconclusive int     `json:"inconclusive"` // the run could not tell
 	Exceeded     int     `json:"exceeded"`     // longer than their bound (L1 violations)
+	Stalled      int     `json:"stalled"`      // longer than their bound by no more than the machine stalled (inconclusive)
 	P50          float64 `json:"p50_s"`
 	P99          float64 `json:"p99_s"`
 	Max          float64 `json:"max_s"`
@@ -38,6 +39,7 @@ type FailoverRow struct {
 	Bound        float64 `json:"bound_s"`
 	Deadline     float64 `json:"deadline_s"`
 	Inconclusive string  `json:"inconclusive,omitempty"`
+	Stall        float64 `json:"stall_s,omitempty"` // past the deadline: how long the machine stalled in its window
 }
 
 // ViolationRow is one violation.
@@ -46,6 +48,22 @@ type ViolationRow struct {
 	Message   string   `json:"message"`
 	At        *float64 `json:"at_s,omitempty"` // seconds from the run start, when placed
 	Workers   []string `json:"workers,omitempty"`
+	Miss      float64  `json:"miss_s,omitempty"`  // a timing bound: how late
+	Stall     float64  `json:"stall_s,omitempty"` // a timing bound: how long the machine stalled in its window
+}
+
+// CPUProbe is the harness's CPU probe over the run (checker.Sched).
+type CPUProbe struct {
+	TickMS  float64  `json:"tick_ms"`
+	Wakes   int      `json:"wakes"`
+	Late    int      `json:"late"`          // wakes at least floor_ms late
+	FloorMS float64  `json:"floor_ms"`      // (the ones recorded)
+	TotalS  float64  `json:"total_stall_s"` // their lateness summed: how long the machine stalled
+	MaxS    float64  `json:"max_stall_s"`   // the latest wake
+	MaxAt   *float64 `json:"max_at_s,omitempty"`
+	// StorageS: how long storage kept the harness's storage probe waiting
+	// past its floor, in all (counted with the CPU stall in every bound).
+	StorageS float64 `json:"storage_stall_s,omitempty"`
 }
 
 // Summary is the JSON summary of a run.
@@ -53,6 +71,9 @@ type Summary struct {
 	OK              bool               `json:"ok"`                          // passed: no violations and a complete history
 	Verdict         string             `json:"verdict"`                     // pass, fail or inconclusive (checker.Verdict*)
 	Inconclusive    []string           `json:"inconclusive,omitempty"`      // why the history is known incomplete
+	Stalled         []ViolationRow     `json:"stalled,omitempty"`           // timing bounds missed within the machine's measured stall (inconclusive)
+	CPU             *CPUProbe          `json:"cpu_probe,omitempty"`         // the machine's promptness during the run; absent without a probe
+	Attempt         int                `json:"attempt,omitempty"`           // which run of the scenario this is: n after n−1 inconclusive ones (absent: the first)
 	Duplicates      int                `json:"duplicate_records,omitempty"` // repeated records set aside
 	Start           time.Time          `json:"start"`
 	End             time.Time          `json:"end"`
@@ -99,22 +120,29 @@ func Summarize(run checker.Run, res checker.Result) Summary {
 	for _, f := range run.Faults {
 		s.FaultsByKind[f.Kind]++
 	}
-	for _, v := range res.Violations {
-		s.ByInvariant[v.Invariant]++
-		row := ViolationRow{Invariant: v.Invariant, Message: v.Message, Workers: v.Workers}
+	row := func(v checker.Violation) ViolationRow {
+		r := ViolationRow{Invariant: v.Invariant, Message: v.Message, Workers: v.Workers, Miss: secs(v.Miss), Stall: secs(v.Stall)}
 		if !v.At.IsZero() {
 			at := secs(v.At.Sub(start))
-			row.At = &at
+			r.At = &at
 		}
-		s.ViolationList = append(s.ViolationList, row)
+		return r
 	}
+	for _, v := range res.Violations {
+		s.ByInvariant[v.Invariant]++
+		s.ViolationList = append(s.ViolationList, row(v))
+	}
+	for _, v := range res.Stalled {
+		s.Stalled = append(s.Stalled, row(v))
+	}
+	s.CPU = cpuProbe(run.Sched, start)
 	durs := map[string][]float64{}
 	for _, f := range res.Failovers {
 		rel := func(t time.Time) float64 { return secs(t.Sub(start)) }
 		row := FailoverRow{
 			Kind: f.Kind, Target: f.Target, Leader: f.Leader, Term: f.Term, NewLeader: f.NewLeader, NewTerm: f.NewTerm,
 			Injected: rel(f.Injected), From: rel(f.From), Basis: f.Basis, Duration: secs(f.Duration),
-			Bound: secs(f.Bound), Deadline: rel(f.Deadline), Inconclusive: f.Inconclusive,
+			Bound: secs(f.Bound), Deadline: rel(f.Deadline), Inconclusive: f.Inconclusive, Stall: secs(f.Stall),
 		}
 		st := s.FailoversByKind[f.Kind]
 		if !f.To.IsZero() {
@@ -126,7 +154,10 @@ func Summarize(run checker.Run, res checker.Result) Summary {
 		default:
 			st.Count++
 			durs[f.Kind] = append(durs[f.Kind], secs(f.Duration))
-			if f.To.IsZero() || f.To.After(f.Deadline) {
+			switch {
+			case !f.To.IsZero() && f.To.After(f.Deadline) && f.To.Sub(f.Deadline) <= f.Stall:
+				st.Stalled++
+			case f.To.IsZero() || f.To.After(f.Deadline):
 				st.Exceeded++
 			}
 		}
@@ -142,6 +173,20 @@ func Summarize(run checker.Run, res checker.Result) Summary {
 	}
 	s.LeaderlessS, s.LongestGapS = leaderless(res.Intervals, start, end)
 	return s
+}
+
+// cpuProbe summarises the CPU probe's record; nil without one.
+func cpuProbe(sc *checker.Sched, start time.Time) *CPUProbe {
+	if sc == nil {
+		return nil
+	}
+	c := &CPUProbe{TickMS: float64(sc.Tick.Microseconds()) / 1000, Wakes: sc.Wakes, Late: len(sc.Late),
+		FloorMS: float64(sc.Floor.Microseconds()) / 1000, TotalS: secs(sc.Total()), StorageS: secs(sc.StorageTotal())}
+	if m := sc.Max(); m.Late() > 0 {
+		at := secs(m.Due.Sub(start))
+		c.MaxS, c.MaxAt = secs(m.Late()), &at
+	}
+	return c
 }
 
 // WriteJSON writes the summary as indented JSON.

@@ -143,6 +143,9 @@ func renderSVG(run checker.Run, res checker.Result) []byte {
 	verdict, color := "all invariants held (S1, S2, L1, L2)", "#2e7d32"
 	if res.Outcome() == checker.VerdictInconclusive {
 		verdict, color = "INCONCLUSIVE: no violation found, but the history is incomplete (details in the summary)", "#ef6c00"
+		if len(res.Stalled) > 0 {
+			verdict = fmt.Sprintf("INCONCLUSIVE: %d timing bound(s) missed within the machine's measured stall (orange marks; details in the summary)", len(res.Stalled))
+		}
 	}
 	if len(res.Violations) > 0 {
 		var invs []string
@@ -160,6 +163,7 @@ func renderSVG(run checker.Run, res checker.Result) []byte {
 	drawAxis(w, tl)
 	drawLanes(w, tl, run, res)
 	drawFaults(w, tl, run)
+	drawStalls(w, tl, run.Sched)
 	drawViolations(w, tl, res)
 	drawFailovers(w, tl, annots)
 	drawLegend(w, tl, legend, tl.lanesBottom()+axisH+4)
@@ -351,9 +355,48 @@ func drawFaults(w *svgWriter, tl *timeline, run checker.Run) {
 	w.close("g")
 }
 
+// stallsOf is the probe's late wakes (none without a probe).
+func stallsOf(sc *checker.Sched) []checker.Wake {
+	if sc == nil {
+		return nil
+	}
+	return sc.Late
+}
+
+// stallMarkMin is the shortest machine stall the timeline marks.
+const stallMarkMin = 50 * time.Millisecond
+
+// drawStalls marks, in a strip under the lanes, every stretch the CPU
+// probe was due and not run for stallMarkMin or longer.
+func drawStalls(w *svgWriter, tl *timeline, sc *checker.Sched) {
+	if sc == nil {
+		return
+	}
+	w.open(`<g class="machine-stalls">`)
+	y := tl.lanesBottom() + 1
+	for _, s := range stallsOf(sc) {
+		if s.Late() < stallMarkMin || s.Woke.Before(tl.start) || s.Due.After(tl.end) {
+			continue
+		}
+		x1, x2 := tl.x(s.Due), tl.x(s.Woke)
+		w.open(`<g class="machine-stall">`)
+		w.line(`<title>%s</title>`, esc(fmt.Sprintf("machine stalled %d ms from %s (CPU probe)", s.Late().Milliseconds(), relS(tl, s.Due))))
+		w.line(`<rect x="%s" y="%s" width="%s" height="4" fill="#ef6c00"/>`, f1(x1), f1(y), f1(math.Max(x2-x1, 1.5)))
+		w.close("g")
+	}
+	w.close("g")
+}
+
 func drawViolations(w *svgWriter, tl *timeline, res checker.Result) {
 	w.open(`<g class="violations">`)
-	for _, v := range res.Violations {
+	drawMarks(w, tl, res.Violations, "violation", "#c62828")
+	drawMarks(w, tl, res.Stalled, "stalled", "#ef6c00")
+	w.close("g")
+}
+
+// drawMarks draws a triangle per violation on each of its workers' lanes.
+func drawMarks(w *svgWriter, tl *timeline, vs []checker.Violation, class, color string) {
+	for _, v := range vs {
 		at, ids := v.At, v.Workers
 		if at.IsZero() {
 			// 1. Unplaced: use the latest piece of evidence.
@@ -368,15 +411,14 @@ func drawViolations(w *svgWriter, tl *timeline, res checker.Result) {
 				continue // e.g. a ledger gap: it is in the summary
 			}
 			x, y := tl.x(at), tl.laneY(id)+laneH-2
-			w.open(`<g class="violation" data-invariant="%s" data-identity="%s">`, esc(v.Invariant), esc(id))
+			w.open(`<g class="%s" data-invariant="%s" data-identity="%s">`, class, esc(v.Invariant), esc(id))
 			w.line(`<title>%s</title>`, esc(v.String()))
-			w.line(`<path d="M%s %s l7 -13 l7 13 z" fill="#c62828" stroke="#ffffff" stroke-width="1"/>`, f1(x-7), f1(y))
-			w.text(x, y-2, "violation-label", "middle", "!", ` fill="#ffffff" font-size="10" font-weight="bold"`)
-			w.text(x+9, y-2, "violation-label", "start", v.Invariant, ` fill="#c62828" font-size="10" font-weight="bold"`)
+			w.line(`<path d="M%s %s l7 -13 l7 13 z" fill="%s" stroke="#ffffff" stroke-width="1"/>`, f1(x-7), f1(y), color)
+			w.text(x, y-2, class+"-label", "middle", "!", ` fill="#ffffff" font-size="10" font-weight="bold"`)
+			w.text(x+9, y-2, class+"-label", "start", v.Invariant, fmt.Sprintf(` fill="%s" font-size="10" font-weight="bold"`, color))
 			w.close("g")
 		}
 	}
-	w.close("g")
 }
 
 // annotation is one failover placed in a row above the lanes.
@@ -502,6 +544,14 @@ func legendItems(run checker.Run) []legendItem {
 	items = append(items,
 		legendItem{"failover", `<path d="M%s %s m0 5 h18" stroke="#2e7d32" stroke-width="2"/>`, "failover: duration from the bound's origin (≤ bound)"},
 		legendItem{"violation", `<path d="M%s %s m2 11 l7 -11 l7 11 z" fill="#c62828"/>`, "violation"})
+	for _, s := range stallsOf(run.Sched) {
+		if s.Late() >= stallMarkMin {
+			items = append(items,
+				legendItem{"stalled", `<path d="M%s %s m2 11 l7 -11 l7 11 z" fill="#ef6c00"/>`, "timing bound missed within the stall (inconclusive)"},
+				legendItem{"machine-stall", `<rect x="%s" y="%s" width="18" height="4" fill="#ef6c00" transform="translate(0 4)"/>`, fmt.Sprintf("machine stalled ≥%v (CPU probe)", stallMarkMin)})
+			break
+		}
+	}
 	return items
 }
 

@@ -45,9 +45,10 @@ func TestChecker_FailsAStartedWorkerWithoutHistory(t *testing.T) {
 	t.Logf("caught as expected: %v", res.Err())
 }
 
-// A failed run keeps azurite-probe.jsonl next to the histories, and its log
-// says whether storage answered the harness's own probe (here it did: no
-// stall to report, and the line says so rather than saying nothing).
+// A failed run keeps azurite-probe.jsonl and cpu-probe.jsonl next to the
+// histories, and its log says how the machine ran and whether storage
+// answered the harness's own probe (here it did: no stall to report, and
+// the line says so rather than saying nothing).
 func TestHarness_FailedRunKeepsTheStorageProbe(t *testing.T) {
 	t.Parallel()
 	c := cluster.NewLocal(t, cluster.LocalConfig{Binary: "no-worker-is-started"})
@@ -70,9 +71,12 @@ func TestHarness_FailedRunKeepsTheStorageProbe(t *testing.T) {
 	if len(lines) < 2 {
 		t.Errorf("azurite-probe.jsonl: %d lines after ≥ 2 probes", len(lines))
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, "cpu-probe.jsonl")); err != nil || !strings.Contains(string(b), `"wakes":`) {
+		t.Errorf("cpu-probe.jsonl: %v, %q; want its counts line first", err, b)
+	}
 	var logged []string
 	explainStorage(func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }, c)
-	if len(logged) != 2 || !strings.HasPrefix(logged[0], "storage probe: ") || !strings.Contains(logged[1], "answered every probe within 1s") {
-		t.Errorf("failed run's storage lines: %q", logged)
+	if len(logged) != 3 || !strings.HasPrefix(logged[0], "cpu probe: ") || !strings.HasPrefix(logged[1], "storage probe: ") || !strings.Contains(logged[2], "answered every probe within 1s") {
+		t.Errorf("failed run's machine lines: %q; want the CPU probe's, then the storage probe's", logged)
 	}
 }

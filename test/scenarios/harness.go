@@ -9,19 +9,18 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/test/checker"
 	"github.com/blobleader/blobleader/test/cluster"
 	"github.com/blobleader/blobleader/test/report"
 	"github.com/blobleader/blobleader/worker/ledger"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // Environment knobs (see the package doc).
@@ -95,30 +94,29 @@ func Repeat(t *testing.T) int {
 }
 
 // repeatRuns runs body Repeat(t) times: in t itself when once (make test),
-// else as subtests run1, run2, … (make chaos).
+// else as subtests run1, run2, … (make chaos). Each run that body judged
+// inconclusive is run again (retryInconclusive).
 func repeatRuns(t *testing.T, body func(t *testing.T)) {
 	t.Helper()
 	n := Repeat(t)
 	if n == 1 {
-		body(t)
+		retryInconclusive(t, body)
 		return
 	}
 	for i := 1; i <= n; i++ {
-		t.Run(fmt.Sprintf("run%d", i), body)
+		t.Run(fmt.Sprintf("run%d", i), func(t *testing.T) { retryInconclusive(t, body) })
 	}
 }
 
 // RunScenario runs s on backend Repeat(t) times, each on a fresh cluster, and
-// fails t on any violation.
+// fails t on any violation (an inconclusive run is retried).
 func RunScenario(t *testing.T, backend Backend, s Scenario) {
 	t.Helper()
 	repeatRuns(t, func(t *testing.T) {
 		c := backend(t, s.Workers, s.Opts...)
 		s.Run(t, c)
 		_, res := JudgeRequiring(t, c, reportName(t), s.Requires)
-		if err := res.Err(); err != nil {
-			t.Error(err)
-		}
+		judged(t, "verdict", res.Verdict)
 	})
 }
 
@@ -138,9 +136,9 @@ func CheckerParams(p cluster.Params) checker.Params {
 }
 
 // livenessWindow is long enough that a contending worker certainly touches
-// storage in it: two renew intervals or two polls, plus a second.
+// storage in it (checker.ContendWindow: L2 judges the same window).
 func livenessWindow(p cluster.Params) time.Duration {
-	return 2*max(p.RenewInterval, p.RetryPeriod) + time.Second
+	return checker.ContendWindow(CheckerParams(p))
 }
 
 // Judge heals the cluster, waits for a leader, collects the run (histories,
@@ -166,7 +164,7 @@ func JudgeRequiring(t *testing.T, c cluster.Cluster, name string, req checker.Re
 		t.Fatalf("checker: %v", err)
 	}
 	out := OutDir(t)
-	files, err := report.Write(out, name, run, res)
+	files, err := report.Write(out, name, run, res, report.Attempt(attemptNumber(t)))
 	if err != nil {
 		t.Errorf("report: %v", err)
 	} else {
@@ -179,6 +177,13 @@ func JudgeRequiring(t *testing.T, c cluster.Cluster, name string, req checker.Re
 	t.Logf("run: %d events, %d terms, %d ledger entries, faults %v, %d violations, verdict %s (required: %s)", s.Events, s.Terms, s.LedgerEntries, s.FaultsByKind, s.Violations, s.Verdict, req)
 	for _, r := range res.Inconclusive {
 		t.Logf("inconclusive: %s", r)
+	}
+	for _, v := range res.Stalled {
+		t.Logf("inconclusive: %s", v)
+	}
+	if run.Sched != nil {
+		t.Logf("%s", schedLine(run.Sched))
+		noteStall(t, run.Sched)
 	}
 	for _, fo := range res.Failovers {
 		t.Logf("failover after %s on %s: %v (bound %v, basis %s)%s", fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
@@ -240,6 +245,7 @@ func Collect(ctx context.Context, c cluster.Cluster, h cluster.History) (checker
 		run.GrantedRenews = append(run.GrantedRenews, checker.GrantedRenew{Slot: r.Slot, Path: r.Path, Arrived: r.Arrived, Answered: r.Answered})
 	}
 	run.LockPath, _ = blobPath(c, c.LockBlob())
+	run.Sched = schedOf(c)
 	return run, nil
 }
 
@@ -258,24 +264,16 @@ func blobPath(c cluster.Cluster, name string) (string, bool) {
 // block (docs/architecture.md#the-fenced-ledger-the-reference-leader-task).
 // No ledger yet is an empty ledger.
 func ReadLedger(ctx context.Context, c *container.Client, blob string) ([]checker.LedgerEntry, error) {
-	prefix := ledger.Prefix(blob)
-	var names []string
-	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list ledger: %w", err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			names = append(names, *it.Name)
-		}
+	segs, err := ledger.ListSegments(ctx, c, blob) // in order; no container: none
+	if err != nil {
+		return nil, fmt.Errorf("list ledger: %w", err)
 	}
-	sort.Strings(names) // %08d segment numbers sort as strings
 	var out []checker.LedgerEntry
-	for _, name := range names {
+	for _, s := range segs {
+		if s.NotALedger {
+			continue // kept as found by the writer that went past it
+		}
+		name := s.Name
 		resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("read ledger segment %s: %w", name, err)
@@ -303,9 +301,14 @@ func OutDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// reportName turns the test's name into a file name.
+// reportName turns the test's name into a file name; a retry's reports
+// are apart (…-attempt2).
 func reportName(t *testing.T) string {
-	return strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+	if n := attemptNumber(t); n > 1 {
+		name += fmt.Sprintf("-attempt%d", n)
+	}
+	return name
 }
 
 // keep copies the histories and logs next to the report, so a kept report
@@ -341,6 +344,7 @@ func keep(t *testing.T, dir string, h cluster.History) {
 // directory.
 func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
 	t.Helper()
+	stopAtAttemptEnd(t, c.Stop)
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -375,6 +379,11 @@ func keepFailedRun(t *testing.T, c cluster.Cluster, dir string, extra ...string)
 			t.Logf("keep the storage probe's records: %v", err)
 		}
 	}
+	if sp, ok := c.(interface{ WriteSchedProbe(dir string) error }); ok {
+		if err := sp.WriteSchedProbe(dir); err != nil {
+			t.Logf("keep the CPU probe's records: %v", err)
+		}
+	}
 	for _, f := range extra {
 		if b, err := os.ReadFile(f); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
@@ -407,6 +416,9 @@ func storageProbeLine(c cluster.Cluster) string {
 // times, so a failure in that window is read knowing the environment
 // stalled too. It changes no verdict.
 func explainStorage(logf func(format string, args ...any), c cluster.Cluster) {
+	if sp, ok := c.(interface{ SchedProbe() *stalltest.Probe }); ok && sp.SchedProbe() != nil {
+		logf("%s", sp.SchedProbe().Record())
+	}
 	s, ok := storageProbe(c)
 	if !ok {
 		return
@@ -419,4 +431,11 @@ func explainStorage(logf func(format string, args ...any), c cluster.Cluster) {
 	if len(ex) == 0 {
 		logf("storage probe: storage (Azurite) answered every probe within %v: the environment's storage did not stall", s.Threshold)
 	}
+}
+
+// schedLine is the CPU probe's line in a judged run's log.
+func schedLine(s *checker.Sched) string {
+	m := s.Max()
+	return fmt.Sprintf("cpu probe: %d wakes of %v, %d ≥%v late, %v stalled in all, the longest %v at %s",
+		s.Wakes, s.Tick, len(s.Late), s.Floor, s.Total().Round(time.Millisecond), m.Late().Round(time.Millisecond), m.Due.Format("15:04:05.000"))
 }

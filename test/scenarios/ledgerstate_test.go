@@ -7,7 +7,7 @@ func TestElection_LedgerSegmentReplaced(t *testing.T) {
 	RunScenario(t, Local, LedgerSegmentReplaced)
 }
 
-func TestElection_LedgerPoisonedLeadersStepDown(t *testing.T) {
+func TestElection_LedgerPoisonedIsRepairedOrLoud(t *testing.T) {
 	t.Parallel()
 	RunScenario(t, Local, LedgerPoisoned)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // The lock scenarios: many client processes contend for K resources through
@@ -60,6 +61,8 @@ type lockRig struct {
 	locks    *container.Client
 	ledgers  *container.Client
 
+	sched *stalltest.Probe // the machine's promptness, for LL1
+
 	mu     sync.Mutex
 	faults []checker.LockFault
 }
@@ -72,7 +75,8 @@ const (
 
 func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	t.Helper()
-	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir()}
+	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir(), sched: stalltest.Start(stalltest.Default)}
+	t.Cleanup(r.sched.Stop)
 	var err error
 	for _, c := range []struct {
 		p    **container.Client
@@ -102,6 +106,7 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 		r.startSDKClient(i, p)
 	}
 	t.Cleanup(r.stop)
+	stopAtAttemptEnd(t, r.stop)
 	return r
 }
 
@@ -257,7 +262,10 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 			_ = c.Wait()
 		}
 	}
-	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now()}
+	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now(),
+		Sched: checkerSched(r.sched.Record())}
+	r.t.Logf("%s", schedLine(run.Sched))
+	noteStall(r.t, run.Sched)
 	for k := 0; k < r.s.Resources; k++ {
 		res := fmt.Sprintf("res-%d", k)
 		name, _ := mutex.BlobName("ledgers", res)

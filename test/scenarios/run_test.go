@@ -55,14 +55,14 @@ func TestRun_SeededSoak(t *testing.T) {
 	}
 	t.Parallel()
 	cfg := SoakFromEnv(t, 60*time.Second)
-	rc := NewRunCluster(t)
-	rc.opts = []cluster.Option{cluster.BlockableOutput()} // the mix blocks their output too
-	rc.Supervise(3)
-	_, res := Soak(t, rc.Local, cfg, reportName(t), rc.runModeActions()...)
-	if err := res.Err(); err != nil {
-		t.Error(err)
-	}
-	rc.Judge(reportName(t)+"-commands", checker.ExceptOperatorBreak)
+	retryInconclusive(t, func(t *testing.T) {
+		rc := NewRunCluster(t)
+		rc.opts = []cluster.Option{cluster.BlockableOutput()} // the mix blocks their output too
+		rc.Supervise(3)
+		_, res := Soak(t, rc.Local, cfg, reportName(t), rc.runModeActions()...)
+		judged(t, "supervisors", res.Verdict)
+		rc.Judge(reportName(t)+"-commands", checker.ExceptOperatorBreak)
+	})
 }
 
 func TestRun_SupervisorFrozenAloneItsGuardKillsTheCommandInTime(t *testing.T) {

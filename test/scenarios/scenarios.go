@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -228,6 +229,7 @@ func latencyBelow(t *testing.T, c cluster.Cluster) {
 	oneWay := p.RequestTimeout() * 3 / 8 // round trip 3/4 of the timeout
 	lat := &chaos.Latency{Latency: oneWay.Milliseconds(), Stream: chaos.Both}
 	inject(t, c, lat, old)
+	injected := time.Now()
 	// Long enough for several renews and for a deadline to pass if they failed.
 	deadline := time.Now().Add(p.RenewDeadline + 2*p.RenewInterval)
 	for time.Now().Before(deadline) {
@@ -236,7 +238,10 @@ func latencyBelow(t *testing.T, c cluster.Cluster) {
 			t.Fatal(err)
 		}
 		if st.Role != "leader" || st.Term != before.Term {
-			t.Fatalf("under %v one-way latency (< request timeout %v) %s lost its term %d: %+v", oneWay, p.RequestTimeout(), old.Identity(), before.Term, st)
+			// The latency leaves a renew a quarter of its timeout: a stall
+			// of that much can push it past, which proves nothing.
+			starved(t, c, fmt.Sprintf("under %v one-way latency (< request timeout %v) %s lost its term %d: %+v", oneWay, p.RequestTimeout(), old.Identity(), before.Term, st),
+				injected, time.Now(), p.RequestTimeout()/4)
 		}
 		hold(t, 250*time.Millisecond) // sampling interval of the check above
 	}
@@ -333,7 +338,7 @@ func operatorBreak(t *testing.T, c cluster.Cluster) {
 	brk := &chaos.BreakLease{}
 	inject(t, c, brk, nil)
 	// The old holder leaves its term (it may win a new one afterwards).
-	deadline := time.Now().Add(p.RenewInterval + p.RequestTimeout() + slack)
+	wt := waitOn(c, p.RenewInterval+p.RequestTimeout()+slack)
 	for {
 		st, err := old.Status(ctxFor(t, 5*time.Second))
 		if err != nil {
@@ -342,7 +347,7 @@ func operatorBreak(t *testing.T, c cluster.Cluster) {
 		if st.Role != "leader" || st.Term != was.Term {
 			break
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("%s still leads its old term %d %v after the break", old.Identity(), st.Term, p.RenewInterval+p.RequestTimeout()+slack)
 		}
 		hold(t, 50*time.Millisecond)
@@ -382,7 +387,7 @@ func waitEveryoneSawALeader(t *testing.T, c cluster.Cluster, timeout time.Durati
 // names a leader (so each has finished a poll and written history) or
 // timeout passes; it returns the workers still waiting.
 func awaitEveryoneSawALeader(c cluster.Cluster, timeout time.Duration) []string {
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	var waiting []string
 	for {
 		waiting = waiting[:0]
@@ -397,7 +402,7 @@ func awaitEveryoneSawALeader(c cluster.Cluster, timeout time.Duration) []string 
 				waiting = append(waiting, w.Identity())
 			}
 		}
-		if len(waiting) == 0 || time.Now().After(deadline) {
+		if len(waiting) == 0 || wt.over() {
 			return waiting
 		}
 		time.Sleep(100 * time.Millisecond) // polling /status; there is no event to await across processes

@@ -11,7 +11,11 @@ import (
 	"github.com/blobleader/blobleader/test/cluster"
 )
 
-func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
+func TestMain(m *testing.M) {
+	code := cluster.Main(m)
+	MachineSummary()
+	os.Exit(code)
+}
 
 // Each scenario runs on the local backend in parallel (t.Parallel): four at
 // a time under `make test` (GO_TEST_PARALLEL), GOMAXPROCS at a time under
@@ -75,11 +79,11 @@ func TestElection_SeededSoak(t *testing.T) {
 	}
 	t.Parallel()
 	cfg := SoakFromEnv(t, 60*time.Second)
-	c := Local(t, 3, cluster.BlockableOutput()) // the mix blocks their output too
-	_, res := Soak(t, c, cfg, reportName(t), append(operatorActions(), ledgerActions()...)...)
-	if err := res.Err(); err != nil {
-		t.Error(err)
-	}
+	retryInconclusive(t, func(t *testing.T) {
+		c := Local(t, 3, cluster.BlockableOutput()) // the mix blocks their output too
+		_, res := Soak(t, c, cfg, reportName(t), append(operatorActions(), ledgerActions()...)...)
+		judged(t, "verdict", res.Verdict)
+	})
 }
 
 // The negative control: a worker run with --unsafe-no-step-down keeps

@@ -54,9 +54,7 @@ func RunShardScenario(t *testing.T, backend Backend, s ShardScenario) {
 		c := backend(t, s.Workers, cluster.Args(append([]string{"--shards", fmt.Sprint(s.Shards)}, s.Args...)...))
 		s.Run(t, c, s.Shards)
 		_, res, sres := JudgeShards(t, c, ShardJudging{Shards: s.Shards, Name: reportName(t)})
-		if err := checker.Compose(res.Verdict, sres.Verdict).Err(); err != nil {
-			t.Error(err)
-		}
+		judged(t, "election and shards", checker.Compose(res.Verdict, sres.Verdict))
 	})
 }
 
@@ -156,6 +154,13 @@ func JudgeShards(t *testing.T, c cluster.Cluster, o ShardJudging) (checker.Shard
 			t.Logf("shard %d failover after %s on %s: %v (bound %v, basis %s)%s", s, fo.Kind, fo.Target, fo.Duration.Round(time.Millisecond), fo.Bound, fo.Basis, inconclusive(fo))
 		}
 	}
+	for _, v := range append(res.Stalled, sres.Stalled...) {
+		t.Logf("inconclusive: %s", v)
+	}
+	if run.Sched != nil {
+		t.Logf("%s", schedLine(run.Sched))
+		noteStall(t, run.Sched)
+	}
 	return srun, res, sres
 }
 
@@ -225,9 +230,9 @@ func gracefulLeave(p cluster.Params) chaos.Fault {
 // ⌊N/M⌋ or ⌈N/M⌉ each, and returns who owns what.
 func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) map[int]string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	var last string
-	for time.Now().Before(deadline) {
+	for !wt.over() {
 		owner := map[int]string{}
 		counts := map[string]int{}
 		ok := true
@@ -364,7 +369,7 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 	cut := &chaos.Partition{}
 	inject(t, c, cut, victim)
 	// The others own every shard once the victim's leases have expired.
-	deadline := time.Now().Add(takeover(p) + slack)
+	wt := waitOn(c, takeover(p)+slack)
 	for {
 		owned := map[int]bool{}
 		for _, w := range c.Workers() {
@@ -380,7 +385,7 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 		if len(owned) == n {
 			break
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the others did not own all %d shards within %v of cutting %s off (own %v)", n, takeover(p)+slack, victim.Identity(), owned)
 		}
 		hold(t, 200*time.Millisecond)
@@ -484,14 +489,14 @@ func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
 func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration) {
 	t.Helper()
 	p := c.Params()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	for {
 		l := c.WaitLeader(t, takeover(p))
 		if st, err := l.Status(ctxFor(t, 2*time.Second)); err == nil && st.Assignment != nil &&
 			len(st.Assignment.Standbys) == n && !slices.Contains(st.Assignment.Standbys, "") {
 			break
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the leader's assignment did not name a standby for every shard within %v", timeout)
 		}
 		hold(t, 200*time.Millisecond)

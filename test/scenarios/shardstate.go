@@ -90,13 +90,13 @@ func shardsAssignmentCorrupted(t *testing.T, c cluster.Cluster, n int) {
 	departs(t, c, n, &chaos.Crash{}, victim, before)
 	waitAssignment(t, c, slack) // long written again by now
 	sumBound := 5*p.RetryPeriod + repairBound(p) + slack
-	deadline := time.Now().Add(sumBound)
+	wt := waitOn(c, sumBound)
 	for {
 		sum, err := shard.ReadSummary(ctxFor(t, 5*time.Second), c.Storage(), c.LockBlob())
 		if err == nil && sum != nil {
 			break
 		}
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the summary was not readable again within %v of the corruption (last: %v, %v)", sumBound, sum, err)
 		}
 		hold(t, 200*time.Millisecond)
@@ -130,7 +130,7 @@ func joinBalanced(t *testing.T, c cluster.Cluster, n int) {
 func waitAssignment(t *testing.T, c cluster.Cluster, timeout time.Duration) {
 	t.Helper()
 	name := shard.Layout{Blob: c.LockBlob()}.Assignment()
-	deadline := time.Now().Add(timeout)
+	wt := waitOn(c, timeout)
 	start := time.Now()
 	var last string
 	for {
@@ -141,7 +141,7 @@ func waitAssignment(t *testing.T, c cluster.Cluster, timeout time.Duration) {
 			return
 		}
 		last = fmt.Sprintf("%q (%v)", body, err)
-		if time.Now().After(deadline) {
+		if wt.over() {
 			t.Fatalf("the assignment was not written again within %v; last read: %s", timeout, last)
 		}
 		hold(t, 100*time.Millisecond)

@@ -265,9 +265,10 @@ func operatorActions() []action {
 // soak's mix: the last segment re-uploaded as a block blob with the same
 // lines (`az storage blob upload`'s default). The leader hands on and the
 // next one seals it and continues; the checker's S2 judges the ledger as
-// read back. (A segment that is not a ledger at all stops every leader
-// until an operator repairs it: TestElection_LedgerPoisonedLeadersStepDown,
-// not the mix, whose other faults' L1 bounds assume contenders that poll.)
+// read back. (A segment that is not a ledger at all, and a ledger term
+// above the lock's, which stops every leader until an operator repairs it:
+// TestElection_LedgerPoisonedIsRepairedOrLoud, not the mix, whose other
+// faults' L1 bounds assume contenders that poll.)
 func ledgerActions() []action {
 	return []action{
 		{"ledger_blob_type", 1, 0, 0, false, func(s *soak) []chaos.Fault {

@@ -18,18 +18,16 @@ import (
 // from an emulator that does not know the API version, 403, 429, 5xx) and
 // no answer at all (a timeout, a refused connection). Unexpected answers are
 // logged, the first of each operation and code at once and then one line per
-// LeaseDuration with how many it stands for; Ready names the last one; and an
-// elector that has had no expected answer since Run began, for a whole
-// LeaseDuration, is not Healthy.
+// LeaseDuration with how many it stands for, and Ready names the last one.
+// A start without any expected answer is start-up (Status.Starting), never a
+// failure of health: a restart cures none of its causes.
 
 // answers is what the elector remembers of storage's answers.
 type answers struct {
-	mu           sync.Mutex
-	start        time.Time // when Run began
-	lastExpected time.Time // zero: none since start
-	last         string    // the last unexpected answer, described; "" if none
-	lastAt       time.Time
-	lines        storagelog.Limiter // per operation, status and code: the rate limit
+	mu     sync.Mutex
+	last   string // the last unexpected answer, described; "" if none
+	lastAt time.Time
+	lines  storagelog.Limiter // per operation, status and code: the rate limit
 }
 
 // expectedAnswer reports whether err (nil: success) is an answer the
@@ -47,19 +45,12 @@ func (e *Elector) noteAnswer(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	now := time.Now()
-	if expectedAnswer(err) {
-		e.answers.mu.Lock()
-		e.answers.lastExpected = now
-		e.answers.mu.Unlock()
-		return
-	}
 	var se lease.StorageError
-	if !errors.As(err, &se) {
+	if expectedAnswer(err) || !errors.As(err, &se) {
 		return
 	}
 	op, status, code, message := se.StorageAnswer()
-	if due, repeated := e.answers.unexpected(now, op, status, code, message, e.cfg.LeaseDuration); due {
+	if due, repeated := e.answers.unexpected(time.Now(), op, status, code, message, e.cfg.LeaseDuration); due {
 		storagelog.Write(e.log, op, status, code, message, repeated)
 	}
 }
@@ -88,13 +79,6 @@ func describeAnswer(op string, status int, code, message string) string {
 	return s
 }
 
-// began resets the record for a Run starting at now.
-func (a *answers) began(now time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.start, a.lastExpected = now, time.Time{}
-}
-
 // lastUnexpected describes the last unexpected answer and how long ago it
 // came, or "" if none came.
 func (a *answers) lastUnexpected(now time.Time) string {
@@ -104,18 +88,4 @@ func (a *answers) lastUnexpected(now time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("%s (%s ago)", a.last, now.Sub(a.lastAt).Round(time.Millisecond))
-}
-
-// unanswered is why the elector is not healthy when, for at least every
-// since Run began, storage gave no expected answer but at least one
-// unexpected one; "" otherwise. An elector that made no storage call (a
-// gate kept it from acquiring) is not judged.
-func (a *answers) unanswered(now time.Time, every time.Duration) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.start.IsZero() || !a.lastExpected.IsZero() || a.last == "" || now.Sub(a.start) < every {
-		return ""
-	}
-	return fmt.Sprintf("no expected answer from storage in the %s since the start; the last: %s (%s ago)",
-		now.Sub(a.start).Round(time.Second), a.last, now.Sub(a.lastAt).Round(time.Millisecond))
 }

@@ -139,6 +139,15 @@ type Config struct {
 	// ObserveEvery polls, to keep the storage operation budget low. Default 10.
 	ObserveEvery int
 
+	// ConfirmEvery: a leader with early takeover off writes a confirmation
+	// (its heartbeat, under its lease) into the lock's record at least this
+	// often, and publishes how often, so that followers can tell it from a
+	// holder outside the election that keeps the lease and never writes the
+	// record (confirm.go). 0 (the default) is off; otherwise at least
+	// RenewInterval. The binary uses LeaseDuration/2. Early takeover's
+	// heartbeat confirms on its own, every renew.
+	ConfirmEvery time.Duration
+
 	// TakeoverAfter T turns on early takeover (takeover.go,
 	// docs/failover.md#early-takeover): a follower that reads the leader's
 	// heartbeat unchanged for T on its own monotonic clock breaks the lease
@@ -297,6 +306,8 @@ func (c Config) Validate() error {
 		return invalid("ShutdownGrace", c.ShutdownGrace, "must be ≥ 0")
 	case c.ObserveEvery < 1:
 		return invalid("ObserveEvery", c.ObserveEvery, "must be ≥ 1")
+	case c.ConfirmEvery != 0 && c.ConfirmEvery < c.RenewInterval:
+		return invalid("ConfirmEvery", c.ConfirmEvery, "must be 0 (off) or at least %s (%s): a leader confirms after a renew", renewInterval, c.RenewInterval)
 	}
 	return c.validateTakeover()
 }

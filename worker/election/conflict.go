@@ -75,9 +75,13 @@ type setupWatch struct {
 
 // checkSetup compares a record of a lease held by someone else (read at now)
 // with this contender, and reports a conflict that has lasted conflictAfter.
-func (e *Elector) checkSetup(rec lease.Record, now time.Time) {
+// unconfirmed says the record's holder has stopped confirming it
+// (confirm.go): the lease is someone's outside the election.
+func (e *Elector) checkSetup(rec lease.Record, unconfirmed bool, now time.Time) {
 	kind := ""
 	switch {
+	case unconfirmed:
+		kind = conflictForeign
 	case rec.Holder == e.cfg.Identity && rec.Process != thisProcess:
 		kind = conflictIdentity
 	case rec.Holder != e.cfg.Identity && rec.Holder != "" && rec.Mode != "" && e.cfg.Mode != "" && rec.Mode != e.cfg.Mode:
@@ -98,16 +102,24 @@ func (e *Elector) checkSetup(rec lease.Record, now time.Time) {
 	if tell {
 		w.toldAt = now
 	}
-	reason := w.reason
+	reason, state := w.reason, e.confirm.state
 	e.mu.Unlock()
 	if tell {
-		e.log.Warn("conflicting set-up", "event", setupconflict.LogEvent, "kind", kind, "holder", rec.Holder,
+		args := []any{"event", setupconflict.LogEvent, "kind", kind, "holder", rec.Holder,
 			"holder_mode", rec.Mode, "holder_process", rec.Process, "mode", e.cfg.Mode, "process", thisProcess,
-			"term", rec.Term, "reason", reason)
+			"term", rec.Term, "reason", reason}
+		if kind == conflictForeign {
+			args = append(args, "lease_state", state, "heartbeat", rec.Heartbeat, "confirm_within_ms", rec.BeatEvery.Milliseconds())
+		}
+		e.log.Warn("conflicting set-up", args...)
 	}
 }
 
 func (e *Elector) conflictReason(kind string, rec lease.Record, lasted time.Duration) string {
+	if kind == conflictForeign {
+		return fmt.Sprintf("set-up conflict (%s): for %s the lease on %s has been held (%s) while its record — %s's, term %d, heartbeat %d — has not been confirmed for longer than the %s its writer promised: a holder outside the election (a tool's lease, e.g. `az storage blob lease acquire`), and nobody leads; break the lease (`az storage blob lease break`) or stop the tool",
+			kind, lasted.Round(time.Second), e.lock.Describe(), e.confirm.state, strconv.Quote(rec.Holder), rec.Term, rec.Heartbeat, rec.BeatEvery)
+	}
 	if kind == conflictIdentity {
 		other := rec.Process
 		if other == "" {

@@ -84,15 +84,18 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 				e, logs := startLogged(t, store, cfg)
 				time.Sleep(cfg.conflictAfter() - time.Millisecond)
 				synctest.Wait()
-				if err := e.Healthy(); err != nil || len(logs.lines(t, setupconflict.LogEvent)) != 0 {
-					t.Fatalf("before conflictAfter: Healthy() = %v, setup_conflict lines %v; want neither", err, logs.lines(t, setupconflict.LogEvent))
+				if err := e.Ready(); err != nil || len(logs.lines(t, setupconflict.LogEvent)) != 0 {
+					t.Fatalf("before conflictAfter: Ready() = %v, setup_conflict lines %v; want neither", err, logs.lines(t, setupconflict.LogEvent))
 				}
 				time.Sleep(1200 * time.Millisecond) // the next poll's read
 				synctest.Wait()
-				err := e.Healthy()
+				err := e.Ready()
 				lines := logs.lines(t, setupconflict.LogEvent)
 				if err == nil || !strings.Contains(err.Error(), tt.kind) || e.Status().Conflict == "" {
-					t.Fatalf("after conflictAfter: Healthy() = %v, Status().Conflict %q; want the %s conflict", err, e.Status().Conflict, tt.kind)
+					t.Fatalf("after conflictAfter: Ready() = %v, Status().Conflict %q; want the %s conflict", err, e.Status().Conflict, tt.kind)
+				}
+				if err := e.Healthy(); err != nil {
+					t.Fatalf("after conflictAfter: Healthy() = %v; a conflict is readiness, not liveness (a restart does not cure it)", err)
 				}
 				if len(lines) != 1 || lines[0]["kind"] != tt.kind || lines[0]["holder"] != tt.rec.Holder || lines[0]["holder_mode"] != tt.rec.Mode ||
 					lines[0]["mode"] != "worker" || lines[0]["level"] != "WARN" {
@@ -106,8 +109,8 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 				stop() // the other side goes: its lease expires, we lead
 				time.Sleep(cfg.LeaseDuration + 2*time.Second)
 				synctest.Wait()
-				if !e.IsLeader() || e.Healthy() != nil || e.Status().Conflict != "" {
-					t.Fatalf("after the other side went: leader %v, Healthy() %v, Conflict %q", e.IsLeader(), e.Healthy(), e.Status().Conflict)
+				if !e.IsLeader() || e.Ready() != nil || e.Status().Conflict != "" {
+					t.Fatalf("after the other side went: leader %v, Ready() %v, Conflict %q", e.IsLeader(), e.Ready(), e.Status().Conflict)
 				}
 			})
 		})
@@ -120,9 +123,9 @@ func TestElector_ConflictingSetUpIsReportedOnlyOnceItOutlastsALease(t *testing.T
 				e, logs := startLogged(t, store, cfg)
 				time.Sleep(2 * cfg.conflictAfter())
 				synctest.Wait()
-				if !e.IsLeader() || e.Healthy() != nil || len(logs.lines(t, setupconflict.LogEvent)) != 0 {
-					t.Fatalf("a lease left behind: leader %v, Healthy() %v, setup_conflict lines %v; want leadership and no report",
-						e.IsLeader(), e.Healthy(), logs.lines(t, setupconflict.LogEvent))
+				if !e.IsLeader() || e.Ready() != nil || len(logs.lines(t, setupconflict.LogEvent)) != 0 {
+					t.Fatalf("a lease left behind: leader %v, Ready() %v, setup_conflict lines %v; want leadership and no report",
+						e.IsLeader(), e.Ready(), logs.lines(t, setupconflict.LogEvent))
 				}
 			})
 		})

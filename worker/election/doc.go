@@ -115,15 +115,16 @@
 //     of the newer terms, could hand out a term a side-effect store has
 //     already seen; the store's fence then refuses it (docs/operations.md).
 //   - A record whose term cannot give the next one (not a non-negative
-//     integer, or math.MaxInt64) is never rewritten by an elector and never
-//     wrapped: no contender leads until an operator repairs it, and each says
+//     integer, or lease.MaxTerm = 2^53 − 1 or more) is never rewritten by an
+//     elector and never wrapped: no contender leads until an operator repairs it, and each says
 //     so in Healthy, Ready and Status (lease.ErrUnusableRecord).
 //   - Storage that answers, but never as the election expects (a 400 from an
 //     emulator that does not know the API version, 403, 5xx, no answer at
-//     all), is logged (event=storage_error, rate-limited), named by Ready,
-//     and makes Healthy fail once a LeaseDuration has passed since Run began
-//     without a single expected answer. An outage after storage has answered
-//     as expected shows in Ready and the log, not in Healthy.
+//     all), is logged (event=storage_error, rate-limited) and named by
+//     Ready, never by Healthy: until its first definite answer the elector
+//     is starting (Status.Starting), however long that takes, and an outage
+//     after storage has answered shows in Ready and the log too. What makes
+//     a start that never ends loud is the log and the alerts on it.
 //   - Early takeover judges liveness by heartbeats, not by the task's work:
 //     a leader whose heartbeat writes fail for TakeoverAfter while its renews
 //     succeed is broken (safely), and a leader that heartbeats with a wedged

@@ -66,8 +66,9 @@ type Elector struct {
 	unusable     string    // non-empty while the lock's record cannot give a next term (lease.ErrUnusableRecord)
 	toldAt       time.Time // when unusable was last logged and emitted (once per LeaseDuration)
 
-	setup   setupWatch // a conflicting set-up seen in the lock's record (conflict.go)
-	answers answers    // storage's answers: expected or not (answers.go)
+	setup   setupWatch   // a conflicting set-up seen in the lock's record (conflict.go)
+	confirm confirmWatch // whether the record's holder still confirms it (confirm.go)
+	answers answers      // storage's answers: expected or not (answers.go)
 }
 
 // NewElector validates cfg and returns an elector on lock.
@@ -105,7 +106,6 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 	e.running, e.stopping, e.lastLoop = true, false, time.Now()
 	e.mu.Unlock()
-	e.answers.began(time.Now())
 	defer func() {
 		e.mu.Lock()
 		e.running = false

@@ -80,6 +80,7 @@ func (f *following) poll() (w won, ok bool) {
 		return f.stamp(sent)
 	case errors.Is(err, lease.ErrHeld):
 		e.touch(true)
+		e.noteLeaseState(heldState(err))
 		f.held()
 	default:
 		e.touch(false)
@@ -114,11 +115,11 @@ func (f *following) stamp(sent time.Time) (w won, ok bool) {
 
 // held is a poll that found someone leading. It reads who (not every poll:
 // it costs an operation), but every poll while we know nobody — the winner
-// may not have stamped its term yet when we first look — or suspect a
-// conflicting set-up.
+// may not have stamped its term yet when we first look, or its holder has
+// stopped confirming it — or suspect a conflicting set-up.
 func (f *following) held() {
 	e := f.e
-	if f.heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" || e.suspecting() {
+	if f.heldPolls%e.cfg.ObserveEvery == 0 || e.knownLeader() == "" || e.suspecting() || e.confirmDue(time.Now()) {
 		e.observe(f.ctx)
 	}
 	f.heldPolls++
@@ -195,11 +196,13 @@ func (e *Elector) observe(ctx context.Context) {
 }
 
 // observeRecord applies a record read while following, of a lease someone
-// else holds.
+// else holds. A record whose holder no longer confirms it names nobody.
 func (e *Elector) observeRecord(rec lease.Record) {
-	e.checkSetup(rec, time.Now())
+	now := time.Now()
+	stale := e.noteConfirm(rec, now)
+	e.checkSetup(rec, stale, now)
 	stamped := rec.Holder != "" // a term someone led (not a bare floor)
-	if rec.Holder == e.cfg.Identity {
+	if rec.Holder == e.cfg.Identity || stale {
 		rec.Holder = ""
 	}
 	e.mu.Lock()

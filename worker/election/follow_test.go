@@ -50,14 +50,23 @@ func TestElector_CancelledMidAcquireReleasesAMaybeGrantedLease(t *testing.T) {
 }
 
 // A term at the top of the int64 range cannot grow: the next would wrap to
-// the most negative int64 and terms would go backwards. No contender may lead
-// on it; each says why in Healthy, Ready and Status, tells it once per lease
+// the most negative int64 and terms would go backwards; nor can one at
+// lease.MaxTerm or above it (int64 max − 1 would take the fleet to int64
+// max in one change, and then nowhere). No contender may lead
+// on it; each says why in Ready and Status (not Healthy: a restart does
+// not cure it), tells it once per lease
 // duration (not once per poll), and leaves the record for the operator.
 // Once the operator repairs the record, a leader follows within a poll.
 func TestElector_TermThatCannotGrowIsLoudAndNeverWraps(t *testing.T) {
+	for _, top := range []int64{math.MaxInt64, math.MaxInt64 - 1, lease.MaxTerm} {
+		t.Run(fmt.Sprint(top), func(t *testing.T) { termThatCannotGrow(t, top) })
+	}
+}
+
+func termThatCannotGrow(t *testing.T, top int64) {
 	synctest.Test(t, func(t *testing.T) {
 		store := electiontest.NewStore()
-		store.SetRecord(lease.Record{Holder: "operator", Term: math.MaxInt64})
+		store.SetRecord(lease.Record{Holder: "operator", Term: top})
 		a := start(t, store, testConfig("a"), Callbacks{})
 		b := start(t, store, testConfig("b"), Callbacks{})
 		for range 20 { // 20 s: more than one lease duration
@@ -71,10 +80,12 @@ func TestElector_TermThatCannotGrowIsLoudAndNeverWraps(t *testing.T) {
 		}
 		for _, c := range []*contender{a, b} {
 			id := c.e.cfg.Identity
-			for name, err := range map[string]error{"Healthy": c.e.Healthy(), "Ready": c.e.Ready()} {
-				if err == nil || !strings.Contains(err.Error(), "cannot grow") {
-					t.Errorf("%s: %s() = %v; want the reason (the term cannot grow)", id, name, err)
-				}
+			if err := c.e.Ready(); err == nil || !strings.Contains(err.Error(), "cannot grow") {
+				t.Errorf("%s: Ready() = %v; want the reason (the term cannot grow)", id, err)
+			}
+			// A restart does not cure it: liveness stays green.
+			if err := c.e.Healthy(); err != nil {
+				t.Errorf("%s: Healthy() = %v; an unusable record is readiness, not liveness", id, err)
 			}
 			if u := c.e.Status().Unusable; !strings.Contains(u, "cannot grow") {
 				t.Errorf("%s: Status().Unusable = %q; want the reason", id, u)
@@ -84,7 +95,7 @@ func TestElector_TermThatCannotGrowIsLoudAndNeverWraps(t *testing.T) {
 				t.Errorf("%s: %d acquire_failed events in 20 s; want one per lease duration (1–2), not one per poll", id, n)
 			}
 		}
-		if r := store.Record(); r.Term != math.MaxInt64 || r.Holder != "operator" {
+		if r := store.Record(); r.Term != top || r.Holder != "operator" {
 			t.Fatalf("record = %+v; the contenders must leave it untouched", r)
 		}
 
@@ -135,8 +146,8 @@ func TestElector_UnusableRecordStaysLoudWhileTheLeaseIsHeld(t *testing.T) {
 					synctest.Wait()
 					for _, c := range []*contender{a, b} {
 						id := c.e.cfg.Identity
-						if err := c.e.Healthy(); err == nil || !strings.Contains(err.Error(), "cannot grow") {
-							t.Fatalf("%s: Healthy() = %v at %s; want the unusable record, at every sample", id, err, time.Now().Format(time.StampMilli))
+						if err := c.e.Ready(); err == nil || !strings.Contains(err.Error(), "cannot grow") {
+							t.Fatalf("%s: Ready() = %v at %s; want the unusable record, at every sample", id, err, time.Now().Format(time.StampMilli))
 						}
 						if st := c.e.Status(); st.Leader != "" || st.Unusable == "" {
 							t.Fatalf("%s: Status() = %+v; want no leader (nobody can lead on this record) and the reason", id, st)

@@ -57,6 +57,7 @@ type leadership struct {
 	inflight    chan renewResult // nil when no renew is in flight; one at a time
 	due         bool             // a tick came while a renew was in flight: renew as soon as it returns
 	beats       int64            // heartbeats written (takeover.go); only the renew goroutine in flight touches it
+	lastBeat    time.Time        // send of the renew the last heartbeat (or the term write) followed; the same
 }
 
 // lead holds the leadership just won until it ends or ctx ends, and says
@@ -68,6 +69,7 @@ func (e *Elector) lead(ctx context.Context, w won) ending {
 	e.leading, e.ledTerm, e.deadline, e.since, e.lastProgress, e.progressed = true, w.term, deadline, now, now, false
 	e.seenBy, e.seenTerm, e.confirmed = e.cfg.Identity, w.term, now
 	e.setup = setupWatch{} // we hold the lease: nobody else does
+	e.confirm = confirmWatch{}
 	e.noteTerm(w.term)
 	e.mu.Unlock()
 	e.emit(Event{Kind: EventStartedLeading, Term: w.term, Reason: "acquired", ValidUntil: e.cfg.claim.reported(deadline)})
@@ -76,7 +78,7 @@ func (e *Elector) lead(ctx context.Context, w won) ending {
 		e.cb.OnNewLeader(e.cfg.Identity, w.term)
 	}
 
-	l := &leadership{e: e, ctx: ctx, term: w.term, leaseID: w.leaseID, taskDone: make(chan struct{})}
+	l := &leadership{e: e, ctx: ctx, term: w.term, leaseID: w.leaseID, taskDone: make(chan struct{}), lastBeat: now}
 	l.renewCtx, l.cancelRenew = context.WithCancel(ctx)
 	defer l.cancelRenew()
 	// A pause (GC, SIGSTOP) between the term write and here can outlast the

@@ -39,6 +39,11 @@ type Status struct {
 	// another Mode), once every read for L + 2·P·1.1 + 2 request timeouts
 	// has shown it; empty otherwise.
 	Conflict string
+	// Starting is true until storage has given this elector its first
+	// definite answer (Ready says "no answer from storage yet" meanwhile):
+	// start-up, such as a token or a role assignment still on its way, is
+	// readiness, never a failure of Healthy.
+	Starting bool
 }
 
 // IsLeader reports whether we lead right now: leadership is checked against
@@ -60,7 +65,7 @@ func (e *Elector) Status() Status {
 	defer e.mu.Unlock()
 	now := time.Now()
 	s := Status{Identity: e.cfg.Identity, Role: RoleFollower, Term: e.seenTerm, Leader: e.seenBy, Since: e.since, Unusable: e.unusable,
-		Conflict: e.setup.reason}
+		Conflict: e.setup.reason, Starting: e.lastReply.IsZero()}
 	switch {
 	case e.stopping:
 		s.Role = RoleStopping
@@ -79,7 +84,10 @@ func (e *Elector) Status() Status {
 }
 
 // Healthy returns nil unless the election loop or a leading task is wedged,
-// or storage keeps refusing our term write (see lease.ErrRejected).
+// or storage keeps refusing our term write (see lease.ErrRejected): what
+// liveness reports. A record nobody can lead on, a conflicting set-up, or
+// storage that has not answered as expected since the start are not cured
+// by restarting this process; Ready reports those.
 func (e *Elector) Healthy() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -88,15 +96,6 @@ func (e *Elector) Healthy() error {
 	}
 	if e.rejected != "" {
 		return errors.New(e.rejected)
-	}
-	if e.unusable != "" {
-		return errors.New(e.unusable)
-	}
-	if e.setup.reason != "" {
-		return errors.New(e.setup.reason)
-	}
-	if reason := e.answers.unanswered(time.Now(), e.cfg.LeaseDuration); reason != "" {
-		return errors.New(reason)
 	}
 	// The loop touches lastLoop at least every max(P, renew interval) plus one
 	// request timeout, and not during a backoff (handOffPause); a full lease
@@ -118,7 +117,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // Ready reports whether the elector is running, has had a definite answer
-// from storage within the last lease duration, and can lead if it wins.
+// from storage within the last lease duration, and can lead if it wins: not
+// on a record nobody can lead on, nor beside a conflicting set-up.
 func (e *Elector) Ready() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -129,6 +129,8 @@ func (e *Elector) Ready() error {
 		return errors.New(e.rejected)
 	case e.unusable != "":
 		return errors.New(e.unusable)
+	case e.setup.reason != "":
+		return errors.New(e.setup.reason)
 	case time.Now().Before(e.backoffUntil):
 		return fmt.Errorf("backing off for %s after %d leadership(s) in a row whose task made no progress", time.Until(e.backoffUntil).Round(time.Millisecond), e.stalls)
 	case e.lastReply.IsZero():

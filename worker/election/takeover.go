@@ -147,12 +147,13 @@ func stopAfterText(c Config) string {
 	return fmt.Sprintf(" + %s after the deadline", c.StopAfterDeadline)
 }
 
-// publishContract adds the early-takeover contract to a record about to be
-// written, with heartbeat 0 (the term write), when early takeover is on: a
-// leader that dies before its first renew can then be broken early too.
+// publishContract adds the early-takeover contract (or a confirming
+// leader's promise, confirm.go) to a record about to be written, with
+// heartbeat 0 (the term write): a leader that dies before its first renew
+// can then be broken early too.
 func (e *Elector) publishContract(r *lease.Record) {
-	if e.cfg.takeoverEnabled() {
-		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, e.cfg.beatGap(), e.cfg.stopWithin()
+	if beat, stop := e.contract(); beat > 0 {
+		r.Heartbeat, r.BeatEvery, r.StopWithin = 0, beat, stop
 	}
 }
 
@@ -188,8 +189,9 @@ func (l *leadership) heartbeatRecord(n int64) lease.Record {
 	e.mu.Lock()
 	acquired := e.since
 	e.mu.Unlock()
+	beat, stop := e.contract()
 	return lease.Record{Holder: e.cfg.Identity, Term: l.term, Acquired: acquired.UTC(), Mode: e.cfg.Mode, Process: thisProcess,
-		Heartbeat: n, BeatEvery: e.cfg.beatGap(), StopWithin: e.cfg.stopWithin()}
+		Heartbeat: n, BeatEvery: beat, StopWithin: stop}
 }
 
 // renewAndBeat is one renew cycle: the renew, then (with early takeover on)
@@ -201,7 +203,7 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResu
 	e := l.e
 	err := e.lock.Renew(ctx, l.leaseID)
 	e.noteAnswer(l.renewCtx, err)
-	if err != nil || !e.cfg.takeoverEnabled() {
+	if err != nil || !l.beatDue(sent) {
 		return renewResult{sent: sent, err: err}
 	}
 	l.beats++
@@ -215,6 +217,7 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent time.Time) renewResu
 	e.noteAnswer(l.renewCtx, berr)
 	switch {
 	case berr == nil:
+		l.lastBeat = sent
 		return renewResult{sent: sent, beat: l.beats}
 	case errors.Is(berr, lease.ErrLost):
 		return renewResult{sent: sent, err: berr}
@@ -278,6 +281,7 @@ func (f *following) inspect() (next time.Duration, skip bool) {
 	}
 	e.touch(true)
 	if v.Record.Holder != "" {
+		e.noteLeaseState(string(v.State))
 		e.observeRecord(v.Record)
 	}
 	if v.State == lease.Breaking {

@@ -2,7 +2,6 @@ package election
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/blobleader/blobleader/worker/election/lease"
 )
@@ -13,12 +12,12 @@ import (
 // record recreated after its blob was deleted nor one restored to an older
 // copy can hand out a term at or below one already used (under the
 // assumption in the package doc, "Non-guarantees"). An error wrapping
-// lease.ErrUnusableRecord says the next term would overflow int64; the
+// lease.ErrUnusableRecord says the next term would pass lease.MaxTerm; the
 // record must then be left as it is.
 func NextTerm(stored, highest, floor int64) (int64, error) {
 	base := max(stored, highest, floor)
-	if base == math.MaxInt64 {
-		return 0, fmt.Errorf("%w: term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, base)
+	if base >= lease.MaxTerm {
+		return 0, fmt.Errorf("%w: term %d cannot grow (the next would pass %d, the highest term)", lease.ErrUnusableRecord, base, int64(lease.MaxTerm))
 	}
 	return base + 1, nil
 }

@@ -3,12 +3,14 @@ package history
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -27,6 +29,14 @@ const Container = "history"
 // oldest are dropped (and counted) if storage stays unreachable that long.
 // Drops are not silent: the next flush writes a history_dropped record with
 // the count first, so whoever reads the history knows it has a hole.
+//
+// A history blob deleted under the sink (alone, or with its container) is
+// made again: the sink goes on in the next blob (creating the container if
+// it has to), whose first record is a history_dropped counting the records
+// that went with the deleted one; so does a blob someone replaced with one
+// that takes no appends. Records the sink gives up on at Close are counted
+// too. A flush that keeps failing is logged once, then at most once a
+// minute with how many attempts failed (docs/architecture.md#logs).
 //
 // Every record is written once. Each append carries the position it must
 // land at (the blob's committed length); an append whose outcome the sink
@@ -47,26 +57,42 @@ type Blob struct {
 	pending [][]byte // encoded lines not yet in a batch
 	size    int      // bytes in pending
 	dropped atomic.Int64
-	written int64 // drops already announced in storage by a history_dropped record
+	written int64  // drops already announced in storage by a history_dropped record
+	why     string // what the next history_dropped record says the loss was
 
 	// Only the flusher (loop, then Close) touches the rest.
-	seg     int
-	blocks  int   // committed blocks in the current segment
-	created bool  // the current segment exists
-	length  int64 // the current segment's committed length, when known
-	known   bool  // length and blocks are known (no write of unknown outcome since)
-	unsent  *batch
+	seg       int
+	blocks    int   // committed blocks in the current segment
+	created   bool  // the current segment exists
+	length    int64 // the current segment's committed length, when known
+	known     bool  // length and blocks are known (no write of unknown outcome since)
+	inSegment int64 // records (not history_dropped lines) landed in the current segment
+	unsent    *batch
+	failing   failing
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-// batch is one append: its bytes, frozen once sent, and where it must land.
+// batch is one append: its bytes, frozen once sent to a segment, and where
+// it must land.
 type batch struct {
-	body []byte
-	pos  int64 // the segment's length it was built for: the append position
-	lost int64 // drops its history_dropped record announces (0: none)
+	body    []byte
+	pos     int64 // the segment's length it was built for: the append position
+	lost    int64 // drops its history_dropped record announces (0: none)
+	records int64 // records in it (history_dropped lines aside)
 }
+
+// failing is the flusher's run of failed flushes, for a log that says so
+// once, then at most once per failLogEvery.
+type failing struct {
+	n      int       // failed flushes in a row
+	since  time.Time // the first of them
+	toldAt time.Time // when a warning about them was last logged
+}
+
+// failLogEvery spaces the warnings about a flush that keeps failing.
+const failLogEvery = time.Minute
 
 // BlobOptions tune a Blob sink; zero values take defaults.
 type BlobOptions struct {
@@ -132,24 +158,52 @@ func (b *Blob) loop() {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), b.flushEvery)
-			if err := b.flush(ctx); err != nil {
-				b.log.Warn("history flush failed; will retry", "blob", b.Name(), "err", err)
-			}
+			b.report(b.flush(ctx))
 			cancel()
 		}
 	}
+}
+
+// report logs a failed flush: the first of a run at once, then at most once
+// per failLogEvery with how many failed and what waits; and the recovery.
+func (b *Blob) report(err error) {
+	f, now := &b.failing, time.Now()
+	if err == nil {
+		if f.n > 0 {
+			b.log.Info("history flush recovered", "blob", b.Name(), "failed_flushes", f.n, "for", now.Sub(f.since).Round(time.Millisecond).String())
+		}
+		*f = failing{}
+		return
+	}
+	if f.n == 0 {
+		f.since = now
+	}
+	f.n++
+	if f.n > 1 && now.Sub(f.toldAt) < failLogEvery {
+		return
+	}
+	f.toldAt = now
+	b.mu.Lock()
+	pending := len(b.pending)
+	b.mu.Unlock()
+	b.log.Warn("history flush failed; will retry", "blob", b.Name(), "err", err, "failed_flushes", f.n,
+		"since", f.since.UTC().Format(time.RFC3339Nano), "pending", pending, "dropped", b.Dropped())
 }
 
 // EventDropped is the record a Blob sink writes ahead of the records that
 // follow a drop; Dropped says how many records were lost since the last one.
 const EventDropped = "history_dropped"
 
-// droppedLine is the history_dropped record for n lost records.
-func (b *Blob) droppedLine(n int64) []byte {
+// reasonBufferFull is what a history_dropped record says by default.
+const reasonBufferFull = "history buffer full while storage was unreachable"
+
+// droppedLine is the history_dropped record for n lost records, lost for
+// the reason why.
+func (b *Blob) droppedLine(n int64, why string) []byte {
 	now := time.Now()
 	line, _ := Record{
 		T: now.UTC().Format(time.RFC3339Nano), MonoNS: int64(now.Sub(b.start)), Identity: b.identity,
-		Event: EventDropped, Dropped: n, Reason: "history buffer full while storage was unreachable",
+		Event: EventDropped, Dropped: n, Reason: why,
 	}.line()
 	return line
 }
@@ -157,8 +211,19 @@ func (b *Blob) droppedLine(n int64) []byte {
 // flush writes what is pending: first the batch whose outcome is still
 // unknown, if any, then the records queued since, preceded by a
 // history_dropped record when records were lost. Records stay queued on
-// error.
+// error. A segment found gone is replaced at once, in the same flush.
 func (b *Blob) flush(ctx context.Context) error {
+	err := b.flushOnce(ctx)
+	if errors.Is(err, errGone) {
+		err = b.flushOnce(ctx)
+	}
+	return err
+}
+
+// errGone: the current segment was gone; the sink has moved to the next.
+var errGone = errors.New("history: the history blob is gone")
+
+func (b *Blob) flushOnce(ctx context.Context) error {
 	if b.unsent == nil {
 		if b.created && b.blocks >= segmentBlocks {
 			b.seg++
@@ -215,7 +280,7 @@ func (b *Blob) take() *batch {
 	}
 	var body []byte
 	if lost > 0 {
-		body = b.droppedLine(lost)
+		body = b.droppedLine(lost, b.lossReason())
 	} else {
 		lost = 0
 	}
@@ -226,7 +291,15 @@ func (b *Blob) take() *batch {
 		n++
 	}
 	b.pending = b.pending[n:]
-	return &batch{body: body, pos: b.length, lost: lost}
+	return &batch{body: body, pos: b.length, lost: lost, records: int64(n)}
+}
+
+// lossReason is what the next history_dropped record says (b.mu held).
+func (b *Blob) lossReason() string {
+	if b.why == "" {
+		return reasonBufferFull
+	}
+	return b.why
 }
 
 // append sends batch a at its position. Once sent, a stays the unsent
@@ -242,6 +315,9 @@ func (b *Blob) append(ctx context.Context, a *batch) error {
 	case err == nil:
 		b.landed(a)
 		return nil
+	case gone(err):
+		b.segmentGone(err)
+		return fmt.Errorf("%w: %v", errGone, err)
 	case bloberror.HasCode(err, bloberror.AppendPositionConditionNotMet):
 		b.known = false
 		if err := b.sync(ctx); err != nil {
@@ -261,10 +337,60 @@ func (b *Blob) append(ctx context.Context, a *batch) error {
 func (b *Blob) landed(a *batch) {
 	b.length, b.known = a.pos+int64(len(a.body)), true
 	b.blocks++
+	b.inSegment += a.records
 	b.unsent = nil
 	b.mu.Lock()
 	b.written += a.lost
+	if b.written == b.dropped.Load() {
+		b.why = ""
+	}
 	b.mu.Unlock()
+}
+
+// gone reports an answer that says the current segment is no longer there
+// to append to: deleted (alone, or with the container), or replaced by a
+// blob of another type that takes no appends.
+func gone(err error) bool {
+	return bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound, bloberror.InvalidBlobType)
+}
+
+// segmentGone moves the sink to the next segment after the current one went
+// away: the records that had landed in it are lost with it — counted as
+// dropped and announced by a history_dropped record at the head of the next
+// segment. A batch not yet landed is not lost: it goes to the next segment,
+// led by that record (nothing of it can land in the old segment's name any
+// more, so it may change).
+func (b *Blob) segmentGone(err error) {
+	name, lost := b.Name(), b.inSegment
+	why := fmt.Sprintf("history blob %s was deleted or replaced (%s) with %d records written to it", name, code(err), lost)
+	b.log.Warn("history blob gone; continuing in a new one", "blob", name, "lost", lost, "err", err)
+	b.seg++
+	b.created, b.blocks, b.length, b.known, b.inSegment = false, 0, 0, true, 0
+	if lost == 0 {
+		if b.unsent != nil {
+			b.unsent.pos = 0
+		}
+		return
+	}
+	b.dropped.Add(lost)
+	if b.unsent == nil {
+		b.mu.Lock()
+		b.why = why
+		b.mu.Unlock()
+		return
+	}
+	b.unsent.body = append(b.droppedLine(lost, why), b.unsent.body...)
+	b.unsent.lost += lost
+	b.unsent.pos = 0
+}
+
+// code is the storage error code of err, or its text.
+func code(err error) string {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.ErrorCode != "" {
+		return re.ErrorCode
+	}
+	return err.Error()
 }
 
 // sync reads the segment's length and block count after a write of unknown
@@ -274,6 +400,10 @@ func (b *Blob) landed(a *batch) {
 // batch goes after what is there, and the history may hold it twice.
 func (b *Blob) sync(ctx context.Context) error {
 	props, err := b.c.NewAppendBlobClient(b.Name()).GetProperties(storage.WithOp(ctx, "history_read"), nil)
+	if gone(err) {
+		b.segmentGone(err)
+		return fmt.Errorf("%w: %v", errGone, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -325,7 +455,8 @@ func (b *Blob) create(ctx context.Context) error {
 }
 
 // Close stops the flusher and writes what is pending, retrying a failed
-// flush until ctx ends.
+// flush until ctx ends. Records it could not write by then are lost, and
+// counted in Dropped.
 func (b *Blob) Close(ctx context.Context) error {
 	close(b.stop)
 	<-b.done
@@ -337,13 +468,21 @@ func (b *Blob) Close(ctx context.Context) error {
 		if err != nil {
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("history: final flush: %w", err)
+				b.mu.Lock()
+				lost := int64(len(b.pending))
+				b.pending, b.size = nil, 0
+				b.mu.Unlock()
+				if b.unsent != nil {
+					lost += b.unsent.records
+				}
+				b.dropped.Add(lost)
+				return fmt.Errorf("history: final flush: %d records not written (%d dropped in all): %w", lost, b.Dropped(), err)
 			case <-time.After(closeRetryPause):
 			}
 		}
 	}
 	if d := b.Dropped(); d > 0 {
-		return fmt.Errorf("history: %d records dropped while storage was unreachable", d)
+		return fmt.Errorf("history: %d records dropped (storage unreachable, or deleted with a history blob)", d)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/history"
 	"github.com/blobleader/blobleader/worker/internal/faultinject"
+	"github.com/blobleader/blobleader/worker/stalltest"
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
@@ -208,24 +209,26 @@ func TestBlob_FlushesEverySecondInOrderAndOnClose(t *testing.T) {
 }
 
 func TestBlob_WriteNeverBlocksWhenStorageIsDown(t *testing.T) {
-	port, _ := azuritetest.FreePort() // nothing listens there
-	c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
-	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond, MaxBuffer: 10 << 10})
-	start := time.Now()
-	for i := range 20000 {
-		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("20,000 writes took %s with storage down: Write blocks", took)
-	}
-	if sink.Dropped() == 0 {
-		t.Fatal("a 10 KiB buffer held 20,000 records: nothing was dropped or counted")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := sink.Close(ctx); err == nil {
-		t.Fatal("Close with storage down and records dropped returned nil")
-	}
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		port, _ := azuritetest.FreePort() // nothing listens there
+		c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
+		sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond, MaxBuffer: 10 << 10})
+		start := time.Now()
+		for i := range 20000 {
+			_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
+		}
+		if !sp.Bound(t, "20,000 writes with storage down, which must not block (bound 2 s)", start, 2*time.Second, time.Now()) {
+			return
+		}
+		if sink.Dropped() == 0 {
+			t.Fatal("a 10 KiB buffer held 20,000 records: nothing was dropped or counted")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := sink.Close(ctx); err == nil {
+			t.Fatal("Close with storage down and records dropped returned nil")
+		}
+	})
 }
 
 // Records the sink had to drop are announced in the blob: a history_dropped

@@ -32,7 +32,13 @@
 // entry; its lines stay as found, and ListSegments names it. A writer in the
 // middle of its term cannot tell whether a newer term's stamp went with the
 // metadata, so for it a foreign segment is a fence (a new term repairs it).
-// One that cannot be read is never written past: ErrCorrupt, for an operator.
+//
+// A last segment that is not a ledger at all (lines that are not entries:
+// the wrong file uploaded, of either blob type) is repaired the same way by
+// the writer that holds the ledger's term: it keeps the segment as found,
+// stamps it sealed and "not a ledger" under its term, and continues in the
+// next segment after the last entry it can read before it. Readers skip
+// such a segment and ListSegments names it.
 package ledger
 
 import (
@@ -78,6 +84,22 @@ var (
 	ErrNotFound = errors.New("ledger: not found")
 )
 
+// TermAbove is the ErrFenced of a writer that found the ledger holding a
+// term above its own: Term is the highest term the ledger holds (a newer
+// leader's, or one written by hand or restored from elsewhere: the lock's
+// record tells which), Ours the writer's.
+type TermAbove struct {
+	Segment    int
+	Term, Ours int64
+	Holder     string // who stamped it, as the segment says
+}
+
+func (e *TermAbove) Error() string {
+	return fmt.Sprintf("%v: segment %d holds term %d (holder %q), we are term %d", ErrFenced, e.Segment, e.Term, e.Holder, e.Ours)
+}
+
+func (e *TermAbove) Unwrap() error { return ErrFenced }
+
 // DefaultSegmentLimit keeps a segment below Azure's 50,000 blocks per append blob.
 const DefaultSegmentLimit = 45000
 
@@ -88,6 +110,9 @@ const (
 	// (query-escaped, so any holder fits in a metadata value). With the term
 	// it tells a writer its own earlier stamp from another's.
 	metaHolder = "holder"
+	// metaNotALedger marks a segment a writer found not to be a ledger and
+	// kept as found ("true"); readers skip it.
+	metaNotALedger = "notaledger"
 )
 
 // Prefix is where the ledger of the election blob `blob` lives.
@@ -103,6 +128,7 @@ type Writer struct {
 	holder       string
 	segmentLimit int
 	onForeign    func(int, string)
+	onNotALedger func(int, string)
 
 	seg    int         // current segment number
 	first  int64       // first seq of the current segment
@@ -118,13 +144,18 @@ type Options struct {
 	// OnForeign, if set, is told once per foreign segment this writer sealed
 	// and continued past: its number and blob type.
 	OnForeign func(segment int, blobType string)
+	// OnNotALedger, if set, is told once per segment this writer found not
+	// to be a ledger (lines it cannot read), kept as found and continued
+	// past: its number and blob type.
+	OnNotALedger func(segment int, blobType string)
 }
 
 // Open fences the ledger for term and returns a writer positioned after the
 // last entry. It returns ErrFenced if a newer term already holds it (or an
 // older one: the same term again means a retry of our own Open).
 func Open(ctx context.Context, c *container.Client, blob string, term int64, holder string, opts Options) (*Writer, error) {
-	w := &Writer{c: c, blob: blob, term: term, holder: holder, segmentLimit: opts.SegmentLimit, onForeign: opts.OnForeign}
+	w := &Writer{c: c, blob: blob, term: term, holder: holder, segmentLimit: opts.SegmentLimit, onForeign: opts.OnForeign,
+		onNotALedger: opts.OnNotALedger}
 	if w.segmentLimit <= 0 {
 		w.segmentLimit = DefaultSegmentLimit
 	}
@@ -202,13 +233,35 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 	// 2–3. Check the last segment's term, and make it ours.
 	seg := segs[len(segs)-1].n
 	etag, first, sealed, err := w.claimLast(ctx, segs, mode)
+	var notLedger *notALedger
+	if errors.As(err, &notLedger) {
+		return w.keepNotALedger(ctx, segs, notLedger)
+	}
 	if err != nil {
 		return err
 	}
+	if segs[len(segs)-1].notALedger {
+		// Kept by a writer that went past it, which did not get to open
+		// the next segment: open it.
+		if w.next, err = nextAfter(ctx, w.c, w.blob, segs[:len(segs)-1]); err != nil {
+			return err
+		}
+		if err := w.create(ctx, seg+1, w.next); err != nil {
+			if errors.Is(err, errExists) {
+				return errRace
+			}
+			return err
+		}
+		return nil
+	}
 
 	// 4. The segment is ours: read it as of that ETag to find where the
-	// sequence stands.
+	// sequence stands. One that is not a ledger is kept, and the ledger
+	// goes on in the next segment.
 	entries, err := readSegment(ctx, w.c, w.blob, seg, &etag)
+	if errors.Is(err, ErrCorrupt) {
+		return w.keepNotALedger(ctx, segs, &notALedger{etag: etag, blobType: segs[len(segs)-1].blobType, err: err})
+	}
 	if err != nil {
 		if storage.Changed(err) {
 			return errRace
@@ -251,7 +304,10 @@ func (w *Writer) claimLast(ctx context.Context, segs []segment, mode catchUpMode
 	foreign := props.BlobType != nil && *props.BlobType != blob.BlobTypeAppendBlob
 	t, _ := storage.Term(md) // a term that is not one reads as 0: ours stamps over it
 	switch ours := holder == url.QueryEscape(w.holder); {
-	case t > w.term, t == w.term && !ours:
+	case t > w.term:
+		h, _ := url.QueryUnescape(holder)
+		return "", 0, false, &TermAbove{Segment: seg, Term: t, Ours: w.term, Holder: h}
+	case t == w.term && !ours:
 		return "", 0, false, fmt.Errorf("%w: segment %d holds term %d (holder %q), we are term %d", ErrFenced, seg, t, holder, w.term)
 	case t < w.term && mode == resume && foreign:
 		return "", 0, false, fmt.Errorf("%w: segment %d was replaced by a %s outside the ledger, and a newer term's stamp may have gone with its metadata; a new term continues past it", ErrFenced, seg, *props.BlobType)
@@ -268,8 +324,13 @@ func (w *Writer) claimLast(ctx context.Context, segs []segment, mode catchUpMode
 		}
 		return etag, first, true, nil
 	case t < w.term:
-		// 3. Stamp our term, conditioned on what we read.
-		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), w.meta(first, sealed),
+		// 3. Stamp our term, conditioned on what we read (a segment kept as
+		// not a ledger stays marked).
+		md := w.meta(first, sealed)
+		if segs[len(segs)-1].notALedger {
+			md[metaNotALedger] = to("true")
+		}
+		resp, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), md,
 			&blob.SetMetadataOptions{AccessConditions: storage.IfUnchanged(etag)})
 		if err != nil {
 			if storage.Changed(err) {
@@ -294,7 +355,7 @@ func (w *Writer) sealForeign(ctx context.Context, segs []segment, client *append
 	case storage.Changed(err):
 		return "", 0, errRace
 	case errors.Is(err, ErrCorrupt):
-		return "", 0, fmt.Errorf("%w (segment %d is a %s written outside the ledger: move it aside, or put the ledger's own segment back, for the ledger to continue)", err, last.n, last.blobType)
+		return "", 0, &notALedger{etag: etag, blobType: last.blobType, err: err}
 	case err != nil:
 		return "", 0, err
 	}
@@ -323,6 +384,69 @@ func (w *Writer) sealForeign(ctx context.Context, segs []segment, client *append
 		return "", 0, fmt.Errorf("ledger: seal foreign segment %d: %w", last.n, err)
 	}
 	return *resp.ETag, first, nil
+}
+
+// notALedger: the last segment, read as of etag, holds lines that are not
+// ledger entries.
+type notALedger struct {
+	etag     azcore.ETag
+	blobType string
+	err      error // the ErrCorrupt that says which line
+}
+
+func (e *notALedger) Error() string { return e.err.Error() }
+func (e *notALedger) Unwrap() error { return e.err }
+
+// keepNotALedger repairs a last segment that is not a ledger, as the writer
+// that holds the ledger's term: it stamps the segment sealed and not a
+// ledger under our term (conditioned on the ETag it was read at, so a
+// write in between is not lost), leaves its content as found, reports it
+// once, and opens the next segment after the last entry readable before it.
+func (w *Writer) keepNotALedger(ctx context.Context, segs []segment, bad *notALedger) error {
+	last := segs[len(segs)-1]
+	first, err := nextAfter(ctx, w.c, w.blob, segs[:len(segs)-1])
+	if err != nil {
+		return err
+	}
+	md := w.meta(first, true)
+	md[metaNotALedger] = to("true")
+	client := w.c.NewAppendBlobClient(segmentName(w.blob, last.n))
+	if _, err := client.SetMetadata(storage.WithOp(ctx, "ledger_fence"), md,
+		&blob.SetMetadataOptions{AccessConditions: storage.IfUnchanged(bad.etag)}); err != nil {
+		if storage.Changed(err) {
+			return errRace
+		}
+		return fmt.Errorf("ledger: keep segment %d, which is not a ledger (%v): %w", last.n, bad.err, err)
+	}
+	if w.onNotALedger != nil {
+		w.onNotALedger(last.n, bad.blobType)
+	}
+	w.next = first
+	if err := w.create(ctx, last.n+1, first); err != nil {
+		if errors.Is(err, errExists) {
+			return errRace
+		}
+		return err
+	}
+	return nil
+}
+
+// nextAfter is the seq after the last entry of segs (in order), skipping
+// segments kept as not a ledger; 1 when there is none.
+func nextAfter(ctx context.Context, c *container.Client, name string, segs []segment) (int64, error) {
+	for i := len(segs) - 1; i >= 0; i-- {
+		if segs[i].notALedger {
+			continue
+		}
+		es, err := readSegment(ctx, c, name, segs[i].n, nil)
+		if err != nil {
+			return 0, err
+		}
+		if len(es) > 0 {
+			return es[len(es)-1].Seq + 1, nil
+		}
+	}
+	return 1, nil
 }
 
 // create makes segment n (first seq `first`) stamped with our term, only if
@@ -442,7 +566,8 @@ func (w *Writer) rotate(ctx context.Context) error {
 // ledger with no segment (a name never written, a missing container) is
 // ErrNotFound, not an empty ledger: a reader that found nothing has checked
 // nothing.
-// Foreign segments (ListSegments) are read as found.
+// Foreign segments (ListSegments) are read as found; segments a writer kept
+// as not a ledger are skipped.
 func ReadAll(ctx context.Context, c *container.Client, blob string) ([]Entry, error) {
 	segs, err := segments(ctx, c, blob)
 	if err != nil {
@@ -453,6 +578,9 @@ func ReadAll(ctx context.Context, c *container.Client, blob string) ([]Entry, er
 	}
 	var all []Entry
 	for _, s := range segs {
+		if s.notALedger {
+			continue // kept as found by the writer that went past it
+		}
 		es, err := readSegment(ctx, c, blob, s.n, nil)
 		if err != nil {
 			return nil, err
@@ -482,6 +610,9 @@ func Verify(entries []Entry) error {
 type Segment struct {
 	Name     string // the blob's name
 	BlobType string // "AppendBlob" for the ledger's own
+	// NotALedger: a writer found lines in it that are not ledger entries,
+	// kept it as found and continued in the next segment; readers skip it.
+	NotALedger bool
 }
 
 // Foreign reports a segment of another blob type: written outside the
@@ -495,20 +626,22 @@ func ListSegments(ctx context.Context, c *container.Client, blob string) ([]Segm
 	segs, err := segments(ctx, c, blob)
 	out := make([]Segment, len(segs))
 	for i, s := range segs {
-		out[i] = Segment{Name: segmentName(blob, s.n), BlobType: s.blobType}
+		out[i] = Segment{Name: segmentName(blob, s.n), BlobType: s.blobType, NotALedger: s.notALedger}
 	}
 	return out, err
 }
 
-// segment is one listed segment: its number and blob type.
+// segment is one listed segment: its number, blob type, and whether a
+// writer kept it as not a ledger.
 type segment struct {
-	n        int
-	blobType string
+	n          int
+	blobType   string
+	notALedger bool
 }
 
 func segments(ctx context.Context, c *container.Client, name string) ([]segment, error) {
 	prefix := Prefix(name)
-	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	pager := c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix, Include: container.ListBlobsInclude{Metadata: true}})
 	var out []segment
 	for pager.More() {
 		page, err := pager.NextPage(storage.WithOp(ctx, "ledger_list"))
@@ -523,7 +656,7 @@ func segments(ctx context.Context, c *container.Client, name string) ([]segment,
 			if err != nil || n < 1 {
 				continue // not ours
 			}
-			s := segment{n: n, blobType: string(blob.BlobTypeAppendBlob)}
+			s := segment{n: n, blobType: string(blob.BlobTypeAppendBlob), notALedger: storage.MetadataValue(b.Metadata, metaNotALedger) == "true"}
 			if b.Properties != nil && b.Properties.BlobType != nil {
 				s.blobType = string(*b.Properties.BlobType)
 			}
@@ -565,6 +698,8 @@ func (w *Writer) meta(first int64, sealed bool) map[string]*string {
 	h := url.QueryEscape(w.holder)
 	return map[string]*string{storage.MetaTerm: &t, metaFirst: &f, metaSealed: &s, metaHolder: &h}
 }
+
+func to(s string) *string { return &s }
 
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)

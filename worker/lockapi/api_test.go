@@ -15,6 +15,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/lockapi"
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 var server *azuritetest.Server
@@ -192,29 +193,29 @@ func TestAPI_StatelessReplicasAndLateUnlockWithTerm(t *testing.T) {
 // A waiting lock request gets the lock once the holder unlocks.
 func TestAPI_WaitingLockGetsTheLockAfterTheUnlock(t *testing.T) {
 	t.Parallel()
-	srv := newAPI(t, "lockstore", freshContainer(), "")
-	const lock, unlock = "/v1.0-alpha1/lock/lockstore", "/v1.0-alpha1/unlock/lockstore"
-	call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"a","expiryInSeconds":15}`)
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		call(t, srv, "POST", unlock, `{"resourceId":"q","lockOwner":"a"}`)
-	}()
-	start := time.Now()
-	code, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"b","expiryInSeconds":15,"waitSeconds":10}`)
-	if code != 200 || field(t, body, "success") != true {
-		t.Fatalf("waiting lock = %d %s, want success", code, body)
-	}
-	if took := time.Since(start); took > 1500*time.Millisecond+1100*time.Millisecond+2*time.Second {
-		t.Fatalf("waiting lock took %s, want within a poll of the unlock", took)
-	}
-	// Without a wait, a held lock answers at once.
-	start = time.Now()
-	if _, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"c","expiryInSeconds":15}`); body != `{"success":false}` {
-		t.Fatalf("lock of a held lock = %s", body)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("a lock without waitSeconds took %s", took)
-	}
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		srv := newAPI(t, "lockstore", freshContainer(), "")
+		const lock, unlock = "/v1.0-alpha1/lock/lockstore", "/v1.0-alpha1/unlock/lockstore"
+		call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"a","expiryInSeconds":15}`)
+		go func() {
+			time.Sleep(1500 * time.Millisecond)
+			call(t, srv, "POST", unlock, `{"resourceId":"q","lockOwner":"a"}`)
+		}()
+		start := time.Now()
+		code, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"b","expiryInSeconds":15,"waitSeconds":10}`)
+		if code != 200 || field(t, body, "success") != true {
+			t.Fatalf("waiting lock = %d %s, want success", code, body)
+		}
+		if !p.Bound(t, "a waiting lock (bound: the unlock at 1.5 s + a poll 1.1 s + a request 2 s)", start, 1500*time.Millisecond+1100*time.Millisecond+2*time.Second, time.Now()) {
+			return
+		}
+		// Without a wait, a held lock answers at once.
+		start = time.Now()
+		if _, body := call(t, srv, "POST", lock, `{"resourceId":"q","lockOwner":"c","expiryInSeconds":15}`); body != `{"success":false}` {
+			t.Fatalf("lock of a held lock = %s", body)
+		}
+		p.Bound(t, "a lock without waitSeconds (bound: one request, 2 s)", start, 2*time.Second, time.Now())
+	})
 }
 
 func TestAPI_TokenIsRequiredWhenSet(t *testing.T) {

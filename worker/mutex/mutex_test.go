@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/blobleader/blobleader/worker/mutex"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 func TestLocker_TryLockNamesTheHolderAndTermsIncrease(t *testing.T) {
@@ -93,39 +94,41 @@ func TestLocker_TermsSurviveContainerDeletion(t *testing.T) {
 // Lock waits for the holder's unlock and takes the lock at its next poll.
 func TestLocker_LockTakesTheLockWithinAPollOfTheUnlock(t *testing.T) {
 	t.Parallel()
-	ctx := ctxT(t, 30*time.Second)
-	c := newContainer(t, nil)
-	a, b := newLocker(t, c, "a"), newLocker(t, c, "b")
-	ha, err := a.TryLock(ctx, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan *mutex.Held, 1)
-	go func() {
-		h, err := b.Lock(ctx, "job")
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		ctx := ctxT(t, 30*time.Second)
+		c := newContainer(t, nil)
+		a, b := newLocker(t, c, "a"), newLocker(t, c, "b")
+		ha, err := a.TryLock(ctx, "job")
 		if err != nil {
-			t.Errorf("Lock: %v", err)
+			t.Fatal(err)
 		}
-		got <- h
-	}()
-	time.Sleep(1500 * time.Millisecond) // b polls at least once while a holds
-	unlocked := time.Now()
-	if err := ha.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hb := <-got
-	if hb == nil {
-		return
-	}
-	defer hb.Unlock(ctx)
-	cfg := mutex.DefaultConfig("b")
-	bound := time.Duration(1.1*float64(cfg.RetryPeriod)) + cfg.RequestTimeout()
-	if took := time.Since(unlocked); took > bound {
-		t.Fatalf("b took the lock %s after the unlock, bound 1.1·P + request timeout = %s", took, bound)
-	}
-	if hb.Term() <= ha.Term() {
-		t.Fatalf("terms %d then %d", ha.Term(), hb.Term())
-	}
+		got := make(chan *mutex.Held, 1)
+		go func() {
+			h, err := b.Lock(ctx, "job")
+			if err != nil {
+				t.Errorf("Lock: %v", err)
+			}
+			got <- h
+		}()
+		time.Sleep(1500 * time.Millisecond) // b polls at least once while a holds
+		unlocked := time.Now()
+		if err := ha.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hb := <-got
+		if hb == nil {
+			return
+		}
+		defer hb.Unlock(ctx)
+		cfg := mutex.DefaultConfig("b")
+		bound := time.Duration(1.1*float64(cfg.RetryPeriod)) + cfg.RequestTimeout()
+		if !p.Bound(t, "b taking the lock after the unlock (bound 1.1·P + request timeout)", unlocked, bound, time.Now()) {
+			return
+		}
+		if hb.Term() <= ha.Term() {
+			t.Fatalf("terms %d then %d", ha.Term(), hb.Term())
+		}
+	})
 }
 
 // A holding renews past its lease duration, and nobody else takes it.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // Assignment is what the leader publishes: for every shard its owner and its
@@ -29,8 +31,8 @@ func (a *Assignment) validate() error {
 	switch {
 	case a.Term <= 0:
 		return fmt.Errorf("term %d is not positive", a.Term)
-	case a.Version <= 0:
-		return fmt.Errorf("version %d is not positive", a.Version)
+	case a.Version <= 0 || a.Version > lease.MaxTerm:
+		return fmt.Errorf("version %d is not between 1 and %d", a.Version, int64(lease.MaxTerm))
 	case a.Shards < 1 || a.Shards > MaxShards:
 		return fmt.Errorf("shards %d is not between 1 and %d", a.Shards, MaxShards)
 	case len(a.Owners) != a.Shards || len(a.Standbys) != a.Shards:

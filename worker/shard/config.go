@@ -45,6 +45,12 @@ type Config struct {
 	// OnEvent receives every Event, synchronously: it must not block.
 	OnEvent func(Event)
 
+	// OnRepair, if set, is told each repair of a pool document this worker
+	// makes while it leads: the object (ObjectAssignment, ObjectSummary) and
+	// the cause (CauseMissing, …), once per document gone bad. It is called
+	// on the coordinator's goroutine and must not block.
+	OnRepair func(object, cause string)
+
 	// ReportEvery is how often a member writes its progress report, and
 	// SummaryEvery how often the leader publishes the summary. Default
 	// 5·RetryPeriod each; at least RetryPeriod.

@@ -60,6 +60,7 @@ func (w *Worker) Lead(ctx context.Context, term int64, leading func() bool) erro
 		odd:     map[string]time.Time{},
 		badSeen: map[string]string{},
 	}
+	w.noteLockTerm(term) // the elector stamped it into the lock's record
 	defer func() {
 		w.mu.Lock()
 		w.leading, w.summary, w.conflict, w.unowned = nil, nil, "", unownedShards{}
@@ -120,7 +121,7 @@ func (co *coordinator) pass(ctx context.Context) error {
 		co.lastSum = now
 		reports = co.readReports(ctx, reporters(st, co.intent))
 		if co.intent == nil && co.highest > 0 {
-			co.needRepair(fmt.Sprintf("the assignment is missing; members have seen version %d", co.highest))
+			co.needRepair(CauseMissing, fmt.Sprintf("the assignment is missing; members have seen version %d", co.highest), 0)
 		}
 	}
 	// 4. Publish when the plan changed, our term has not stamped it yet, or
@@ -164,7 +165,16 @@ func (co *coordinator) publishOrConfirm(ctx context.Context, st poolState, now t
 		return nil
 	}
 	err := co.call(ctx, func(c context.Context) error { return co.doc.write(c, co.term, next) })
+	var above *termAbove
 	switch {
+	case errors.As(err, &above):
+		// Written over since we read it, with a term above ours: deposed,
+		// or a planted term to repair at the next pass.
+		if err := co.outranked(ctx, ObjectAssignment, above.found); err != nil {
+			return err
+		}
+		co.needRepair(CauseTermAboveLock, fmt.Sprintf("the assignment was overwritten with term %d, above the lock's (%d, ours): a planted term, not a newer leader's", above.found, co.term), above.found)
+		return nil
 	case errors.Is(err, errConflict):
 		return co.readIntent(ctx) // decide again next pass
 	case err != nil:
@@ -193,35 +203,47 @@ func (co *coordinator) readIntent(ctx context.Context) error {
 	var term int64
 	var found bool
 	err := co.call(ctx, func(c context.Context) (err error) { term, found, err = co.doc.read(c, &a); return err })
-	switch {
-	case errors.Is(err, errMalformed) && term > co.term:
-		return fmt.Errorf("%w (%v)", ErrDeposed, err)
-	case errors.Is(err, errMalformed):
-		co.needRepair(err.Error())
-		return nil
-	case err != nil:
+	if err != nil && !errors.Is(err, errMalformed) {
 		return err
+	}
+	if above := max(term, a.Term); found && above > co.term {
+		// A term above ours, in the metadata or the JSON: only the lock's
+		// record can say whether a newer leader wrote it.
+		if err := co.outranked(ctx, ObjectAssignment, above); err != nil {
+			return err
+		}
+		co.needRepair(CauseTermAboveLock, fmt.Sprintf("the assignment carries term %d, above the lock's (%d, ours): a planted term, not a newer leader's", above, co.term), above)
+		return nil
+	}
+	switch {
+	case err != nil: // errMalformed
+		co.needRepair(CauseNotValid, err.Error(), 0)
+		return nil
 	case !found:
 		if co.intent != nil {
-			co.needRepair("the assignment is missing")
+			co.needRepair(CauseMissing, "the assignment is missing", 0)
 		}
 		return nil
-	case term > co.term || a.Term > co.term:
-		return ErrDeposed
 	}
 	co.noteVersion(a.Version)
 	if co.intent != nil && co.intent.Term == co.term && co.intent.newer(&a) {
-		co.needRepair(fmt.Sprintf("the assignment went back to version %d of term %d (ours: version %d)", a.Version, a.Term, co.intent.Version))
+		co.needRepair(CauseRolledBack, fmt.Sprintf("the assignment went back to version %d of term %d (ours: version %d)", a.Version, a.Term, co.intent.Version), 0)
 		return nil
 	}
 	co.intent = &a
 	return nil
 }
 
-// needRepair marks the published assignment for repair, reporting it once.
-func (co *coordinator) needRepair(why string) {
+// needRepair marks the published assignment for repair, reporting it (a
+// log line naming any term found, OnRepair) once until it is repaired.
+func (co *coordinator) needRepair(cause, why string, termFound int64) {
 	if co.repair == "" {
-		co.w.log.Warn("the published assignment needs repair; writing ours again above every version seen", "term", co.term, "why", why)
+		args := []any{"term", co.term, "cause", cause, "why", why}
+		if termFound != 0 {
+			args = append(args, "term_found", termFound)
+		}
+		co.w.log.Warn("the published assignment needs repair; writing ours again above every version seen", args...)
+		co.w.repaired(ObjectAssignment, cause)
 	}
 	co.repair = why
 }

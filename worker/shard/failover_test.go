@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/stalltest"
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
@@ -81,61 +83,61 @@ func containerName(c *container.Client) string {
 // end balanced over the two members left.
 func TestPool_CutOffFollowersShardsFailOver(t *testing.T) {
 	t.Parallel()
-	c := newContainer(t)
-	tr := newTracker(t)
-	const n = 6
-	ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
-	// The victim joins once another member leads, so it is a follower.
-	waitLeader(t, ms, 30*time.Second)
-	victim, link := startCuttable(t, containerName(c), n, "w3", tr)
-	ms = append(ms, victim)
-	owner := waitSettled(t, n, ms, 60*time.Second)
-	if victim.el.IsLeader() {
-		t.Fatal("expected w3, which joined under a leader, to follow")
-	}
-	var lost []int
-	for s, o := range owner {
-		if o == victim.id {
-			lost = append(lost, s)
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		c := newContainer(t)
+		tr := newTracker(t)
+		const n = 6
+		ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
+		// The victim joins once another member leads, so it is a follower.
+		waitLeader(t, ms, 30*time.Second)
+		victim, link := startCuttable(t, containerName(c), n, "w3", tr)
+		ms = append(ms, victim)
+		owner := waitSettled(t, n, ms, 60*time.Second)
+		if victim.el.IsLeader() {
+			t.Fatal("expected w3, which joined under a leader, to follow")
 		}
-	}
-	link.cut.Store(true)
-	cutAt := time.Now()
-
-	cfg := testElection("x")
-	eps := cfg.RequestTimeout() // the acquire and the term write after a successful poll
-	bound := cfg.LeaseDuration + cfg.RetryPeriod*11/10 + eps
-	rest := ms[:2]
-	deadline := time.Now().Add(bound + 5*time.Second)
-	for _, s := range lost {
-		var by string
-		var at time.Time
-		for time.Now().Before(deadline) {
-			if by, at = tr.current(s); by != "" && by != victim.id {
-				break
+		var lost []int
+		for s, o := range owner {
+			if o == victim.id {
+				lost = append(lost, s)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-		if by == "" || by == victim.id {
-			t.Fatalf("shard %d of cut-off %s was not owned again within %v of the cut", s, victim.id, time.Since(cutAt))
+		link.cut.Store(true)
+		cutAt := time.Now()
+
+		cfg := testElection("x")
+		eps := cfg.RequestTimeout() // the acquire and the term write after a successful poll
+		bound := cfg.LeaseDuration + cfg.RetryPeriod*11/10 + eps
+		rest := ms[:2]
+		deadline := time.Now().Add(bound + 5*time.Second)
+		for _, s := range lost {
+			var by string
+			var at time.Time
+			for time.Now().Before(deadline) {
+				if by, at = tr.current(s); by != "" && by != victim.id {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if by == "" || by == victim.id {
+				t.Fatalf("shard %d of cut-off %s was not owned again within %v of the cut", s, victim.id, time.Since(cutAt))
+			}
+			// Read after the takeover: a renew in flight at the cut may still
+			// have succeeded.
+			last := link.renewedAt(Layout{Blob: "leader"}.Shard(s))
+			if last.IsZero() {
+				t.Fatalf("shard %d: no successful acquire or renew by %s was recorded", s, victim.id)
+			}
+			// at is when the new owner's task started: after its acquisition.
+			if p.Bound(t, fmt.Sprintf("shard %d owned again by %s after %s's last renew (bound L + P·1.1 + ε)", s, by, victim.id), last, bound, at) {
+				t.Logf("shard %d: owned again by %s %v after the last renew (bound %v)", s, by, at.Sub(last).Round(time.Millisecond), bound)
+			}
 		}
-		// Read after the takeover: a renew in flight at the cut may still
-		// have succeeded.
-		last := link.renewedAt(Layout{Blob: "leader"}.Shard(s))
-		if last.IsZero() {
-			t.Fatalf("shard %d: no successful acquire or renew by %s was recorded", s, victim.id)
+		if got := victim.w.Owned(); len(got) != 0 {
+			t.Errorf("cut-off %s still claims shards %v past their leases' expiry", victim.id, got)
 		}
-		// at is when the new owner's task started: after its acquisition.
-		if took := at.Sub(last); took > bound {
-			t.Errorf("shard %d owned again by %s %v after %s's last renew; bound L + P·1.1 + ε = %v", s, by, took, victim.id, bound)
-		} else {
-			t.Logf("shard %d: owned again by %s %v after the last renew (bound %v)", s, by, took.Round(time.Millisecond), bound)
-		}
-	}
-	if got := victim.w.Owned(); len(got) != 0 {
-		t.Errorf("cut-off %s still claims shards %v past their leases' expiry", victim.id, got)
-	}
-	waitSettled(t, n, rest, 30*time.Second)
+		waitSettled(t, n, rest, 30*time.Second)
+	})
 }
 
 func containsInt(xs []int, x int) bool {
@@ -171,59 +173,59 @@ func waitLeader(t *testing.T, ms []*poolMember, timeout time.Duration) *poolMemb
 // assignment reads failed seconds before the leave (docs/benchmarks.md §9).
 func TestPool_StandbyWarmingUpTakesAReleasedShardAtOnce(t *testing.T) {
 	t.Parallel()
-	c := newContainer(t)
-	tr := newTracker(t)
-	const n = 4
-	w1 := startMember(t, c, n, "w1", tr)
-	waitLeader(t, []*poolMember{w1}, 30*time.Second)
-	w2, link := startCuttable(t, containerName(c), n, "w2", tr)
-	owner := waitSettled(t, n, []*poolMember{w1, w2}, 60*time.Second)
-	var leaving []int
-	for s, o := range owner {
-		if o == w1.id {
-			leaving = append(leaving, s)
-		}
-	}
-	slices.Sort(leaving)
-
-	// Only w2's assignment reads fail, until its view is stale; then they
-	// succeed again and w2 warms up. Its own leases are renewed throughout.
-	link.noReads.Store(true)
-	waitView(t, w2, false, 30*time.Second)
-	link.noReads.Store(false)
-	waitView(t, w2, true, 30*time.Second)
-	for _, s := range leaving {
-		if err := w2.w.view.mayAcquire(s, time.Now()); !errors.Is(err, errWarmingUp) {
-			t.Fatalf("precondition: expected w2 to be warming up as shard %d's standby; the gate says %v", s, err)
-		}
-	}
-
-	w1.stop() // graceful: its shard tasks stop and their leases are released
-	cfg := testElection("x")
-	bound := cfg.RetryPeriod*11/10 + cfg.RequestTimeout() // a poll, then the acquire and the term write
-	deadline := time.Now().Add(cfg.LeaseDuration + 10*time.Second)
-	for _, s := range leaving {
-		var by string
-		var at time.Time
-		for time.Now().Before(deadline) {
-			if by, at = tr.current(s); by == w2.id {
-				break
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		c := newContainer(t)
+		tr := newTracker(t)
+		const n = 4
+		w1 := startMember(t, c, n, "w1", tr)
+		waitLeader(t, []*poolMember{w1}, 30*time.Second)
+		w2, link := startCuttable(t, containerName(c), n, "w2", tr)
+		owner := waitSettled(t, n, []*poolMember{w1, w2}, 60*time.Second)
+		var leaving []int
+		for s, o := range owner {
+			if o == w1.id {
+				leaving = append(leaving, s)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-		if by != w2.id {
-			t.Fatalf("shard %d released by %s was not owned by %s within %v", s, w1.id, w2.id, cfg.LeaseDuration+10*time.Second)
+		slices.Sort(leaving)
+
+		// Only w2's assignment reads fail, until its view is stale; then they
+		// succeed again and w2 warms up. Its own leases are renewed throughout.
+		link.noReads.Store(true)
+		waitView(t, w2, false, 30*time.Second)
+		link.noReads.Store(false)
+		waitView(t, w2, true, 30*time.Second)
+		for _, s := range leaving {
+			if err := w2.w.view.mayAcquire(s, time.Now()); !errors.Is(err, errWarmingUp) {
+				t.Fatalf("precondition: expected w2 to be warming up as shard %d's standby; the gate says %v", s, err)
+			}
 		}
-		freed := tr.released(s)
-		if freed.IsZero() {
-			t.Fatalf("shard %d: the graceful stop of %s left no %s", s, w1.id, EventShardLeaseReleased)
+
+		w1.stop() // graceful: its shard tasks stop and their leases are released
+		cfg := testElection("x")
+		bound := cfg.RetryPeriod*11/10 + cfg.RequestTimeout() // a poll, then the acquire and the term write
+		deadline := time.Now().Add(cfg.LeaseDuration + 10*time.Second)
+		for _, s := range leaving {
+			var by string
+			var at time.Time
+			for time.Now().Before(deadline) {
+				if by, at = tr.current(s); by == w2.id {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if by != w2.id {
+				t.Fatalf("shard %d released by %s was not owned by %s within %v", s, w1.id, w2.id, cfg.LeaseDuration+10*time.Second)
+			}
+			freed := tr.released(s)
+			if freed.IsZero() {
+				t.Fatalf("shard %d: the graceful stop of %s left no %s", s, w1.id, EventShardLeaseReleased)
+			}
+			if p.Bound(t, fmt.Sprintf("shard %d owned again by %s after %s released it (bound P·1.1 + ε)", s, by, w1.id), freed, bound, at) {
+				t.Logf("shard %d: owned again by %s %v after the release (bound %v)", s, by, at.Sub(freed).Round(time.Millisecond), bound)
+			}
 		}
-		if took := at.Sub(freed); took > bound {
-			t.Errorf("shard %d owned again by %s %v after %s released it; bound P·1.1 + ε = %v", s, by, took.Round(time.Millisecond), w1.id, bound)
-		} else {
-			t.Logf("shard %d: owned again by %s %v after the release (bound %v)", s, by, took.Round(time.Millisecond), bound)
-		}
-	}
+	})
 }
 
 // waitView waits until m's view of the assignment is fresh (or stale).

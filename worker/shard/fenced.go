@@ -31,6 +31,20 @@ var (
 	errMalformed = errors.New("shard: document is not valid")
 )
 
+// termAbove: a document holds a term above the writer's. A newer leader
+// wrote it, or someone planted it (an upload, a restore of another pool's
+// copy): a document cannot tell, only the lock's record can
+// (coordinator.outranked). The document's ETag is remembered, so its owner
+// can overwrite it.
+type termAbove struct {
+	doc         string // the document's op label: "assignment", "summary"
+	found, ours int64
+}
+
+func (e *termAbove) Error() string {
+	return fmt.Sprintf("shard: the %s holds term %d, above ours (%d)", e.doc, e.found, e.ours)
+}
+
 // validator is a document that can check its own rules.
 type validator interface{ validate() error }
 
@@ -89,9 +103,10 @@ func (d *fencedDoc) read(ctx context.Context, v any) (term int64, found bool, er
 	return termOf(resp.Metadata), true, nil
 }
 
-// write stores v under term, conditioned on the ETag we know. It returns
-// ErrDeposed when a newer term holds the document and errConflict when
-// another write of an equal or older term came between (read and retry).
+// write stores v under term, conditioned on the ETag we know. It returns a
+// *termAbove when the document now holds a term above ours (its ETag
+// remembered) and errConflict when another write of an equal or older term
+// came between (read and retry).
 func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -121,7 +136,8 @@ func (d *fencedDoc) write(ctx context.Context, term int64, v any) error {
 		return fmt.Errorf("%w (and reading it back failed: %v)", errConflict, perr)
 	}
 	if other := termOf(props.Metadata); other > term {
-		return fmt.Errorf("%w: %s holds term %d, we are %d", ErrDeposed, d.op, other, term)
+		d.etag, d.seen = *props.ETag, true
+		return &termAbove{doc: d.op, found: other, ours: term}
 	}
 	d.seen = false // force the caller to read again before writing
 	return errConflict

@@ -37,16 +37,19 @@ func TestFencedDoc_DeposedLeadersWriteIsRefused(t *testing.T) {
 	if err := b.write(ctx, 11, doc(11, 2, "B")); err != nil {
 		t.Fatalf("B's write: %v", err)
 	}
-	// 3. A, deposed, writes with the ETag it knows: storage refuses it.
+	// 3. A, deposed, writes with the ETag it knows: storage refuses it, and
+	// A reads back a term above its own (only the lock's record can say
+	// whether that means deposed: coordinator.outranked).
 	err := a.write(ctx, 10, doc(10, 2, "A"))
-	if !errors.Is(err, ErrDeposed) {
-		t.Fatalf("expected A's write to be refused as deposed, got %v", err)
+	var above *termAbove
+	if !errors.As(err, &above) || above.found != 11 {
+		t.Fatalf("expected A's write to be refused with B's term 11 read back, got %v", err)
 	}
 	// 4. A deposed leader that never read the blob (If-None-Match: *) is
 	// refused too.
 	fresh := newFencedDoc(c, l.Assignment(), "assignment")
-	if err := fresh.write(ctx, 9, doc(9, 1, "C")); !errors.Is(err, ErrDeposed) {
-		t.Fatalf("expected a blind write of term 9 to be refused as deposed, got %v", err)
+	if err := fresh.write(ctx, 9, doc(9, 1, "C")); !errors.As(err, &above) || above.found != 11 {
+		t.Fatalf("expected a blind write of term 9 to be refused with term 11 read back, got %v", err)
 	}
 	if term, _, err := b.read(ctx, &got); err != nil || term != 11 || got.Leader != "B" {
 		t.Fatalf("expected the blob to keep B's term-11 assignment, got term %d leader %q err %v", term, got.Leader, err)
@@ -54,7 +57,8 @@ func TestFencedDoc_DeposedLeadersWriteIsRefused(t *testing.T) {
 }
 
 // The coordinator of a deposed leader stops with ErrDeposed once a newer
-// term has published, and publishes nothing over it.
+// term has taken the lock (its record names the new leader) and published,
+// and publishes nothing over it.
 func TestLead_DeposedLeaderStops(t *testing.T) {
 	t.Parallel()
 	c := newContainer(t)
@@ -68,6 +72,8 @@ func TestLead_DeposedLeaderStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	holder, term := "new", "200"
+	writeRaw(t, c, "leader", nil, map[string]*string{"holder": &holder, "term": &term})
 	newer := newFencedDoc(c, w.layout.Assignment(), "assignment")
 	if err := newer.write(ctx, 200, &Assignment{Term: 200, Version: 7, Leader: "new", Shards: 4, Owners: make([]string, 4), Standbys: make([]string, 4)}); err != nil {
 		t.Fatal(err)

@@ -85,6 +85,9 @@ func (w *Worker) startShard(ctx context.Context, n int) (*shardRun, error) {
 	// Shard leases wait out L (docs/failover.md#early-takeover): the view's
 	// gate decides who may take a shard, and a break would bypass it.
 	cfg.TakeoverAfter, cfg.BreakPeriod = 0, 0
+	// A shard's holder is for logs only: no confirmation writes (one per
+	// shard per ConfirmEvery would be the pool's largest write cost).
+	cfg.ConfirmEvery = 0
 	cfg.Logger = w.elog.With("shard", n)
 	r := &shardRun{n: n, done: make(chan struct{})}
 	el, err := election.NewElector(cfg, gatedLock{Lock: lock, allow: func(ctx context.Context) error { return w.mayAcquire(ctx, n) }},

@@ -46,10 +46,26 @@ type tracker struct {
 	owners  map[int][]string
 	started map[int]time.Time // when each shard's latest task started
 	freed   map[int]time.Time // when each shard's lease was last released at storage
+	repairs map[string]int    // "object/cause" → repairs any member reported (OnRepair)
 }
 
 func newTracker(t *testing.T) *tracker {
-	return &tracker{t: t, running: map[int]string{}, owners: map[int][]string{}, started: map[int]time.Time{}, freed: map[int]time.Time{}}
+	return &tracker{t: t, running: map[int]string{}, owners: map[int][]string{}, started: map[int]time.Time{}, freed: map[int]time.Time{},
+		repairs: map[string]int{}}
+}
+
+// repaired is every member's OnRepair.
+func (tr *tracker) repaired(object, cause string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.repairs[object+"/"+cause]++
+}
+
+// repairCount returns how many repairs of object for cause were reported.
+func (tr *tracker) repairCount(object, cause string) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.repairs[object+"/"+cause]
 }
 
 // event is every member's OnEvent: it records the lease releases.
@@ -138,7 +154,7 @@ func testElection(id string) election.Config {
 
 func startMember(t *testing.T, c *container.Client, n int, id string, tr *tracker) *poolMember {
 	t.Helper()
-	w, err := New(Config{Shards: n, Election: testElection(id), Container: c, Blob: "leader", Task: tr.task(id), OnEvent: tr.event})
+	w, err := New(Config{Shards: n, Election: testElection(id), Container: c, Blob: "leader", Task: tr.task(id), OnEvent: tr.event, OnRepair: tr.repaired})
 	if err != nil {
 		t.Fatal(err)
 	}

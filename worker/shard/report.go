@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/blobleader/blobleader/worker/election/lease"
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
@@ -46,7 +47,7 @@ func (r *Report) validate() error {
 			return fmt.Errorf("shard %d seq %d", p.Shard, p.Seq)
 		}
 	}
-	if r.Assignment != nil && (r.Assignment.Term < 0 || r.Assignment.Version < 0) {
+	if r.Assignment != nil && (r.Assignment.Term < 0 || r.Assignment.Version < 0 || r.Assignment.Version > lease.MaxTerm) {
 		return fmt.Errorf("assignment term %d version %d", r.Assignment.Term, r.Assignment.Version)
 	}
 	return nil

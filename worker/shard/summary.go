@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -62,11 +63,21 @@ func (co *coordinator) readReports(ctx context.Context, members []string) []memb
 			co.badSeen[m] = errs[i].Error()
 			w.log.Warn("ignoring a member's report that is not valid; the member writes it again", "member", m, "err", errs[i])
 		}
-		if found[i] {
-			out = append(out, memberReport{member: m, report: reports[i]})
-			if r := reports[i].Assignment; r != nil {
-				co.noteVersion(r.Version)
+		if !found[i] {
+			continue
+		}
+		if r := reports[i].Assignment; r != nil && r.Term > co.term {
+			// A member follows only assignments the lock's record confirms:
+			// a report of a later one carries a planted term.
+			if why := fmt.Sprintf("assignment term %d above the lock's (%d)", r.Term, co.term); co.badSeen[m] != why {
+				co.badSeen[m] = why
+				w.log.Warn("ignoring the assignment a member's report names: its term is above the lock's", "member", m, "term_found", r.Term, "term", co.term)
 			}
+			reports[i].Assignment = nil
+		}
+		out = append(out, memberReport{member: m, report: reports[i]})
+		if r := reports[i].Assignment; r != nil {
+			co.noteVersion(r.Version)
 		}
 	}
 	return out
@@ -110,13 +121,23 @@ func (co *coordinator) publishSummary(ctx context.Context, st poolState, reports
 			}
 		}
 	}
-	err := co.call(ctx, func(c context.Context) error { return co.sumDoc.write(c, co.term, sum) })
+	write := func() error {
+		return co.call(ctx, func(c context.Context) error { return co.sumDoc.write(c, co.term, sum) })
+	}
+	err := write()
 	if errors.Is(err, errConflict) {
 		err = co.rereadSummary(ctx)
-		if errors.Is(err, errMalformed) {
-			w.log.Warn("the published summary is not valid; writing ours again", "term", co.term, "err", err)
-			err = co.call(ctx, func(c context.Context) error { return co.sumDoc.write(c, co.term, sum) })
+	}
+	var above *termAbove
+	switch {
+	case errors.As(err, &above):
+		if err = co.outranked(ctx, ObjectSummary, above.found); err == nil {
+			co.summaryRepaired(CauseTermAboveLock, fmt.Sprintf("the summary carries term %d, above the lock's (%d, ours): a planted term, not a newer leader's", above.found, co.term), above.found)
+			err = write()
 		}
+	case errors.Is(err, errMalformed):
+		co.summaryRepaired(CauseNotValid, err.Error(), 0)
+		err = write()
 	}
 	if err == nil {
 		w.mu.Lock()
@@ -128,17 +149,29 @@ func (co *coordinator) publishSummary(ctx context.Context, st poolState, reports
 }
 
 // rereadSummary reads the summary back after a conflict: to learn its ETag,
-// and whether a newer term holds it (ErrDeposed) or it is not valid
-// (errMalformed, the ETag known: ours to overwrite).
+// and whether it holds a term above ours (*termAbove, in its metadata or
+// its JSON) or is not valid (errMalformed); either way the ETag is known
+// for the overwrite.
 func (co *coordinator) rereadSummary(ctx context.Context) error {
 	var old Summary
 	return co.call(ctx, func(c context.Context) error {
-		term, _, err := co.sumDoc.read(c, &old)
-		if term > co.term {
-			return ErrDeposed
+		term, found, err := co.sumDoc.read(c, &old)
+		if above := max(term, old.Term); found && above > co.term {
+			return &termAbove{doc: ObjectSummary, found: above, ours: co.term}
 		}
 		return err
 	})
+}
+
+// summaryRepaired reports a summary about to be written again over one
+// gone bad: a log line naming any term found, and OnRepair.
+func (co *coordinator) summaryRepaired(cause, why string, termFound int64) {
+	args := []any{"term", co.term, "cause", cause, "why", why}
+	if termFound != 0 {
+		args = append(args, "term_found", termFound)
+	}
+	co.w.log.Warn("the published summary needs repair; writing ours again", args...)
+	co.w.repaired(ObjectSummary, cause)
 }
 
 // Summary returns the summary this worker last published while it leads.

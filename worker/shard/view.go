@@ -46,9 +46,13 @@ type view struct {
 // request and no body) and adopts it if it orders after the one we have.
 // One that is not valid is no view at all: not followed, and not a fresh
 // read either (the leader, which owns it, writes it again); one from an
-// older term is ignored, the read still fresh. Each ignored assignment is
-// logged once.
+// older term is ignored, the read still fresh; so is one whose term the
+// lock's record does not confirm (a planted term: no view). Each ignored
+// assignment is logged once. Each request has the request timeout.
 func (v *view) refresh(ctx context.Context, w *Worker) error {
+	rt := w.cfg.Election.RequestTimeout()
+	rctx, cancel := context.WithTimeout(ctx, rt)
+	defer cancel()
 	sent := time.Now()
 	v.mu.Lock()
 	etag, seen := v.etag, v.a != nil
@@ -58,7 +62,7 @@ func (v *view) refresh(ctx context.Context, w *Worker) error {
 		opts = &blob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{
 			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etag}}}
 	}
-	resp, err := w.cfg.Container.NewBlobClient(w.layout.Assignment()).DownloadStream(storage.WithOp(ctx, "assignment_read"), opts)
+	resp, err := w.cfg.Container.NewBlobClient(w.layout.Assignment()).DownloadStream(storage.WithOp(rctx, "assignment_read"), opts)
 	switch {
 	case err == nil && resp.Body == nil:
 		// The SDK turns 304 Not Modified into a success without a body.
@@ -75,6 +79,21 @@ func (v *view) refresh(ctx context.Context, w *Worker) error {
 			err := fmt.Errorf("%w: the assignment: %v", errMalformed, derr)
 			if v.tell(*resp.ETag) {
 				w.log.Warn("ignoring an assignment that is not valid; the leader writes it again", "err", err)
+			}
+			return err
+		}
+		// A term is data, never an order: an assignment is followed only
+		// under a term the lock's record has shown.
+		lctx, lcancel := context.WithTimeout(ctx, rt)
+		defer lcancel()
+		lockTerm, ok, cerr := w.confirmTerm(lctx, a.Term)
+		if cerr != nil {
+			return cerr
+		}
+		if !ok {
+			err := fmt.Errorf("%w: the assignment's term %d is above the lock's (%d): a planted term", errMalformed, a.Term, lockTerm)
+			if v.tell(*resp.ETag) {
+				w.log.Warn("ignoring an assignment whose term is above the lock's; the leader writes it again", "term_found", a.Term, "lock_term", lockTerm)
 			}
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -26,6 +27,11 @@ type Worker struct {
 	log    *slog.Logger // with identity and pool
 	elog   *slog.Logger // for the member and shard electors, which add identity themselves
 	view   view
+	// lock reads the election lock's record: only it says who leads, and
+	// the highest term it has shown (lockTerm) bounds the assignments this
+	// worker follows (repairs.go).
+	lock     *bloblock.Lock
+	lockTerm atomic.Int64
 
 	mu       sync.Mutex
 	runs     map[int]*shardRun
@@ -70,6 +76,11 @@ func New(cfg Config) (*Worker, error) {
 		log:  log.With("identity", cfg.Election.Identity, "pool", Layout{Blob: cfg.Blob}.Pool()),
 		elog: log.With("pool", Layout{Blob: cfg.Blob}.Pool())}
 	w.view = view{identity: cfg.Election.Identity, ttl: cfg.ViewTTL(), warmup: cfg.standbyWarmup()}
+	lock, err := bloblock.New(cfg.Container, cfg.Blob)
+	if err != nil {
+		return nil, err
+	}
+	w.lock = lock
 	return w, nil
 }
 
@@ -143,11 +154,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case <-timer.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, w.cfg.Election.RequestTimeout())
-		if err := w.view.refresh(rctx, w); err != nil && ctx.Err() == nil {
+		if err := w.view.refresh(ctx, w); err != nil && ctx.Err() == nil {
 			w.log.Debug("assignment read failed", "err", err)
 		}
-		cancel()
 		w.reconcile(ctx, time.Now())
 		if time.Since(lastReport) >= w.cfg.ReportEvery {
 			lastReport = time.Now()
@@ -265,6 +274,7 @@ func (w *Worker) newMemberElector() (*election.Elector, error) {
 	cfg := w.cfg.Election
 	cfg.Mode = Mode(w.cfg.Shards) // the leader compares it (sizes.go)
 	cfg.WatchdogTimeout = 0       // nothing to watch: the lease is the whole job
+	cfg.ConfirmEvery = 0          // nobody observes a member's record
 	cfg.ObserveEvery = 1 << 20
 	cfg.Logger = w.elog.With("member", true)
 	return election.NewElector(cfg, lock, election.Callbacks{
@@ -306,10 +316,26 @@ func (w *Worker) Unusable() string {
 	return strings.Join(out, "; ")
 }
 
-// Healthy reports a wedged shard task (one that did not return within the
-// grace after its ownership ended), a shard elector's or the member's
-// conflicting set-up, and (on the leader) members of another pool size.
+// Healthy is the pool member's part of liveness: a wedged shard task (one
+// that did not return within the grace after its ownership ended), or a
+// shard elector whose loop is stuck — what a restart cures.
 func (w *Worker) Healthy() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, n := range slices.Sorted(maps.Keys(w.runs)) {
+		if err := w.runs[n].el.Healthy(); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Ready is the pool member's part of readiness: what a restart does not
+// cure — a shard lock this worker contends for with a record nobody can
+// lead on (Unusable), a shard elector's or the member's conflicting set-up,
+// and (on the leader) members of another pool size.
+func (w *Worker) Ready() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
@@ -321,9 +347,12 @@ func (w *Worker) Healthy() error {
 			errs = append(errs, fmt.Errorf("member lease: %s", c))
 		}
 	}
-	for _, r := range w.runs {
-		if err := r.el.Healthy(); err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: %w", r.n, err))
+	for _, n := range slices.Sorted(maps.Keys(w.runs)) {
+		st := w.runs[n].el.Status()
+		for _, why := range []string{st.Unusable, st.Conflict} {
+			if why != "" {
+				errs = append(errs, fmt.Errorf("shard %d: %s", n, why))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -16,6 +16,18 @@ func NewHealthGauge(healthy func() error) prometheus.Collector {
 	}, func() float64 { return one(healthy() == nil) })
 }
 
+// NewReadyGauge exports blobleader_ready: 1 while ready() (what /readyz
+// answers) returns nil, read at scrape time. Not ready is what a restart
+// does not cure — a lock record nobody can lead on, a conflicting set-up,
+// a backoff, storage that does not answer — so it is a metric and an alert,
+// never a liveness failure (docs/architecture.md#worker-contracts).
+func NewReadyGauge(ready func() error) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "blobleader_ready",
+		Help: "1 if /readyz would answer 200 at the moment of the scrape, else 0 (a lock record nobody can lead on, a conflicting set-up, a backoff, no answer from storage).",
+	}, func() float64 { return one(ready() == nil) })
+}
+
 // NewConflictGauge exports blobleader_setup_conflict: 1 while conflict()
 // (read at scrape time) names a conflicting set-up — another process under
 // this worker's identity, a contender of another mode on its lock, pool

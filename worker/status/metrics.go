@@ -18,6 +18,7 @@ type Metrics struct {
 	Registry    *prometheus.Registry
 	transitions prometheus.Counter
 	storage     *StorageRequests
+	repairs     *prometheus.CounterVec
 
 	mu        sync.Mutex
 	moreLocks func() string // AlsoUnusable's source; nil: none
@@ -33,6 +34,10 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 			Help: "Leadership transitions of this worker (started plus stopped leading).",
 		}),
 		storage: NewStorageRequests(),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "blobleader_repairs_total",
+			Help: "Stored state this worker found gone bad and wrote again under its own term, by object (assignment, summary, ledger) and cause (missing, rolled_back, not_valid, term_above_lock, foreign_segment, not_a_ledger).",
+		}, []string{"object", "cause"}),
 	}
 	isLeader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "blobleader_is_leader",
@@ -50,7 +55,7 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 		Name: "blobleader_no_progress_stepdowns_total",
 		Help: "Leaderships of this worker that ended without progress (work that landed): its stall watchdog's, no progress for the watchdog timeout, and those whose task said it made none (run mode: a command that exited at once); each lengthens the backoff.",
 	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.NoProgressStepDowns()) }))
-	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, NewBuildInfo())
+	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.repairs, NewBuildInfo())
 	m.Registry.MustRegister(m.storage.Collectors()...)
 	return m
 }
@@ -157,6 +162,13 @@ func NewLogDrops(dropped func() uint64) prometheus.Collector {
 	}, func() float64 { return float64(dropped()) })
 }
 
+// Repaired counts one repair of stored state (docs/architecture.md#shards,
+// "State we did not write is validated, never trusted"): object is what was
+// repaired, cause why.
+func (m *Metrics) Repaired(object, cause string) {
+	m.repairs.WithLabelValues(object, cause).Inc()
+}
+
 // ObserveEvent counts leadership transitions.
 func (m *Metrics) ObserveEvent(ev election.Event) {
 	if ev.Kind == election.EventStartedLeading || ev.Kind == election.EventStoppedLeading {
@@ -173,7 +185,7 @@ func (m *Metrics) CountDrops(logs, history func() uint64) {
 		NewLogDrops(logs),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "blobleader_history_records_dropped_total",
-			Help: "History records lost because the history sink (--history file or blob) was blocked, too slow, unreachable or refused the write (a full disk).",
+			Help: "History records lost: dropped because the history sink (--history file or blob) was blocked, too slow, unreachable or refused the write (a full disk), deleted with a history blob, or still unwritten when the final flush gave up.",
 		}, func() float64 { return float64(history()) }),
 	)
 }

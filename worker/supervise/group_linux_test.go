@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 func TestMain(m *testing.M) {
@@ -151,43 +153,47 @@ func TestStatus_ExitCodeAndSignal(t *testing.T) {
 }
 
 func TestStop_KillsACommandThatIgnoresSIGTERMAfterTheGrace(t *testing.T) {
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
-	pid := pidsIn(t, pidfile, 1)[0]
-	const grace = 300 * time.Millisecond
-	began := time.Now()
-	if err := g.Stop(syscall.SIGTERM, grace); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(began)
-	if took < grace {
-		t.Fatalf("Stop returned after %v, before the %v grace: SIGTERM cannot have killed a command that ignores it", took, grace)
-	}
-	if took > grace+KillTimeout {
-		t.Fatalf("Stop took %v, more than grace + KillTimeout", took)
-	}
-	if exists(pid) {
-		t.Fatalf("pid %d still exists (alive or unreaped) after Stop returned", pid)
-	}
-	if st := g.Status(); st.SignalName() != "SIGKILL" {
-		t.Fatalf("status %v, want killed by SIGKILL", st)
-	}
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		pidfile := filepath.Join(t.TempDir(), "pids")
+		g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
+		pid := pidsIn(t, pidfile, 1)[0]
+		const grace = 300 * time.Millisecond
+		began := time.Now()
+		if err := g.Stop(syscall.SIGTERM, grace); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(began)
+		if took < grace {
+			t.Fatalf("Stop returned after %v, before the %v grace: SIGTERM cannot have killed a command that ignores it", took, grace)
+		}
+		if !sp.Bound(t, "Stop (bound grace + KillTimeout)", began, grace+KillTimeout, began.Add(took)) {
+			return
+		}
+		if exists(pid) {
+			t.Fatalf("pid %d still exists (alive or unreaped) after Stop returned", pid)
+		}
+		if st := g.Status(); st.SignalName() != "SIGKILL" {
+			t.Fatalf("status %v, want killed by SIGKILL", st)
+		}
+	})
 }
 
 func TestStop_WithoutGraceSendsSIGKILLAtOnce(t *testing.T) {
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
-	pidsIn(t, pidfile, 1)
-	began := time.Now()
-	if err := g.Stop(syscall.SIGTERM, 0); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(began); took > KillTimeout {
-		t.Fatalf("Stop(0) took %v", took)
-	}
-	if st := g.Status(); st.SignalName() != "SIGKILL" {
-		t.Fatalf("status %v, want SIGKILL", st)
-	}
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		pidfile := filepath.Join(t.TempDir(), "pids")
+		g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
+		pidsIn(t, pidfile, 1)
+		began := time.Now()
+		if err := g.Stop(syscall.SIGTERM, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !sp.Bound(t, "Stop(0) (bound KillTimeout)", began, KillTimeout, time.Now()) {
+			return
+		}
+		if st := g.Status(); st.SignalName() != "SIGKILL" {
+			t.Fatalf("status %v, want SIGKILL", st)
+		}
+	})
 }
 
 // The command forks a grandchild that ignores every catchable signal and

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // A supervisor that is a subreaper (as every supervisor is) or pid 1 adopts
@@ -16,47 +18,47 @@ import (
 // exited). Such an orphan is not a member of the group: stopping the group
 // neither kills it nor waits for it.
 func TestStop_AnOrphanNotBornFromTheCommandIsNoMember(t *testing.T) {
-	if err := EnableSubreaper(); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	// 1. The foreign orphan: a forker started by us, not by any group, whose
-	// grandchild (ignoring polite signals) it leaves to us.
-	foreign := filepath.Join(dir, "foreign")
-	f := helperSpec("forker", "HELPER_PIDFILE="+foreign)
-	p, err := os.StartProcess(f.Path, f.Args, &os.ProcAttr{Env: f.Env, Files: []*os.File{nil, os.Stdout, os.Stderr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	orphan := otherThan(pidsIn(t, foreign, 2), p.Pid)
-	t.Cleanup(func() {
-		_ = syscall.Kill(orphan, syscall.SIGKILL)
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(orphan, &ws, 0, nil)
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		if err := EnableSubreaper(); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		// 1. The foreign orphan: a forker started by us, not by any group, whose
+		// grandchild (ignoring polite signals) it leaves to us.
+		foreign := filepath.Join(dir, "foreign")
+		f := helperSpec("forker", "HELPER_PIDFILE="+foreign)
+		p, err := os.StartProcess(f.Path, f.Args, &os.ProcAttr{Env: f.Env, Files: []*os.File{nil, os.Stdout, os.Stderr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		orphan := otherThan(pidsIn(t, foreign, 2), p.Pid)
+		t.Cleanup(func() {
+			_ = syscall.Kill(orphan, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(orphan, &ws, 0, nil)
+		})
+		if ppid := parentOf(t, orphan); ppid != os.Getpid() {
+			t.Fatalf("the orphan's parent is %d, want us (%d): the test shows nothing", ppid, os.Getpid())
+		}
+		// 2. A group whose command ignores SIGTERM, stopped.
+		pidfile := filepath.Join(dir, "pids")
+		g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
+		cmd := pidsIn(t, pidfile, 1)[0]
+		began := time.Now()
+		if err := g.Stop(syscall.SIGTERM, 100*time.Millisecond); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if exists(cmd) {
+			t.Fatalf("the command %d still exists after Stop", cmd)
+		}
+		if !alive(orphan) {
+			t.Fatalf("Stop killed %d, an orphan the command never started (it was adopted by the supervisor)", orphan)
+		}
+		sp.Bound(t, "Stop, which must not wait for a process that is not a member (bound grace 100 ms + KillTimeout)", began, 100*time.Millisecond+KillTimeout, time.Now())
 	})
-	if ppid := parentOf(t, orphan); ppid != os.Getpid() {
-		t.Fatalf("the orphan's parent is %d, want us (%d): the test shows nothing", ppid, os.Getpid())
-	}
-	// 2. A group whose command ignores SIGTERM, stopped.
-	pidfile := filepath.Join(dir, "pids")
-	g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
-	cmd := pidsIn(t, pidfile, 1)[0]
-	began := time.Now()
-	if err := g.Stop(syscall.SIGTERM, 100*time.Millisecond); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if exists(cmd) {
-		t.Fatalf("the command %d still exists after Stop", cmd)
-	}
-	if !alive(orphan) {
-		t.Fatalf("Stop killed %d, an orphan the command never started (it was adopted by the supervisor)", orphan)
-	}
-	if took := time.Since(began); took > 100*time.Millisecond+KillTimeout {
-		t.Fatalf("Stop took %v: it waited for a process that is not a member", took)
-	}
 }
 
 // The guard is SIGKILLed and its supervisor frozen at once, before it can

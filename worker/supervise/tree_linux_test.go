@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // Like a cron daemon, the command starts long jobs in a new session and in
@@ -59,45 +62,52 @@ func TestStop_KillsJobsThatLeftTheProcessGroup(t *testing.T) {
 // supervisor stops extending it (frozen here with SIGSTOP), it kills the
 // command itself within the deadline, while the supervisor is still frozen.
 func TestGuard_KillsTheGroupWhenTheSupervisorMissesItsDeadline(t *testing.T) {
-	dir := t.TempDir()
-	pidfile := filepath.Join(dir, "pids")
-	out, err := os.Create(filepath.Join(dir, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const deadline = 500 * time.Millisecond
-	spec := helperSpec("deadline-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_DEADLINE="+deadline.String(), "HELPER_EXTEND=20s")
-	spec.Stdout = out
-	began := time.Now()
-	sup := startT(t, spec)
-	cmd := pidsIn(t, pidfile, 1)[0]
-	for time.Since(began) < 3*deadline {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !alive(cmd) {
-		t.Fatalf("command %d died %v after start although its deadline (%v) was being extended", cmd, time.Since(began), deadline)
-	}
-	if err := syscall.Kill(sup.Pid(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	frozen := time.Now()
-	defer syscall.Kill(sup.Pid(), syscall.SIGCONT)
-	for alive(cmd) {
-		if time.Since(frozen) > deadline+time.Second {
-			t.Fatalf("command %d still runs %v after its supervisor froze (deadline %v)", cmd, time.Since(frozen), deadline)
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		dir := t.TempDir()
+		pidfile := filepath.Join(dir, "pids")
+		out, err := os.Create(filepath.Join(dir, "out"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Logf("the guard killed the command %v after the supervisor froze (deadline %v, last extension ≤ 100 ms before the freeze)", time.Since(frozen).Round(time.Millisecond), deadline)
-	if stopped, _ := readProc(sup.Pid()); stopped.state != 'T' {
-		t.Fatalf("the supervisor is in state %c, not stopped: the guard was not alone", stopped.state)
-	}
-	_ = syscall.Kill(sup.Pid(), syscall.SIGCONT)
-	await(t, sup.Done(), 10*time.Second, "the thawed supervisor's end")
-	b, _ := os.ReadFile(out.Name())
-	if !strings.Contains(string(b), "GUARD=true") {
-		t.Fatalf("the supervisor does not know its guard killed the group: %q", b)
-	}
+		const deadline = 500 * time.Millisecond
+		spec := helperSpec("deadline-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_DEADLINE="+deadline.String(), "HELPER_EXTEND=20s")
+		spec.Stdout = out
+		began := time.Now()
+		sup := startT(t, spec)
+		cmd := pidsIn(t, pidfile, 1)[0]
+		for time.Since(began) < 3*deadline {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !alive(cmd) {
+			// Extended every 100 ms, the deadline lapses only if the
+			// supervisor was starved of the rest of it.
+			sp.Starved(t, fmt.Sprintf("command %d died %v after start although its deadline (%v) was being extended", cmd, time.Since(began), deadline),
+				began, time.Now(), deadline-100*time.Millisecond)
+			return
+		}
+		if err := syscall.Kill(sup.Pid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		frozen := time.Now()
+		defer syscall.Kill(sup.Pid(), syscall.SIGCONT)
+		for alive(cmd) {
+			if now := time.Now(); now.After(frozen.Add(deadline + time.Second + sp.StallIn(frozen, now))) {
+				t.Fatalf("command %d still runs %v after its supervisor froze (deadline %v + 1 s, plus the %v the machine stalled)", cmd, time.Since(frozen), deadline, sp.StallIn(frozen, now))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		sp.Bound(t, "the guard's kill after the supervisor froze (bound deadline + 1 s)", frozen, deadline+time.Second, time.Now())
+		t.Logf("the guard killed the command %v after the supervisor froze (deadline %v, last extension ≤ 100 ms before the freeze)", time.Since(frozen).Round(time.Millisecond), deadline)
+		if stopped, _ := readProc(sup.Pid()); stopped.state != 'T' {
+			t.Fatalf("the supervisor is in state %c, not stopped: the guard was not alone", stopped.state)
+		}
+		_ = syscall.Kill(sup.Pid(), syscall.SIGCONT)
+		await(t, sup.Done(), 10*time.Second, "the thawed supervisor's end")
+		b, _ := os.ReadFile(out.Name())
+		if !strings.Contains(string(b), "GUARD=true") {
+			t.Fatalf("the supervisor does not know its guard killed the group: %q", b)
+		}
+	})
 }
 
 // An unprivileged supervisor whose command makes itself root (a set-user-ID
@@ -105,75 +115,79 @@ func TestGuard_KillsTheGroupWhenTheSupervisorMissesItsDeadline(t *testing.T) {
 // command up front; CheckReach finds it; Stop returns ErrOutOfReach within
 // its grace and KillTimeout instead of waiting for ever or reporting it dead.
 func TestStop_AMemberThatChangedUserIsOutOfReach(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a set-user-ID root program and run a supervisor as nobody: not run as root here")
-	}
-	dir, err := os.MkdirTemp("", "supervise-reach-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	sup, setuid := filepath.Join(dir, "supervisor"), filepath.Join(dir, "setuid")
-	for _, p := range []string{sup, setuid} {
-		copyFile(t, exe, p)
-	}
-	if err := os.Chmod(setuid, 0o755|os.ModeSetuid); err != nil {
-		t.Fatal(err)
-	}
-	pidfile := filepath.Join(dir, "pids")
-	if err := os.WriteFile(pidfile, nil, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.Chmod(pidfile, 0o666)
-	cmd := exec.Command(sup, "-test.run=^$")
-	cmd.Env = []string{helperEnv + "=reach-supervisor", "HELPER_SETUID=" + setuid, "HELPER_PIDFILE=" + pidfile}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	// Files, not pipes: the root member inherits them and outlives the
-	// supervisor, and Wait would wait for a pipe's last writer.
-	stdout, stderr := tempOutput(t, dir, "stdout"), tempOutput(t, dir, "stderr")
-	cmd.Stdout, cmd.Stderr = stdout.f, stderr.f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		// The root member outlives its unprivileged supervisor (a set-user-ID
-		// exec clears the parent-death signal): we are root, we end it.
-		for _, l := range waitLines(pidfile, 1, 0) {
-			if p, err := strconv.Atoi(l); err == nil {
-				_ = syscall.Kill(p, syscall.SIGKILL)
-				time.Sleep(20 * time.Millisecond)
-				var ws syscall.WaitStatus
-				_, _ = syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to make a set-user-ID root program and run a supervisor as nobody: not run as root here")
+		}
+		dir, err := os.MkdirTemp("", "supervise-reach-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		exe, _ := os.Executable()
+		sup, setuid := filepath.Join(dir, "supervisor"), filepath.Join(dir, "setuid")
+		for _, p := range []string{sup, setuid} {
+			copyFile(t, exe, p)
+		}
+		if err := os.Chmod(setuid, 0o755|os.ModeSetuid); err != nil {
+			t.Fatal(err)
+		}
+		pidfile := filepath.Join(dir, "pids")
+		if err := os.WriteFile(pidfile, nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(pidfile, 0o666)
+		cmd := exec.Command(sup, "-test.run=^$")
+		cmd.Env = []string{helperEnv + "=reach-supervisor", "HELPER_SETUID=" + setuid, "HELPER_PIDFILE=" + pidfile}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		// Files, not pipes: the root member inherits them and outlives the
+		// supervisor, and Wait would wait for a pipe's last writer.
+		stdout, stderr := tempOutput(t, dir, "stdout"), tempOutput(t, dir, "stderr")
+		cmd.Stdout, cmd.Stderr = stdout.f, stderr.f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var ended time.Time
+		defer func() {
+			// The root member outlives its unprivileged supervisor (a set-user-ID
+			// exec clears the parent-death signal): we are root, we end it.
+			for _, l := range waitLines(pidfile, 1, 0) {
+				if p, err := strconv.Atoi(l); err == nil {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+					time.Sleep(20 * time.Millisecond)
+					var ws syscall.WaitStatus
+					_, _ = syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+				}
+			}
+		}()
+		select {
+		case err := <-done:
+			ended = time.Now()
+			if err != nil {
+				t.Fatalf("supervisor: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("the unprivileged supervisor did not finish within 20s (Stop waiting for ever?)\nstdout:\n%s", stdout.String())
+		}
+		got := stdout.String()
+		for _, want := range []string{"CHECKREACHABLE=true", "CGROUP=\"\"", "REACH=supervise: a member of the group is out of reach", "OUTOFREACH=true"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("the unprivileged supervisor's report lacks %q:\n%s\nstderr:\n%s", want, got, stderr.String())
 			}
 		}
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("supervisor: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		if i := strings.Index(got, "TOOK="); i >= 0 {
+			// Measured by the supervisor; it ended before we read it.
+			ms, _ := strconv.Atoi(strings.TrimSpace(got[i+5:]))
+			took := time.Duration(ms) * time.Millisecond
+			sp.Bound(t, "Stop of a group with a member out of reach (bound grace 200 ms + KillTimeout + 1 s)", ended.Add(-took), 200*time.Millisecond+KillTimeout+time.Second, ended)
 		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("the unprivileged supervisor did not finish within 20s (Stop waiting for ever?)\nstdout:\n%s", stdout.String())
-	}
-	got := stdout.String()
-	for _, want := range []string{"CHECKREACHABLE=true", "CGROUP=\"\"", "REACH=supervise: a member of the group is out of reach", "OUTOFREACH=true"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the unprivileged supervisor's report lacks %q:\n%s\nstderr:\n%s", want, got, stderr.String())
-		}
-	}
-	if i := strings.Index(got, "TOOK="); i >= 0 {
-		ms, _ := strconv.Atoi(strings.TrimSpace(got[i+5:]))
-		if time.Duration(ms)*time.Millisecond > 200*time.Millisecond+KillTimeout+time.Second {
-			t.Errorf("Stop took %d ms, want within its grace (200 ms) + KillTimeout", ms)
-		}
-	}
+	})
 }
 
 type output struct{ f *os.File }

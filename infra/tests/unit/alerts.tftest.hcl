@@ -22,12 +22,6 @@ mock_provider "azurerm" {
     }
   }
 
-  mock_data "azurerm_log_analytics_workspace_table" {
-    defaults = {
-      plan = "Analytics"
-    }
-  }
-
   mock_resource "azurerm_monitor_action_group" {
     defaults = {
       id = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.Insights/actionGroups/ag-blobleader"
@@ -72,8 +66,8 @@ run "every_alert_exists_and_pages_the_action_group" {
     error_message = "The action group must e-mail exactly the receivers given, in order."
   }
   assert {
-    condition     = toset(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs", "no_progress"])
-    error_message = "Expected the seven alert rules of the single-task mode: no_leader, two_leaders, flapping, storage_forbidden, unhealthy, no_logs, no_progress."
+    condition     = toset(keys(azurerm_monitor_scheduled_query_rules_alert_v2.this)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs", "no_progress", "silent", "startup", "storage_failing"])
+    error_message = "Expected the ten alert rules of the single-task mode: no_leader, two_leaders, flapping, storage_forbidden, unhealthy, no_logs, no_progress, silent, startup, storage_failing."
   }
   assert {
     condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
@@ -81,10 +75,19 @@ run "every_alert_exists_and_pages_the_action_group" {
     error_message = "Every rule must be enabled, query the deployment's workspace and notify the action group."
   }
   assert {
-    condition = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
+    condition = alltrue([for k, r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
       r.criteria[0].time_aggregation_method == "Count" && r.criteria[0].operator == "GreaterThan" && r.criteria[0].threshold == 0 &&
-    strcontains(r.criteria[0].query, "ContainerInstanceLog\n| where ContainerName == \"worker\" and ContainerGroup in (dynamic([\"ci-blobleader-worker-01\"")])
-    error_message = "Every rule must fire on any row of a query over the worker containers' lines in the resource-specific ContainerInstanceLog (not the legacy ContainerInstanceLog_CL, which has no container name column)."
+      strcontains(r.criteria[0].query, contains(["no_logs", "silent"], k) ?
+        "ContainerInstanceLog\n| where ContainerName == \"worker\" and ContainerGroup in (dynamic([\"ci-blobleader-worker-01\",\"ci-blobleader-worker-02\",\"ci-blobleader-worker-03\"]))" :
+    "let lines = ContainerInstanceLog\n| where ContainerName in (\"worker\", \"locks\") and ContainerGroup in (dynamic([\"ci-blobleader-worker-01\",\"ci-blobleader-worker-02\",\"ci-blobleader-worker-03\"]))")])
+    error_message = "Every rule must fire on any row of a query over the blobleader containers' lines in the resource-specific ContainerInstanceLog (the silence rules: the workers' alone), with the filter kql_check.js renders for it."
+  }
+  assert {
+    # A first deploy creates the rules right after the diagnostic settings,
+    # before the first line can have arrived: Azure must not resolve the
+    # table at creation (make verify-azure runs every query afterwards).
+    condition     = alltrue([for r in azurerm_monitor_scheduled_query_rules_alert_v2.this : r.skip_query_validation])
+    error_message = "Every rule must be created with skip_query_validation: its table may not exist before the first line is ingested."
   }
 }
 
@@ -209,7 +212,7 @@ run "alerts_off_creates_nothing_and_needs_no_receiver" {
     error_message = "alerts.enabled = false must create no action group and no rule."
   }
   assert {
-    condition     = toset(keys(output.alert_queries)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs", "no_progress"]) && output.alert_queries["no_logs"].window == "PT6H"
+    condition     = toset(keys(output.alert_queries)) == toset(["no_leader", "two_leaders", "flapping", "storage_forbidden", "unhealthy", "no_logs", "no_progress", "silent", "startup", "storage_failing"]) && output.alert_queries["no_logs"].window == "PT6H"
     error_message = "The alert_queries output (what make verify-azure runs) must carry every rule's query and window, also with alerts off (the Azure suite)."
   }
 }
@@ -238,22 +241,15 @@ run "logs_reach_the_alerts_table_through_a_diagnostic_setting" {
   command = plan
 
   assert {
-    condition = length(azurerm_monitor_diagnostic_setting.worker) == 3 && alltrue([for k, d in azurerm_monitor_diagnostic_setting.worker :
+    condition = length(azurerm_monitor_diagnostic_setting.groups) == 3 && alltrue([for k, d in azurerm_monitor_diagnostic_setting.groups :
       d.log_analytics_destination_type == "Dedicated" && d.log_analytics_workspace_id == azurerm_log_analytics_workspace.this.id &&
       toset([for l in d.enabled_log : l.category]) == toset(["ContainerInstanceLog", "ContainerEvent"])
     ])
     error_message = "Each worker group needs a diagnostic setting sending ContainerInstanceLog and ContainerEvent to the workspace's resource-specific tables (Dedicated)."
   }
-  # The read itself (and its Analytics postcondition) happens when stage 2
-  # is planned against the existing workspace; in a plan from nothing it
-  # waits for the apply, so only its arguments can be checked here.
   assert {
-    condition     = data.azurerm_log_analytics_workspace_table.logs[0].name == "ContainerInstanceLog" && data.azurerm_log_analytics_workspace_table.logs[0].workspace_id == azurerm_log_analytics_workspace.this.id
-    error_message = "The plan must read the alerts' table (ContainerInstanceLog) in the deployment's workspace before the rules are created."
-  }
-  assert {
-    condition     = output.log_analytics_workspace_guid == "44444444-4444-4444-4444-444444444444" && output.log_table == "ContainerInstanceLog"
-    error_message = "The outputs must give the workspace GUID (what az monitor log-analytics query -w takes), not only its ARM id, and the log table."
+    condition     = output.log_analytics_workspace_guid == "44444444-4444-4444-4444-444444444444" && output.log_table == "ContainerInstanceLog" && output.log_route == { route = "diagnostic_setting", group_column = "ContainerGroup", container_column = "ContainerName", diagnostic_setting = "diag-blobleader-logs" }
+    error_message = "The outputs must give the workspace GUID (what az monitor log-analytics query -w takes), not only its ARM id, the log table and its route."
   }
   assert {
     condition     = alltrue([for g in azurerm_container_group.worker : g.diagnostics[0].log_analytics[0].log_type == null || g.diagnostics[0].log_analytics[0].log_type == ""])
@@ -281,5 +277,109 @@ run "shard_mode_adds_the_unowned_shards_alert" {
   assert {
     condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["no_progress"].criteria[0].query, "stalls >= 2")
     error_message = "The no-progress query must fire on two watchdog step-downs without progress in its window."
+  }
+}
+
+run "legacy_route_reads_the_legacy_table_without_diagnostic_settings" {
+  command = plan
+
+  # For a subscription without ACI's diagnostic-settings preview: every group
+  # keeps its legacy integration, and the alerts read what it fills.
+  variables {
+    log_route = "legacy"
+  }
+
+  assert {
+    condition     = length(azurerm_monitor_diagnostic_setting.groups) == 0 && output.log_table == "ContainerInstanceLog_CL" && output.log_route.group_column == "ContainerGroup_s" && output.log_route.container_column == "" && output.log_route.diagnostic_setting == ""
+    error_message = "log_route = legacy: no diagnostic setting, and the alerts' table is ContainerInstanceLog_CL grouped by ContainerGroup_s."
+  }
+  assert {
+    condition = alltrue([for k, r in azurerm_monitor_scheduled_query_rules_alert_v2.this :
+      strcontains(r.criteria[0].query, contains(["no_logs", "silent"], k) ?
+        "ContainerInstanceLog_CL\n| where ContainerGroup_s in (dynamic([\"ci-blobleader-worker-01\",\"ci-blobleader-worker-02\",\"ci-blobleader-worker-03\"]))" :
+    "let lines = ContainerInstanceLog_CL\n| where ContainerGroup_s in (dynamic([\"ci-blobleader-worker-01\",\"ci-blobleader-worker-02\",\"ci-blobleader-worker-03\"]))") && r.skip_query_validation])
+    error_message = "With the legacy route every rule must read ContainerInstanceLog_CL by ContainerGroup_s (the filter kql_check.js renders), created without query validation (the table appears with its first line)."
+  }
+  assert {
+    condition     = alltrue([for g in azurerm_container_group.worker : g.diagnostics[0].log_analytics[0].workspace_id == "44444444-4444-4444-4444-444444444444"])
+    error_message = "Every worker group must keep the legacy integration (the workspace's GUID)."
+  }
+}
+
+run "log_route_must_be_known" {
+  command = plan
+
+  variables {
+    log_route = "eventhub"
+  }
+
+  expect_failures = [var.log_route]
+}
+
+run "new_rules_wait_for_start_up_and_cover_storage_and_silence" {
+  command = plan
+
+  # Default timing and allowance: a worker starting for 15 minutes (the
+  # propagation allowance) fires startup; unexpected answers in 10 of 15
+  # minutes fire storage_failing; silence past 6 hours fires silent, which
+  # stays fired until closed.
+  assert {
+    condition = (azurerm_monitor_scheduled_query_rules_alert_v2.this["startup"].window_duration == "PT30M" &&
+      strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["startup"].criteria[0].query, "starting_lines == status_lines and datetime_diff('second', last_seen, first_seen) >= 900") &&
+    output.alert_thresholds.startup_seconds == 900)
+    error_message = "startup must fire on a worker starting for the 15-minute propagation allowance (900 s), looking back 30 minutes."
+  }
+  assert {
+    condition = (azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_failing"].window_duration == "PT15M" &&
+      strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_failing"].criteria[0].query, "where minutes >= 10") &&
+    strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["storage_failing"].criteria[0].query, "tolong(j.status) != 403"))
+    error_message = "storage_failing must fire on unexpected answers other than 403 in 10 of 15 minutes."
+  }
+  assert {
+    condition = (azurerm_monitor_scheduled_query_rules_alert_v2.this["silent"].window_duration == "P2D" &&
+      azurerm_monitor_scheduled_query_rules_alert_v2.this["silent"].evaluation_frequency == "PT1H" &&
+      !azurerm_monitor_scheduled_query_rules_alert_v2.this["silent"].auto_mitigation_enabled &&
+      azurerm_monitor_scheduled_query_rules_alert_v2.this["silent"].severity == 1 &&
+      strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["silent"].criteria[0].query, "last_line < ago(6h)") &&
+    alltrue([for k, r in azurerm_monitor_scheduled_query_rules_alert_v2.this : r.auto_mitigation_enabled if k != "silent"]))
+    error_message = "silent must look back two days every hour for a last line older than 6 hours, at severity 1, and stay fired until closed; every other rule resolves itself."
+  }
+  assert {
+    condition     = strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this["no_leader"].criteria[0].query, "event in (\"status\", \"started_leading\", \"stopped_leading\") and not(starting)")
+    error_message = "no_leader must not count the lines of a process still starting (start-up is not a time without a leader)."
+  }
+}
+
+run "lock_service_is_logged_and_alerted_like_the_workers" {
+  command = plan
+
+  variables {
+    lock_service       = { enabled = true, replicas = 2, subnet_id = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/aci" }
+    lock_service_token = "0123456789abcdef0123456789abcdef"
+  }
+
+  assert {
+    condition = length(azurerm_monitor_diagnostic_setting.groups) == 5 && alltrue([for k in ["locks-01", "locks-02"] :
+      azurerm_monitor_diagnostic_setting.groups[k].log_analytics_destination_type == "Dedicated" &&
+      toset([for l in azurerm_monitor_diagnostic_setting.groups[k].enabled_log : l.category]) == toset(["ContainerInstanceLog", "ContainerEvent"])
+    ])
+    error_message = "Each lock service group needs the workers' diagnostic setting."
+  }
+  assert {
+    condition     = alltrue([for g in azurerm_container_group.locks : g.diagnostics[0].log_analytics[0].log_type == null || g.diagnostics[0].log_analytics[0].log_type == ""])
+    error_message = "The lock service groups keep Microsoft's documented legacy form, as the workers do: no log_type (it was ContainerInsights)."
+  }
+  assert {
+    condition = alltrue([for k in ["storage_forbidden", "storage_failing"] :
+    strcontains(azurerm_monitor_scheduled_query_rules_alert_v2.this[k].criteria[0].query, "ContainerName in (\"worker\", \"locks\") and ContainerGroup in (dynamic([\"ci-blobleader-worker-01\",\"ci-blobleader-worker-02\",\"ci-blobleader-worker-03\",\"blobleader-locks-01\",\"blobleader-locks-02\"]))")])
+    error_message = "The storage alerts must read the lock service replicas' lines too."
+  }
+  assert {
+    condition     = alltrue([for g in azurerm_container_group.locks : g.container[0].readiness_probe[0].http_get[0].path == "/readyz" && g.container[0].liveness_probe[0].http_get[0].path == "/healthz"])
+    error_message = "A lock replica's storage is readiness (/readyz), its liveness /healthz."
+  }
+  assert {
+    condition     = output.lock_group_names == ["blobleader-locks-01", "blobleader-locks-02"]
+    error_message = "The outputs must name the lock service groups (make verify-azure checks their lines)."
   }
 }

@@ -2,14 +2,7 @@
 # wrong: the credential the workers use, and the tags teardown-by-tag relies
 # on (docs/testing-on-azure.md, "What is cleaned up").
 
-mock_provider "azurerm" {
-  # The alerts' log table (alerts.tf reads it and requires the Analytics plan).
-  mock_data "azurerm_log_analytics_workspace_table" {
-    defaults = {
-      plan = "Analytics"
-    }
-  }
-}
+mock_provider "azurerm" {}
 
 variables {
   location     = "eastus"

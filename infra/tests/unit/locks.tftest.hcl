@@ -73,3 +73,39 @@ run "replicas_out_of_range" {
   }
   expect_failures = [var.lock_service]
 }
+
+run "stage_1_creates_no_replica" {
+  command = plan
+  # Stage 1 of `make deploy` has no image yet: like the workers, the
+  # replicas wait for stage 2 (an empty image would be refused by ACI).
+  variables {
+    image_digest       = ""
+    lock_service       = { enabled = true, subnet_id = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/aci" }
+    lock_service_token = "0123456789abcdef0123456789abcdef"
+  }
+  assert {
+    condition     = length(azurerm_container_group.locks) == 0
+    error_message = "No lock service replica before the image is pushed."
+  }
+}
+
+run "replicas_meet_acis_group_minimum" {
+  command = plan
+  variables {
+    lock_service       = { enabled = true, subnet_id = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/aci" }
+    lock_service_token = "0123456789abcdef0123456789abcdef"
+  }
+  assert {
+    condition     = alltrue([for g in azurerm_container_group.locks : g.container[0].cpu >= 1 && g.container[0].memory >= 1])
+    error_message = "A lock replica is a container group of its own: at least 1 vCPU and 1 GB (ACI's minimum per group)."
+  }
+}
+
+run "replica_below_the_minimum" {
+  command = plan
+  variables {
+    lock_service = { cpu = 0.5, memory_gb = 0.5 }
+  }
+  expect_failures = [var.lock_service]
+}
+

@@ -14,12 +14,6 @@ mock_provider "azurerm" {
     }
   }
 
-  mock_data "azurerm_log_analytics_workspace_table" {
-    defaults = {
-      plan = "Analytics"
-    }
-  }
-
   mock_resource "azurerm_storage_account" {
     defaults = {
       id                    = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-blobleader/providers/Microsoft.Storage/storageAccounts/stblobleadertest"

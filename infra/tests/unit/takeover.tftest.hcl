@@ -2,14 +2,7 @@
 # profile reaches the worker through env twins; each rule fails at plan with
 # the variable's own message.
 
-mock_provider "azurerm" {
-  # The alerts' log table (alerts.tf reads it and requires the Analytics plan).
-  mock_data "azurerm_log_analytics_workspace_table" {
-    defaults = {
-      plan = "Analytics"
-    }
-  }
-}
+mock_provider "azurerm" {}
 
 variables {
   location     = "eastus"

@@ -2,14 +2,7 @@
 # reaches Azure. Election timing rules (DESIGN §2): 15 <= L <= 60 (whole seconds),
 # 0 < D < L - 2, 0 < renew interval <= D / 3, retry period > 0.
 
-mock_provider "azurerm" {
-  # The alerts' log table (alerts.tf reads it and requires the Analytics plan).
-  mock_data "azurerm_log_analytics_workspace_table" {
-    defaults = {
-      plan = "Analytics"
-    }
-  }
-}
+mock_provider "azurerm" {}
 
 variables {
   location     = "eastus"
@@ -401,13 +394,72 @@ run "sidecar_memory_not_a_tenth" {
 run "tenths_are_accepted" {
   command = plan
   variables {
-    worker_cpu       = 0.3
+    worker_cpu       = 0.9
     worker_memory_gb = 0.7
     chaos_sidecar = {
       enabled   = true
       image     = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
       cpu       = 0.1
-      memory_gb = 1.1
+      memory_gb = 0.3
     }
   }
+}
+
+# ACI allocates at least 1 vCPU and 1 GB to a container group (Microsoft
+# Learn, "Container groups in Azure Container Instances", Minimum and
+# maximum allocation): the defaults reach it, with and without the chaos
+# sidecar, and a group that would not is refused at plan.
+run "defaults_meet_acis_group_minimum" {
+  command = plan
+
+  assert {
+    condition = alltrue([for g in azurerm_container_group.worker :
+    sum([for c in g.container : c.cpu]) > 0.999999 && sum([for c in g.container : c.memory]) > 0.999999])
+    error_message = "Every worker group must request at least 1 vCPU and 1 GB in all (ACI's minimum per group)."
+  }
+}
+
+run "defaults_with_the_sidecar_meet_acis_group_minimum" {
+  command = plan
+  variables {
+    chaos_sidecar = {
+      enabled = true
+      image   = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+    }
+  }
+
+  assert {
+    condition = alltrue([for g in azurerm_container_group.worker :
+    length(g.container) == 2 && sum([for c in g.container : c.cpu]) > 0.999999 && sum([for c in g.container : c.memory]) > 0.999999])
+    error_message = "Every worker group with its sidecar must request at least 1 vCPU and 1 GB in all."
+  }
+}
+
+run "a_group_below_one_vcpu" {
+  command = plan
+  variables {
+    worker_cpu = 0.5
+  }
+  expect_failures = [var.worker_cpu]
+}
+
+run "a_group_below_one_gb" {
+  command = plan
+  variables {
+    worker_memory_gb = 0.5
+  }
+  expect_failures = [var.worker_memory_gb]
+}
+
+run "a_group_with_its_sidecar_below_the_minimum" {
+  command = plan
+  variables {
+    worker_cpu       = 0.7
+    worker_memory_gb = 0.6
+    chaos_sidecar = {
+      enabled = true
+      image   = "crblobleadertest.azurecr.io/blobleader/chaos@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+    }
+  }
+  expect_failures = [var.worker_cpu, var.worker_memory_gb]
 }

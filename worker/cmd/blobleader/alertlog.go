@@ -75,21 +75,28 @@ type statusSnapshot struct {
 	leader     string
 	validUntil time.Time
 	health     string // empty: healthy
+	starting   bool   // no definite storage answer yet (election.Status.Starting)
+	readiness  string // empty: ready
 }
 
 func (n *node) snapshot() statusSnapshot {
 	s := n.elector.Status()
-	snap := statusSnapshot{role: s.Role, term: s.Term, leader: s.Leader, validUntil: s.ValidUntil}
+	snap := statusSnapshot{role: s.Role, term: s.Term, leader: s.Leader, validUntil: s.ValidUntil, starting: s.Starting}
 	if err := n.health(); err != nil {
 		snap.health = err.Error()
+	}
+	if err := n.ready(); err != nil {
+		snap.readiness = err.Error()
 	}
 	return snap
 }
 
 // changed reports whether a new line is due for reasons other than time:
-// a different role, term or leader, or health turning.
+// a different role, term or leader, health or readiness turning, or
+// start-up ending.
 func (s statusSnapshot) changed(prev statusSnapshot) bool {
-	return s.role != prev.role || s.term != prev.term || s.leader != prev.leader || (s.health == "") != (prev.health == "")
+	return s.role != prev.role || s.term != prev.term || s.leader != prev.leader || (s.health == "") != (prev.health == "") ||
+		(s.readiness == "") != (prev.readiness == "") || s.starting != prev.starting
 }
 
 // logStatus writes a status line once per lease duration, and at once
@@ -107,7 +114,10 @@ func (n *node) logStatus(ctx context.Context) {
 
 func (n *node) writeStatus(s statusSnapshot) {
 	args := []any{"event", logEventStatus, "role", string(s.role), "term", s.term, "leader", s.leader,
-		"valid_until", rfc3339(s.validUntil), "healthy", s.health == ""}
+		"valid_until", rfc3339(s.validUntil), "healthy", s.health == "", "ready", s.readiness == "", "starting", s.starting}
+	if s.readiness != "" {
+		args = append(args, "readiness", s.readiness)
+	}
 	if s.health != "" {
 		args = append(args, "health", s.health)
 		n.log.Warn("status", args...)

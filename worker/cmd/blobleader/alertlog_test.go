@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -50,18 +51,33 @@ func startLoggingWorker(t *testing.T, conn, container, id string, extra ...strin
 // logLines returns the JSON log lines of path whose event field is event.
 func logLines(t *testing.T, path, event string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
+	return fileLines(t, path, "log", event)
+}
+
+// fileLines reads the complete JSON lines of a file another process is
+// writing (a log, a history) and returns those whose event field is event.
+// A last line without its newline is still being written: a busy machine
+// can let a reader in mid-write, so it is left for the next read rather
+// than failed as "not JSON".
+func fileLines(t *testing.T, path, what, event string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
 	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
+	for _, raw := range bytes.Split(b, []byte("\n")) {
+		if len(raw) == 0 {
+			continue
+		}
 		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
+		if err := json.Unmarshal(raw, &line); err != nil {
+			t.Fatalf("%s line is not JSON: %q: %v", what, raw, err)
 		}
 		if line["event"] == event {
 			out = append(out, line)

@@ -17,7 +17,8 @@ const conflictBound = 15*time.Second + 2200*time.Millisecond + 4*time.Second + 1
 
 // awaitConflict waits until the worker at base reports a set-up conflict of
 // kind: a setup_conflict log line that names both sides (want each appear
-// in it), /healthz 503 naming it, and blobleader_setup_conflict 1.
+// in it), /readyz 503 naming it (and /healthz 200: a restart does not cure
+// it), and blobleader_setup_conflict 1.
 func awaitConflict(t *testing.T, base, logPath, kind string, want ...string) {
 	t.Helper()
 	line := awaitLogLine(t, logPath, "setup_conflict", conflictBound, func(l map[string]any) bool { return l["kind"] == kind })
@@ -34,13 +35,14 @@ func awaitConflict(t *testing.T, base, logPath, kind string, want ...string) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
+		rc, rbody := probeURL(t, base+"/readyz")
 		hc, hbody := probeURL(t, base+"/healthz")
 		_, metrics := probeURL(t, base+"/metrics")
-		if hc == http.StatusServiceUnavailable && strings.Contains(hbody, kind) && strings.Contains(metrics, "\nblobleader_setup_conflict 1\n") {
+		if rc == http.StatusServiceUnavailable && strings.Contains(rbody, kind) && hc == http.StatusOK && strings.Contains(metrics, "\nblobleader_setup_conflict 1\n") {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the setup_conflict line: /healthz %d %q; want 503 naming %s and blobleader_setup_conflict 1 in /metrics", hc, hbody, kind)
+			t.Fatalf("after the setup_conflict line: /readyz %d %q, /healthz %d %q; want /readyz 503 naming %s, /healthz 200 and blobleader_setup_conflict 1 in /metrics", rc, rbody, hc, hbody, kind)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -36,6 +36,25 @@ func (n *node) health() error {
 	return errors.Join(errs...)
 }
 
+// A readinessReporter is a companion with its own part of /readyz: what
+// keeps it from doing its work that a restart does not cure (nil: ready).
+type readinessReporter interface {
+	ready() error
+}
+
+// ready is the node's readiness (nil: ready): the elector's joined with
+// each companion's that reports one; what blobleader_ready and the status
+// log line report.
+func (n *node) ready() error {
+	errs := []error{n.elector.Ready()}
+	for _, c := range n.companions {
+		if r, ok := c.(readinessReporter); ok {
+			errs = append(errs, r.ready())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // conflict is what blobleader_setup_conflict reads: the elector's conflict
 // joined with each companion's.
 func (n *node) conflict() string {

@@ -48,7 +48,7 @@ type book struct {
 	shard   int
 	name    string // its base name (package ledger's blob)
 	entries []ledger.Entry
-	foreign []ledger.Segment // its segments written outside it (ledger.Segment.Foreign)
+	foreign []ledger.Segment // its segments written outside it (ledger.Segment.Foreign, NotALedger)
 }
 
 func (b book) what() string {
@@ -87,7 +87,7 @@ func readBooks(ctx context.Context, c *container.Client, containerName, blob str
 			return nil, err
 		}
 		for _, s := range segs {
-			if s.Foreign() {
+			if s.Foreign() || s.NotALedger {
 				books[i].foreign = append(books[i].foreign, s)
 			}
 		}
@@ -184,10 +184,15 @@ func verifyBooks(w io.Writer, books []book) error {
 }
 
 // noteForeign prints, after the verdict, one line per segment written
-// outside its ledger: the check holds, but those lines were not fenced.
+// outside its ledger: the check holds, but those lines were not fenced (or,
+// for a segment that is not a ledger, not read at all).
 func noteForeign(w io.Writer, books []book) {
 	for _, b := range books {
 		for _, s := range b.foreign {
+			if s.NotALedger {
+				fmt.Fprintf(w, "note: segment %s is not a ledger (lines that are not entries, a %s written outside it): kept as found and skipped; the ledger continues after it\n", s.Name, s.BlobType)
+				continue
+			}
 			fmt.Fprintf(w, "note: segment %s is a %s, written outside the ledger (re-uploaded?): its lines are as found, not fenced by the ledger's appends\n", s.Name, s.BlobType)
 		}
 	}

@@ -81,6 +81,9 @@ func TestLock_RunsOnceUnderTheNamedLockAndGivesUpWhenHeld(t *testing.T) {
 		t.Fatalf("the library could not take the lock after lock exited (not released?): %v", err)
 	}
 	defer h.Unlock(ctx)
+	// max tells giving up (a start, a request, the 2 s wait) from waiting
+	// for a lock the library holds and renews, i.e. for ever: it needs no
+	// stall (docs/chaos.md#a-busy-machine).
 	for _, tc := range []struct {
 		name string
 		flag string

@@ -123,7 +123,8 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 // companion.
 func (o *workerOptions) buildMode(n *node) (mode, error) {
 	if o.shards == 0 {
-		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, tick: o.tick, requestTimeout: n.cfg.RequestTimeout(), log: n.log}
+		task := &ledgerTask{c: n.storage, blob: o.blob, identity: o.identity, lock: o.blob, container: o.container, tick: o.tick,
+			requestTimeout: n.cfg.RequestTimeout(), onRepair: n.metrics.Repaired, log: n.log}
 		return mode{callbacks: election.Callbacks{OnStartedLeading: o.build.task(task.run, o.tick)}}, nil
 	}
 	shards, err := newShardMode(o, n)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -112,22 +110,7 @@ func TestWorker_NegativeControlBuildRunsUnsafe(t *testing.T) {
 // historyEvents returns the records of kind event in a JSONL history file.
 func historyEvents(t *testing.T, path, event string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []map[string]any
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("history line %q: %v", sc.Text(), err)
-		}
-		if rec["event"] == event {
-			out = append(out, rec)
-		}
-	}
-	return out
+	return fileLines(t, path, "history", event)
 }
 
 // awaitServing waits (bounded) until a worker answers /status.

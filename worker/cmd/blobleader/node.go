@@ -91,6 +91,9 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 	n := &node{o: o, cfg: cfg, base: base, log: base.With("identity", o.identity)}
 	n.addSink(func() { n.flush("logs", logs.Close) })
 	n.cfg.Logger = base // the elector adds identity itself
+	// The leader confirms its record, so a lease held outside the election
+	// is told from a leader (docs/architecture.md#conflicting-set-ups).
+	n.cfg.ConfirmEvery = n.cfg.LeaseDuration / 2
 	if historyFile != nil {
 		n.queueHistory(historyFile)
 	}
@@ -181,7 +184,7 @@ func (n *node) elect(buildMode func(*node) (mode, error)) error {
 		return usagef("%v", err)
 	}
 	n.elector, n.companions = e, m.companions
-	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.health), status.NewConflictGauge(n.conflict))
+	n.metrics.Registry.MustRegister(status.NewHealthGauge(n.health), status.NewReadyGauge(n.ready), status.NewConflictGauge(n.conflict))
 	return nil
 }
 

@@ -27,6 +27,8 @@ func TestRecoverTerm_BadInputExitsTwo(t *testing.T) {
 		{"negative floor", []string{conn, "--floor=-5"}},
 		{"not a number", []string{conn, "--floor=12x"}},
 		{"floor that cannot grow", []string{conn, "--floor=9223372036854775807"}},
+		{"floor that leaves one change", []string{conn, "--floor=9223372036854775805"}},
+		{"floor that leaves too little room", []string{conn, "--floor=9007194959773695"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING="}, append([]string{"recover-term"}, tc.args...)...)
@@ -34,6 +36,11 @@ func TestRecoverTerm_BadInputExitsTwo(t *testing.T) {
 				t.Fatalf("exit %d, want 2 naming --floor:\n%s", code, out)
 			}
 		})
+	}
+	// The refusal of a floor with too little room names the rule and the
+	// highest floor accepted.
+	if _, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING="}, "recover-term", conn, "--floor=9007199254740990"); !strings.Contains(out, "invalid --floor 9007199254740990: must be at most 9007194959773694") || !strings.Contains(out, "leaves room") {
+		t.Fatalf("recover-term --floor 9007199254740990 said %q; want the value, the highest floor accepted and the rule", out)
 	}
 }
 
@@ -95,16 +102,17 @@ func TestRecoverTerm_SetsTheTermAboveTheFloorAndNeverLowersIt(t *testing.T) {
 	}
 }
 
-// A term at the top of the int64 range is an unusable record too: no floor
-// "lowers" it, so recover-term must accept any floor and repair it. A usable
-// term above the floor is still never lowered.
+// A term at or above the highest term (2^53 − 1, lease.MaxTerm: one change
+// from it would pass it) is an unusable record too: no floor "lowers" it,
+// so recover-term must accept any floor and repair it. A usable term above
+// the floor is still never lowered.
 func TestRecoverTerm_RepairsATermThatCannotGrow(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b := emptyLeaderBlob(ctx, t, az)
-	for _, bad := range []string{"9223372036854775807", "-3"} {
+	for _, bad := range []string{"9223372036854775807", "9223372036854775806", "9007199254740991", "-3"} {
 		holder, term := "w1", bad
 		if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holder, "term": &term}, nil); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ func TestRun_ACrashLoopingCommandBacksOffAndSaysSo(t *testing.T) {
 	began := time.Now()
 	sawBackingOff := false
 	for time.Since(began) < window {
-		if code, body := probe(s.base + "/readyz"); code == 503 && strings.Contains(body, "backing off") {
+		if code, body := getURL(s.base + "/readyz"); code == 503 && strings.Contains(body, "backing off") {
 			if hc, hb := get(t, s.base+"/healthz"); hc != 200 {
 				t.Errorf("/healthz %d %q while backing off, want 200", hc, hb)
 			}
@@ -62,8 +62,8 @@ func TestRun_ACrashLoopingCommandBacksOffAndSaysSo(t *testing.T) {
 	t.Logf("%d starts in %v", starts, window)
 }
 
-// probe GETs url: the status and body, 0 while nothing listens yet.
-func probe(url string) (int, string) {
+// getURL GETs url: the status and body, 0 while nothing listens yet.
+func getURL(url string) (int, string) {
 	resp, err := http.Get(url)
 	if err != nil {
 		return 0, ""

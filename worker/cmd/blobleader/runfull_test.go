@@ -48,7 +48,7 @@ func TestRun_AFullFilesystemCountsEveryLostLine(t *testing.T) {
 	}
 	var logs, hist float64
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		code, body := probe(base + "/metrics")
+		code, body := getURL(base + "/metrics")
 		logs, hist = counter(body, "blobleader_log_records_dropped_total"), counter(body, "blobleader_history_records_dropped_total")
 		if code == 200 && counter(body, "blobleader_child_running") == 1 && logs > 0 && hist > 0 {
 			break

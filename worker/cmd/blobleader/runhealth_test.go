@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // nobody is the unprivileged user the out-of-reach tests run a supervisor
@@ -102,90 +103,90 @@ func main() {
 // leading until it is gone, and only then releases and exits.
 func TestRun_ACommandOutOfReachKeepsTheLeaseUntilItIsGone(t *testing.T) {
 	t.Parallel()
-	dir, bin := reachDir(t)
-	rooty := becomeRoot(t, dir)
-	az := azuritetest.StartT(t)
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	hist, beats := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "beats")
-	cmd := exec.Command(bin, "run", "--identity", "unpriv", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", hist,
-		"--container", "run-reach", "--log-format", "json", "--", "sh", "-c", "exec "+rooty+" "+beats)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}
-	stderr := &bytes.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	rootPID := 0
-	t.Cleanup(func() {
-		if rootPID > 0 {
-			_ = syscall.Kill(rootPID, syscall.SIGKILL)
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		dir, bin := reachDir(t)
+		rooty := becomeRoot(t, dir)
+		az := azuritetest.StartT(t)
+		port, err := azuritetest.FreePort()
+		if err != nil {
+			t.Fatal(err)
 		}
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("supervisor stderr:\n%s", stderr.String())
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		hist, beats := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "beats")
+		cmd := exec.Command(bin, "run", "--identity", "unpriv", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", hist,
+			"--container", "run-reach", "--log-format", "json", "--", "sh", "-c", "exec "+rooty+" "+beats)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}
+		stderr := &bytes.Buffer{}
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-	})
-	started := awaitEvent(t, hist, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
-	rootPID = started.PID
-	// 1. Found out of reach within a renew interval (2 s) of the start.
-	oor := awaitEvent(t, hist, 5*time.Second, "child_out_of_reach", func(r record) bool { return r.Event == "child_out_of_reach" })
-	if d := oor.T.Sub(started.T); d > 2*time.Second+time.Second {
-		t.Errorf("child_out_of_reach %v after child_started, want within one renew interval (2s)", d)
-	}
-	if code, body := get(t, base+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "out of reach") {
-		t.Errorf("/healthz = %d %q, want 503 naming the command out of reach", code, body)
-	}
-	if _, body := get(t, base+"/metrics"); !strings.Contains(body, "blobleader_child_out_of_reach 1") {
-		t.Errorf("/metrics lacks blobleader_child_out_of_reach 1")
-	}
-	// 2. SIGTERM: no release while it runs (well past shutdown grace).
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	termAt := time.Now()
-	for time.Since(termAt) < 10*time.Second {
-		for _, r := range readRecords(t, hist) {
-			if r.Event == "released" {
-				t.Fatalf("the lease was released %v after SIGTERM while the out-of-reach command %d still runs", r.T.Sub(termAt), rootPID)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		rootPID := 0
+		t.Cleanup(func() {
+			if rootPID > 0 {
+				_ = syscall.Kill(rootPID, syscall.SIGKILL)
 			}
+			_ = cmd.Process.Kill()
+			<-exited
+			if t.Failed() {
+				t.Logf("supervisor stderr:\n%s", stderr.String())
+			}
+		})
+		started := awaitEvent(t, hist, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
+		rootPID = started.PID
+		// 1. Found out of reach within a renew interval (2 s) of the start.
+		oor := awaitEvent(t, hist, 5*time.Second, "child_out_of_reach", func(r record) bool { return r.Event == "child_out_of_reach" })
+		sp.Bound(t, "child_out_of_reach after child_started (bound one renew interval 2 s + 1 s)", started.T, 2*time.Second+time.Second, oor.T)
+		if code, body := get(t, base+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "out of reach") {
+			t.Errorf("/healthz = %d %q, want 503 naming the command out of reach", code, body)
 		}
+		if _, body := get(t, base+"/metrics"); !strings.Contains(body, "blobleader_child_out_of_reach 1") {
+			t.Errorf("/metrics lacks blobleader_child_out_of_reach 1")
+		}
+		// 2. SIGTERM: no release while it runs (well past shutdown grace).
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		termAt := time.Now()
+		for time.Since(termAt) < 10*time.Second {
+			for _, r := range readRecords(t, hist) {
+				if r.Event == "released" {
+					t.Fatalf("the lease was released %v after SIGTERM while the out-of-reach command %d still runs", r.T.Sub(termAt), rootPID)
+				}
+			}
+			select {
+			case err := <-exited:
+				exited <- err
+				t.Fatalf("the supervisor exited (%v) %v after SIGTERM while its out-of-reach command %d still runs", err, time.Since(termAt), rootPID)
+			default:
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if b, _ := os.ReadFile(beats); !strings.Contains(string(b), strconv.Itoa(rootPID)) {
+			t.Fatalf("the set-user-ID command %d never wrote: the test shows nothing", rootPID)
+		}
+		// 3. Gone (we are root): reaped, released, exit 0.
+		_ = syscall.Kill(rootPID, syscall.SIGKILL)
+		killed := time.Now()
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("the supervisor exited (%v) %v after SIGTERM while its out-of-reach command %d still runs", err, time.Since(termAt), rootPID)
-		default:
+			if err != nil {
+				t.Fatalf("supervisor exit after its command was gone: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the supervisor did not finish within 15s of its out-of-reach command's death")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if b, _ := os.ReadFile(beats); !strings.Contains(string(b), strconv.Itoa(rootPID)) {
-		t.Fatalf("the set-user-ID command %d never wrote: the test shows nothing", rootPID)
-	}
-	// 3. Gone (we are root): reaped, released, exit 0.
-	_ = syscall.Kill(rootPID, syscall.SIGKILL)
-	killed := time.Now()
-	select {
-	case err := <-exited:
-		exited <- err
-		if err != nil {
-			t.Fatalf("supervisor exit after its command was gone: %v", err)
+		got := strings.Join(events(readRecords(t, hist)), ",")
+		if !strings.HasSuffix(got, "child_exited,stopped_leading,released") {
+			t.Fatalf("history %s: want it to end child_exited,stopped_leading,released", got)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the supervisor did not finish within 15s of its out-of-reach command's death")
-	}
-	got := strings.Join(events(readRecords(t, hist)), ",")
-	if !strings.HasSuffix(got, "child_exited,stopped_leading,released") {
-		t.Fatalf("history %s: want it to end child_exited,stopped_leading,released", got)
-	}
-	t.Logf("out of reach found %v after the start; lease held %v after SIGTERM; released %v after the command died",
-		oor.T.Sub(started.T).Round(time.Millisecond), killed.Sub(termAt).Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+		t.Logf("out of reach found %v after the start; lease held %v after SIGTERM; released %v after the command died",
+			oor.T.Sub(started.T).Round(time.Millisecond), killed.Sub(termAt).Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+	})
 }
 
 func get(t *testing.T, url string) (int, string) {

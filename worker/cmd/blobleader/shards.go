@@ -30,17 +30,18 @@ type shardMode struct {
 
 // newShardMode builds the pool member on n, and its metrics.
 func newShardMode(o *workerOptions, n *node) (*shardMode, error) {
-	c, cfg, log := n.storage, n.cfg, n.log
+	c, cfg, log, repaired := n.storage, n.cfg, n.log, n.metrics.Repaired
 	layout := shard.Layout{Blob: o.blob}
 	task := func(ctx context.Context, n int, term int64) error {
-		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, tick: o.tick,
-			requestTimeout: cfg.RequestTimeout(), log: log.With("shard", n),
+		t := &ledgerTask{c: c, blob: layout.Ledger(n), identity: o.identity, lock: layout.Shard(n), container: o.container, tick: o.tick,
+			onRepair: repaired, requestTimeout: cfg.RequestTimeout(), log: log.With("shard", n),
 			onAppend: func(seq int64) { shard.ReportProgress(ctx, seq) }}
 		return o.build.task(t.run, o.tick)(ctx, term)
 	}
 	w, err := shard.New(shard.Config{
 		Shards: o.shards, Election: cfg, Container: c, Blob: o.blob, Task: task,
-		OnEvent: func(ev shard.Event) { n.write(shardRecord(o.identity, ev)) },
+		OnEvent:  func(ev shard.Event) { n.write(shardRecord(o.identity, ev)) },
+		OnRepair: n.metrics.Repaired,
 	})
 	if err != nil {
 		return nil, usagef("%v", err)
@@ -98,6 +99,10 @@ func (m *shardMode) unowned() (int, bool) {
 // healthy is the pool member's part of /healthz: its shard tasks' health.
 func (m *shardMode) healthy() error { return m.w.Healthy() }
 
+// ready is the pool member's part of /readyz: unusable shard locks and
+// conflicting set-ups, which a restart does not cure.
+func (m *shardMode) ready() error { return m.w.Ready() }
+
 // conflict is the pool member's part of blobleader_setup_conflict.
 func (m *shardMode) conflict() string { return m.w.Conflict() }
 
@@ -109,8 +114,9 @@ type shardStatus struct {
 	Assignment *shard.Assignment `json:"assignment,omitempty"`
 }
 
-// handler serves /status with the shard fields and folds the shard tasks'
-// health into /healthz; everything else is base's.
+// handler serves /status with the shard fields and folds the pool member's
+// health into /healthz and its readiness into /readyz; everything else is
+// base's.
 func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", base)
@@ -126,6 +132,9 @@ func (m *shardMode) handler(e *election.Elector, base http.Handler) http.Handler
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		answerProbe(w, errors.Join(e.Healthy(), m.w.Healthy()))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		answerProbe(w, errors.Join(e.Ready(), m.w.Ready()))
 	})
 	return mux
 }

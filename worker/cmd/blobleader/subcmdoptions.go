@@ -4,12 +4,13 @@ import (
 	"context"
 	"flag"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election/lease"
 )
 
 // The options of the subcommands that do not contend: `blobleader ledger`,
@@ -150,8 +151,10 @@ last ledger entry's (blobleader ledger --json | tail -1). It takes the lock's
 lease (breaking the leader's if one holds it: that leader steps down at its
 next renew, as after any forced break), writes term N+1, and releases; the
 next leader stamps above N+1. It refuses (exit 2, the record untouched) when
-the term is already N+1 or more: a term is never lowered. An unusable term
-(not a non-negative integer, or 9223372036854775807) is repaired with any N.
+the term is already N+1 or more: a term is never lowered; and a floor above
+9007194959773694 (2^53 − 2 − 2^32), which would leave fewer than 2^32 terms
+below the highest term (2^53 − 1). An unusable term (not a non-negative
+integer, or 9007199254740991 or more) is repaired with any N.
 
 Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 1 anything else (storage unreachable, the lease kept being re-taken).`
@@ -173,12 +176,22 @@ func parseRecoverOptions(args []string, out io.Writer) (*recoverOptions, error) 
 func (o *recoverOptions) flags(out io.Writer, floor *string) *cmdFlags {
 	fs := newFlagSet("blobleader recover-term", out, recoverSummary)
 	o.register(fs.FlagSet)
-	fs.StringVar(floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer below 9223372036854775807")
+	fs.StringVar(floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer up to 9007194959773694")
 	return fs
 }
 
+// floorRoom is how many terms recover-term leaves above the term it sets
+// (floor+1), below lease.MaxTerm: 2^32, over a century of leaderships at
+// one a second (the hand-off pause and the lease duration make a fleet
+// change leaders far less often). A floor with less room would hand the
+// fleet a term that a few leader changes exhaust.
+const floorRoom = 1 << 32
+
+// maxFloor is the highest --floor recover-term accepts.
+const maxFloor = lease.MaxTerm - 1 - floorRoom
+
 // parseFloor checks --floor: a non-negative integer whose successor, the
-// term set, can still grow.
+// term set, leaves floorRoom terms below lease.MaxTerm.
 func parseFloor(floor string) (int64, error) {
 	n, err := strconv.ParseInt(floor, 10, 64)
 	switch {
@@ -186,8 +199,8 @@ func parseFloor(floor string) (int64, error) {
 		return 0, usagef("missing %s: the highest term any leader may have used (e.g. the last ledger entry's)", flagRef("floor"))
 	case err != nil || n < 0:
 		return 0, usagef("invalid %s %q: must be a non-negative integer", flagRef("floor"), floor)
-	case n >= math.MaxInt64-1:
-		return 0, usagef("invalid %s %d: must be below %d, so that the term set (floor+1) can still grow", flagRef("floor"), n, int64(math.MaxInt64-1))
+	case n > maxFloor:
+		return 0, usagef("invalid %s %d: must be at most %d, so that the term set (floor+1) leaves room for %d more terms below the highest term, %d (2^53 − 1)", flagRef("floor"), n, int64(maxFloor), int64(floorRoom), int64(lease.MaxTerm))
 	}
 	return n, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // The election end to end on Azurite, with real time and the default timings
@@ -222,55 +223,59 @@ func TestElection_ExactlyOneOfThreeLeadsAndTermsCountTakeovers(t *testing.T) {
 
 func TestElection_CrashedLeaderIsReplacedWithinBound(t *testing.T) {
 	t.Parallel()
-	c, _ := newContainer(t)
-	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
-	leader := awaitLeader(t, 5*time.Second, nodes...)
-	time.Sleep(3 * time.Second) // let at least one renew happen
-	drain(nodes...)
-	leader.lock.dead.Store(true) // SIGKILL: no release, no more requests
-	leader.cancel()
-	killed := time.Now()
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		c, _ := newContainer(t)
+		nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
+		leader := awaitLeader(t, 5*time.Second, nodes...)
+		time.Sleep(3 * time.Second) // let at least one renew happen
+		drain(nodes...)
+		leader.lock.dead.Store(true) // SIGKILL: no release, no more requests
+		leader.cancel()
+		killed := time.Now()
 
-	cfg := election.DefaultConfig("x")
-	bound := cfg.LeaseDuration + cfg.RetryPeriod*11/10 + time.Second // L + 1.1·P + 1s
-	_, ev := awaitStart(t, bound+5*time.Second, others(leader, nodes...)...)
+		cfg := election.DefaultConfig("x")
+		bound := cfg.LeaseDuration + cfg.RetryPeriod*11/10 + time.Second // L + 1.1·P + 1s
+		_, ev := awaitStart(t, bound+5*time.Second, others(leader, nodes...)...)
 
-	lastRenewSent := time.Time{}
-	if r, ok := leader.last(election.EventRenewed); ok {
-		lastRenewSent = r.ValidUntil.Add(-cfg.RenewDeadline)
-	} else if s, ok := leader.last(election.EventStartedLeading); ok {
-		lastRenewSent = s.ValidUntil.Add(-cfg.RenewDeadline)
-	}
-	took := ev.Time.Sub(lastRenewSent)
-	t.Logf("crash failover: %s from the last successful renew (bound %s), %s from the kill", took.Round(time.Millisecond), bound, ev.Time.Sub(killed).Round(time.Millisecond))
-	if took > bound {
-		t.Fatalf("crash failover took %s from the last successful renew, bound L + 1.1·P + 1s = %s", took, bound)
-	}
-	if took < cfg.LeaseDuration-time.Second {
-		t.Fatalf("a follower led %s after the last renew, before the lease (%s) could have expired", took, cfg.LeaseDuration)
-	}
+		lastRenewSent := time.Time{}
+		if r, ok := leader.last(election.EventRenewed); ok {
+			lastRenewSent = r.ValidUntil.Add(-cfg.RenewDeadline)
+		} else if s, ok := leader.last(election.EventStartedLeading); ok {
+			lastRenewSent = s.ValidUntil.Add(-cfg.RenewDeadline)
+		}
+		took := ev.Time.Sub(lastRenewSent)
+		t.Logf("crash failover: %s from the last successful renew (bound %s), %s from the kill", took.Round(time.Millisecond), bound, ev.Time.Sub(killed).Round(time.Millisecond))
+		// A design bound on a real clock: plus the machine's measured stall
+		// (a miss within it is inconclusive and the test runs again).
+		if !p.Bound(t, "crash failover from the last successful renew (bound L + 1.1·P + 1s)", lastRenewSent, bound, ev.Time) {
+			return
+		}
+		if took < cfg.LeaseDuration-time.Second {
+			t.Fatalf("a follower led %s after the last renew, before the lease (%s) could have expired", took, cfg.LeaseDuration)
+		}
+	})
 }
 
 func TestElection_GracefulStopHandsOverWithinOnePoll(t *testing.T) {
 	t.Parallel()
-	c, _ := newContainer(t)
-	nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
-	leader := awaitLeader(t, 5*time.Second, nodes...)
-	time.Sleep(2 * time.Second)
-	drain(nodes...)
-	leader.cancel()
-	<-leader.exited
-	rel, ok := leader.last(election.EventReleased)
-	if !ok {
-		t.Fatal("graceful stop did not release the lease")
-	}
-	_, ev := awaitStart(t, 5*time.Second, others(leader, nodes...)...)
-	bound := 1100*time.Millisecond + 500*time.Millisecond // 1.1·P + 0.5s
-	took := ev.Time.Sub(rel.Time)
-	t.Logf("graceful handover: %s from release (bound %s)", took.Round(time.Millisecond), bound)
-	if took > bound {
-		t.Fatalf("graceful handover took %s, bound 1.1·P + 0.5s = %s", took, bound)
-	}
+	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+		c, _ := newContainer(t)
+		nodes := []*node{startNode(t, c, "a"), startNode(t, c, "b"), startNode(t, c, "c")}
+		leader := awaitLeader(t, 5*time.Second, nodes...)
+		time.Sleep(2 * time.Second)
+		drain(nodes...)
+		leader.cancel()
+		<-leader.exited
+		rel, ok := leader.last(election.EventReleased)
+		if !ok {
+			t.Fatal("graceful stop did not release the lease")
+		}
+		_, ev := awaitStart(t, 5*time.Second, others(leader, nodes...)...)
+		bound := 1100*time.Millisecond + 500*time.Millisecond // 1.1·P + 0.5s
+		took := ev.Time.Sub(rel.Time)
+		t.Logf("graceful handover: %s from release (bound %s)", took.Round(time.Millisecond), bound)
+		p.Bound(t, "graceful handover from the release (bound 1.1·P + 0.5s)", rel.Time, bound, ev.Time)
+	})
 }
 
 func TestElection_BrokenLeaseLeaderStepsDownAndSomeoneLeads(t *testing.T) {

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"path"
 	"strconv"
@@ -202,16 +201,16 @@ func (l *Lock) TermFloor() int64 { return l.termFloor() }
 // term, acquired), as Get does and as a listing of lock blobs with their
 // metadata returns it. Every field it can read is set; the error (wrapping
 // lease.ErrUnusableRecord) says that the term cannot give the next one:
-// not a non-negative integer (the term is then 0), or 9223372036854775807
-// (kept as the term), whose successor would wrap negative.
+// not a non-negative integer (the term is then 0), or lease.MaxTerm or more
+// (kept as the term), whose successor would pass the highest term.
 func RecordFromMetadata(md map[string]*string) (lease.Record, error) {
 	var r lease.Record
 	term, err := storage.Term(md)
 	switch {
 	case err != nil:
 		err = fmt.Errorf("%w: %v", lease.ErrUnusableRecord, err)
-	case term == math.MaxInt64:
-		err = fmt.Errorf("%w: metadata term %d cannot grow (the next would overflow int64)", lease.ErrUnusableRecord, term)
+	case term >= lease.MaxTerm:
+		err = fmt.Errorf("%w: metadata term %d cannot grow (the next would pass %d, the highest term)", lease.ErrUnusableRecord, term, int64(lease.MaxTerm))
 	}
 	r.Term = term
 	// Metadata names are case-insensitive in Azure; the SDK may hand them

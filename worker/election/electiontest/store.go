@@ -9,7 +9,6 @@ package electiontest
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -203,10 +202,10 @@ func (l *Lock) Get(ctx context.Context) (lease.Record, error) {
 }
 
 // unusableTerm is ErrUnusableRecord for a stored term that cannot give the
-// next one (negative, or the top of the int64 range), nil otherwise.
+// next one (negative, or lease.MaxTerm or more), nil otherwise.
 func unusableTerm(t int64) error {
-	if t < 0 || t == math.MaxInt64 {
-		return fmt.Errorf("%w: term %d cannot grow (negative, or the next would overflow int64)", lease.ErrUnusableRecord, t)
+	if t < 0 || t >= lease.MaxTerm {
+		return fmt.Errorf("%w: term %d cannot grow (negative, or the next would pass %d, the highest term)", lease.ErrUnusableRecord, t, int64(lease.MaxTerm))
 	}
 	return nil
 }

@@ -30,8 +30,8 @@ var (
 	// carry). The elector keeps contending but reports it in Healthy and Ready.
 	ErrRejected = errors.New("election: storage rejected the request")
 	// ErrUnusableRecord: the lock's record cannot give the next term — its
-	// term is not a non-negative integer (an operator's typo), or it is at
-	// the top of the int64 range and cannot grow. Retrying will not fix it;
+	// term is not a non-negative integer (an operator's typo), or it is
+	// MaxTerm or more and cannot grow. Retrying will not fix it;
 	// an operator must. The elector leaves the record untouched, keeps
 	// contending, and reports it in Healthy, Ready and Status.
 	ErrUnusableRecord = errors.New("election: lock record unusable")
@@ -58,6 +58,22 @@ var (
 	// propagating, which heals within minutes) is not ErrDenied.
 	ErrDenied = errors.New("election: storage denied the request")
 )
+
+// MaxTerm is the highest term any leadership may hold: 2^53 − 1, the largest
+// integer every JSON reader compares exactly (JavaScript's
+// Number.MAX_SAFE_INTEGER, jq before 1.7). Terms are JSON numbers wherever
+// they leave the process — /status, the history, the ledger, the lock API —
+// and a fencing token that two readers round to the same number fences
+// nothing. A record whose term is MaxTerm or more cannot give a next term:
+// it is unusable (ErrUnusableRecord) and an operator repairs it.
+//
+// The headroom above it, about 9.2·10^18 terms of the int64 range, is never
+// used, so no arithmetic on a usable term (a next term, a floor + 1, a
+// version above every term) can overflow; and terms start at the term floor,
+// the wall-clock millisecond (about 1.8·10^12 today), from which MaxTerm is
+// 285,000 years of milliseconds away. Only a term written by hand gets near
+// it.
+const MaxTerm = 1<<53 - 1
 
 // StorageError is implemented by a Lock's errors that carry storage's
 // answer to one call (bloblock.Error does). The elector reports every

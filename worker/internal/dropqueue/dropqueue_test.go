@@ -8,74 +8,76 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // A writer held shut: Put never waits, the overflow is dropped and counted,
 // and once the writer moves the hole is reported in its place, in order.
 func TestQueue_DropsWhenFullAndReportsTheHoleInPlace(t *testing.T) {
-	gate := make(chan struct{})
-	took := make(chan struct{}, 1) // the writer holds its first item
-	var mu sync.Mutex
-	var got []string
-	write := func(v int) error {
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		gate := make(chan struct{})
+		took := make(chan struct{}, 1) // the writer holds its first item
+		var mu sync.Mutex
+		var got []string
+		write := func(v int) error {
+			select {
+			case took <- struct{}{}:
+			default:
+			}
+			<-gate
+			mu.Lock()
+			got = append(got, fmt.Sprint(v))
+			mu.Unlock()
+			return nil
+		}
+		hole := func(n, total uint64) {
+			mu.Lock()
+			got = append(got, fmt.Sprintf("hole %d/%d", n, total))
+			mu.Unlock()
+		}
+		q := New(2, write, hole)
+		// 1 is taken by the writer (stuck on gate), 2 and 3 fill the queue.
+		if err := q.Put(1); err != nil {
+			t.Fatal(err)
+		}
 		select {
-		case took <- struct{}{}:
-		default:
+		case <-took:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the writer did not take the first item within 5 s")
 		}
-		<-gate
-		mu.Lock()
-		got = append(got, fmt.Sprint(v))
-		mu.Unlock()
-		return nil
-	}
-	hole := func(n, total uint64) {
-		mu.Lock()
-		got = append(got, fmt.Sprintf("hole %d/%d", n, total))
-		mu.Unlock()
-	}
-	q := New(2, write, hole)
-	// 1 is taken by the writer (stuck on gate), 2 and 3 fill the queue.
-	if err := q.Put(1); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-took:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the writer did not take the first item within 5 s")
-	}
-	for _, v := range []int{2, 3} {
-		if err := q.Put(v); err != nil {
-			t.Fatalf("Put(%d): %v", v, err)
+		for _, v := range []int{2, 3} {
+			if err := q.Put(v); err != nil {
+				t.Fatalf("Put(%d): %v", v, err)
+			}
 		}
-	}
-	began := time.Now()
-	for _, v := range []int{4, 5} {
-		if err := q.Put(v); !errors.Is(err, ErrFull) {
-			t.Fatalf("Put(%d) on a full queue: %v, want ErrFull", v, err)
+		began := time.Now()
+		for _, v := range []int{4, 5} {
+			if err := q.Put(v); !errors.Is(err, ErrFull) {
+				t.Fatalf("Put(%d) on a full queue: %v, want ErrFull", v, err)
+			}
 		}
-	}
-	if d := time.Since(began); d > time.Second {
-		t.Errorf("Put on a full queue took %v: it must not wait", d)
-	}
-	if n := q.Dropped(); n != 2 {
-		t.Errorf("Dropped() = %d, want 2", n)
-	}
-	close(gate)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if n, err := q.Close(ctx); err != nil {
-		t.Fatalf("Close: %d unwritten, %v", n, err)
-	}
-	want := []string{"1", "2", "3", "hole 2/2"}
-	if !slices.Equal(got, want) {
-		t.Errorf("written %q, want %q", got, want)
-	}
-	if err := q.Put(6); !errors.Is(err, ErrClosed) {
-		t.Errorf("Put after Close: %v, want ErrClosed", err)
-	}
-	if _, err := q.Close(ctx); !errors.Is(err, ErrClosed) {
-		t.Errorf("second Close: %v, want ErrClosed", err)
-	}
+		sp.Bound(t, "Put on a full queue, which must not wait (bound 1 s)", began, time.Second, time.Now())
+		if n := q.Dropped(); n != 2 {
+			t.Errorf("Dropped() = %d, want 2", n)
+		}
+		close(gate)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if n, err := q.Close(ctx); err != nil {
+			t.Fatalf("Close: %d unwritten, %v", n, err)
+		}
+		want := []string{"1", "2", "3", "hole 2/2"}
+		if !slices.Equal(got, want) {
+			t.Errorf("written %q, want %q", got, want)
+		}
+		if err := q.Put(6); !errors.Is(err, ErrClosed) {
+			t.Errorf("Put after Close: %v, want ErrClosed", err)
+		}
+		if _, err := q.Close(ctx); !errors.Is(err, ErrClosed) {
+			t.Errorf("second Close: %v, want ErrClosed", err)
+		}
+	})
 }
 
 // A writer that never moves: Close gives up when its context ends and says

@@ -2,9 +2,10 @@
 
 // Command verify-azure checks, on a real deployment, every assumption the
 // offline tests cannot (docs/testing-on-azure.md, "make verify-azure"): the
-// resource providers are registered, the log table and each column the
-// alerts query exist, the workers' lines arrive, each alert query runs, the
-// role assignments have propagated. It prints one line per assumption
+// resource providers are registered, the groups' log route exists (ACI's
+// diagnostic-settings preview), the workers' and lock replicas' lines
+// arrive, the log table and each column the alerts query exist, each alert
+// query runs, the role assignments have propagated. It prints one line per assumption
 // (PASS, FAIL or SKIP with its evidence), writes verify-azure.md and .json
 // into --out, and exits 1 when any assumption is false, 2 on bad input.
 package main
@@ -70,7 +71,7 @@ func main() {
 	if err != nil {
 		fail2("verify-azure: %v", err)
 	}
-	v := &azure.Verifier{Logs: azure.NewLogsClient(cred, nil), Providers: providers, Resources: resources}
+	v := &azure.Verifier{Logs: azure.NewLogsClient(cred, nil), Providers: providers, Resources: resources, ARM: azure.NewARMClient(cred, nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), *logWait+10*time.Minute)
 	defer cancel()
 	started := time.Now()
