@@ -24,9 +24,10 @@ type LockLine struct {
 	Resource string    `json:"resource"`
 	Term     int64     `json:"term"`
 	T        time.Time `json:"t"` // the send of the request the line reports
-	// Done is when its answer came: a got's holding starts there (a lock
-	// request may wait), while its belief ends at the send + expiry −
-	// margin (ValidUntil).
+	// Done is when its answer came (got, renewed, denied, lock_error): a
+	// got's holding starts there (a lock request may wait), while its
+	// belief ends at the send + expiry − margin (ValidUntil) and storage's
+	// lease at most expiry after Done (leaseEnd).
 	Done       time.Time `json:"done"`
 	ValidUntil time.Time `json:"valid_until"`
 	Seq        int64     `json:"seq"`
@@ -96,6 +97,7 @@ type LockParams struct {
 type holding struct {
 	client, resource string
 	term             int64
+	sent             time.Time // the send of the lock request that got it: storage granted it in [sent, start]
 	start, end       time.Time
 	ended            string // how the belief ended: unlocked, lost, killed, deadline
 }
@@ -170,7 +172,7 @@ func lockHoldings(run LockRun) []holding {
 			if l.Done.After(start) {
 				start = l.Done
 			}
-			h = &holding{client: l.Client, resource: l.Resource, term: l.Term, start: start, end: l.ValidUntil, ended: "deadline"}
+			h = &holding{client: l.Client, resource: l.Resource, term: l.Term, sent: l.T, start: start, end: l.ValidUntil, ended: "deadline"}
 			open[l.Client] = h
 			out = append(out, h)
 		case h == nil || l.Term != h.term || l.Resource != h.resource:
@@ -225,10 +227,12 @@ func checkLockS1(r string, h []holding, faults []LockFault, p LockParams) []Viol
 }
 
 // lockForcedLoss reports whether r's lock blob was deleted during holding
-// a, and until when a may then still believe.
+// a, and until when a may then still believe. Storage granted a somewhere
+// between its request's send and its answer, so a deletion in that span
+// may have destroyed its lease too.
 func lockForcedLoss(r string, a holding, faults []LockFault, p LockParams) (bool, time.Time) {
 	for _, f := range faults {
-		if f.Kind == LockFaultDeleteBlob && f.Resource == r && !f.At.Before(a.start) && f.At.Before(a.end) {
+		if f.Kind == LockFaultDeleteBlob && f.Resource == r && !f.At.Before(a.sent) && f.At.Before(a.end) {
 			return true, f.At.Add(p.RenewEvery + 2*p.RequestTimeout + time.Second)
 		}
 	}
@@ -305,11 +309,16 @@ func checkLockLedger(r string, h []holding, run LockRun) []Violation {
 }
 
 // checkLockL1: after a holder is killed, its lock is held by another client
-// within the lease's end (its belief's end + Margin) + 1.1·P + request
-// timeout + 1 s — the scenario keeps a client waiting for it. A run that
-// ended before that bound is a violation of evidence, never a pass. A take
-// late by no more than the CPU probe's stall from the kill to it is
-// inconclusive (stall.go), returned apart from the violations.
+// within the end of its lease at storage + 1.1·P + request timeout + 1 s.
+// The lease ends expiry after storage granted or last renewed it, which was
+// before the answer came (leaseEnd), however long the request waited — not
+// at the end of the holder's belief (its send + expiry − Margin), which a
+// request that waited left seconds earlier. The rule needs a client waiting
+// when the lease ended (the scenario keeps one): without one it tested no
+// poll, an evidence violation. A run that ended before that bound is a
+// violation of evidence, never a pass. A take late by no more than the
+// stall measured from the lease's end to it is inconclusive (stall.go),
+// returned apart from the violations.
 func checkLockL1(byRes map[string][]holding, run LockRun, p LockParams) (vs, stalled []Violation) {
 	c := &checker{run: Run{Sched: run.Sched}}
 	if ls := sortedLines(run.Lines); len(ls) > 0 {
@@ -329,33 +338,75 @@ func checkLockL1(byRes map[string][]holding, run LockRun, p LockParams) (vs, sta
 			vs = append(vs, Violation{Invariant: "evidence", At: f.At, Message: fmt.Sprintf("%s: %s was killed holding it, but no line of its shows the holding", f.Resource, f.Client)})
 			continue
 		}
-		var last LockLine
-		for _, l := range run.Lines {
-			if l.Client == f.Client && l.Term == dead.term && (l.Ev == "got" || l.Ev == "renewed") && l.ValidUntil.After(last.ValidUntil) {
-				last = l
-			}
-		}
-		bound := last.ValidUntil.Add(p.Margin + time.Duration(1.1*float64(p.RetryPeriod)) + p.RequestTimeout + time.Second)
-		var next *holding
-		for _, h := range byRes[f.Resource] {
-			if h.start.After(f.At) && h.client != f.Client {
-				next = &h
-				break
-			}
-		}
+		end := leaseEnd(run.Lines, *dead, p)
+		bound := end.Add(time.Duration(1.1*float64(p.RetryPeriod)) + p.RequestTimeout + time.Second)
+		next := nextHolding(byRes[f.Resource], f)
 		switch {
 		case next == nil && run.End.Before(bound):
 			vs = append(vs, Violation{Invariant: "evidence", At: f.At, Message: fmt.Sprintf("%s: the run ended before the bound %s after %s's kill", f.Resource, bound.Format(time.RFC3339Nano), f.Client)})
+		case !waitingAt(run.Lines, f.Resource, f.Client, end, run.End):
+			vs = append(vs, Violation{Invariant: "evidence", At: end, Message: fmt.Sprintf("%s: no client was waiting for %s's lock when its lease ended (%s): LL1 tested no waiting request",
+				f.Resource, f.Client, end.Format(time.RFC3339Nano))})
 		case next == nil || next.start.After(bound):
 			got := run.End
 			if next != nil {
 				got = next.start
 			}
-			c.overrun("LL1", placed(f.At, f.Client), timing{From: f.At, Due: bound, Got: got}, nil,
-				"%s: killed holder %s's lock (lease to %s) not taken by %s", f.Resource, f.Client, last.ValidUntil.Add(p.Margin).Format(time.RFC3339Nano), bound.Format(time.RFC3339Nano))
+			c.overrun("LL1", placed(end, f.Client), timing{From: end, Due: bound, Got: got}, nil,
+				"%s: killed holder %s's lock (lease at storage to %s at the latest) not taken by %s", f.Resource, f.Client, end.Format(time.RFC3339Nano), bound.Format(time.RFC3339Nano))
 		}
 	}
 	return append(vs, c.violations...), c.stalled
+}
+
+// leaseEnd is the latest instant storage's lease of holding h can end: the
+// expiry it was granted or last renewed with (its line's belief + Margin −
+// send), counted from that request's answer, before which storage acted.
+func leaseEnd(lines []LockLine, h holding, p LockParams) time.Time {
+	var end time.Time
+	for _, l := range lines {
+		if l.Client != h.client || l.Resource != h.resource || l.Term != h.term || (l.Ev != "got" && l.Ev != "renewed") {
+			continue
+		}
+		answered := l.T
+		if l.Done.After(answered) {
+			answered = l.Done
+		}
+		if e := answered.Add(l.ValidUntil.Add(p.Margin).Sub(l.T)); e.After(end) {
+			end = e
+		}
+	}
+	return end
+}
+
+// nextHolding is the first holding of a resource (sorted by start) by
+// another client after kill f.
+func nextHolding(hs []holding, f LockFault) *holding {
+	for i := range hs {
+		if hs[i].start.After(f.At) && hs[i].client != f.Client {
+			return &hs[i]
+		}
+	}
+	return nil
+}
+
+// waitingAt reports whether a client other than but was waiting for
+// resource r at instant t: a lock request of its sent by t and answered
+// (got, denied, or failed) after t, or not answered before the run's end.
+func waitingAt(lines []LockLine, r, but string, t, runEnd time.Time) bool {
+	for _, l := range lines {
+		if l.Resource != r || l.Client == but || (l.Ev != "got" && l.Ev != "denied" && l.Ev != "lock_error") || l.T.After(t) {
+			continue
+		}
+		answered := l.Done
+		if answered.IsZero() {
+			answered = runEnd // an old line without its answer's time: assume it waited
+		}
+		if answered.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLockFaultsHit: a replica's kill and slow storage change no bound,
@@ -382,24 +433,26 @@ func checkLockFaultsHit(run LockRun) []Violation {
 	return vs
 }
 
-// LockHandover is how long after a killed holder's lease ended its lock was
-// taken again, per kill (for reports).
+// LockHandover is how long after a killed holder's lease ended at storage
+// (leaseEnd) its lock was taken again, per kill (for reports).
 func LockHandover(run LockRun, p LockParams) []time.Duration {
 	var out []time.Duration
-	hs := lockHoldings(run)
+	byRes := map[string][]holding{}
+	for _, h := range lockHoldings(run) {
+		byRes[h.resource] = append(byRes[h.resource], h)
+	}
+	for _, hs := range byRes {
+		sort.Slice(hs, func(i, j int) bool { return hs[i].start.Before(hs[j].start) })
+	}
 	for _, f := range run.Faults {
 		if f.Kind != LockFaultKillClient || f.Resource == "" {
 			continue
 		}
-		var lease time.Time
-		for _, l := range run.Lines {
-			if l.Client == f.Client && l.Resource == f.Resource && (l.Ev == "got" || l.Ev == "renewed") && !l.T.After(f.At) {
-				lease = l.ValidUntil.Add(p.Margin)
-			}
-		}
-		for _, h := range hs {
-			if h.resource == f.Resource && h.start.After(f.At) && h.client != f.Client {
-				out = append(out, h.start.Sub(lease))
+		for _, h := range byRes[f.Resource] {
+			if h.client == f.Client && h.ended == "killed" {
+				if next := nextHolding(byRes[f.Resource], f); next != nil {
+					out = append(out, next.start.Sub(leaseEnd(run.Lines, h, p)))
+				}
 				break
 			}
 		}

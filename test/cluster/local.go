@@ -129,11 +129,16 @@ func (c *Local) StallIn(from, to time.Time) time.Duration {
 // WriteSchedProbe writes the CPU probe's late wakes to dir/cpu-probe.jsonl,
 // one stalltest.Wake a line, after a first line with the counts.
 func (c *Local) WriteSchedProbe(dir string) error {
-	f, err := os.Create(filepath.Join(dir, "cpu-probe.jsonl"))
+	return WriteSchedRecord(filepath.Join(dir, "cpu-probe.jsonl"), c.sched.Record())
+}
+
+// WriteSchedRecord writes a CPU probe's record to path: a first line with
+// the counts, then one stalltest.Wake a line.
+func WriteSchedRecord(path string, r stalltest.Record) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	r := c.sched.Record()
 	enc := json.NewEncoder(f)
 	err = enc.Encode(map[string]any{"tick": r.Tick.String(), "floor": r.Floor.String(), "since": r.Since, "wakes": r.Wakes, "late": len(r.Late) + int(r.Dropped), "dropped": r.Dropped, "total_ms": r.Total.Milliseconds(), "max_ms": r.Max.Late().Milliseconds()})
 	for _, w := range r.Late {

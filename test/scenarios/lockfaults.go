@@ -16,7 +16,13 @@ import (
 // The lock scenarios' faults, each recorded as a checker.LockFault so the
 // checker can judge the run against what was done to it.
 
-// killClientHolding SIGKILLs client i while it holds a lock.
+// killClientHolding SIGKILLs client i while it holds a lock, and starts a
+// client that waits for that lock across the end of its lease: LL1 judges
+// how soon a waiting request takes a lock whose holder died, and clients
+// that pick resources at random leave it to chance whether one waits then.
+// The waiter asks once, for that resource alone, with the longest wait the
+// service allows (30 s, beyond the 15 s a lease can have left), on replica
+// 0, which no scenario kills.
 func (r *lockRig) killClientHolding(i int) bool {
 	var h checker.LockLine
 	if !await(20*time.Second, func() (ok bool) { h, ok = r.openHolding(i); return ok }) {
@@ -26,7 +32,8 @@ func (r *lockRig) killClientHolding(i int) bool {
 	_ = r.clients[i].Process.Signal(syscall.SIGKILL)
 	_ = r.clients[i].Wait()
 	r.fault(checker.LockFault{Kind: checker.LockFaultKillClient, Client: h.Client, Resource: h.Resource, At: at})
-	r.t.Logf("killed %s holding %s (term %d)", h.Client, h.Resource, h.Term)
+	r.startClient("waiter-"+h.Client, r.urls[:1], "--resource", h.Resource, "--rounds", "1", "--wait", "30", "--duration", "90s")
+	r.t.Logf("killed %s holding %s (term %d); a client waits for it", h.Client, h.Resource, h.Term)
 	return true
 }
 

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -61,7 +62,8 @@ type lockRig struct {
 	locks    *container.Client
 	ledgers  *container.Client
 
-	sched *stalltest.Probe // the machine's promptness, for LL1
+	sched   *stalltest.Probe      // the machine's promptness, for LL1
+	storage *cluster.StorageProbe // Azurite's, straight (no replica proxy), for LL1
 
 	mu     sync.Mutex
 	faults []checker.LockFault
@@ -77,6 +79,8 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	t.Helper()
 	r := &lockRig{t: t, s: s, az: azuritetest.StartT(t), dir: t.TempDir(), sched: stalltest.Start(stalltest.Default)}
 	t.Cleanup(r.sched.Stop)
+	r.storage = cluster.StartStorageProbe(r.az.BlobEndpoint(), cluster.DefaultStorageProbe)
+	t.Cleanup(r.storage.Stop)
 	var err error
 	for _, c := range []struct {
 		p    **container.Client
@@ -89,25 +93,61 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	for i := 0; i < s.Replicas; i++ {
 		r.startReplica(i)
 	}
-	client := cluster.LockClientBinary(t)
 	for i := 0; i < s.Clients; i++ {
-		out := filepath.Join(r.dir, fmt.Sprintf("client-%d.jsonl", i))
-		cmd := exec.Command(client, "--urls", strings.Join(rotate(r.urls, i), ","), "--store", lockStore,
-			"--owner", fmt.Sprintf("c%d", i), "--resources", fmt.Sprint(s.Resources), "--rounds", "100000",
-			"--duration", s.Duration.String(), "--seed", fmt.Sprint(i+1), "--expiry", fmt.Sprint(s.Expiry),
-			"--wait", fmt.Sprint(s.Wait), "--connection-string", r.az.ConnectionString(), "--container", ledgerBox, "--out", out)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
+		r.startClient(fmt.Sprintf("c%d", i), rotate(r.urls, i), "--resources", fmt.Sprint(s.Resources), "--rounds", "100000",
+			"--duration", s.Duration.String(), "--seed", fmt.Sprint(i+1), "--wait", fmt.Sprint(s.Wait))
 	}
 	for i, p := range s.SDKClients {
 		r.startSDKClient(i, p)
 	}
 	t.Cleanup(r.stop)
 	stopAtAttemptEnd(t, r.stop)
+	t.Cleanup(r.keepOnFailure)
 	return r
+}
+
+// keepOnFailure keeps, for a failed run, the clients' lines, the replicas'
+// logs and the probes' records in $BLOBLEADER_CHAOS_OUT/<test>/, so the run
+// can be read again after its temp dir is gone.
+func (r *lockRig) keepOnFailure() {
+	if !r.t.Failed() || os.Getenv(EnvOut) == "" {
+		return
+	}
+	dir := filepath.Join(OutDir(r.t), reportName(r.t))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.t.Logf("keep the failed run's evidence: %v", err)
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(r.dir, "*"))
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+		}
+	}
+	if err := cluster.WriteSchedRecord(filepath.Join(dir, "cpu-probe.jsonl"), r.sched.Record()); err != nil {
+		r.t.Logf("keep the CPU probe's record: %v", err)
+	}
+	if f, err := os.Create(filepath.Join(dir, "azurite-probe.jsonl")); err == nil {
+		err = errors.Join(r.storage.WriteJSONL(f), f.Close())
+		if err != nil {
+			r.t.Logf("keep the storage probe's record: %v", err)
+		}
+	}
+	r.t.Logf("failed run: client lines and replica logs kept in %s", dir)
+}
+
+// startClient starts a lockclient named owner on the replicas at urls (the
+// first tried first) with the rig's expiry and ledger, and args.
+func (r *lockRig) startClient(owner string, urls []string, args ...string) {
+	out := filepath.Join(r.dir, owner+".jsonl")
+	cmd := exec.Command(cluster.LockClientBinary(r.t), append([]string{"--urls", strings.Join(urls, ","), "--store", lockStore,
+		"--owner", owner, "--expiry", fmt.Sprint(r.s.Expiry), "--connection-string", r.az.ConnectionString(),
+		"--container", ledgerBox, "--out", out}, args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.clients, r.outs = append(r.clients, cmd), append(r.outs, out)
 }
 
 // startSDKClient starts Dapr SDK client i over protocol p on replica i mod
@@ -262,9 +302,11 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 			_ = c.Wait()
 		}
 	}
-	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now(),
-		Sched: checkerSched(r.sched.Record())}
+	sched := checkerSched(r.sched.Record())
+	sched.Storage = r.storage.Slow()
+	run := checker.LockRun{Lines: r.lines(), Ledgers: map[string][]checker.LedgerEntry{}, Faults: r.faults, End: time.Now(), Sched: sched}
 	r.t.Logf("%s", schedLine(run.Sched))
+	r.t.Logf("%s", r.storage.Summary())
 	noteStall(r.t, run.Sched)
 	for k := 0; k < r.s.Resources; k++ {
 		res := fmt.Sprintf("res-%d", k)

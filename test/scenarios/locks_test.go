@@ -49,7 +49,7 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 		if d := checker.LockHandover(run, lockCheckerParams(r.s)); len(d) == 0 {
 			t.Fatal("no handover after the killed holder was measured")
 		} else {
-			t.Logf("killed holder's lock taken %v after its lease ended", d)
+			t.Logf("killed holder's lock taken %v after the latest its lease at storage could end (negative: before)", d)
 		}
 	})
 }

@@ -1,9 +1,12 @@
 package scenarios
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -376,15 +379,11 @@ func frozenTogether(t *testing.T, rc *RunCluster) []checker.Exception {
 	leader, _, started := firstCommand(t, rc, nil, nil)
 	helpers := supervisorHelpers(t, leader)
 	pause := &chaos.Pause{}
-	freeze := checker.Fault{Kind: checker.FaultFreeze, Target: leader.Identity(), Start: time.Now()}
-	if err := syscall.Kill(-started.PID, syscall.SIGSTOP); err != nil {
+	frozen, err := freezeGroup(started.PID, helpers)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range helpers {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-	}
+	freeze := checker.Fault{Kind: checker.FaultFreeze, Target: leader.Identity(), Start: frozen}
 	inject(t, rc, pause, leader)
 	next := rc.nextStart(started, takeover(rc.Params()))
 	rc.awaitActivity(10*time.Second, "the next command's first append", func(a checker.Activity) bool {
@@ -404,6 +403,77 @@ func frozenTogether(t *testing.T, rc *RunCluster) []checker.Exception {
 	exited := rc.exitOf(started, 10*time.Second)
 	t.Logf("thawed command first; its supervisor reaped it %v after the thaw", exited.T.Sub(freeze.End).Round(time.Millisecond))
 	return nil
+}
+
+// freezeGroup stops process group pgid and the processes pids (SIGSTOP)
+// and returns the instant the freeze holds: once /proc shows every one of
+// them stopped, when nothing of theirs can run any more. The command
+// checker ends a frozen command's lifetime there (checker.FaultFreeze). A
+// clock read before the signals precedes the stop by however long the
+// harness itself then waits for a CPU: under load the command stamped a
+// ledger entry 76 ms after such an instant.
+func freezeGroup(pgid int, pids []int) (time.Time, error) {
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		return time.Time{}, err
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return time.Time{}, err
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if allStopped(append(groupMembers(pgid), pids...)) {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) { // a wait with a deadline: the kernel stops a signalled process at once
+			return time.Time{}, fmt.Errorf("process group %d and %v not all stopped 10 s after SIGSTOP", pgid, pids)
+		}
+	}
+}
+
+// allStopped reports whether every thread of every pid is stopped, or
+// gone: a process's own state is its main thread's, and its other threads
+// stop each on its own way out of the kernel.
+func allStopped(pids []int) bool {
+	for _, pid := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			continue // gone
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			i := bytes.LastIndexByte(b, ')')
+			if err != nil || i < 0 || i+2 >= len(b) {
+				continue // gone
+			}
+			if st := b[i+2]; st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// groupMembers lists the processes of process group pgid (/proc).
+func groupMembers(pgid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		// After the name: state, ppid, pgrp.
+		if f := strings.Fields(string(b[i+1:])); len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // supervisorHelpers are the pids of a supervisor's group guard and command

@@ -12,6 +12,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stamperEnv) != "" {
+		stamp()
+	}
 	code := cluster.Main(m)
 	MachineSummary()
 	os.Exit(code)

@@ -162,7 +162,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("azurite: not ready on port %d: %w; output:\n%s", s.Port, ctx.Err(), s.out.String())
+			return fmt.Errorf("azurite: not ready on port %d: %w; output:\n%s", s.Port, context.Cause(ctx), s.out.String())
 		case <-s.done:
 			out := s.out.String()
 			if strings.Contains(out, "EADDRINUSE") {

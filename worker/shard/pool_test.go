@@ -14,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // These tests run whole pools of in-process workers against a real Azurite
@@ -189,11 +190,16 @@ func (m *poolMember) stop() {
 
 // waitSettled waits until the members own ⌊N/M⌋ or ⌈N/M⌉ shards each, all N
 // in all, and the leader's assignment matches and names a standby for each.
+// It is a wait, not a bound (the balance's bound is the shard checker's):
+// it lasts timeout plus the stall its own CPU probe measures meanwhile, so
+// a starved machine is not mistaken for a pool that never settles.
 func waitSettled(t *testing.T, n int, ms []*poolMember, timeout time.Duration) map[int]string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	sp := stalltest.Start(stalltest.Default)
+	defer sp.Stop()
+	began := time.Now()
 	var last string
-	for time.Now().Before(deadline) {
+	for now := began; !now.After(began.Add(timeout + sp.StallIn(began, now))); now = time.Now() {
 		owner := map[int]string{}
 		counts := map[string]int{}
 		total := 0
@@ -222,7 +228,8 @@ func waitSettled(t *testing.T, n int, ms []*poolMember, timeout time.Duration) m
 		last = fmt.Sprintf("counts %v, total %d, leader's assignment %+v", counts, total, leader)
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("expected %d shards balanced over %d members within %v; last seen: %s", n, len(ms), timeout, last)
+	t.Fatalf("expected %d shards balanced over %d members within %v plus the %v the machine stalled; last seen: %s",
+		n, len(ms), timeout, sp.StallIn(began, time.Now()).Round(time.Millisecond), last)
 	return nil
 }
 

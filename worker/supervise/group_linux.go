@@ -403,7 +403,8 @@ func (g *Group) zombiesLeft() bool { return len(g.ourZombies()) > 0 }
 // its cgroup's whole subtree, the shim's descendants (the shim is the
 // lineage's subreaper), the command. Only if the shim died before the
 // lineage (its orphans then came to us) and there is no cgroup, every
-// process below us that is not a guard's or another group's counts too.
+// process below us that is not a guard's or another group's counts too
+// (lineage).
 func (g *Group) members() []int {
 	seen := map[int]bool{g.shim: true} // the shim is ours, not the command's
 	var out []int
@@ -418,17 +419,27 @@ func (g *Group) members() []int {
 			add(pid)
 		}
 	}
-	root := g.shim
-	if g.cg == nil && g.shimLost() {
-		root = os.Getpid()
-	}
-	for _, pid := range liveDescendants(root, g.prune()) {
+	root, exclude := g.lineage()
+	for _, pid := range liveDescendants(root, exclude) {
 		add(pid)
 	}
 	if p, ok := readProc(g.pid); ok && !p.dead() {
 		add(g.pid)
 	}
 	return out
+}
+
+// lineage is the subreaper below which the group's processes are and the
+// pids below it that are not the group's: the shim and nothing; once the
+// shim died (without a cgroup), this process and every guard's and other
+// group's pid, and the shim's.
+func (g *Group) lineage() (root int, exclude map[int]bool) {
+	if g.cg == nil && g.shimLost() {
+		exclude = g.prune()
+		exclude[g.shim] = true
+		return os.Getpid(), exclude
+	}
+	return g.shim, nil
 }
 
 // Pid is the command's pid, which is also its process group ID.
@@ -471,11 +482,28 @@ func (g *Group) Signal(sig syscall.Signal) error {
 	default:
 	}
 	var denied []int
-	_ = syscall.Kill(-g.pid, sig) // the process group, in one go
-	for _, pid := range g.members() {
-		if err := syscall.Kill(pid, sig); errors.Is(err, syscall.EPERM) {
-			denied = append(denied, pid)
+	sent := map[int]bool{g.shim: true} // each member once; never the shim
+	signal := func(pid int) {
+		if sent[pid] {
+			return
 		}
+		sent[pid] = true
+		if err := syscall.Kill(pid, sig); errors.Is(err, syscall.EPERM) {
+			if p, ok := readProc(pid); ok && !p.dead() {
+				denied = append(denied, pid)
+			}
+		}
+	}
+	_ = syscall.Kill(-g.pid, sig) // the process group, in one go
+	if g.cg != nil {
+		for _, pid := range g.cg.pids() {
+			signal(pid)
+		}
+	}
+	root, exclude := g.lineage()
+	signalTree(root, exclude, signal) // as it reads: a fork-walker outruns a list
+	if p, ok := readProc(g.pid); ok && !p.dead() {
+		signal(g.pid)
 	}
 	if len(denied) == 0 {
 		return nil

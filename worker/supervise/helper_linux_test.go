@@ -151,8 +151,30 @@ func runHelper(role string) {
 			g.Extend(time.Now().Add(deadline))
 		}
 		<-g.Done()
-		fmt.Printf("GUARD=%v\n", g.KilledByGuard())
+		// Who killed: the shim's report, and how the guard (the last one)
+		// ended.
+		guardEnd := "none"
+		if cur := g.currentGuard(); cur != nil && cur.cmd.ProcessState != nil {
+			guardEnd = cur.status()
+		}
+		fmt.Printf("GUARD=%v SHIM_FIRED=%v GUARD_ENDED=%q\n", g.KilledByGuard(), g.fired.Load(), guardEnd)
 		os.Exit(0)
+	case "walker-subreaper":
+		// A child subreaper (as a supervisor is) that starts a fork-walker
+		// below it, whose every hop becomes its child, announces itself
+		// and waits; the test freezes it, so it reaps nothing.
+		if err := EnableSubreaper(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		c := exec.Command("sh", "-c", walkerScript, "walker", "0")
+		c.Env = append(os.Environ(), "WALK="+walkerScript)
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		announce()
+		sleepForever()
 	case "walker-host":
 		// A command that starts a fork-walker (fork, setsid, exit, a hop
 		// every few ms; every 16th hop appends its pid to HELPER_WALKS),

@@ -54,19 +54,48 @@ func killUntilGone(round func() bool, until time.Time, stuck func()) bool {
 	}
 }
 
-// killTree SIGKILLs the command's process group and every live process
-// below root (none of the excluded pids nor their subtrees); it returns
-// how many it signalled.
-func killTree(pgid, root int, exclude map[int]bool) int {
+// killTree SIGKILLs the command's process group and every process below
+// root (none of the excluded pids nor their subtrees) with signalTree.
+func killTree(pgid, root int, exclude map[int]bool) {
 	if pgid > 1 {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	n := 0
-	for _, pid := range liveDescendants(root, exclude) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		n++
+	signalTree(root, exclude, func(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) })
+}
+
+// signalTree calls signal for every process below root (none of the
+// excluded pids nor their subtrees). Each process is signalled as soon as its parent's
+// children are read, the newest first, and after its own children are
+// read (once it is dead they are the subreaper's, after the reading this
+// round took). A fork-walker's live hop is the newest child of its
+// subreaper and lives a few milliseconds: a round that read the whole
+// lineage before signalling any of it (below a frozen supervisor, which
+// reaps nothing, thousands of zombies to read) signalled a hop that had
+// already forked its successor and exited, round after round. Signalling
+// a zombie does nothing, so no process's state is read first; a listed
+// pid could name another process only once its parent reaped it and the
+// kernel handed the pid out again, between the reading and the signal, as
+// after any reading of /proc.
+func signalTree(root int, exclude map[int]bool, signal func(pid int)) {
+	if root <= 0 {
+		return
 	}
-	return n
+	for queue := newestFirst(childrenOf(root)); len(queue) > 0; queue = queue[1:] {
+		pid := queue[0]
+		if exclude[pid] || pid <= 1 {
+			continue
+		}
+		children := newestFirst(childrenOf(pid))
+		signal(pid)
+		queue = append(queue, children...)
+	}
+}
+
+// newestFirst reverses a children list, which the kernel keeps in the
+// order the children came (forked or adopted).
+func newestFirst(pids []int) []int {
+	slices.Reverse(pids)
+	return pids
 }
 
 // liveDescendants lists every process below root that has not exited,

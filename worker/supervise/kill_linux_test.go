@@ -101,6 +101,69 @@ func TestKill_AForkWalkerDiesWithItsLineage(t *testing.T) {
 // The command nests a cgroup in its own and leaves a job there, out of its
 // process group: the group is the whole subtree, so a stop kills the job,
 // and the nested cgroup goes with the group's (none is left behind).
+// A frozen supervisor reaps nothing: each hop of a fork-walker below it
+// stays its child, a zombie, and after seconds there are thousands, which
+// its guard's kill rounds read (the guard of a frozen supervisor whose
+// shim was SIGKILLed, in tree mode: the lineage is the supervisor's). A
+// round that listed the whole lineage first and signalled it after sent
+// each SIGKILL long after the reading, to a hop that had already forked
+// its successor and exited: the walker ran until the supervisor thawed
+// (scenario TestRun_TreeModeKeepsTheLineageOfAKilledSupervisorAndAKilledShim,
+// 2 of 9 runs). The kill loop must end on its proof, the lineage gone.
+func TestKill_AWalkerBelowAFrozenSubreaperFullOfZombiesDies(t *testing.T) {
+	sp := stalltest.StartT(t)
+	cg := confinedT(t)
+	dir := t.TempDir()
+	pidfile, walks := filepath.Join(dir, "pids"), filepath.Join(dir, "walks")
+	spec := helperSpec("walker-subreaper", "HELPER_PIDFILE="+pidfile, "HELPER_WALKS="+walks)
+	sub := exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, spec.Args...)...)
+	sub.Env = append(spec.Env, "PATH="+os.Getenv("PATH"))
+	sub.Stderr = os.Stderr
+	if err := sub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = sub.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = sub.Process.Kill(); <-exited })
+	root := pidsIn(t, pidfile, 1)[0]
+	waitLines(walks, 2, 10*time.Second)
+	if err := syscall.Kill(root, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(root, syscall.SIGCONT) }()
+	// The zombies of a freeze of seconds, as a guard meets them at its
+	// deadline (the walker hops a few hundred times a second).
+	const zombies = 1500
+	for deadline := time.Now().Add(30 * time.Second); len(childrenOf(root)) < zombies; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the frozen subreaper has %d children 30 s after its freeze, want %d: the walker hops too slowly here to test this", len(childrenOf(root)), zombies)
+		}
+	}
+	began := time.Now()
+	rounds := 0
+	gone := killUntilGone(func() bool {
+		rounds++
+		killTree(0, root, nil)
+		return lineageEmpty(root, nil)
+	}, began.Add(10*time.Second), nil)
+	took := time.Since(began)
+	if !gone {
+		t.Fatalf("the kill loop found the lineage of a frozen subreaper with %d children not gone after %v (the machine stalled %v): the walker (hops %d×16) outran it",
+			len(childrenOf(root)), took.Round(time.Millisecond), sp.StallIn(began, time.Now()).Round(time.Millisecond), len(waitLines(walks, 0, 0)))
+	}
+	if pids := cgroupPids(cg); len(pids) != 1 || pids[0] != root {
+		t.Fatalf("the kill loop proved the lineage gone, but the test's cgroup still holds %v (want only the subreaper %d)", pids, root)
+	}
+	// A kill loop that has not proved its group gone KillTimeout after its
+	// first round is stuck (it says so); the rounds need the machine to run
+	// them, so the bound grows by what it stalled.
+	if stall := sp.StallIn(began, time.Now()); took > KillTimeout+stall {
+		t.Fatalf("the kill loop took %v (%d rounds) to prove the lineage of a frozen subreaper with %d children gone, more than %v plus the %v the machine stalled: the walker outran it",
+			took.Round(time.Millisecond), rounds, len(childrenOf(root)), KillTimeout, stall.Round(time.Millisecond))
+	}
+	t.Logf("%d children of the frozen subreaper; the walker dead and proved gone %v (%d rounds) after the first round", len(childrenOf(root)), took.Round(time.Millisecond), rounds)
+}
+
 func TestStop_ACgroupTheCommandNestedGoesWithTheGroup(t *testing.T) {
 	if !CanKillAnyUser() {
 		t.Skip("no writable cgroup v2 with cgroup.kill here: tree mode has no nested cgroups")

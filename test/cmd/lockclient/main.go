@@ -32,6 +32,7 @@ type options struct {
 	store      string
 	owner      string
 	resources  int
+	resource   string
 	rounds     int
 	duration   time.Duration
 	seed       uint64
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.store, "store", "lockstore", "store name")
 	flag.StringVar(&o.owner, "owner", "", "lockOwner (this client's name)")
 	flag.IntVar(&o.resources, "resources", 3, "how many resources to contend for (res-0 …)")
+	flag.StringVar(&o.resource, "resource", "", "contend for this one resource only (instead of --resources)")
 	flag.IntVar(&o.rounds, "rounds", 20, "lock attempts, then exit")
 	flag.DurationVar(&o.duration, "duration", time.Minute, "stop after this long, rounds or not")
 	flag.Uint64Var(&o.seed, "seed", 1, "random seed")
@@ -119,7 +121,10 @@ func run(o options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
 	defer cancel()
 	for round := 0; round < o.rounds && ctx.Err() == nil; round++ {
-		res := fmt.Sprintf("res-%d", c.rng.IntN(o.resources))
+		res := o.resource
+		if res == "" {
+			res = fmt.Sprintf("res-%d", c.rng.IntN(o.resources))
+		}
 		c.hold(ctx, cc, res)
 		time.Sleep(time.Duration(c.rng.IntN(300)) * time.Millisecond)
 	}
@@ -161,11 +166,11 @@ func (c *client) hold(ctx context.Context, cc *container.Client, res string) {
 	sent := time.Now()
 	m, err := c.post(ctx, "/v1.0-alpha1/lock/", map[string]any{"resourceId": res, "lockOwner": c.o.owner, "expiryInSeconds": c.o.expiry, "waitSeconds": c.o.wait})
 	if err != nil {
-		c.log(line{Ev: "lock_error", Resource: res, T: sent, Reason: err.Error()})
+		c.log(line{Ev: "lock_error", Resource: res, T: sent, Done: time.Now(), Reason: err.Error()})
 		return
 	}
 	if m["success"] != true {
-		c.log(line{Ev: "denied", Resource: res, T: sent})
+		c.log(line{Ev: "denied", Resource: res, T: sent, Done: time.Now()})
 		return
 	}
 	term := int64(m["term"].(float64))
@@ -250,6 +255,6 @@ func (h *holding) renew(ctx context.Context) bool {
 	}
 	h.lastRenew = sent
 	h.validUntil = sent.Add(time.Duration(c.o.expiry)*time.Second - c.o.margin)
-	c.log(line{Ev: "renewed", Resource: h.res, Term: h.term, T: sent, ValidUntil: h.validUntil})
+	c.log(line{Ev: "renewed", Resource: h.res, Term: h.term, T: sent, Done: time.Now(), ValidUntil: h.validUntil})
 	return true
 }
