@@ -27,9 +27,9 @@ type usageError struct {
 
 func usagef(format string, args ...any) error { return &usageError{format: format, args: args} }
 
-// flagRef is a flag named in a usage error: shown as --name, or, when its
-// value came from its env twin, as "BLOBLEADER_NAME (--name)" the first
-// time and BLOBLEADER_NAME after.
+// flagRef is a flag named in a usage error: shown as --tick, or, when its
+// value came from its env twin, as "BLOBLEADER_TICK (--tick)" the first
+// time and BLOBLEADER_TICK after.
 type flagRef string
 
 // configRule is a library config error's rule in a usage error, each field

@@ -26,6 +26,17 @@ var envNotFlags = []string{tokenEnv, envTerm, envIdentity}
 // own processes'.
 var envOthers = []string{"BLOBLEADER_CHAOS_", "BLOBLEADER_AZURE_", "BLOBLEADER_AZURITE_", "BLOBLEADER_GUARD_", "BLOBLEADER_REGISTRY_"}
 
+// envHarness are the BLOBLEADER_* variables the repository's make targets
+// and test harness set for their own programs (make test sets
+// BLOBLEADER_RETRY_LOG for every test, whose workers inherit it): not
+// blobleader's, and not typos of its names. TestEnv_EveryNameTheRepository-
+// UsesIsKnown keeps this list whole.
+var envHarness = []string{
+	"BLOBLEADER_RETRY_LOG", "BLOBLEADER_RETRY_HELPER", "BLOBLEADER_WORKER_BIN", "BLOBLEADER_UNSAFE_WORKER_BIN",
+	"BLOBLEADER_LEDGERCMD_BIN", "BLOBLEADER_ORPHAN_CHECK_CHILD", "BLOBLEADER_REPORT_OUT", "BLOBLEADER_TF_REHEARSAL",
+	"BLOBLEADER_VERIFY_SAMPLE",
+}
+
 // unknownVar is a BLOBLEADER_* variable of the environment no command
 // reads, and the known name nearest to it ("" when none is near).
 type unknownVar struct{ name, nearest string }
@@ -41,8 +52,7 @@ func unknownEnv() []unknownVar {
 	var out []unknownVar
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "BLOBLEADER_") || slices.Contains(known, name) ||
-			slices.ContainsFunc(envOthers, func(p string) bool { return strings.HasPrefix(name, p) }) {
+		if !strings.HasPrefix(name, "BLOBLEADER_") || knownName(name, known) {
 			continue
 		}
 		near := nearest(strings.TrimPrefix(name, "BLOBLEADER_"), short)
@@ -53,6 +63,13 @@ func unknownEnv() []unknownVar {
 	}
 	slices.SortFunc(out, func(a, b unknownVar) int { return strings.Compare(a.name, b.name) })
 	return out
+}
+
+// knownName reports whether name is in known (knownEnv) or belongs to
+// others (envHarness, envOthers).
+func knownName(name string, known []string) bool {
+	return slices.Contains(known, name) || slices.Contains(envHarness, name) ||
+		slices.ContainsFunc(envOthers, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 // knownEnv is every variable a command reads: each flag's env twin, of
