@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -139,8 +138,7 @@ type AzureCrash struct {
 
 	Group *ContainerGroup `json:"-"`
 
-	mu     sync.Mutex
-	active bool
+	place
 }
 
 var _ Fault = (*AzureCrash)(nil)
@@ -159,38 +157,30 @@ func (f *AzureCrash) Inject(ctx context.Context) error {
 	if err := f.Group.check(); err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return fmt.Errorf("%w: crash of %s", ErrInjected, f.Group.Name)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return timeOp(f.Group.OnOp, "stop", f.Group.Name, func() error {
-		if _, err := f.Group.Client.Stop(ctx, f.Group.ResourceGroup, f.Group.Name, nil); err != nil {
-			return fmt.Errorf("chaos: stop container group %s: %w", f.Group.Name, err)
+	return f.putInAwaiting("crash of "+f.Group.Name, func() (stopped bool, err error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
 		}
-		f.active = true
-		return f.Group.WaitState(ctx, ACIStopped)
+		err = timeOp(f.Group.OnOp, "stop", f.Group.Name, func() error {
+			if _, err := f.Group.Client.Stop(ctx, f.Group.ResourceGroup, f.Group.Name, nil); err != nil {
+				return fmt.Errorf("chaos: stop container group %s: %w", f.Group.Name, err)
+			}
+			stopped = true
+			return f.Group.WaitState(ctx, ACIStopped)
+		})
+		return stopped, err
 	})
 }
 
 // Remove starts the group again (when Restart is set) and returns once it
 // runs.
 func (f *AzureCrash) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	if f.Restart {
-		if err := start(ctx, f.Group); err != nil {
-			return err
+	return f.takeOut(func() error {
+		if f.Restart {
+			return start(ctx, f.Group)
 		}
-	}
-	f.active = false
-	return nil
+		return nil
+	})
 }
 
 // start starts the group and returns once it runs. On ACI a Start

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage"
@@ -31,8 +30,8 @@ type AzureOutage struct {
 	// long until the probe saw it take effect.
 	OnOp func(ARMOp) `json:"-"`
 
-	mu    sync.Mutex
-	saved *armstorage.NetworkRuleSet
+	place
+	saved *armstorage.NetworkRuleSet // the rules to put back, while in place
 }
 
 var _ Fault = (*AzureOutage)(nil)
@@ -45,46 +44,46 @@ func (f *AzureOutage) Inject(ctx context.Context) error {
 	if f.Accounts == nil || f.ResourceGroup == "" || f.Account == "" {
 		return fmt.Errorf("%w: outage needs the storage account (client, resource group, name)", ErrNoTarget)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.saved != nil {
-		return fmt.Errorf("%w: outage of %s", ErrInjected, f.Account)
-	}
+	return f.putInAwaiting("outage of "+f.Account, func() (bool, error) { return f.deny(ctx) })
+}
+
+// deny makes the account deny by default, saving its rules; it reports
+// whether it did, even when the wait for storage to go unreachable failed.
+func (f *AzureOutage) deny(ctx context.Context) (denied bool, err error) {
 	props, err := f.Accounts.GetProperties(ctx, f.ResourceGroup, f.Account, nil)
 	if err != nil {
-		return fmt.Errorf("chaos: read storage account %s: %w", f.Account, err)
+		return false, fmt.Errorf("chaos: read storage account %s: %w", f.Account, err)
 	}
 	saved := &armstorage.NetworkRuleSet{DefaultAction: to(armstorage.DefaultActionAllow)}
 	if p := props.Properties; p != nil && p.NetworkRuleSet != nil {
 		saved = p.NetworkRuleSet
 	}
 	if saved.DefaultAction != nil && *saved.DefaultAction == armstorage.DefaultActionDeny {
-		return fmt.Errorf("%w: storage account %s already denies by default; an outage would change nothing", ErrInvalid, f.Account)
+		return false, fmt.Errorf("%w: storage account %s already denies by default; an outage would change nothing", ErrInvalid, f.Account)
 	}
 	deny := *saved
 	deny.DefaultAction = to(armstorage.DefaultActionDeny)
-	return timeOp(f.OnOp, "deny", f.Account, func() error {
+	err = timeOp(f.OnOp, "deny", f.Account, func() error {
 		if err := f.update(ctx, &deny); err != nil {
 			return err
 		}
-		f.saved = saved
+		f.saved, denied = saved, true
 		return f.waitReachable(ctx, false)
 	})
+	return denied, err
 }
 
 // Remove puts the saved rule set back.
 func (f *AzureOutage) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.saved == nil {
-		return nil
-	}
-	return timeOp(f.OnOp, "allow", f.Account, func() error {
-		if err := f.update(ctx, f.saved); err != nil {
-			return err
-		}
-		f.saved = nil
-		return f.waitReachable(ctx, true)
+	return f.takeOutAwaiting(func() (allowed bool, err error) {
+		err = timeOp(f.OnOp, "allow", f.Account, func() error {
+			if err := f.update(ctx, f.saved); err != nil {
+				return err
+			}
+			f.saved, allowed = nil, true
+			return f.waitReachable(ctx, true)
+		})
+		return allowed, err
 	})
 }
 

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"sync"
 )
 
 // BlockedOutput makes a process's stdout and stderr a full pipe that nobody
@@ -16,8 +15,7 @@ import (
 type BlockedOutput struct {
 	Pipe *OutputPipe `json:"-"`
 
-	mu     sync.Mutex
-	active bool
+	place
 }
 
 var _ Fault = (*BlockedOutput)(nil)
@@ -35,33 +33,22 @@ func (f *BlockedOutput) Target() string {
 // Inject stops draining the pipe and fills it; it returns once the pipe is
 // full, so the process's next write blocks.
 func (f *BlockedOutput) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if f.Pipe == nil {
-		return ErrNoTarget
-	}
-	if err := f.Pipe.hold(ctx); err != nil {
-		return err
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if f.Pipe == nil {
+			return ErrNoTarget
+		}
+		return f.Pipe.hold(ctx)
+	})
 }
 
 // Remove drains the pipe again: the blocked write completes and the output
 // written meanwhile reaches its destination (the padding does not).
 func (f *BlockedOutput) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
+	return f.takeOut(func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		f.Pipe.release()
 		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f.Pipe.release()
-	f.active = false
-	return nil
+	})
 }

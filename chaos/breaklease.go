@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -21,8 +20,7 @@ type BreakLease struct {
 	// Blob is the lock blob, reached directly (not through a worker's proxy).
 	Blob *blob.Client `json:"-"`
 
-	mu     sync.Mutex
-	active bool
+	place
 }
 
 var _ Fault = (*BreakLease)(nil)
@@ -49,27 +47,18 @@ func (f *BreakLease) Inject(ctx context.Context) error {
 	if f.BreakPeriod < 0 || f.BreakPeriod > 60 {
 		return fmt.Errorf("%w: breakPeriod %d s (want 0..60)", ErrInvalid, f.BreakPeriod)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	lc, err := lease.NewBlobClient(f.Blob, nil)
-	if err != nil {
-		return err
-	}
-	period := f.BreakPeriod
-	if _, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &period}); err != nil {
-		return fmt.Errorf("chaos: break lease: %w", err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		lc, err := lease.NewBlobClient(f.Blob, nil)
+		if err != nil {
+			return err
+		}
+		period := f.BreakPeriod
+		if _, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &period}); err != nil {
+			return fmt.Errorf("chaos: break lease: %w", err)
+		}
+		return nil
+	})
 }
 
 // Remove forgets the break; storage needs no undo.
-func (f *BreakLease) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
-	return nil
-}
+func (f *BreakLease) Remove(context.Context) error { return f.takeOut(nil) }

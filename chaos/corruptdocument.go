@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -31,8 +30,7 @@ type CorruptDocument struct {
 	Content      string            `json:"content,omitempty"`      // written verbatim; empty: the document's first half
 	DropMetadata bool              `json:"dropMetadata,omitempty"` // write without the document's metadata
 
-	mu       sync.Mutex
-	active   bool
+	place
 	before   []byte             // the document Inject replaced
 	metadata map[string]*string // and its metadata
 	ctype    *string
@@ -54,16 +52,12 @@ func (f *CorruptDocument) Inject(ctx context.Context) error {
 	if f.Container == nil || f.Blob == "" {
 		return fmt.Errorf("%w: corrupt_document needs the container and the document's blob", ErrNoTarget)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := whileRaced(ctx, f.overwrite); err != nil {
-		return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if err := whileRaced(ctx, f.overwrite); err != nil {
+			return fmt.Errorf("chaos: corrupt document %s: %w", f.Blob, err)
+		}
+		return nil
+	})
 }
 
 func (f *CorruptDocument) overwrite(ctx context.Context) error {
@@ -99,18 +93,14 @@ func (f *CorruptDocument) overwrite(ctx context.Context) error {
 // Inject's write (conditioned on its ETag); otherwise its owner has written
 // it since and Remove leaves it.
 func (f *CorruptDocument) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
+	return f.takeOut(func() error {
+		_, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
+			Metadata: f.metadata, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype},
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}},
+		})
+		if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return fmt.Errorf("chaos: corrupt document %s: restore: %w", f.Blob, err)
+		}
 		return nil
-	}
-	_, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
-		Metadata: f.metadata, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype},
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}},
 	})
-	if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("chaos: corrupt document %s: restore: %w", f.Blob, err)
-	}
-	f.active = false
-	return nil
 }

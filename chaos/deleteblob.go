@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -19,8 +18,7 @@ import (
 type DeleteBlob struct {
 	Blob *blob.Client `json:"-"` // the lock blob, reached directly (not through a worker's proxy)
 
-	mu     sync.Mutex
-	active bool
+	place
 }
 
 var _ Fault = (*DeleteBlob)(nil)
@@ -44,26 +42,17 @@ func (f *DeleteBlob) Inject(ctx context.Context) error {
 	if f.Blob == nil {
 		return fmt.Errorf("%w: delete_blob needs the lock blob", ErrNoTarget)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	err := breakThen(ctx, f.Blob, func(ctx context.Context) error {
-		_, err := f.Blob.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to(blob.DeleteSnapshotsOptionTypeInclude)})
-		return err
+	return f.putIn("", func() error {
+		err := breakThen(ctx, f.Blob, func(ctx context.Context) error {
+			_, err := f.Blob.Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: to(blob.DeleteSnapshotsOptionTypeInclude)})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("chaos: delete blob: %w", err)
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("chaos: delete blob: %w", err)
-	}
-	f.active = true
-	return nil
 }
 
 // Remove forgets the deletion; the workers recreate the blob.
-func (f *DeleteBlob) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
-	return nil
-}
+func (f *DeleteBlob) Remove(context.Context) error { return f.takeOut(nil) }

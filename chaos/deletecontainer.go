@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -19,8 +18,7 @@ import (
 type DeleteContainer struct {
 	Container *container.Client `json:"-"` // the lock's container, reached directly
 
-	mu     sync.Mutex
-	active bool
+	place
 }
 
 var _ Fault = (*DeleteContainer)(nil)
@@ -50,22 +48,13 @@ func (f *DeleteContainer) Inject(ctx context.Context) error {
 	if f.Container == nil {
 		return fmt.Errorf("%w: delete_container needs the container", ErrNoTarget)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if _, err := f.Container.Delete(ctx, nil); err != nil {
-		return fmt.Errorf("chaos: delete container: %w", err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if _, err := f.Container.Delete(ctx, nil); err != nil {
+			return fmt.Errorf("chaos: delete container: %w", err)
+		}
+		return nil
+	})
 }
 
 // Remove forgets the deletion; the workers recreate the container.
-func (f *DeleteContainer) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
-	return nil
-}
+func (f *DeleteContainer) Remove(context.Context) error { return f.takeOut(nil) }

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
@@ -17,8 +16,7 @@ type DeleteDocument struct {
 	Container *container.Client `json:"-"`    // the pool's container, reached directly
 	Blob      string            `json:"blob"` // the document, e.g. "leader-shards/assignment"
 
-	mu     sync.Mutex
-	active bool
+	place
 }
 
 var _ Fault = (*DeleteDocument)(nil)
@@ -36,22 +34,13 @@ func (f *DeleteDocument) Inject(ctx context.Context) error {
 	if f.Container == nil || f.Blob == "" {
 		return fmt.Errorf("%w: delete_document needs the container and the document's blob", ErrNoTarget)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if _, err := f.Container.NewBlobClient(f.Blob).Delete(ctx, nil); err != nil {
-		return fmt.Errorf("chaos: delete document %s: %w", f.Blob, err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if _, err := f.Container.NewBlobClient(f.Blob).Delete(ctx, nil); err != nil {
+			return fmt.Errorf("chaos: delete document %s: %w", f.Blob, err)
+		}
+		return nil
+	})
 }
 
 // Remove forgets the deletion; the document's owner writes it again.
-func (f *DeleteDocument) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
-	return nil
-}
+func (f *DeleteDocument) Remove(context.Context) error { return f.takeOut(nil) }

@@ -31,19 +31,13 @@ func (s *exitState) inject(ctx context.Context, p Process, sig syscall.Signal, g
 // remove starts a new incarnation when restart is set; otherwise the process
 // simply stays gone. Removing a fault not in place does nothing.
 func (s *exitState) remove(ctx context.Context, p Process, restart bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.active {
-		return nil
-	}
-	if restart {
+	return s.takeOut(func() error {
+		if !restart {
+			return nil
+		}
 		if err := waitExit(ctx, p); err != nil {
 			return err
 		}
-		if err := p.Restart(ctx); err != nil {
-			return err
-		}
-	}
-	s.active = false
-	return nil
+		return p.Restart(ctx)
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -22,9 +21,8 @@ type ForeignOrphan struct {
 	// Pid is the orphan's pid in our namespace, once injected.
 	Pid int `json:"pid"`
 
-	mu     sync.Mutex
+	place
 	target string
-	active bool
 }
 
 var (
@@ -50,11 +48,11 @@ func (f *ForeignOrphan) Target() string {
 // that exits at once, and returns once the orphan is the child of the
 // namespace's pid 1.
 func (f *ForeignOrphan) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
+	return f.putIn("", func() error { return f.start(ctx) })
+}
+
+// start leaves the orphan in the target's pid namespace and finds its pid.
+func (f *ForeignOrphan) start(ctx context.Context) error {
 	if err := running(f.Process); err != nil {
 		return err
 	}
@@ -77,7 +75,7 @@ func (f *ForeignOrphan) Inject(ctx context.Context) error {
 	}
 	for {
 		if pid, err := ChildNamed(init, "sleep"); err == nil {
-			f.Pid, f.target, f.active = pid, f.Process.Name(), true
+			f.Pid, f.target = pid, f.Process.Name()
 			return nil
 		}
 		select {
@@ -90,21 +88,17 @@ func (f *ForeignOrphan) Inject(ctx context.Context) error {
 
 // Remove SIGKILLs the orphan and returns once it is reaped.
 func (f *ForeignOrphan) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
-		return nil
-	}
-	_ = exec.Command("kill", "-KILL", strconv.Itoa(f.Pid)).Run()
-	for procExists(f.Pid) {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: orphan %d not reaped: %w", ErrStillAlive, f.Pid, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+	return f.takeOut(func() error {
+		_ = exec.Command("kill", "-KILL", strconv.Itoa(f.Pid)).Run()
+		for procExists(f.Pid) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w: orphan %d not reaped: %w", ErrStillAlive, f.Pid, ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
-	}
-	f.active = false
-	return nil
+		return nil
+	})
 }
 
 // onlyChild is the one live child of parent (the pid 1 unshare forked).

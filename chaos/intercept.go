@@ -10,9 +10,8 @@ import (
 // many requests they have taken in this injection, and the deliveries still
 // under way (Remove waits for them).
 type intercept struct {
-	mu       sync.Mutex
+	place
 	proxy    *HTTPProxy
-	active   bool
 	taken    int
 	inflight sync.WaitGroup
 	changed  chan struct{} // closed and replaced whenever the fault acts
@@ -51,27 +50,22 @@ func (s *intercept) inject(ctx context.Context, p *HTTPProxy, kind Kind, h hook)
 	if p == nil {
 		return fmt.Errorf("%w: %s %v", ErrNoTarget, kind, errNoProxy)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.active {
-		return fmt.Errorf("%w: %s on %s", ErrInjected, kind, p.Name())
-	}
-	if err := p.install(h); err != nil {
-		return err
-	}
-	s.proxy, s.active, s.taken = p, true, 0
-	return nil
+	return s.putIn(fmt.Sprintf("%s on %s", kind, p.Name()), func() error {
+		if err := p.install(h); err != nil {
+			return err
+		}
+		s.proxy, s.taken = p, 0
+		return nil
+	})
 }
 
 // remove takes the fault off the proxy, then waits (within ctx) for the
 // requests it still holds to reach storage.
 func (s *intercept) remove(ctx context.Context, h hook) error {
-	s.mu.Lock()
-	if s.active {
+	_ = s.takeOut(func() error {
 		s.proxy.uninstall(h)
-		s.active = false
-	}
-	s.mu.Unlock()
+		return nil
+	})
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -35,8 +34,7 @@ type LedgerBlobType struct {
 	Ledger    string            `json:"ledger"`            // the ledger's base name (package ledger's blob), e.g. "leader"
 	Content   string            `json:"content,omitempty"` // written instead of the segment's lines; empty: the same lines
 
-	mu      sync.Mutex
-	active  bool
+	place
 	segment string      // the segment replaced
 	before  segmentCopy // as it was
 	wrote   azcore.ETag // the block blob's ETag
@@ -64,16 +62,12 @@ func (f *LedgerBlobType) Inject(ctx context.Context) error {
 	if f.Container == nil || f.Ledger == "" {
 		return fmt.Errorf("%w: ledger_blob_type needs the container and the ledger's name", ErrNoTarget)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := whileRaced(ctx, f.replaceLast); err != nil {
-		return fmt.Errorf("chaos: ledger blob type: %w", err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if err := whileRaced(ctx, f.replaceLast); err != nil {
+			return fmt.Errorf("chaos: ledger blob type: %w", err)
+		}
+		return nil
+	})
 }
 
 func (f *LedgerBlobType) replaceLast(ctx context.Context) error {
@@ -129,24 +123,19 @@ func (f *LedgerBlobType) lastSegment(ctx context.Context) (string, error) {
 
 // Remove puts the append blob back if the block blob is still Inject's.
 func (f *LedgerBlobType) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
+	return f.takeOut(func() error {
+		b := f.Container.NewBlobClient(f.segment)
+		_, err := b.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{
+			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}})
+		switch {
+		case storage.Changed(err), bloberror.HasCode(err, bloberror.BlobNotFound):
+			return nil // repaired (or replaced) since: leave it
+		case err != nil:
+			return fmt.Errorf("chaos: ledger blob type: restore %s: %w", f.segment, err)
+		}
+		if err := restoreSegment(ctx, f.Container.NewAppendBlobClient(f.segment), f.before); err != nil {
+			return fmt.Errorf("chaos: ledger blob type: restore %s: %w", f.segment, err)
+		}
 		return nil
-	}
-	b := f.Container.NewBlobClient(f.segment)
-	_, err := b.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{
-		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}})
-	switch {
-	case storage.Changed(err), bloberror.HasCode(err, bloberror.BlobNotFound):
-		f.active = false // repaired (or replaced) since: leave it
-		return nil
-	case err != nil:
-		return fmt.Errorf("chaos: ledger blob type: restore %s: %w", f.segment, err)
-	}
-	if err := restoreSegment(ctx, f.Container.NewAppendBlobClient(f.segment), f.before); err != nil {
-		return fmt.Errorf("chaos: ledger blob type: restore %s: %w", f.segment, err)
-	}
-	f.active = false
-	return nil
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -31,8 +30,7 @@ type OperatorMetadata struct {
 
 	Blob *blob.Client `json:"-"` // the lock blob, reached directly (not through a worker's proxy)
 
-	mu     sync.Mutex
-	active bool
+	place
 	before map[string]*string // the metadata Inject replaced
 	wrote  map[string]*string // the metadata Inject wrote
 }
@@ -60,11 +58,11 @@ func (f *OperatorMetadata) Inject(ctx context.Context) error {
 	if f.Term == "" && !f.DropHolder {
 		return fmt.Errorf("%w: operator_metadata writes nothing (set term or dropHolder)", ErrInvalid)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
+	return f.putIn("", func() error { return f.write(ctx) })
+}
+
+// write replaces the record's metadata as asked, remembering what it was.
+func (f *OperatorMetadata) write(ctx context.Context) error {
 	props, err := f.Blob.GetProperties(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("chaos: operator metadata: read the record: %w", err)
@@ -85,7 +83,7 @@ func (f *OperatorMetadata) Inject(ctx context.Context) error {
 	if err := breakAndSetMetadata(ctx, f.Blob, md); err != nil {
 		return fmt.Errorf("chaos: operator metadata: %w", err)
 	}
-	f.active, f.wrote = true, md
+	f.wrote = md
 	return nil
 }
 
@@ -94,25 +92,20 @@ func (f *OperatorMetadata) Inject(ctx context.Context) error {
 // still the one Inject wrote: once a contender has stamped a term over it,
 // putting the older term back would itself roll the terms back.
 func (f *OperatorMetadata) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
+	return f.takeOut(func() error {
+		props, err := f.Blob.GetProperties(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("chaos: operator metadata: read the record: %w", err)
+		}
+		if storage.MetadataValue(props.Metadata, storage.MetaTerm) != storage.MetadataValue(f.wrote, storage.MetaTerm) ||
+			storage.MetadataValue(props.Metadata, "holder") != storage.MetadataValue(f.wrote, "holder") {
+			return nil // a contender stamped a new record: nothing to repair
+		}
+		if err := breakAndSetMetadata(ctx, f.Blob, f.before); err != nil {
+			return fmt.Errorf("chaos: operator metadata: restore: %w", err)
+		}
 		return nil
-	}
-	props, err := f.Blob.GetProperties(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("chaos: operator metadata: read the record: %w", err)
-	}
-	if storage.MetadataValue(props.Metadata, storage.MetaTerm) != storage.MetadataValue(f.wrote, storage.MetaTerm) ||
-		storage.MetadataValue(props.Metadata, "holder") != storage.MetadataValue(f.wrote, "holder") {
-		f.active = false // a contender stamped a new record: nothing to repair
-		return nil
-	}
-	if err := breakAndSetMetadata(ctx, f.Blob, f.before); err != nil {
-		return fmt.Errorf("chaos: operator metadata: restore: %w", err)
-	}
-	f.active = false
-	return nil
+	})
 }
 
 // breakAndSetMetadata breaks any lease on b and sets its metadata to md

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 )
 
 // Outage cuts every worker off from storage at once (storage down for
@@ -16,7 +15,7 @@ type Outage struct {
 
 	Proxies []*Proxy `json:"-"`
 
-	mu    sync.Mutex
+	place
 	parts []*Partition
 }
 
@@ -30,41 +29,35 @@ func (f *Outage) Inject(ctx context.Context) error {
 	if len(f.Proxies) == 0 {
 		return fmt.Errorf("%w: outage needs proxies", ErrNoTarget)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.parts != nil {
-		return fmt.Errorf("%w: outage", ErrInjected)
-	}
-	var parts []*Partition
-	for _, p := range f.Proxies {
-		part := &Partition{Mode: f.Mode, Proxy: p}
-		if err := part.Inject(ctx); err != nil {
-			for _, q := range parts {
-				_ = q.Remove(context.WithoutCancel(ctx))
+	return f.putIn("outage", func() error {
+		var parts []*Partition
+		for _, p := range f.Proxies {
+			part := &Partition{Mode: f.Mode, Proxy: p}
+			if err := part.Inject(ctx); err != nil {
+				for _, q := range parts {
+					_ = q.Remove(context.WithoutCancel(ctx))
+				}
+				return err
 			}
-			return err
+			parts = append(parts, part)
 		}
-		parts = append(parts, part)
-	}
-	f.parts = parts
-	return nil
+		f.parts = parts
+		return nil
+	})
 }
 
 // Remove heals every proxy, trying all of them even when one fails.
 func (f *Outage) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var errs []error
-	var left []*Partition
-	for _, part := range f.parts {
-		if err := part.Remove(ctx); err != nil {
-			errs = append(errs, err)
-			left = append(left, part)
+	return f.takeOut(func() error {
+		var errs []error
+		var left []*Partition
+		for _, part := range f.parts {
+			if err := part.Remove(ctx); err != nil {
+				errs = append(errs, err)
+				left = append(left, part)
+			}
 		}
-	}
-	f.parts = left
-	if len(left) == 0 {
-		f.parts = nil
-	}
-	return errors.Join(errs...)
+		f.parts = left // in place while some partition is
+		return errors.Join(errs...)
+	})
 }

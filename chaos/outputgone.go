@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"sync"
 )
 
 // OutputReaderGone makes the reader of a process's stdout and stderr go
@@ -20,8 +19,7 @@ import (
 type OutputReaderGone struct {
 	Pipe *OutputPipe `json:"-"`
 
-	mu     sync.Mutex
-	active bool
+	place
 }
 
 var _ Fault = (*OutputReaderGone)(nil)
@@ -39,28 +37,19 @@ func (f *OutputReaderGone) Target() string {
 // Inject closes the pipe's read end; it returns once the next write of the
 // process fails.
 func (f *OutputReaderGone) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if f.Pipe == nil {
-		return ErrNoTarget
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := f.Pipe.closeReader(); err != nil {
-		return err
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if f.Pipe == nil {
+			return ErrNoTarget
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return f.Pipe.closeReader()
+	})
 }
 
 // Remove forgets the fault; the reader stays gone (see the type's doc).
 func (f *OutputReaderGone) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
+	_ = f.takeOut(nil) // the reader stays gone
 	return ctx.Err()
 }

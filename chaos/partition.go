@@ -26,9 +26,9 @@ type Partition struct {
 
 	Proxy *Proxy `json:"-"`
 
-	mu     sync.Mutex
-	hole   poison
-	closed bool
+	mu      sync.Mutex
+	hole    poison // blackhole mode
+	refused place  // refuse mode: the proxy disabled
 }
 
 var _ Fault = (*Partition)(nil)
@@ -47,14 +47,7 @@ func (f *Partition) Inject(ctx context.Context) error {
 		// Timeout 0 on both streams: nothing flows and nothing is closed.
 		return f.hole.inject(ctx, f.Proxy, KindPartition, "timeout", Both, 1, map[string]int64{"timeout": 0})
 	case Refuse:
-		if f.closed {
-			return fmt.Errorf("%w: partition of %s", ErrInjected, f.Proxy.Name())
-		}
-		if err := f.Proxy.Disable(ctx); err != nil {
-			return err
-		}
-		f.closed = true
-		return nil
+		return f.refused.putIn("partition of "+f.Proxy.Name(), func() error { return f.Proxy.Disable(ctx) })
 	}
 	return fmt.Errorf("%w: partition mode %q (want blackhole or refuse)", ErrInvalid, f.Mode)
 }
@@ -62,11 +55,8 @@ func (f *Partition) Inject(ctx context.Context) error {
 func (f *Partition) Remove(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed {
-		if err := f.Proxy.Enable(ctx); err != nil {
-			return err
-		}
-		f.closed = false
+	if err := f.refused.takeOut(func() error { return f.Proxy.Enable(ctx) }); err != nil {
+		return err
 	}
 	return f.hole.remove(ctx, f.Proxy)
 }

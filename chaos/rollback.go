@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
@@ -25,8 +24,7 @@ type Rollback struct {
 	Container *container.Client `json:"-"` // the election's container, reached directly
 	LockBlob  string            `json:"lockBlob"`
 
-	mu       sync.Mutex
-	active   bool
+	place
 	metadata map[string]*string
 	segments map[string]segmentCopy // ledger segment name → its copy
 }
@@ -100,14 +98,16 @@ func (f *Rollback) ledgerSegments(ctx context.Context) ([]string, error) {
 
 // Inject puts the snapshot back.
 func (f *Rollback) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.metadata == nil {
-		return fmt.Errorf("%w: rollback has no snapshot (call Snapshot first)", ErrInvalid)
-	}
-	if f.active {
-		return ErrInjected
-	}
+	return f.putIn("", func() error {
+		if f.metadata == nil {
+			return fmt.Errorf("%w: rollback has no snapshot (call Snapshot first)", ErrInvalid)
+		}
+		return f.restore(ctx)
+	})
+}
+
+// restore puts the ledger and the lock's record back as Snapshot saw them.
+func (f *Rollback) restore(ctx context.Context) error {
 	// 1. The ledger: segments written since are gone, the others as they were.
 	names, err := f.ledgerSegments(ctx)
 	if err != nil {
@@ -127,7 +127,6 @@ func (f *Rollback) Inject(ctx context.Context) error {
 	if err := breakAndSetMetadata(ctx, f.Container.NewBlobClient(f.LockBlob), f.metadata); err != nil {
 		return fmt.Errorf("chaos: rollback: restore the lock: %w", err)
 	}
-	f.active = true
 	return nil
 }
 
@@ -149,9 +148,4 @@ func restoreSegment(ctx context.Context, ab *appendblob.Client, seg segmentCopy)
 }
 
 // Remove forgets the rollback; storage does not get the lost writes back.
-func (f *Rollback) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
-	return nil
-}
+func (f *Rollback) Remove(context.Context) error { return f.takeOut(nil) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -21,8 +20,7 @@ type RollbackDocument struct {
 	Container *container.Client `json:"-"`    // the pool's container, reached directly
 	Blob      string            `json:"blob"` // the document, e.g. "leader-shards/assignment"
 
-	mu       sync.Mutex
-	active   bool
+	place
 	body     []byte
 	metadata map[string]*string
 	ctype    *string
@@ -59,27 +57,18 @@ func (f *RollbackDocument) Snapshot(ctx context.Context) error {
 
 // Inject writes the snapshot back over the document.
 func (f *RollbackDocument) Inject(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.body == nil {
-		return fmt.Errorf("%w: document_rollback has no snapshot (call Snapshot first)", ErrInvalid)
-	}
-	if f.active {
-		return ErrInjected
-	}
-	_, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.body, &blockblob.UploadBufferOptions{Metadata: f.metadata,
-		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}})
-	if err != nil {
-		return fmt.Errorf("chaos: document rollback: restore %s: %w", f.Blob, err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if f.body == nil {
+			return fmt.Errorf("%w: document_rollback has no snapshot (call Snapshot first)", ErrInvalid)
+		}
+		_, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.body, &blockblob.UploadBufferOptions{Metadata: f.metadata,
+			HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}})
+		if err != nil {
+			return fmt.Errorf("chaos: document rollback: restore %s: %w", f.Blob, err)
+		}
+		return nil
+	})
 }
 
 // Remove forgets the rollback; the document's owner writes it anew.
-func (f *RollbackDocument) Remove(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active = false
-	return nil
-}
+func (f *RollbackDocument) Remove(context.Context) error { return f.takeOut(nil) }

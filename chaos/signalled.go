@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 	"syscall"
 )
 
@@ -13,9 +12,8 @@ import (
 // which process they are given, which signal they send and what they await
 // after it; each fault type keeps its own file and doc.
 type signalled struct {
-	mu     sync.Mutex
+	place
 	target string // the process's name at Inject, for the timeline
-	active bool
 }
 
 // name is the name recorded at Inject, else p's name ("" without p).
@@ -31,26 +29,22 @@ func (s *signalled) name(p Process) string {
 // send delivers sig to p once (ErrInjected while it is in place), then,
 // still holding the fault, returns what await (if any) returns.
 func (s *signalled) send(ctx context.Context, p Process, sig syscall.Signal, await func(context.Context) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := running(p); err != nil {
-		return err
-	}
-	s.target = p.Name()
-	if err := p.Signal(sig); err != nil {
-		return err
-	}
-	s.active = true
-	if await == nil {
-		return nil
-	}
-	return await(ctx)
+	return s.putInAwaiting("", func() (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if err := running(p); err != nil {
+			return false, err
+		}
+		s.target = p.Name()
+		if err := p.Signal(sig); err != nil {
+			return false, err
+		}
+		if await == nil {
+			return true, nil
+		}
+		return true, await(ctx)
+	})
 }
 
 // stopped awaits, where the state can be read, that p is stopped.
@@ -63,26 +57,18 @@ func stopped(p Process) func(context.Context) error {
 // as removed even when SIGCONT or the wait fails; otherwise it stays in
 // place so that Remove can be tried again.
 func (s *signalled) cont(ctx context.Context, p Process, forgetFirst bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.active {
-		return nil
-	}
-	if forgetFirst {
-		s.active = false
-	}
-	if running(p) != nil {
-		s.active = false
-		return nil
-	}
-	if err := p.Signal(syscall.SIGCONT); err != nil {
-		return err
-	}
-	if err := waitState(ctx, p, false); err != nil {
-		return err
-	}
-	s.active = false
-	return nil
+	return s.takeOutAwaiting(func() (bool, error) {
+		if running(p) != nil {
+			return true, nil
+		}
+		if err := p.Signal(syscall.SIGCONT); err != nil {
+			return forgetFirst, err
+		}
+		if err := waitState(ctx, p, false); err != nil {
+			return forgetFirst, err
+		}
+		return true, nil
+	})
 }
 
 // do is the Inject of a fault that acts on the process tree of p (a
@@ -91,69 +77,51 @@ func (s *signalled) cont(ctx context.Context, p Process, forgetFirst bool) error
 // in place, under p's name, once act says it acted (sent) — even when what
 // it awaited after failed.
 func (s *signalled) do(ctx context.Context, p Process, act func() (sent bool, err error)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := running(p); err != nil {
-		return err
-	}
-	sent, err := act()
-	if sent {
-		s.target, s.active = p.Name(), true
-	}
-	return err
+	return s.putInAwaiting("", func() (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if err := running(p); err != nil {
+			return false, err
+		}
+		sent, err := act()
+		if sent {
+			s.target = p.Name()
+		}
+		return sent, err
+	})
 }
 
 // undo is the Remove of such a fault: undo (nil: nothing to undo) runs if
 // the fault is in place, which it then no longer is.
 func (s *signalled) undo(undo func() error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.active {
-		return nil
-	}
-	s.active = false
-	if undo == nil {
-		return nil
-	}
-	return undo()
+	return s.takeOutAwaiting(func() (bool, error) {
+		if undo == nil {
+			return true, nil
+		}
+		return true, undo()
+	})
 }
 
 // commandSignal is the plumbing of the faults that make a supervised test
 // command do something by a signal to its pid (Escape, ForkWalker).
-type commandSignal struct {
-	mu     sync.Mutex
-	active bool
-}
+type commandSignal struct{ place }
 
 // send delivers sig to the command pid once (ErrInjected while in place).
 func (c *commandSignal) send(ctx context.Context, what string, pid int, sig syscall.Signal) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.active {
-		return ErrInjected
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if pid <= 1 {
-		return fmt.Errorf("%w: %s.PID %d: want the command's pid", ErrInvalid, what, pid)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("%w: command %d: %v", ErrNotRunning, pid, err)
-	}
-	c.active = true
-	return nil
+	return c.putIn("", func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if pid <= 1 {
+			return fmt.Errorf("%w: %s.PID %d: want the command's pid", ErrInvalid, what, pid)
+		}
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("%w: command %d: %v", ErrNotRunning, pid, err)
+		}
+		return nil
+	})
 }
 
 // forget takes the fault out of place (what the command did stays done).
-func (c *commandSignal) forget() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.active = false
-}
+func (c *commandSignal) forget() { _ = c.takeOut(nil) }

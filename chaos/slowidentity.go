@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -27,9 +26,8 @@ type SlowIdentity struct {
 	// Header is the secret a caller must send as X-IDENTITY-HEADER.
 	Header string `json:"-"`
 
-	mu        sync.Mutex
+	place
 	cold      bool
-	active    bool
 	delivered int
 }
 
@@ -49,20 +47,15 @@ func (f *SlowIdentity) Inject(ctx context.Context) error {
 	if f.Delay <= 0 {
 		return fmt.Errorf("%w: slow identity delay %d ms must be > 0", ErrInvalid, f.Delay)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	f.active, f.cold, f.delivered = true, true, 0
-	return nil
+	return f.putIn("", func() error {
+		f.cold, f.delivered = true, 0
+		return nil
+	})
 }
 
 // Remove makes the endpoint answer at once again.
 func (f *SlowIdentity) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.active, f.cold = false, false
+	_ = f.takeOut(func() error { f.cold = false; return nil })
 	return ctx.Err()
 }
 

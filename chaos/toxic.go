@@ -3,36 +3,31 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"sync"
 )
 
 // poison is the state every toxic-based fault shares: the proxy it poisons and
 // the toxics it put there.
 type poison struct {
-	mu     sync.Mutex
-	names  []string
-	active bool
-	again  func(ctx context.Context) ([]string, error) // adds the same toxics again
+	place
+	names []string
+	again func(ctx context.Context) ([]string, error) // adds the same toxics again
 }
 
 func (s *poison) inject(ctx context.Context, p *Proxy, kind Kind, typ string, st Stream, toxicity float32, attrs any) error {
 	if p == nil {
 		return fmt.Errorf("%w: %s needs a proxy", ErrNoTarget, kind)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.active {
-		return fmt.Errorf("%w: %s on %s", ErrInjected, kind, p.Name())
-	}
-	names, err := p.addToxics(ctx, kind, typ, st, toxicity, attrs)
-	if err != nil {
-		return err
-	}
-	s.names, s.active = names, true
-	s.again = func(ctx context.Context) ([]string, error) {
-		return p.addToxics(ctx, kind, typ, st, toxicity, attrs)
-	}
-	return nil
+	return s.putIn(fmt.Sprintf("%s on %s", kind, p.Name()), func() error {
+		names, err := p.addToxics(ctx, kind, typ, st, toxicity, attrs)
+		if err != nil {
+			return err
+		}
+		s.names = names
+		s.again = func(ctx context.Context) ([]string, error) {
+			return p.addToxics(ctx, kind, typ, st, toxicity, attrs)
+		}
+		return nil
+	})
 }
 
 // reroll takes the toxics off and puts them back, so every open connection
@@ -43,9 +38,10 @@ func (s *poison) reroll(ctx context.Context, p *Proxy) error {
 	if !s.active {
 		return nil
 	}
-	if err := s.takeOff(ctx, p); err != nil {
+	if err := s.off(ctx, p); err != nil {
 		return err
 	}
+	s.active = false
 	names, err := s.again(ctx)
 	if err != nil {
 		return err // off, and stays off
@@ -55,21 +51,16 @@ func (s *poison) reroll(ctx context.Context, p *Proxy) error {
 }
 
 func (s *poison) remove(ctx context.Context, p *Proxy) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.takeOff(ctx, p)
+	return s.takeOut(func() error { return s.off(ctx, p) })
 }
 
-// takeOff removes the toxics, if on; a failed removal leaves them on.
-// Called with s.mu held.
-func (s *poison) takeOff(ctx context.Context, p *Proxy) error {
-	if !s.active {
-		return nil
-	}
+// off removes the toxics; a failed removal leaves them on. Called with
+// s.mu held, while the fault is in place.
+func (s *poison) off(ctx context.Context, p *Proxy) error {
 	if err := p.removeToxics(ctx, s.names); err != nil {
 		return err
 	}
-	s.names, s.active = nil, false
+	s.names = nil
 	return nil
 }
 

@@ -80,73 +80,110 @@ func firstSet(get func(string) string, names ...string) (string, string) {
 	return "", ""
 }
 
+func anySet(get func(string) string, names ...string) bool {
+	v, _ := firstSet(get, names...)
+	return v != ""
+}
+
 func truthy(v string) bool { b, _ := strconv.ParseBool(v); return b }
 
 // PlanCredential picks the credential form from the environment (get reads
 // one variable). The error names what is missing, for the preflight line.
+// The forms are tried in azurerm's order: ARM_* service principal or
+// federated credential, managed identity, the Azure SDK's AZURE_*
+// variables, then the Azure CLI.
 func PlanCredential(get func(string) string) (CredentialPlan, error) {
+	p, e := readCredentialEnv(get)
+	kind, missing := p.choose(e, get)
+	if missing != "" {
+		return p, fmt.Errorf("%w: %s", ErrCredential, missing)
+	}
+	p.Kind = kind
+	return p, nil
+}
+
+// credentialEnv is what the environment asks for beyond the plan's fields:
+// the ARM_USE_* switches and which spelling of GitHub's OIDC endpoint is set.
+type credentialEnv struct {
+	useOIDC, useMSI bool
+	urlVar, tokVar  string // the variables RequestURL and RequestToken came from
+}
+
+func readCredentialEnv(get func(string) string) (CredentialPlan, credentialEnv) {
 	p := CredentialPlan{
 		TenantID: get("ARM_TENANT_ID"), ClientID: get("ARM_CLIENT_ID"), ClientIDFile: get("ARM_CLIENT_ID_FILE_PATH"),
 		Secret: get("ARM_CLIENT_SECRET"), SecretFile: get("ARM_CLIENT_SECRET_FILE_PATH"),
 		CertBase64: get("ARM_CLIENT_CERTIFICATE"), CertPath: get("ARM_CLIENT_CERTIFICATE_PATH"), CertPassword: get("ARM_CLIENT_CERTIFICATE_PASSWORD"),
 		OIDCToken: get("ARM_OIDC_TOKEN"), OIDCFile: get("ARM_OIDC_TOKEN_FILE_PATH"),
 	}
-	var urlVar, tokVar string
-	p.RequestURL, urlVar = firstSet(get, "ARM_OIDC_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_URL")
-	p.RequestToken, tokVar = firstSet(get, "ARM_OIDC_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
-	useOIDC, useMSI := truthy(get("ARM_USE_OIDC")) || truthy(get("ARM_USE_AKS_WORKLOAD_IDENTITY")), truthy(get("ARM_USE_MSI"))
-	hasClient := p.ClientID != "" || p.ClientIDFile != ""
-	hasCert, hasSecret, hasToken := p.CertBase64 != "" || p.CertPath != "", p.Secret != "" || p.SecretFile != "", p.OIDCToken != "" || p.OIDCFile != ""
-	missing := func(what string) (CredentialPlan, error) {
-		return p, fmt.Errorf("%w: %s", ErrCredential, what)
-	}
+	var e credentialEnv
+	p.RequestURL, e.urlVar = firstSet(get, "ARM_OIDC_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_URL")
+	p.RequestToken, e.tokVar = firstSet(get, "ARM_OIDC_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+	e.useOIDC = truthy(get("ARM_USE_OIDC")) || truthy(get("ARM_USE_AKS_WORKLOAD_IDENTITY"))
+	e.useMSI = truthy(get("ARM_USE_MSI"))
+	return p, e
+}
 
-	if get("ARM_ADO_PIPELINE_SERVICE_CONNECTION_ID") != "" || get("ARM_OIDC_AZURE_SERVICE_CONNECTION_ID") != "" {
-		return missing("ARM_ADO_PIPELINE_SERVICE_CONNECTION_ID is set, but the harness does not support Azure DevOps pipeline OIDC; use ARM_OIDC_TOKEN, a client secret or certificate, or az login")
-	}
-	if hasClient || hasCert || hasSecret || useOIDC || hasToken {
-		switch {
-		case !hasClient && !useMSI:
-			return missing("ARM_CLIENT_ID (a service principal or federated credential is configured through ARM_* variables without its client id)")
-		case p.TenantID == "" && !(useMSI && !hasCert && !hasSecret && !useOIDC):
-			return missing("ARM_TENANT_ID (needed with ARM_CLIENT_ID for a service principal or federated credential)")
-		case hasCert:
-			p.Kind = CredCertificate
-		case hasSecret:
-			p.Kind = CredSecret
-		case useOIDC && hasToken:
-			p.Kind = CredOIDCToken
-		case useOIDC && p.RequestURL != "" && p.RequestToken != "":
-			p.Kind = CredGitHubOIDC
-		case useOIDC && p.RequestURL != "":
-			return missing("ACTIONS_ID_TOKEN_REQUEST_TOKEN (or ARM_OIDC_REQUEST_TOKEN) beside " + urlVar + " (GitHub sets both when the job has permissions: id-token: write)")
-		case useOIDC && p.RequestToken != "":
-			return missing("ACTIONS_ID_TOKEN_REQUEST_URL (or ARM_OIDC_REQUEST_URL) beside " + tokVar + " (GitHub sets both when the job has permissions: id-token: write)")
-		case useOIDC:
-			return missing("an OIDC token for ARM_USE_OIDC=true: ARM_OIDC_TOKEN, ARM_OIDC_TOKEN_FILE_PATH, or in GitHub Actions ACTIONS_ID_TOKEN_REQUEST_URL + ACTIONS_ID_TOKEN_REQUEST_TOKEN (set by GitHub when the job has permissions: id-token: write)")
-		case hasToken:
-			return missing("ARM_USE_OIDC=true (ARM_OIDC_TOKEN or ARM_OIDC_TOKEN_FILE_PATH is set, but Terraform's azurerm ignores it without ARM_USE_OIDC=true)")
-		case useMSI:
-			p.Kind = CredManagedIdentity
-		default:
-			return missing("a credential for ARM_CLIENT_ID: ARM_CLIENT_SECRET, ARM_CLIENT_CERTIFICATE_PATH, or ARM_USE_OIDC=true with ARM_OIDC_TOKEN (or GitHub's OIDC token endpoint)")
-		}
-		return p, nil
-	}
-	if useMSI {
-		p.Kind = CredManagedIdentity
-		return p, nil
-	}
-	if get("AZURE_CLIENT_ID") != "" && get("AZURE_TENANT_ID") != "" &&
-		(get("AZURE_CLIENT_SECRET") != "" || get("AZURE_CLIENT_CERTIFICATE_PATH") != "" || get("AZURE_FEDERATED_TOKEN_FILE") != "") {
-		p.Kind = CredAzureSDK
-		return p, nil
+func (p CredentialPlan) hasClient() bool { return p.ClientID != "" || p.ClientIDFile != "" }
+func (p CredentialPlan) hasCert() bool   { return p.CertBase64 != "" || p.CertPath != "" }
+func (p CredentialPlan) hasSecret() bool { return p.Secret != "" || p.SecretFile != "" }
+func (p CredentialPlan) hasToken() bool  { return p.OIDCToken != "" || p.OIDCFile != "" }
+
+// choose returns the credential kind, or what is missing for the one the
+// environment asks for.
+func (p CredentialPlan) choose(e credentialEnv, get func(string) string) (kind CredentialKind, missing string) {
+	switch {
+	case anySet(get, "ARM_ADO_PIPELINE_SERVICE_CONNECTION_ID", "ARM_OIDC_AZURE_SERVICE_CONNECTION_ID"):
+		return "", "ARM_ADO_PIPELINE_SERVICE_CONNECTION_ID is set, but the harness does not support Azure DevOps pipeline OIDC; use ARM_OIDC_TOKEN, a client secret or certificate, or az login"
+	case p.hasClient() || p.hasCert() || p.hasSecret() || e.useOIDC || p.hasToken():
+		return p.armKind(e)
+	case e.useMSI:
+		return CredManagedIdentity, ""
+	case get("AZURE_CLIENT_ID") != "" && get("AZURE_TENANT_ID") != "" &&
+		anySet(get, "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_FEDERATED_TOKEN_FILE"):
+		return CredAzureSDK, ""
 	}
 	if v := get("ARM_USE_CLI"); v != "" && !truthy(v) {
-		return missing("a credential: ARM_USE_CLI=false and no ARM_CLIENT_ID, ARM_USE_MSI or AZURE_* service principal is set")
+		return "", "a credential: ARM_USE_CLI=false and no ARM_CLIENT_ID, ARM_USE_MSI or AZURE_* service principal is set"
 	}
-	p.Kind = CredAzureCLI
-	return p, nil
+	return CredAzureCLI, ""
+}
+
+// armKind: a service principal or federated credential configured through
+// ARM_* variables (or a user-assigned managed identity named by its client id).
+func (p CredentialPlan) armKind(e credentialEnv) (CredentialKind, string) {
+	switch {
+	case !p.hasClient() && !e.useMSI:
+		return "", "ARM_CLIENT_ID (a service principal or federated credential is configured through ARM_* variables without its client id)"
+	case p.TenantID == "" && !(e.useMSI && !p.hasCert() && !p.hasSecret() && !e.useOIDC):
+		return "", "ARM_TENANT_ID (needed with ARM_CLIENT_ID for a service principal or federated credential)"
+	case p.hasCert():
+		return CredCertificate, ""
+	case p.hasSecret():
+		return CredSecret, ""
+	case e.useOIDC:
+		return p.oidcKind(e)
+	case p.hasToken():
+		return "", "ARM_USE_OIDC=true (ARM_OIDC_TOKEN or ARM_OIDC_TOKEN_FILE_PATH is set, but Terraform's azurerm ignores it without ARM_USE_OIDC=true)"
+	case e.useMSI:
+		return CredManagedIdentity, ""
+	}
+	return "", "a credential for ARM_CLIENT_ID: ARM_CLIENT_SECRET, ARM_CLIENT_CERTIFICATE_PATH, or ARM_USE_OIDC=true with ARM_OIDC_TOKEN (or GitHub's OIDC token endpoint)"
+}
+
+// oidcKind: ARM_USE_OIDC=true, with a token or GitHub's token endpoint.
+func (p CredentialPlan) oidcKind(e credentialEnv) (CredentialKind, string) {
+	switch {
+	case p.hasToken():
+		return CredOIDCToken, ""
+	case p.RequestURL != "" && p.RequestToken != "":
+		return CredGitHubOIDC, ""
+	case p.RequestURL != "":
+		return "", "ACTIONS_ID_TOKEN_REQUEST_TOKEN (or ARM_OIDC_REQUEST_TOKEN) beside " + e.urlVar + " (GitHub sets both when the job has permissions: id-token: write)"
+	case p.RequestToken != "":
+		return "", "ACTIONS_ID_TOKEN_REQUEST_URL (or ARM_OIDC_REQUEST_URL) beside " + e.tokVar + " (GitHub sets both when the job has permissions: id-token: write)"
+	}
+	return "", "an OIDC token for ARM_USE_OIDC=true: ARM_OIDC_TOKEN, ARM_OIDC_TOKEN_FILE_PATH, or in GitHub Actions ACTIONS_ID_TOKEN_REQUEST_URL + ACTIONS_ID_TOKEN_REQUEST_TOKEN (set by GitHub when the job has permissions: id-token: write)"
 }
 
 // credOptions are test seams: the token endpoints' cloud and transport.

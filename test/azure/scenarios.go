@@ -55,7 +55,7 @@ func Scenarios() []Scenario {
 const (
 	SkipRequestProxy      = "needs the HTTP-aware request proxy (late delivery, lost response) between the worker and storage; the Azure sidecar proxies bytes only"
 	SkipOutputPipe        = "needs the worker's stdout/stderr as a pipe the harness holds and can stop draining; on ACI the container runtime owns the output"
-	SkipWorkerMetrics     = "reads each worker's /metrics (the no-progress step-down counter), which the harness reaches only on local workers; on Azure the no_progress alert reads the same step-downs from Log Analytics"
+	SkipWorkerMetrics     = "reads each worker's /metrics (the repairs and the no-progress step-down counters), which the harness reaches only on local workers; on Azure the no_progress alert reads the same step-downs from Log Analytics"
 	SkipContainerRecreate = "Azure refuses to recreate a deleted container's name for a while (ContainerBeingDeleted), so no worker can lead within the one-poll bound the scenario checks"
 )
 

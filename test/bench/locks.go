@@ -59,78 +59,144 @@ func (o *opCounter) observe(string, string, time.Duration) { o.n.Add(1) }
 // bounded in count and time.
 func LocksRun(ctx context.Context, worker string, progress func(string)) (LocksResult, error) {
 	var res LocksResult
+	p, err := openLocksPhase(ctx, progress)
+	if err != nil {
+		return res, err
+	}
+	defer p.close()
+	// 1. The library, uncontended.
+	if res.LibraryRTT, err = p.libraryRTT(ctx); err != nil {
+		return res, err
+	}
+	// 2. The service: round trips, hand-overs, throughput.
+	if err := p.startService(ctx, worker); err != nil {
+		return res, err
+	}
+	if res.HTTPRTT, err = p.httpRTT(ctx); err != nil {
+		return res, err
+	}
+	if res.HandoverUnlock, err = p.handoverUnlock(ctx); err != nil {
+		return res, err
+	}
+	res.HandoverDeath = p.handoverDeath(ctx)
+	res.Throughput, res.Denied, res.ThroughputWin = p.throughput(ctx)
+	// 3. What one held lock costs in storage requests.
+	if res.OpsPerMinute, err = p.heldMinute(ctx); err != nil {
+		return res, err
+	}
+	return res, ctx.Err()
+}
+
+// locksPhase is the locks phase's set-up: a private Azurite, the library
+// on it (its storage requests counted), and the lock service once started.
+type locksPhase struct {
+	progress func(string)
+	az       *azuritetest.Server
+	ops      *opCounter
+	lib      *mutex.Locker
+	url      string // the lock service's; "" until startService
+	stop     func() // stops the lock service
+}
+
+func openLocksPhase(ctx context.Context, progress func(string)) (*locksPhase, error) {
 	az, err := azuritetest.Start(ctx)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer az.Stop()
-	ops := &opCounter{}
-	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "locks", RequestTimeout: 2 * time.Second, Observe: ops.observe})
+	p := &locksPhase{progress: progress, az: az, ops: &opCounter{}, stop: func() {}}
+	c, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: az.ConnectionString(), Container: "locks", RequestTimeout: 2 * time.Second, Observe: p.ops.observe})
+	if err == nil {
+		p.lib, err = mutex.New(c, mutex.DefaultConfig("bench"))
+	}
 	if err != nil {
-		return res, err
+		az.Stop()
+		return nil, err
 	}
-	lib, err := mutex.New(c, mutex.DefaultConfig("bench"))
+	return p, nil
+}
+
+func (p *locksPhase) close() {
+	p.stop()
+	p.az.Stop()
+}
+
+func (p *locksPhase) startService(ctx context.Context, worker string) (err error) {
+	p.url, p.stop, err = startLockService(ctx, worker, p.az.ConnectionString())
 	if err != nil {
-		return res, err
+		p.stop = func() {}
 	}
-	progress("locks: library round trips")
+	return err
+}
+
+// rounds times n rounds of round (fewer if ctx ends), stopping at the first error.
+func rounds(ctx context.Context, n int, round func(i int) error) (Spread, error) {
 	var xs []float64
-	for i := 0; i < 200 && ctx.Err() == nil; i++ {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		start := time.Now()
-		h, err := lib.TryLock(ctx, fmt.Sprintf("lib-%d", i%20))
+		if err := round(i); err != nil {
+			return Spread{}, err
+		}
+		xs = append(xs, time.Since(start).Seconds())
+	}
+	return spread(xs), nil
+}
+
+// libraryRTT: TryLock + Unlock through the library, 20 resources in turn.
+func (p *locksPhase) libraryRTT(ctx context.Context) (Spread, error) {
+	p.progress("locks: library round trips")
+	return rounds(ctx, 200, func(i int) error {
+		h, err := p.lib.TryLock(ctx, fmt.Sprintf("lib-%d", i%20))
 		if err != nil {
-			return res, err
+			return err
 		}
-		if err := h.Unlock(ctx); err != nil {
-			return res, err
-		}
-		xs = append(xs, time.Since(start).Seconds())
-	}
-	res.LibraryRTT = spread(xs)
+		return h.Unlock(ctx)
+	})
+}
 
-	url, stop, err := startLockService(ctx, worker, az.ConnectionString())
-	if err != nil {
-		return res, err
-	}
-	defer stop()
-	progress("locks: HTTP round trips")
-	xs = nil
-	for i := 0; i < 200 && ctx.Err() == nil; i++ {
-		start := time.Now()
+// httpRTT: lock + unlock through the service, 20 resources in turn.
+func (p *locksPhase) httpRTT(ctx context.Context) (Spread, error) {
+	p.progress("locks: HTTP round trips")
+	return rounds(ctx, 200, func(i int) error {
 		r := fmt.Sprintf("http-%d", i%20)
-		if ok, err := lockHTTP(ctx, url, r, "bench", 15, 0); err != nil || !ok {
-			return res, fmt.Errorf("http lock: %v %v", ok, err)
+		if ok, err := lockHTTP(ctx, p.url, r, "bench", 15, 0); err != nil || !ok {
+			return fmt.Errorf("http lock: %v %v", ok, err)
 		}
-		if st, err := unlockHTTP(ctx, url, r, "bench"); err != nil || st != 0 {
-			return res, fmt.Errorf("http unlock: %d %v", st, err)
+		if st, err := unlockHTTP(ctx, p.url, r, "bench"); err != nil || st != 0 {
+			return fmt.Errorf("http unlock: %d %v", st, err)
 		}
-		xs = append(xs, time.Since(start).Seconds())
-	}
-	res.HTTPRTT = spread(xs)
+		return nil
+	})
+}
 
-	progress("locks: handover after an unlock")
-	xs = nil
+// handoverUnlock: from an unlock to the grant of a client waiting on it.
+func (p *locksPhase) handoverUnlock(ctx context.Context) (Spread, error) {
+	p.progress("locks: handover after an unlock")
+	var xs []float64
 	for i := 0; i < 20 && ctx.Err() == nil; i++ {
 		r := fmt.Sprintf("hand-%d", i)
-		if ok, err := lockHTTP(ctx, url, r, "a", 15, 0); err != nil || !ok {
-			return res, fmt.Errorf("handover lock: %v %v", ok, err)
+		if ok, err := lockHTTP(ctx, p.url, r, "a", 15, 0); err != nil || !ok {
+			return Spread{}, fmt.Errorf("handover lock: %v %v", ok, err)
 		}
 		got := make(chan time.Time, 1)
 		go func() {
-			_, _ = lockHTTP(ctx, url, r, "b", 15, 10)
+			_, _ = lockHTTP(ctx, p.url, r, "b", 15, 10)
 			got <- time.Now()
 		}()
 		time.Sleep(time.Duration(500+rand.IntN(1000)) * time.Millisecond)
 		unlocked := time.Now()
-		if _, err := unlockHTTP(ctx, url, r, "a"); err != nil {
-			return res, err
+		if _, err := unlockHTTP(ctx, p.url, r, "a"); err != nil {
+			return Spread{}, err
 		}
 		xs = append(xs, (<-got).Sub(unlocked).Seconds())
 	}
-	res.HandoverUnlock = spread(xs)
+	return spread(xs), nil
+}
 
-	progress("locks: handover after a holder's death (5 at once, 15 s leases)")
-	xs = nil
+// handoverDeath: five holders that never unlock; from each lease's end to
+// the grant of a client polling for it (bounded at 40 s each).
+func (p *locksPhase) handoverDeath(ctx context.Context) Spread {
+	p.progress("locks: handover after a holder's death (5 at once, 15 s leases)")
+	var xs []float64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := 0; i < 5; i++ {
@@ -139,11 +205,11 @@ func LocksRun(ctx context.Context, worker string, progress func(string)) (LocksR
 			defer wg.Done()
 			r := fmt.Sprintf("dead-%d", i)
 			sent := time.Now()
-			if ok, err := lockHTTP(ctx, url, r, "dead", 15, 0); err != nil || !ok {
+			if ok, err := lockHTTP(ctx, p.url, r, "dead", 15, 0); err != nil || !ok {
 				return
 			}
 			for ctx.Err() == nil && time.Since(sent) < 40*time.Second {
-				if ok, _ := lockHTTP(ctx, url, r, "waiter", 15, 10); ok {
+				if ok, _ := lockHTTP(ctx, p.url, r, "waiter", 15, 10); ok {
 					mu.Lock()
 					xs = append(xs, time.Since(sent.Add(15*time.Second)).Seconds())
 					mu.Unlock()
@@ -153,13 +219,18 @@ func LocksRun(ctx context.Context, worker string, progress func(string)) (LocksR
 		}()
 	}
 	wg.Wait()
-	res.HandoverDeath = spread(xs)
+	return spread(xs)
+}
 
-	progress("locks: throughput, 1,000 resources × 10 clients, 30 s")
+// throughput: ten clients lock and unlock random ones of 1,000 resources
+// for 30 s; it returns the pairs and the refusals a second, and the window.
+func (p *locksPhase) throughput(ctx context.Context) (pairsPerS, deniedPerS, window float64) {
+	p.progress("locks: throughput, 1,000 resources × 10 clients, 30 s")
 	var pairs, denied atomic.Int64
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	start := time.Now()
+	var wg sync.WaitGroup
 	for k := 0; k < 10; k++ {
 		wg.Add(1)
 		go func() {
@@ -168,36 +239,39 @@ func LocksRun(ctx context.Context, worker string, progress func(string)) (LocksR
 			rng := rand.New(rand.NewPCG(uint64(k), 7))
 			for i := 0; i < 100000 && tctx.Err() == nil; i++ {
 				r := fmt.Sprintf("res-%d", rng.IntN(1000))
-				ok, err := lockHTTP(tctx, url, r, owner, 15, 0)
+				ok, err := lockHTTP(tctx, p.url, r, owner, 15, 0)
 				if err != nil || !ok {
 					denied.Add(1)
 					continue
 				}
-				if st, err := unlockHTTP(tctx, url, r, owner); err == nil && st == 0 {
+				if st, err := unlockHTTP(tctx, p.url, r, owner); err == nil && st == 0 {
 					pairs.Add(1)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	win := time.Since(start).Seconds()
-	res.Throughput, res.Denied, res.ThroughputWin = float64(pairs.Load())/win, float64(denied.Load())/win, win
+	window = time.Since(start).Seconds()
+	return float64(pairs.Load()) / window, float64(denied.Load()) / window, window
+}
 
-	progress("locks: storage operations of one held lock for 60 s")
-	before := ops.n.Load()
-	h, err := lib.TryLock(ctx, "held-minute")
+// heldMinute: the storage requests of one lock held through the library
+// for 60 s (its renewals).
+func (p *locksPhase) heldMinute(ctx context.Context) (float64, error) {
+	p.progress("locks: storage operations of one held lock for 60 s")
+	before := p.ops.n.Load()
+	h, err := p.lib.TryLock(ctx, "held-minute")
 	if err != nil {
-		return res, err
+		return 0, err
 	}
 	select {
 	case <-time.After(60 * time.Second):
 	case <-ctx.Done():
 	}
 	if err := h.Unlock(ctx); err != nil {
-		return res, err
+		return 0, err
 	}
-	res.OpsPerMinute = float64(ops.n.Load() - before)
-	return res, ctx.Err()
+	return float64(p.ops.n.Load() - before), nil
 }
 
 // startLockService runs `worker locks` on a free loopback port.

@@ -212,11 +212,16 @@ func FastConfig(identity string) Config {
 // ErrInvalidConfig is wrapped by every *ConfigError.
 var ErrInvalidConfig = errors.New("election: invalid config")
 
-// ConfigError names the field that broke a rule, and the rule.
+// ConfigError names the field that broke a rule, the rule and the value.
 type ConfigError struct {
 	Field string // Go field name, e.g. "RenewDeadline"
 	Rule  string // e.g. "must be less than LeaseDuration − 2s (13s)"
 	Value string // the offending value as given
+
+	// format and args are Rule before formatting; the other fields the
+	// rule names are fieldRef arguments (RuleNaming).
+	format string
+	args   []any
 }
 
 func (e *ConfigError) Error() string {
@@ -226,55 +231,94 @@ func (e *ConfigError) Error() string {
 // Unwrap lets callers test errors.Is(err, ErrInvalidConfig).
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
+// RuleNaming is Rule with every other field it names written as
+// name(field): the binary shows "must be less than --lease-duration − 2s
+// (13s)" where Rule says LeaseDuration.
+func (e *ConfigError) RuleNaming(name func(field string) string) string {
+	if e.format == "" {
+		return e.Rule
+	}
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		if f, ok := a.(fieldRef); ok {
+			a = name(string(f))
+		}
+		args[i] = a
+	}
+	return fmt.Sprintf(e.format, args...)
+}
+
+// fieldRef is another field a rule names: an argument of its format.
+type fieldRef string
+
+func (f fieldRef) String() string { return string(f) }
+
+// invalid is the *ConfigError for field, whose value v breaks rule (a
+// format over args; fieldRef arguments name other fields).
+func invalid(field string, v any, rule string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...), format: rule, args: args}
+}
+
+// CheckIdentity returns nil if id can name a contender in a lock's record
+// (Config.Identity's rule: not empty, printable ASCII with no leading or
+// trailing space, at most MaxIdentityLength bytes), and otherwise a
+// *ConfigError naming field (package mutex checks its Owner with it).
+func CheckIdentity(field, id string) error {
+	switch {
+	case id == "":
+		return invalid(field, `""`, "must not be empty")
+	case len(id) > MaxIdentityLength:
+		return invalid(field, fmt.Sprintf("(%d bytes)", len(id)), "must be at most %d bytes (it is stored in the lock blob's metadata, which Azure limits to 8 KiB in all)", MaxIdentityLength)
+	case !storableInMetadata(id):
+		return invalid(field, strconv.Quote(id), "must be printable ASCII (space to ~) with no leading or trailing space: it is stored as a metadata value, an HTTP header, which storage refuses otherwise")
+	}
+	return nil
+}
+
 // Validate checks every rule of docs/architecture.md#the-election and returns
 // the first broken one as a *ConfigError. Fields are checked in dependency
 // order (L, then D, then the renew interval) so the message points at the
 // field to change.
 func (c Config) Validate() error {
-	bad := func(field string, v any, rule string, args ...any) error {
-		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}
+	if err := CheckIdentity("Identity", c.Identity); err != nil {
+		return err
 	}
+	const (
+		leaseDuration, renewDeadline, renewInterval = fieldRef("LeaseDuration"), fieldRef("RenewDeadline"), fieldRef("RenewInterval")
+	)
 	switch {
-	case c.Identity == "":
-		return bad("Identity", `""`, "must not be empty")
-	case len(c.Identity) > MaxIdentityLength:
-		return bad("Identity", fmt.Sprintf("(%d bytes)", len(c.Identity)), "must be at most %d bytes (it is stored in the lock blob's metadata, which Azure limits to 8 KiB in all)", MaxIdentityLength)
-	case !storableInMetadata(c.Identity):
-		return bad("Identity", strconv.Quote(c.Identity), "must be printable ASCII (space to ~) with no leading or trailing space: it is stored as a metadata value, an HTTP header, which storage refuses otherwise")
 	case len(c.Mode) > maxModeLength || (c.Mode != "" && !storableInMetadata(c.Mode)):
-		return bad("Mode", strconv.Quote(c.Mode), "must be printable ASCII (space to ~) with no leading or trailing space, at most %d bytes: it is stored as a metadata value", maxModeLength)
+		return invalid("Mode", strconv.Quote(c.Mode), "must be printable ASCII (space to ~) with no leading or trailing space, at most %d bytes: it is stored as a metadata value", maxModeLength)
 	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
-		return bad("LeaseDuration", c.LeaseDuration, "must be between %s and %s (the range Azure Storage accepts; infinite leases are refused)", MinLeaseDuration, MaxLeaseDuration)
+		return invalid("LeaseDuration", c.LeaseDuration, "must be between %s and %s (the range Azure Storage accepts; infinite leases are refused)", MinLeaseDuration, MaxLeaseDuration)
 	case c.LeaseDuration%time.Second != 0:
 		// Storage grants whole seconds: 15.9s would be sent as 15s, while the
 		// renew deadline's margin would be checked against 15.9s.
-		return bad("LeaseDuration", c.LeaseDuration, "must be a whole number of seconds (storage grants leases in whole seconds)")
+		return invalid("LeaseDuration", c.LeaseDuration, "must be a whole number of seconds (storage grants leases in whole seconds)")
 	case c.RenewDeadline <= 0:
-		return bad("RenewDeadline", c.RenewDeadline, "must be > 0")
+		return invalid("RenewDeadline", c.RenewDeadline, "must be > 0")
 	case c.RenewDeadline >= c.LeaseDuration-SafetyMargin:
-		return bad("RenewDeadline", c.RenewDeadline, "must be less than LeaseDuration − %s (%s)", SafetyMargin, c.LeaseDuration-SafetyMargin)
+		return invalid("RenewDeadline", c.RenewDeadline, "must be less than %s − %s (%s)", leaseDuration, SafetyMargin, c.LeaseDuration-SafetyMargin)
 	case c.RenewInterval <= 0:
-		return bad("RenewInterval", c.RenewInterval, "must be > 0")
+		return invalid("RenewInterval", c.RenewInterval, "must be > 0")
 	case c.RenewInterval > c.RenewDeadline/3:
-		return bad("RenewInterval", c.RenewInterval, "must be at most RenewDeadline/3 (%s) so three renew attempts fit in a deadline", c.RenewDeadline/3)
+		return invalid("RenewInterval", c.RenewInterval, "must be at most %s/3 (%s) so three renew attempts fit in a deadline", renewDeadline, c.RenewDeadline/3)
 	case c.RequestTimeout() < minRequestTimeout:
 		field, v := "RenewInterval", any(c.RenewInterval)
 		if c.RenewDeadline/3 < c.RenewInterval {
 			field, v = "RenewDeadline", c.RenewDeadline
 		}
-		return bad(field, v, "the request timeout min(RenewInterval, RenewDeadline/3) = %s must be at least %s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and real storage takes up to 2s (Azure's SLA) — raise RenewInterval and RenewDeadline", c.RequestTimeout(), minRequestTimeout)
+		return invalid(field, v, "the request timeout min(%s, %s/3) = %s must be at least %s: every storage call (acquire, term write, renew, the first token fetch) must fit in it, and real storage takes up to 2s (Azure's SLA) — raise %s and %s", renewInterval, renewDeadline, c.RequestTimeout(), minRequestTimeout, renewInterval, renewDeadline)
 	case c.RetryPeriod < minRetryPeriod:
-		return bad("RetryPeriod", c.RetryPeriod, "must be at least %s: every follower polls the one lock blob, and storage throttles a blob past 500 requests a second, the leader's renews included", minRetryPeriod)
-	case c.WatchdogTimeout < 0:
-		return bad("WatchdogTimeout", c.WatchdogTimeout, "must be 0 (off) or at least RenewInterval (%s)", c.RenewInterval)
-	case c.WatchdogTimeout > 0 && c.WatchdogTimeout < c.RenewInterval:
-		return bad("WatchdogTimeout", c.WatchdogTimeout, "must be 0 (off) or at least RenewInterval (%s)", c.RenewInterval)
+		return invalid("RetryPeriod", c.RetryPeriod, "must be at least %s: every follower polls the one lock blob, and storage throttles a blob past 500 requests a second, the leader's renews included", minRetryPeriod)
+	case c.WatchdogTimeout < 0, c.WatchdogTimeout > 0 && c.WatchdogTimeout < c.RenewInterval:
+		return invalid("WatchdogTimeout", c.WatchdogTimeout, "must be 0 (off) or at least %s (%s)", renewInterval, c.RenewInterval)
 	case c.ShutdownGrace < 0:
-		return bad("ShutdownGrace", c.ShutdownGrace, "must be ≥ 0")
+		return invalid("ShutdownGrace", c.ShutdownGrace, "must be ≥ 0")
 	case c.ObserveEvery < 1:
-		return bad("ObserveEvery", c.ObserveEvery, "must be ≥ 1")
+		return invalid("ObserveEvery", c.ObserveEvery, "must be ≥ 1")
 	case c.ConfirmEvery != 0 && c.ConfirmEvery < c.RenewInterval:
-		return bad("ConfirmEvery", c.ConfirmEvery, "must be 0 (off) or at least RenewInterval (%s): a leader confirms after a renew", c.RenewInterval)
+		return invalid("ConfirmEvery", c.ConfirmEvery, "must be 0 (off) or at least %s (%s): a leader confirms after a renew", renewInterval, c.RenewInterval)
 	}
 	return c.validateTakeover()
 }

@@ -81,21 +81,19 @@ func (c Config) minTakeoverAfter() time.Duration {
 }
 
 func (c Config) validateTakeover() error {
-	bad := func(field string, v any, rule string, args ...any) error {
-		return &ConfigError{Field: field, Value: fmt.Sprint(v), Rule: fmt.Sprintf(rule, args...)}
-	}
+	const leaseDuration, renewDeadline, renewInterval = fieldRef("LeaseDuration"), fieldRef("RenewDeadline"), fieldRef("RenewInterval")
 	switch {
 	case c.StopAfterDeadline < 0:
-		return bad("StopAfterDeadline", c.StopAfterDeadline, "must be ≥ 0")
+		return invalid("StopAfterDeadline", c.StopAfterDeadline, "must be ≥ 0")
 	case c.TakeoverAfter < 0:
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be ≥ 0 (0: early takeover off)")
+		return invalid("TakeoverAfter", c.TakeoverAfter, "must be ≥ 0 (0: early takeover off)")
 	case c.TakeoverAfter == 0:
 		return nil
 	case c.TakeoverAfter < c.minTakeoverAfter():
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be at least RenewDeadline + request timeout%s + %s (%s), so the holder has stopped before the break, and at least 2 × RenewInterval and RenewInterval + 2 × request timeout, so a healthy leader's heartbeat is never found stale",
-			stopAfterText(c), takeoverMargin, c.minTakeoverAfter())
+		return invalid("TakeoverAfter", c.TakeoverAfter, "must be at least %s + request timeout%s + %s (%s), so the holder has stopped before the break, and at least 2 × %s and %s + 2 × request timeout, so a healthy leader's heartbeat is never found stale",
+			renewDeadline, stopAfterText(c), takeoverMargin, c.minTakeoverAfter(), renewInterval, renewInterval)
 	case c.TakeoverAfter >= c.LeaseDuration:
-		return bad("TakeoverAfter", c.TakeoverAfter, "must be less than LeaseDuration (%s): by then the lease has expired and no break is needed", c.LeaseDuration)
+		return invalid("TakeoverAfter", c.TakeoverAfter, "must be less than %s (%s): by then the lease has expired and no break is needed", leaseDuration, c.LeaseDuration)
 	}
 	return nil
 }

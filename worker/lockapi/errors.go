@@ -3,32 +3,38 @@ package lockapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
-	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/election/lease"
 	"github.com/blobleader/blobleader/worker/internal/storagelog"
 	"github.com/blobleader/blobleader/worker/mutex"
 )
 
 // public is what an answer may say about a failed storage call: the
-// operation and storage's status and code, never the request URL (a SAS
-// connection string carries its signature in it) nor a transport's text.
+// operation and storage's status and code (lease.StorageError), never the
+// request URL (a SAS connection string carries its signature in it) nor a
+// transport's text.
 func public(err error) string {
-	var be *bloblock.Error
-	switch {
-	case errors.As(err, &be) && be.Status != 0:
-		return be.Error()
-	case errors.As(err, &be) && errors.Is(err, context.DeadlineExceeded):
-		return be.Op + ": request timed out"
-	case errors.As(err, &be):
-		return be.Op + ": no answer from storage"
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return "request ended before storage answered"
+	var se lease.StorageError
+	if !errors.As(err, &se) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return "request ended before storage answered"
+		}
+		return "storage request failed"
 	}
-	return "storage request failed"
+	op, status, code, _ := se.StorageAnswer()
+	switch {
+	case status != 0 && code != "":
+		return fmt.Sprintf("%s: %d %s", op, status, code)
+	case status != 0:
+		return fmt.Sprintf("%s: HTTP %d", op, status)
+	case code == "timeout":
+		return op + ": request timed out"
+	}
+	return op + ": no answer from storage"
 }
 
 // storageLogEvery is how often a repeated unexpected storage answer is

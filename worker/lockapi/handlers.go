@@ -35,8 +35,9 @@ func (s *Server) checkCommon(store string, q request) *apiError {
 	case q.Term < 0:
 		return malformed("term %d in lock store %s: must be a term a lock answer gave (> 0), or absent", q.Term, store)
 	}
-	if err := mutex.CheckOwner(q.LockOwner); err != nil {
-		return malformed("LockOwner in lock store %s: %v", store, err)
+	var bad *election.ConfigError
+	if errors.As(mutex.CheckOwner(q.LockOwner), &bad) {
+		return malformed("LockOwner in lock store %s: %s", store, bad.Rule)
 	}
 	return nil
 }

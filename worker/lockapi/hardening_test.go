@@ -98,7 +98,7 @@ func TestAPI_ReadSaysOnlyWhatIsTrue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk, err := mutex.BlobLock(c, mutex.DefaultPrefix, "acct")
+	lk, err := mutex.BlobLease(c, mutex.DefaultPrefix, "acct")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,7 @@ func NewMetrics() *Metrics {
 	}
 	m.Registry.MustRegister(m.requests, m.latency, m.inFlight, m.grants, m.refusals, m.waits)
 	m.Registry.MustRegister(m.storage.Collectors()...)
+	m.Registry.MustRegister(status.NewBuildInfo())
 	for _, r := range []string{refusedHeld, refusedLate, refusedNotFound, refusedOthers} {
 		m.refusals.WithLabelValues(r)
 	}

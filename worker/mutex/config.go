@@ -1,7 +1,6 @@
 package mutex
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -48,13 +47,13 @@ func DefaultConfig(owner string) Config {
 // Validate returns the first broken rule as an *election.ConfigError naming
 // the field (Owner, Prefix, LeaseDuration, …), the rule and the value.
 func (c Config) Validate() error {
+	if err := CheckOwner(c.Owner); err != nil {
+		return err
+	}
+	// The timing's rules are the election's, on the same field names.
 	ec := election.DefaultConfig(c.Owner)
 	ec.Timing = c.Timing
 	if err := ec.Validate(); err != nil {
-		var ce *election.ConfigError
-		if errors.As(err, &ce) && ce.Field == "Identity" {
-			ce.Field = "Owner"
-		}
 		return err
 	}
 	if err := storage.CheckBlobName(c.Prefix + "/" + hashHex("")); err != nil {
@@ -66,12 +65,5 @@ func (c Config) Validate() error {
 // CheckOwner returns nil for a holder name a lock's record can carry —
 // printable ASCII, no leading or trailing space, at most
 // election.MaxIdentityLength bytes (the election's rule for an identity) —
-// and otherwise the rule it breaks.
-func CheckOwner(owner string) error {
-	err := election.DefaultConfig(owner).Validate()
-	var ce *election.ConfigError
-	if errors.As(err, &ce) && ce.Field == "Identity" {
-		return errors.New(ce.Rule)
-	}
-	return nil
-}
+// and otherwise an *election.ConfigError naming Owner and the rule.
+func CheckOwner(owner string) error { return election.CheckIdentity("Owner", owner) }

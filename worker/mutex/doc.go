@@ -10,6 +10,13 @@
 // millisecond, so terms per resource strictly increase, also after the blob
 // or its container was deleted.
 //
+// Words, each with one meaning here: a lock is the named lock of one
+// resource id; Lock and TryLock take it, Unlock gives it back, and
+// "locked" (ErrLocked, Status.Locked) says a lease holds it. Its lease is
+// storage's lease on the lock's blob (BlobName, BlobLease). A holding is
+// one tenure of that lease, from its grant to its end: a *Held, or the
+// Lease that stateless operations name.
+//
 // Two ways to use it:
 //
 //   - A held lock (TryLock, Lock → *Held): the lease is renewed in the

@@ -44,7 +44,7 @@ func (l *Locker) TryLock(ctx context.Context, id string) (*Held, error) {
 // assignment still propagating), a record an operator must repair — ends
 // the wait and is returned.
 func (l *Locker) Lock(ctx context.Context, id string) (*Held, error) {
-	if _, err := l.lock(id); err != nil {
+	if _, err := l.blobLease(id); err != nil {
 		return nil, err
 	}
 	for {
@@ -109,10 +109,10 @@ func (h *Held) Err() error {
 	return h.err
 }
 
-// Held reports whether the holding lasts right now: not ended, and its
-// deadline not passed (judged at the moment of asking, so a process
+// Valid reports whether the holding lasts right now: not ended, and
+// ValidUntil not passed (judged at the moment of asking, so a process
 // resumed after a pause does not believe a lapsed holding).
-func (h *Held) Held() bool {
+func (h *Held) Valid() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.err == nil && time.Now().Before(h.deadline)

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -77,23 +75,11 @@ func New(c *container.Client, cfg Config) (*Locker, error) {
 }
 
 // incurable reports whether err is an answer retrying cannot cure: a
-// record an operator must repair, a resource id that names no lock,
-// storage refusing what is written (lease.ErrRejected) or the request
-// itself (400), or the credentials (401, 403) — but a 403 that a role
-// assignment still propagating explains (AuthorizationPermissionMismatch),
-// which heals within minutes.
+// record an operator must repair, a resource id that names no lock, or
+// storage refusing the request, what it writes or the credentials
+// (lease.ErrDenied; a role assignment still propagating is not).
 func incurable(err error) bool {
-	var be *bloblock.Error
-	isBE := errors.As(err, &be)
-	switch {
-	case err == nil:
-		return false
-	case isBE && be.Status == http.StatusForbidden && be.Code == "AuthorizationPermissionMismatch":
-		return false
-	case errors.Is(err, lease.ErrUnusableRecord), errors.Is(err, ErrBadResourceID), errors.Is(err, lease.ErrRejected):
-		return true
-	}
-	return isBE && (be.Status == http.StatusBadRequest || be.Status == http.StatusUnauthorized || be.Status == http.StatusForbidden)
+	return errors.Is(err, lease.ErrUnusableRecord) || errors.Is(err, ErrBadResourceID) || errors.Is(err, lease.ErrDenied)
 }
 
 // noteRetried logs a storage failure Lock retries, as the storage_error
@@ -133,8 +119,10 @@ type Status struct {
 	Term     int64  // the last holding's term; 0 if none ever wrote
 }
 
-// lock is the blob lease of resource id.
-func (l *Locker) lock(id string) (*bloblock.Lock, error) { return BlobLock(l.c, l.cfg.Prefix, id) }
+// blobLease is the storage lease of resource id's lock (BlobLease).
+func (l *Locker) blobLease(id string) (*bloblock.Lock, error) {
+	return BlobLease(l.c, l.cfg.Prefix, id)
+}
 
 // call runs one storage call under the request timeout.
 func (l *Locker) call(ctx context.Context, op func(context.Context) error) error {
@@ -159,37 +147,37 @@ func (l *Locker) Acquire(ctx context.Context, ls Lease, d time.Duration) (Grant,
 // acquire is Acquire; readHolder says whether a refusal by storage reads who
 // holds (a refusal found by the first read names the holder it read).
 func (l *Locker) acquire(ctx context.Context, ls Lease, d time.Duration, readHolder bool) (Grant, error) {
-	lk, err := l.lock(ls.Resource)
+	bl, err := l.blobLease(ls.Resource)
 	if err != nil {
 		return Grant{}, err
 	}
 	// 1. Read the lease state and the record: a held lock is refused here,
 	// whoever holds it.
-	v, err := l.inspect(ctx, lk)
+	v, err := l.inspect(ctx, bl)
 	if err != nil {
 		return Grant{}, err
 	}
-	if v.State == lease.Leased || v.State == lease.Breaking {
+	if leased(v) {
 		return Grant{}, lockedBy(ls.Resource, v.Record)
 	}
 	// 2. Take the lease.
 	sent := time.Now()
-	err = l.call(ctx, func(c context.Context) error { return lk.Acquire(c, ls.ID, d) })
+	err = l.call(ctx, func(c context.Context) error { return bl.Acquire(c, ls.ID, d) })
 	switch {
 	case errors.Is(err, lease.ErrHeld):
 		le := &LockedError{Resource: ls.Resource}
 		if readHolder {
-			if rec, err := l.get(ctx, lk); err == nil {
+			if rec, err := l.get(ctx, bl); err == nil {
 				le = lockedBy(ls.Resource, rec)
 			}
 		}
 		return Grant{}, le
 	case err != nil:
-		l.giveUp(ctx, lk, ls.ID)
+		l.giveUp(ctx, bl, ls.ID)
 		return Grant{}, err
 	}
 	// 3. Write the term under the lease, on the record as read.
-	term, err := l.stamp(ctx, lk, ls, v)
+	term, err := l.stamp(ctx, bl, ls, v)
 	switch {
 	case errors.Is(err, errStampedMeanwhile):
 		// Another holding with this lease ID wrote its term first: the lease
@@ -197,7 +185,7 @@ func (l *Locker) acquire(ctx context.Context, ls Lease, d time.Duration, readHol
 		return Grant{}, &LockedError{Resource: ls.Resource}
 	case err != nil:
 		if !errors.Is(err, lease.ErrLost) {
-			l.giveUp(ctx, lk, ls.ID)
+			l.giveUp(ctx, bl, ls.ID)
 		}
 		return Grant{}, err
 	}
@@ -221,24 +209,23 @@ var errStampedMeanwhile = errors.New("mutex: a term was written since the lock w
 // record read in v and the term floor (election.NextTerm), written only
 // while the blob is still the version read (If-Match). No blob at the read:
 // the acquire created it, and the term is written on the new, empty blob.
-func (l *Locker) stamp(ctx context.Context, lk *bloblock.Lock, ls Lease, v lease.View) (int64, error) {
+func (l *Locker) stamp(ctx context.Context, bl *bloblock.Lock, ls Lease, v lease.View) (int64, error) {
 	if v.Version == "" {
 		var err error
-		if v, err = l.inspect(ctx, lk); err != nil {
+		if v, err = l.inspect(ctx, bl); err != nil {
 			return 0, err
 		}
 		if v.Record.Holder != "" {
 			return 0, errStampedMeanwhile
 		}
 	}
-	term, err := election.NextTerm(v.Record.Term, 0, lk.TermFloor())
+	term, err := election.NextTerm(v.Record.Term, 0, bl.TermFloor())
 	if err != nil {
 		return 0, err
 	}
 	next := lease.Record{Holder: ls.Owner, Term: term, Acquired: time.Now().UTC()}
-	err = l.call(ctx, func(c context.Context) error { return lk.At(v.Version).Update(c, ls.ID, next) })
-	var be *bloblock.Error
-	if errors.As(err, &be) && be.Code == string(bloberror.ConditionNotMet) {
+	err = l.call(ctx, func(c context.Context) error { return bl.At(v.Version).Update(c, ls.ID, next) })
+	if errors.Is(err, lease.ErrChanged) {
 		return 0, errStampedMeanwhile
 	}
 	if err != nil {
@@ -247,21 +234,27 @@ func (l *Locker) stamp(ctx context.Context, lk *bloblock.Lock, ls Lease, v lease
 	return term, nil
 }
 
-func (l *Locker) inspect(ctx context.Context, lk *bloblock.Lock) (v lease.View, err error) {
-	err = l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err })
+// leased reports whether a lease holds the lock as read in v: leased, or
+// breaking (nobody can take it before the break period has passed).
+func leased(v lease.View) bool { return v.State == lease.Leased || v.State == lease.Breaking }
+
+// inspect reads the lease state and the record, under the request timeout.
+func (l *Locker) inspect(ctx context.Context, bl *bloblock.Lock) (v lease.View, err error) {
+	err = l.call(ctx, func(c context.Context) (err error) { v, err = bl.Inspect(c); return err })
 	return v, err
 }
 
-func (l *Locker) get(ctx context.Context, lk *bloblock.Lock) (rec lease.Record, err error) {
-	err = l.call(ctx, func(c context.Context) (err error) { rec, err = lk.Get(c); return err })
+// get reads the record, under the request timeout.
+func (l *Locker) get(ctx context.Context, bl *bloblock.Lock) (rec lease.Record, err error) {
+	err = l.call(ctx, func(c context.Context) (err error) { rec, err = bl.Get(c); return err })
 	return rec, err
 }
 
 // giveUp releases a lease that may have been granted with its answer lost,
 // on a context of its own (ctx may be over): a no-op at storage if it was
 // never granted; with the holding's own ID it can free nothing else.
-func (l *Locker) giveUp(ctx context.Context, lk *bloblock.Lock, leaseID string) {
-	_ = l.call(context.WithoutCancel(ctx), func(c context.Context) error { return lk.Release(c, leaseID) })
+func (l *Locker) giveUp(ctx context.Context, bl *bloblock.Lock, leaseID string) {
+	_ = l.call(context.WithoutCancel(ctx), func(c context.Context) error { return bl.Release(c, leaseID) })
 }
 
 // Renew extends the lease of holding ls for the duration it was acquired
@@ -280,7 +273,7 @@ func (l *Locker) Release(ctx context.Context, ls Lease, term int64) error {
 }
 
 func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*bloblock.Lock, context.Context, string) error) error {
-	lk, err := l.lock(ls.Resource)
+	bl, err := l.blobLease(ls.Resource)
 	if err != nil {
 		return err
 	}
@@ -288,11 +281,11 @@ func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*blo
 	// never taken, released, broken, or expired — does not exist, and is
 	// not revived (storage would renew or release an expired lease whose ID
 	// still matches).
-	v, err := l.inspect(ctx, lk)
+	v, err := l.inspect(ctx, bl)
 	if err != nil && (term != 0 || !errors.Is(err, lease.ErrUnusableRecord)) {
 		return err // a term-less request needs only the state
 	}
-	if v.State != lease.Leased && v.State != lease.Breaking {
+	if !leased(v) {
 		return fmt.Errorf("%w: the lease is %s", ErrNotHeld, v.State)
 	}
 	if term != 0 {
@@ -302,19 +295,18 @@ func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*blo
 		if v.Record.Holder == "" || v.Record.Term != term {
 			return fmt.Errorf("%w: term %d, not %d", ErrNotOwner, v.Record.Term, term)
 		}
-		lk = lk.At(v.Version)
+		bl = bl.At(v.Version)
 	}
-	return leaseAnswer(l.call(ctx, func(c context.Context) error { return op(lk, c, ls.ID) }))
+	return leaseAnswer(l.call(ctx, func(c context.Context) error { return op(bl, c, ls.ID) }))
 }
 
 // leaseAnswer turns a renew's or release's storage answer into ErrNotHeld or
 // ErrNotOwner where storage was definite; anything else is returned as is.
 func leaseAnswer(err error) error {
-	var be *bloblock.Error
 	switch {
-	case err == nil || !errors.As(err, &be):
-		return err
-	case be.Code == "LeaseIdMismatchWithLeaseOperation", be.Status == http.StatusPreconditionFailed:
+	case err == nil:
+		return nil
+	case errors.Is(err, lease.ErrOtherLease), errors.Is(err, lease.ErrChanged):
 		return fmt.Errorf("%w: %v", ErrNotOwner, err)
 	case errors.Is(err, lease.ErrLost):
 		return fmt.Errorf("%w: %v", ErrNotHeld, err)
@@ -324,15 +316,15 @@ func leaseAnswer(err error) error {
 
 // Read reads who holds resource id, with its last holding's holder and term.
 func (l *Locker) Read(ctx context.Context, id string) (Status, error) {
-	lk, err := l.lock(id)
+	bl, err := l.blobLease(id)
 	if err != nil {
 		return Status{}, err
 	}
-	var v lease.View
-	if err := l.call(ctx, func(c context.Context) (err error) { v, err = lk.Inspect(c); return err }); err != nil {
+	v, err := l.inspect(ctx, bl)
+	if err != nil {
 		return Status{}, err
 	}
-	s := Status{Resource: id, Locked: v.State == lease.Leased || v.State == lease.Breaking}
+	s := Status{Resource: id, Locked: leased(v)}
 	if v.Record.Holder != "" {
 		s.Holder, s.Term = v.Record.Holder, v.Record.Term
 	}

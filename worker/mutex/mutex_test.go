@@ -40,8 +40,8 @@ func TestLocker_TryLockNamesTheHolderAndTermsIncrease(t *testing.T) {
 	default:
 		t.Fatal("Done is open after Unlock")
 	}
-	if !errors.Is(ha.Err(), mutex.ErrUnlocked) || ha.Held() {
-		t.Fatalf("after Unlock: Err %v, Held %v; want ErrUnlocked, false", ha.Err(), ha.Held())
+	if !errors.Is(ha.Err(), mutex.ErrUnlocked) || ha.Valid() {
+		t.Fatalf("after Unlock: Err %v, Valid %v; want ErrUnlocked, false", ha.Err(), ha.Valid())
 	}
 	hb, err := b.TryLock(ctx, "customer-42")
 	if err != nil {
@@ -147,7 +147,7 @@ func TestHeld_RenewsPastTheLease(t *testing.T) {
 		if _, err := b.TryLock(ctx, "long"); !errors.Is(err, mutex.ErrLocked) {
 			t.Fatalf("TryLock while a renews = %v, want ErrLocked", err)
 		}
-		if !ha.Held() {
+		if !ha.Valid() {
 			t.Fatalf("a stopped holding: %v", ha.Err())
 		}
 		time.Sleep(cfg.RetryPeriod)

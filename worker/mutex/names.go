@@ -3,6 +3,7 @@ package mutex
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -19,8 +20,19 @@ const MaxResourceIDLength = 1024
 // metaResource is the metadata key that keeps the id a lock blob stands for.
 const metaResource = "resource"
 
-// ErrBadResourceID is wrapped when a resource id cannot name a lock.
-var ErrBadResourceID = fmt.Errorf("mutex: invalid resource id")
+// ErrBadResourceID is matched when a resource id cannot name a lock.
+var ErrBadResourceID = errors.New("mutex: invalid resource id")
+
+// ResourceIDError says why an id cannot name a lock: the rule it breaks.
+// It matches ErrBadResourceID.
+type ResourceIDError struct {
+	Rule string // e.g. "must not be empty"
+}
+
+func (e *ResourceIDError) Error() string { return ErrBadResourceID.Error() + ": " + e.Rule }
+
+// Is makes errors.Is(err, ErrBadResourceID) true.
+func (e *ResourceIDError) Is(target error) bool { return target == ErrBadResourceID }
 
 // BlobName is the lock blob of resource id under prefix:
 // prefix + "/" + the hex SHA-256 of the id. Any id of 1 to
@@ -35,12 +47,12 @@ func BlobName(prefix, id string) (string, error) {
 	return prefix + "/" + hashHex(id), nil
 }
 
-// BlobLock is the lease lock of resource id under prefix in c: the blob
-// BlobName names, whose record carries the id (metadata "resource") and is
-// refused, as belonging to something else, if it carries another. Every
-// holder of a named lock — Locker, blobleader locks, blobleader lock — uses
-// this lock.
-func BlobLock(c *container.Client, prefix, id string) (*bloblock.Lock, error) {
+// BlobLease is the storage lease behind the lock of resource id under
+// prefix in c (a lease.Lock): the lease on the blob BlobName names, whose
+// record carries the id (metadata "resource") and is refused, as belonging
+// to something else, if it carries another. Every holder of a named lock —
+// Locker, blobleader locks, blobleader lock — uses this lease.
+func BlobLease(c *container.Client, prefix, id string) (*bloblock.Lock, error) {
 	name, err := BlobName(prefix, id)
 	if err != nil {
 		return nil, err
@@ -55,9 +67,9 @@ func BlobLock(c *container.Client, prefix, id string) (*bloblock.Lock, error) {
 func checkID(id string) error {
 	switch {
 	case id == "":
-		return fmt.Errorf("%w: must not be empty", ErrBadResourceID)
+		return &ResourceIDError{Rule: "must not be empty"}
 	case len(id) > MaxResourceIDLength:
-		return fmt.Errorf("%w: must be at most %d bytes, not %d", ErrBadResourceID, MaxResourceIDLength, len(id))
+		return &ResourceIDError{Rule: fmt.Sprintf("must be at most %d bytes, not %d", MaxResourceIDLength, len(id))}
 	}
 	return nil
 }

@@ -67,9 +67,9 @@ func (h *Held) startRenew() chan renewResult {
 	go func() {
 		ctx, cancel := context.WithDeadline(context.Background(), end)
 		defer cancel()
-		lk, err := h.l.lock(h.lease.Resource)
+		bl, err := h.l.blobLease(h.lease.Resource)
 		if err == nil {
-			err = leaseAnswer(lk.Renew(ctx, h.lease.ID))
+			err = leaseAnswer(bl.Renew(ctx, h.lease.ID))
 		}
 		ch <- renewResult{sent: sent, err: err}
 	}()

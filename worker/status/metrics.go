@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/internal/buildinfo"
 )
 
 // Metrics are the worker's Prometheus metrics
@@ -54,7 +55,7 @@ func NewMetrics(get func() *election.Elector) *Metrics {
 		Name: "blobleader_no_progress_stepdowns_total",
 		Help: "Leaderships of this worker that ended without progress (work that landed): its stall watchdog's, no progress for the watchdog timeout, and those whose task said it made none (run mode: a command that exited at once); each lengthens the backoff.",
 	}, fromElector(get, func(e *election.Elector) float64 { return float64(e.NoProgressStepDowns()) }))
-	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.repairs)
+	m.Registry.MustRegister(isLeader, term, unusable, stalled, m.transitions, m.repairs, NewBuildInfo())
 	m.Registry.MustRegister(m.storage.Collectors()...)
 	return m
 }
@@ -136,6 +137,20 @@ func (s *StorageRequests) Collectors() []prometheus.Collector {
 func (s *StorageRequests) Observe(op, code string, took time.Duration) {
 	s.requests.WithLabelValues(op, code).Inc()
 	s.durations.WithLabelValues(op).Observe(took.Seconds())
+}
+
+// NewBuildInfo is blobleader_build_info: 1, labelled with what the build
+// recorded (worker/internal/buildinfo). The worker and the lock service
+// both export it.
+func NewBuildInfo() prometheus.Collector {
+	info := buildinfo.Read()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "blobleader_build_info",
+		Help:        "1, labelled with the binary's module version (its tag, or (devel)), the Go version and the VCS revision the build recorded (empty when none).",
+		ConstLabels: prometheus.Labels{"version": info.Version, "goversion": info.GoVersion, "revision": info.Revision},
+	})
+	g.Set(1)
+	return g
 }
 
 // NewLogDrops is the counter of log records the bounded log dropped

@@ -14,6 +14,10 @@ import (
 )
 
 // Document is the /status body. Its shape is a contract: keep it stable.
+// Names: the first six fields are the design's document and keep its names
+// (leaseDuration); every field added after them is snake_case, as the logs
+// and the history are (leader_confirmed_at). A name is never changed or
+// doubled: tools read both (docs/architecture.md#worker-contracts).
 type Document struct {
 	Identity      string `json:"identity"`
 	Role          string `json:"role"`

@@ -17,9 +17,9 @@ var (
 	// subreaper).
 	ErrUnsupported = errors.New("supervise: needs Linux (parent-death signal and child subreaper)")
 	// ErrNotFound: the command is not a file, or not in $PATH.
-	ErrNotFound = errors.New("supervise: command not found")
+	ErrNotFound = errors.New("supervise: " + notFound)
 	// ErrNotExecutable: the command exists but may not be executed.
-	ErrNotExecutable = errors.New("supervise: command is not executable")
+	ErrNotExecutable = errors.New("supervise: " + notExecutable)
 	// ErrSurvived: a member of the group was still there KillTimeout after
 	// SIGKILL (uninterruptible sleep, or a process outside our reach holds
 	// the group).
@@ -28,7 +28,7 @@ var (
 	// supervisor (EPERM: it changed its user, e.g. sudo or a setuid
 	// program), and no cgroup kill reaches it. It may still run: whoever
 	// gets this must not act as if the group were gone.
-	ErrOutOfReach = errors.New("supervise: a member of the group is out of reach (changed user)")
+	ErrOutOfReach = errors.New("supervise: " + outOfReach)
 	// ErrProcHidden: /proc does not show this process every process
 	// (hidepid) and the group has no cgroup: a member it cannot see would be
 	// taken for gone, so the group cannot be tracked by its process tree.
@@ -38,6 +38,32 @@ var (
 	ErrProcForeign = errors.New("supervise: /proc is another pid namespace's")
 )
 
+// The problems a CommandError names, as its sentinel says them.
+const (
+	notFound      = "command not found"
+	notExecutable = "command is not executable"
+	outOfReach    = "a member of the group is out of reach (changed user)"
+)
+
+// CommandError says why a command cannot be run under supervision, before
+// it ever runs (Resolve, CheckReachable): the problem, which Err (ErrNotFound,
+// ErrNotExecutable or ErrOutOfReach) says for a program, and what about
+// this command causes it.
+type CommandError struct {
+	Err     error  // ErrNotFound, ErrNotExecutable or ErrOutOfReach
+	Problem string // Err in words, e.g. "command not found"
+	Detail  string // e.g. `"job" is not in $PATH`
+}
+
+func (e *CommandError) Error() string { return e.Err.Error() + ": " + e.Detail }
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+func commandError(class error, detail string, args ...any) *CommandError {
+	problem := map[error]string{ErrNotFound: notFound, ErrNotExecutable: notExecutable, ErrOutOfReach: outOfReach}[class]
+	return &CommandError{Err: class, Problem: problem, Detail: fmt.Sprintf(detail, args...)}
+}
+
 // KillTimeout bounds how long Stop waits, after SIGKILL, for the last member
 // of the group to be reaped. SIGKILL takes effect as soon as the kernel
 // schedules the process; a second is generous on a loaded machine and is the
@@ -46,10 +72,11 @@ const KillTimeout = time.Second
 
 // Resolve finds the command the way a shell would (a name without a slash is
 // looked up in $PATH) and checks that it is an executable file. The error
-// wraps ErrNotFound or ErrNotExecutable and names the command.
+// is a *CommandError (matching ErrNotFound or ErrNotExecutable) naming the
+// command.
 func Resolve(name string) (string, error) {
 	if name == "" {
-		return "", fmt.Errorf("%w: empty command", ErrNotFound)
+		return "", commandError(ErrNotFound, "empty command")
 	}
 	path, err := exec.LookPath(name)
 	if err == nil {
@@ -57,21 +84,21 @@ func Resolve(name string) (string, error) {
 	}
 	if !strings.Contains(name, "/") {
 		if errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("%w: %q is not in $PATH", ErrNotFound, name)
+			return "", commandError(ErrNotFound, "%q is not in $PATH", name)
 		}
-		return "", fmt.Errorf("%w: %q: %v", ErrNotExecutable, name, err)
+		return "", commandError(ErrNotExecutable, "%q: %v", name, err)
 	}
 	// A path: say precisely what is wrong with it.
 	fi, serr := os.Stat(name)
 	switch {
 	case errors.Is(serr, fs.ErrNotExist):
-		return "", fmt.Errorf("%w: %q does not exist", ErrNotFound, name)
+		return "", commandError(ErrNotFound, "%q does not exist", name)
 	case serr != nil:
-		return "", fmt.Errorf("%w: %q: %v", ErrNotFound, name, serr)
+		return "", commandError(ErrNotFound, "%q: %v", name, serr)
 	case fi.IsDir():
-		return "", fmt.Errorf("%w: %q is a directory", ErrNotExecutable, name)
+		return "", commandError(ErrNotExecutable, "%q is a directory", name)
 	default:
-		return "", fmt.Errorf("%w: %q (mode %s)", ErrNotExecutable, name, fi.Mode().Perm())
+		return "", commandError(ErrNotExecutable, "%q (mode %s)", name, fi.Mode().Perm())
 	}
 }
 

@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"fmt"
 	"os"
 	"syscall"
 )
@@ -20,7 +19,8 @@ func CanKillAnyUser() bool {
 
 // CheckReachable refuses, before anything runs, a command this process
 // could start but not stop: an executable with the set-user-ID bit owned by
-// another user, run by a supervisor that is not root and has no cgroup kill.
+// another user, run by a supervisor that is not root and has no cgroup kill
+// (a *CommandError matching ErrOutOfReach).
 // The kernel lets a process signal another only if their user IDs match
 // (real or effective of the sender against real or saved of the target);
 // a set-user-ID program that makes its new user its real one (sudo, su,
@@ -37,7 +37,7 @@ func CheckReachable(path string) error {
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("supervise: %w", err)
+		return commandError(ErrNotFound, "%v", err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || fi.Mode()&os.ModeSetuid == 0 || int(st.Uid) == euid {
@@ -46,6 +46,6 @@ func CheckReachable(path string) error {
 	if CanKillAnyUser() {
 		return nil
 	}
-	return fmt.Errorf("%w: %q is set-user-ID to uid %d and this supervisor (uid %d, no writable cgroup v2) could not stop it: run the supervisor as that user instead (sudo blobleader run -- job, not blobleader run -- sudo job)",
-		ErrOutOfReach, path, st.Uid, euid)
+	return commandError(ErrOutOfReach, "%q is set-user-ID to uid %d and this supervisor (uid %d, no writable cgroup v2) could not stop it: run the supervisor as that user instead (sudo blobleader run -- job, not blobleader run -- sudo job)",
+		path, st.Uid, euid)
 }

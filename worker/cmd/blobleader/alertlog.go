@@ -14,8 +14,8 @@ import (
 //
 // Every line reports a step already taken (act first, report after): the
 // leadership lines are written from the elector's OnEvent, after the step
-// they report, like the history record beside them; the status heartbeat
-// runs in its own goroutine, beside the election and never on its path.
+// they report, like the history record beside them; the periodic status
+// line runs in its own goroutine, beside the election and never on its path.
 
 // Values of the `event` field of the alert log lines.
 const (
@@ -101,8 +101,8 @@ func (s statusSnapshot) changed(prev statusSnapshot) bool {
 
 // logStatus writes a status line once per lease duration, and at once
 // (within one retry period) when role, term, leader or health change, until
-// ctx ends. The heartbeat is what lets a query tell "no leader" from "no
-// news": every worker keeps saying who it is and what it sees.
+// ctx ends. The periodic line is what lets a query tell "no leader" from
+// "no news": every worker keeps saying who it is and what it sees.
 func (n *node) logStatus(ctx context.Context) {
 	stateLines[statusSnapshot]{
 		check: n.cfg.RetryPeriod, every: n.cfg.LeaseDuration,

@@ -7,18 +7,69 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/election"
 )
 
 // usageError is an invalid configuration: exit 2, one line naming the flag
-// or env var, the rule and the value.
-type usageError struct{ msg string }
+// or env var, the rule and the value. The flags it names are arguments of
+// their own (flagRef, configRule), so that the command that parsed them
+// shows each under the name its value came from (cmdFlags.explain).
+type usageError struct {
+	format string
+	args   []any
+	// fromEnv maps a flag to the env var its value came from; nil: none.
+	fromEnv map[string]string
+}
 
-func (e *usageError) Error() string { return e.msg }
+func usagef(format string, args ...any) error { return &usageError{format: format, args: args} }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+// flagRef is a flag named in a usage error: shown as --tick, or, when its
+// value came from its env twin, as "BLOBLEADER_TICK (--tick)" the first
+// time and BLOBLEADER_TICK after.
+type flagRef string
+
+// configRule is a library config error's rule in a usage error, each field
+// it names shown as the flag that sets it (flags: field → flag name).
+type configRule struct {
+	err   *election.ConfigError
+	flags map[string]string
+}
+
+func (e *usageError) Error() string {
+	seen := map[string]bool{}
+	name := func(flag string) string {
+		env, ok := e.fromEnv[flag]
+		switch {
+		case !ok:
+			return "--" + flag
+		case seen[flag]:
+			return env
+		}
+		seen[flag] = true
+		return env + " (--" + flag + ")"
+	}
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		switch a := a.(type) {
+		case flagRef:
+			args[i] = name(string(a))
+		case configRule:
+			args[i] = a.err.RuleNaming(func(field string) string {
+				if flag, ok := a.flags[field]; ok {
+					return name(flag)
+				}
+				return field
+			})
+		default:
+			args[i] = a
+		}
+	}
+	return fmt.Sprintf(e.format, args...)
+}
 
 // envName is flag name's env twin: BLOBLEADER_ and the name in capitals,
 // "-" as "_".
@@ -37,15 +88,16 @@ type cmdFlags struct {
 	fromEnv map[string]string // flag name → the variable its value came from
 	// fromProfile: flag name → the --profile whose bundle set it (profile.go)
 	fromProfile map[string]string
-	hidden      map[string]bool // flags accepted but not listed by --help (hide)
-	bad         error           // what the last refused value was, described
+	hidden      map[string]bool   // flags accepted but not listed by --help (hide)
+	refused     map[string]string // flag name → why it is refused on the command line (refuse)
+	bad         error             // what the last refused value was, described
 }
 
 func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are ours, one line each
 	fs.Usage = func() {}
-	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}, fromProfile: map[string]string{}, hidden: map[string]bool{}}
+	c := &cmdFlags{FlagSet: fs, name: name, fromEnv: map[string]string{}, fromProfile: map[string]string{}, hidden: map[string]bool{}, refused: map[string]string{}}
 	c.help = func() {
 		fmt.Fprintf(out, "%s\n\nFlags (each also read from its env twin BLOBLEADER_<NAME>; a flag beats its env var):\n", summary)
 		fs.VisitAll(func(f *flag.Flag) {
@@ -66,13 +118,23 @@ func newFlagSet(name string, out io.Writer, summary string) *cmdFlags {
 // misspelt flag; it is still accepted.
 func (c *cmdFlags) hide(name string) { c.hidden[name] = true }
 
+// refuse hides flags a command sets itself (a flag set it shares with
+// another command registers them): given on the command line, each is
+// refused saying why; their env twins are ignored.
+func (c *cmdFlags) refuse(why string, names ...string) {
+	for _, name := range names {
+		c.hide(name)
+		c.refused[name] = why
+	}
+}
+
 // parse applies the env twins, then the command line.
 func (c *cmdFlags) parse(args []string) error {
 	c.VisitAll(func(f *flag.Flag) { f.Value = c.checked(f) })
 	var envErr error
 	c.VisitAll(func(f *flag.Flag) {
 		v, ok := os.LookupEnv(envName(f.Name))
-		if !ok || envErr != nil {
+		if _, refused := c.refused[f.Name]; !ok || refused || envErr != nil {
 			return
 		}
 		c.fromEnv[f.Name] = envName(f.Name)
@@ -86,7 +148,16 @@ func (c *cmdFlags) parse(args []string) error {
 	if err := c.Parse(args); err != nil {
 		return c.parseError(err)
 	}
-	c.Visit(func(f *flag.Flag) { delete(c.fromEnv, f.Name) }) // a flag beats its env var
+	var refused error
+	c.Visit(func(f *flag.Flag) {
+		delete(c.fromEnv, f.Name) // a flag beats its env var
+		if why, ok := c.refused[f.Name]; ok && refused == nil {
+			refused = usagef("%s is not a flag of %s: %s", flagRef(f.Name), c.name, why)
+		}
+	})
+	if refused != nil {
+		return refused
+	}
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q (flags start with --)", c.Arg(0))
 	}
@@ -115,7 +186,7 @@ func (c *cmdFlags) parseError(err error) error {
 	}
 	if m := missingValue.FindStringSubmatch(err.Error()); m != nil {
 		if f := c.Lookup(m[1]); f != nil {
-			return usagef("--%s needs a value: %s", m[1], formOf(f))
+			return usagef("%s needs a value: %s", flagRef(m[1]), formOf(f))
 		}
 	}
 	return usagef("%v", err)
@@ -143,7 +214,7 @@ type checkedValue struct {
 func (v *checkedValue) Set(s string) error {
 	if err := v.Value.Set(s); err != nil {
 		rule := errors.New(formOf(v.f))
-		v.c.bad = usagef("invalid --%s %q: %v", v.f.Name, s, rule)
+		v.c.bad = usagef("invalid %s %q: %v", flagRef(v.f.Name), s, rule)
 		return rule
 	}
 	return nil
@@ -191,7 +262,13 @@ func (c *cmdFlags) suggest(name string) string {
 			names = append(names, f.Name)
 		}
 	})
-	sort.Strings(names)
+	return nearest(name, names)
+}
+
+// nearest is the candidate closest to name, if one is close enough to be a
+// typo of it ("" otherwise).
+func nearest(name string, candidates []string) string {
+	names := slices.Sorted(slices.Values(candidates))
 	best, bestDist := "", max(2, len(name)/3)+1
 	for _, n := range names {
 		d := editDistance(name, n)
@@ -231,52 +308,50 @@ func editDistance(a, b string) int {
 	return d[len(a)][len(b)]
 }
 
-// explain rewrites a usage error about a flag whose value came from the
-// environment so that it names the variable: "invalid --lease-duration 10s"
-// becomes "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s"; and
-// it adds where the values of the flags it names that a profile set came
-// from: "(--profile fast set --renew-deadline 1.5s)".
+// explain has a usage error name every flag whose value came from the
+// environment by its variable: "invalid --lease-duration 10s" is shown as
+// "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s"; and say
+// where the values of the flags it names that a profile set came from:
+// "(--profile fast set --renew-deadline 1.5s)".
 func (c *cmdFlags) explain(err error) error {
 	var ue *usageError
 	if !errors.As(err, &ue) || len(c.fromEnv)+len(c.fromProfile) == 0 {
 		return err
 	}
-	msg := c.profileNote(ue.msg)
-	for name, env := range c.fromEnv {
-		if strings.Contains(msg, env) {
-			continue // already named
-		}
-		re := regexp.MustCompile(`--` + regexp.QuoteMeta(name) + `([^a-z0-9-]|$)`)
-		first := true
-		msg = re.ReplaceAllStringFunc(msg, func(m string) string {
-			rest := strings.TrimPrefix(m, "--"+name)
-			if first {
-				first = false
-				return env + " (--" + name + ")" + rest
-			}
-			return env + rest
-		})
-	}
-	return &usageError{msg}
+	named := *ue
+	named.fromEnv = c.fromEnv
+	note, args := c.profileNote(ue.Error())
+	named.format += note
+	named.args = append(slices.Clip(named.args), args...)
+	return &named
 }
 
-// profileNote adds to msg which of the flags it names a profile set, and to
+// profileNote says which of the flags msg names a profile set, and to
 // what: a refused combination the user did not write out in full names the
-// part the profile supplied.
-func (c *cmdFlags) profileNote(msg string) string {
-	var set []string
+// part the profile supplied. It is a usage error's format and arguments to
+// append ("", nil: no flag of a profile's).
+func (c *cmdFlags) profileNote(msg string) (string, []any) {
+	var names []string
 	prof := ""
 	for name, p := range c.fromProfile {
 		if regexp.MustCompile(`--` + regexp.QuoteMeta(name) + `([^a-z0-9-]|$)`).MatchString(msg) {
-			set = append(set, fmt.Sprintf("--%s %s", name, c.Lookup(name).Value.String()))
+			names = append(names, name)
 			prof = p
 		}
 	}
-	if len(set) == 0 {
-		return msg
+	if len(names) == 0 {
+		return "", nil
 	}
-	sort.Strings(set)
-	return fmt.Sprintf("%s (--profile %s set %s)", msg, prof, strings.Join(set, ", "))
+	slices.Sort(names)
+	format, args := " (%s %s set", []any{flagRef("profile"), prof}
+	for i, name := range names {
+		if i > 0 {
+			format += ","
+		}
+		format += " %s %s"
+		args = append(args, flagRef(name), c.Lookup(name).Value.String())
+	}
+	return format + ")", args
 }
 
 // set says whether flag name was given, on the command line or by its env twin.

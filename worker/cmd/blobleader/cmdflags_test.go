@@ -34,6 +34,10 @@ func TestFlags_ErrorsNameTheSourceAndTheFormInOneLine(t *testing.T) {
 		{"ledger: env timeout", map[string]string{"BLOBLEADER_TIMEOUT": "0s"}, []string{"ledger", conn}, []string{"BLOBLEADER_TIMEOUT", "0s"}},
 		{"shards: env blob", map[string]string{"BLOBLEADER_BLOB": ""}, []string{"shards", conn}, []string{"BLOBLEADER_BLOB"}},
 		{"recover-term: env floor", map[string]string{"BLOBLEADER_FLOOR": "-1"}, []string{"recover-term", conn}, []string{"BLOBLEADER_FLOOR", `"-1"`}},
+		{"locks: env value breaks a rule", map[string]string{"BLOBLEADER_MAX_WAIT": "90s"}, []string{"locks", conn}, []string{"BLOBLEADER_MAX_WAIT (--max-wait) 1m30s"}},
+		{"lock: env value breaks a rule", map[string]string{"BLOBLEADER_CONFLICT_EXIT_CODE": "0"}, []string{"lock", "r", conn, "--", "true"}, []string{"BLOBLEADER_CONFLICT_EXIT_CODE (--conflict-exit-code) 0"}},
+		{"lock: env value of the wrong form", map[string]string{"BLOBLEADER_WAIT": "soon"}, []string{"lock", "r", conn, "--", "true"}, []string{"BLOBLEADER_WAIT", `"soon"`, "e.g."}},
+		{"lock: run's env value breaks a rule", map[string]string{"BLOBLEADER_LEASE_DURATION": "10s"}, []string{"lock", "r", conn, "--", "true"}, []string{"BLOBLEADER_LEASE_DURATION (--lease-duration) 10s"}},
 		// Values of the wrong form say the form.
 		{"worker: duration without a unit", nil, []string{conn, "--lease-duration", "20"}, []string{"--lease-duration", `"20"`, "e.g. 15s"}},
 		{"worker: shards not a number", nil, []string{conn, "--shards", "eight"}, []string{"--shards", `"eight"`, "whole number"}},
@@ -50,6 +54,10 @@ func TestFlags_ErrorsNameTheSourceAndTheFormInOneLine(t *testing.T) {
 		{"shards: misspelt flag", nil, []string{"shards", conn, "--jsn"}, []string{"did you mean --json?"}},
 		{"status: misspelt flag", nil, []string{"status", "--ulr", "http://127.0.0.1:1"}, []string{"did you mean --url?"}},
 		{"recover-term: misspelt flag", nil, []string{"recover-term", conn, "--flor", "5"}, []string{"did you mean --floor?"}},
+		{"locks: misspelt flag", nil, []string{"locks", conn, "--max-wiat=1s"}, []string{"did you mean --max-wait?"}},
+		{"lock: misspelt flag", nil, []string{"lock", "r", conn, "--wiat=1s", "--", "true"}, []string{"did you mean --wait?"}},
+		{"lock: misspelt run flag", nil, []string{"lock", "r", conn, "--kil-grace=1s", "--", "true"}, []string{"did you mean --kill-grace?"}},
+		{"lock: flag without its value", nil, []string{"lock", "r", conn, "--wait", "--", "true"}, []string{"--wait"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,7 +34,7 @@ func listenControl(addr string) (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, usagef("cannot listen on --control-listen %s: %v", addr, causeOf(err))
+		return nil, usagef("cannot listen on %s %s: %v", flagRef("control-listen"), addr, causeOf(err))
 	}
 	return ln, nil
 }

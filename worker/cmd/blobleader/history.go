@@ -26,7 +26,7 @@ func openHistoryFile(path string) (*history.File, error) {
 	f, err := history.OpenFile(path)
 	if err != nil {
 		if why := unusablePath(err); why != "" {
-			return nil, usagef("invalid --history %q: %s; must be a writable file in an existing directory, or `blob`", path, why)
+			return nil, usagef("invalid %s %q: %s; must be a writable file in an existing directory, or `blob`", flagRef("history"), path, why)
 		}
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (n *node) appendHistoryBlobs() error {
 	hc, err := newContainerClient(storageOptions{connectionString: o.connectionString, accountURL: o.accountURL, container: history.Container},
 		n.cred, time.Second, n.observeRequest)
 	if err != nil {
-		return usagef("invalid --history blob: %v", err)
+		return usagef("invalid %s blob: %v", flagRef("history"), err)
 	}
 	b := history.OpenBlob(hc, o.identity, processStart, history.BlobOptions{Logger: n.log})
 	n.hist = b

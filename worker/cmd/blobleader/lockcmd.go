@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,65 +35,37 @@ blobleader run --once does (BLOBLEADER_TERM is the lock's fencing term; the
 command is stopped and killed before the lock can pass to anyone else), releases
 the lock and exits with COMMAND's status.
 
-Own flags (each with its env twin):
-  --prefix P     lock blob prefix (default locks)          [BLOBLEADER_PREFIX]
-  --wait D       give up if not holding the lock within D  [BLOBLEADER_WAIT]
-  --no-wait      give up when the first attempt finds the lock held or storage failing  [BLOBLEADER_NO_WAIT]
-  --conflict-exit-code N  exit status when the lock was not taken because another
-                 holds it (default 75), like flock -E      [BLOBLEADER_CONFLICT_EXIT_CODE]
-  --storage-exit-code N   exit status when the lock was not taken because storage
-                 failed (default 69)                       [BLOBLEADER_STORAGE_EXIT_CODE]
-Every other flag is blobleader run's (blobleader run --help) but --blob and --once.
-It opens no HTTP listener unless --listen (or BLOBLEADER_LISTEN) asks for one.
+Its flags are blobleader run's but --blob and --once (the lock blob derives
+from RESOURCE, the command runs once), plus --prefix, --wait, --no-wait,
+--conflict-exit-code and --storage-exit-code. It opens no HTTP listener unless
+--listen (or BLOBLEADER_LISTEN) asks for one.
 
 Exit codes: COMMAND's status once it has run; 75 (--conflict-exit-code) not
 taken: held by another (or, with --wait, not holding it in time); 69
 (--storage-exit-code) not taken: storage failed; 2 invalid configuration or
 command; 1 anything else.`
 
+const lockUsage = "blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]"
+
 func runLock(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "--" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Fprintln(stdout, lockSummary)
-			return flag.ErrHelp
-		}
-		return usagef("missing RESOURCE: blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]")
-	}
-	resource, rest := args[0], args[1:]
-	sep := slices.Index(rest, "--")
-	if sep < 0 {
-		sep = len(rest)
-	}
-	own, runArgs, err := lockFlags(rest[:sep])
+	o, err := parseLockOptions(args, stdout)
 	if err != nil {
 		return err
 	}
-	blob, err := mutex.BlobName(own.prefix, resource)
-	if err != nil {
-		return usagef("invalid RESOURCE (%d bytes): %v", len(resource), strings.TrimPrefix(err.Error(), "mutex: invalid resource id: "))
-	}
-	o, err := parseRunOptions(append(append([]string{"--once", "--blob", blob}, runArgs...), rest[sep:]...), stdout)
-	if err != nil {
-		return err
-	}
-	if !own.listen {
-		o.listen = "" // a one-shot lock listens only when asked
-	}
-	o.openLock = func(c *container.Client) (*bloblock.Lock, error) { return mutex.BlobLock(c, own.prefix, resource) }
-	if own.wait >= 0 || own.noWait {
-		o.giveUp = &giveUp{resource: resource, wait: own.wait, noWait: own.noWait, requestTimeout: o.timing.RequestTimeout(),
-			conflictCode: own.conflictCode, storageCode: own.storageCode}
-	}
-	return superviseRun(o, stderr)
+	return superviseRun(o.run, stderr)
 }
 
-type lockOwn struct {
-	prefix       string
-	wait         time.Duration // < 0: for ever
-	noWait       bool
-	conflictCode int  // exit status: not taken, held by another
-	storageCode  int  // exit status: not taken, storage failed
-	listen       bool // --listen or BLOBLEADER_LISTEN given
+// lockOptions are `blobleader lock`'s: run's, minus --blob and --once,
+// which it sets, plus its own.
+type lockOptions struct {
+	run          *runOptions
+	resource     string
+	prefix       string        // --prefix
+	wait         time.Duration // --wait, when waitGiven
+	waitGiven    bool          // --wait given; else: for ever
+	noWait       bool          // --no-wait
+	conflictCode int           // --conflict-exit-code: not taken, held by another
+	storageCode  int           // --storage-exit-code: not taken, storage failed
 }
 
 // Default exit statuses of a lock not taken: sysexits' EX_TEMPFAIL (try
@@ -105,91 +75,82 @@ const (
 	defaultStorageExitCode  = 69
 )
 
-// lockFlags takes lock's own flags (and their env twins) out of args and
-// refuses --blob and --once, which lock sets; the rest are run's.
-func lockFlags(args []string) (lockOwn, []string, error) {
-	own := lockOwn{prefix: mutex.DefaultPrefix, wait: -1, conflictCode: defaultConflictExitCode, storageCode: defaultStorageExitCode}
-	_, own.listen = os.LookupEnv(envName("listen"))
-	set := func(name, v string, from string) error {
-		switch name {
-		case "conflict-exit-code", "storage-exit-code":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 255 {
-				return usagef("invalid %s %s: must be between 1 and 255", from, v)
-			}
-			if name == "conflict-exit-code" {
-				own.conflictCode = n
-			} else {
-				own.storageCode = n
-			}
-		case "prefix":
-			own.prefix = v
-			if err := storageNameOK(v); err != nil {
-				return usagef("invalid %s %q: %v", from, v, err)
-			}
-		case "wait":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return usagef("invalid %s %q: must be a duration ≥ 0, e.g. 30s", from, v)
-			}
-			own.wait = d
-		case "no-wait":
-			own.noWait = v == "" || v == "true" || v == "1"
-			if !own.noWait && v != "false" && v != "0" {
-				return usagef("invalid %s %q: must be true or false", from, v)
-			}
+func parseLockOptions(args []string, out io.Writer) (*lockOptions, error) {
+	o := &lockOptions{run: &runOptions{}}
+	fs := o.flags(out)
+	// 1. RESOURCE, then the flags and the command.
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "--" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fs.help()
+			return nil, flag.ErrHelp
 		}
-		return nil
+		return nil, usagef("missing RESOURCE: %s", lockUsage)
 	}
-	for _, name := range []string{"prefix", "wait", "no-wait", "conflict-exit-code", "storage-exit-code"} {
-		if v, ok := os.LookupEnv(envName(name)); ok {
-			if err := set(name, v, envName(name)); err != nil {
-				return own, nil, err
-			}
-		}
+	o.resource = args[0]
+	if err := o.run.parseArgs(fs, args[1:], lockUsage); err != nil {
+		return nil, err
 	}
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		name, v, hasV := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		switch {
-		case !strings.HasPrefix(args[i], "-"):
-			rest = append(rest, args[i])
-			continue
-		case name == "blob" || name == "once":
-			return own, nil, usagef("--%s is not a flag of blobleader lock: the lock blob derives from RESOURCE and the command runs once", name)
-		case name == "listen":
-			own.listen = true
-			rest = append(rest, args[i])
-			continue
-		case name == "no-wait":
-		case name == "prefix" || name == "wait" || name == "conflict-exit-code" || name == "storage-exit-code":
-			if !hasV {
-				if i+1 >= len(args) {
-					return own, nil, usagef("flag needs an argument: --%s", name)
-				}
-				i++
-				v = args[i]
-			}
-		default:
-			rest = append(rest, args[i])
-			continue
-		}
-		if err := set(name, v, "--"+name); err != nil {
-			return own, nil, err
-		}
+	o.waitGiven = fs.set("wait")
+	// 2. Its own rules, then the lock blob, then run's.
+	if err := o.validate(); err != nil {
+		return nil, fs.explain(err)
 	}
-	if own.noWait && own.wait >= 0 {
-		return own, nil, usagef("--wait and --no-wait are exclusive: set one")
+	blob, err := mutex.BlobName(o.prefix, o.resource)
+	var bad *mutex.ResourceIDError
+	switch {
+	case errors.As(err, &bad):
+		return nil, usagef("invalid RESOURCE (%d bytes): %s", len(o.resource), bad.Rule)
+	case err != nil:
+		return nil, usagef("invalid RESOURCE (%d bytes): %v", len(o.resource), err)
 	}
-	return own, rest, nil
+	o.run.blob, o.run.once = blob, true
+	if err := o.run.check(fs); err != nil {
+		return nil, err
+	}
+	// 3. What run does differently under a named lock.
+	if !fs.set("listen") {
+		o.run.listen = "" // a one-shot lock listens only when asked
+	}
+	o.run.openLock = func(c *container.Client) (*bloblock.Lock, error) { return mutex.BlobLease(c, o.prefix, o.resource) }
+	if o.waitGiven || o.noWait {
+		o.run.giveUp = &giveUp{resource: o.resource, wait: o.wait, noWait: o.noWait, requestTimeout: o.run.timing.RequestTimeout(),
+			conflictCode: o.conflictCode, storageCode: o.storageCode}
+	}
+	return o, nil
 }
 
-// storageNameOK checks a prefix as mutex.Config.Validate does.
-func storageNameOK(prefix string) error {
-	c := mutex.DefaultConfig("x")
-	c.Prefix = prefix
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("%s", err.(*election.ConfigError).Rule)
+// flags is run's flag set without --blob and --once, with lock's own.
+func (o *lockOptions) flags(out io.Writer) *cmdFlags {
+	fs := o.run.flags("blobleader lock", out, lockSummary)
+	fs.refuse("the lock blob derives from RESOURCE and the command runs once", "blob", "once")
+	fs.StringVar(&o.prefix, "prefix", mutex.DefaultPrefix, "lock blob prefix: RESOURCE's lock is the blob <prefix>/<sha-256 of RESOURCE>")
+	fs.DurationVar(&o.wait, "wait", 0, "give up if not holding the lock within this long; ≥ 0 (absent: wait for ever)")
+	fs.BoolVar(&o.noWait, "no-wait", false, "give up when the first attempt finds the lock held or storage failing")
+	fs.IntVar(&o.conflictCode, "conflict-exit-code", defaultConflictExitCode, "exit status when the lock was not taken because another holds it, like flock -E; 1–255")
+	fs.IntVar(&o.storageCode, "storage-exit-code", defaultStorageExitCode, "exit status when the lock was not taken because storage failed; 1–255")
+	return fs
+}
+
+// validate checks lock's own flags.
+func (o *lockOptions) validate() error {
+	for _, c := range []struct {
+		flag flagRef
+		code int
+	}{{"conflict-exit-code", o.conflictCode}, {"storage-exit-code", o.storageCode}} {
+		if c.code < 1 || c.code > 255 {
+			return usagef("invalid %s %d: must be between 1 and 255", c.flag, c.code)
+		}
+	}
+	cfg := mutex.DefaultConfig("blobleader-lock")
+	cfg.Prefix = o.prefix
+	if err := cfg.Validate(); err != nil {
+		return configUsage(err, map[string]string{"Prefix": "prefix"})
+	}
+	switch {
+	case o.waitGiven && o.wait < 0:
+		return usagef("invalid %s %s: must be ≥ 0, e.g. 30s", flagRef("wait"), o.wait)
+	case o.waitGiven && o.noWait:
+		return usagef("%s and %s are exclusive: set one", flagRef("wait"), flagRef("no-wait"))
 	}
 	return nil
 }

@@ -77,6 +77,17 @@ func registerStorageFlags(fs *flag.FlagSet, s *storageOptions) {
 
 func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	o := &locksOptions{}
+	fs := o.flags(out)
+	if err := fs.parse(args); err != nil {
+		return nil, err
+	}
+	if err := o.validate(); err != nil {
+		return nil, fs.explain(err)
+	}
+	return o, nil
+}
+
+func (o *locksOptions) flags(out io.Writer) *cmdFlags {
 	fs := newFlagSet("blobleader locks", out, locksSummary)
 	registerStorageFlags(fs.FlagSet, &o.storage)
 	fs.StringVar(&o.store, "store", "lockstore", "the store name in every path ({store}); it names --container's locks")
@@ -89,11 +100,11 @@ func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Second, "close a connection idle this long between requests; 1s–10m")
 	fs.IntVar(&o.maxConnections, "max-connections", 1024, "serve at most this many connections at once (both addresses together); more wait to be accepted; 1–65536")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "log format on stderr: auto, text, json")
-	if err := fs.parse(args); err != nil {
-		return nil, err
-	}
-	return o, o.validate()
+	return fs
 }
+
+// locksFlags are the flags that set the lock service's mutex.Config fields.
+var locksFlags = map[string]string{"Prefix": "prefix", "RetryPeriod": "retry-period"}
 
 func (o *locksOptions) validate() error {
 	if err := o.storage.validate(); err != nil {
@@ -101,31 +112,32 @@ func (o *locksOptions) validate() error {
 	}
 	cfg := mutex.DefaultConfig("blobleader-locks")
 	cfg.Prefix, cfg.RetryPeriod = o.prefix, o.retryPeriod
-	var ce *election.ConfigError
-	if err := cfg.Validate(); errors.As(err, &ce) {
-		flagName := map[string]string{"Prefix": "--prefix", "RetryPeriod": "--retry-period"}[ce.Field]
-		return usagef("invalid %s %s: %s", flagName, ce.Value, ce.Rule)
+	if err := cfg.Validate(); err != nil {
+		return configUsage(err, locksFlags)
 	}
 	switch {
 	case o.store == "":
-		return usagef("invalid --store: must not be empty")
+		return usagef("invalid %s: must not be empty", flagRef("store"))
 	case o.maxWait < 0 || o.maxWait > 60*time.Second:
-		return usagef("invalid --max-wait %s: must be between 0s and 60s", o.maxWait)
+		return usagef("invalid %s %s: must be between 0s and 60s", flagRef("max-wait"), o.maxWait)
 	case o.idleTimeout < time.Second || o.idleTimeout > 10*time.Minute:
-		return usagef("invalid --idle-timeout %s: must be between 1s and 10m", o.idleTimeout)
+		return usagef("invalid %s %s: must be between 1s and 10m", flagRef("idle-timeout"), o.idleTimeout)
 	case o.maxConnections < 1 || o.maxConnections > 65536:
-		return usagef("invalid --max-connections %d: must be between 1 and 65536", o.maxConnections)
+		return usagef("invalid %s %d: must be between 1 and 65536", flagRef("max-connections"), o.maxConnections)
 	case o.grpcListen != "" && o.grpcListen == o.listen:
-		return usagef("invalid --grpc-listen %q: the same address as --listen (gRPC is served on --listen too; set --grpc-listen to another address, or empty)", o.grpcListen)
+		return usagef("invalid %s %q: the same address as %s (gRPC is served on %s too; set %s to another address, or empty)", flagRef("grpc-listen"), o.grpcListen, flagRef("listen"), flagRef("listen"), flagRef("grpc-listen"))
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
-		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
+		return usagef("invalid %s %q: must be auto, text or json", flagRef("log-format"), o.logFormat)
 	}
 	if err := o.readToken(); err != nil {
 		return err
 	}
-	for _, l := range []struct{ flag, addr string }{{"--listen", o.listen}, {"--grpc-listen", o.grpcListen}} {
+	for _, l := range []struct {
+		flag flagRef
+		addr string
+	}{{"listen", o.listen}, {"grpc-listen", o.grpcListen}} {
 		if o.token == "" && l.addr != "" && !loopbackListen(l.addr) {
-			return usagef("invalid %s %q: an address that is not loopback requires a bearer token (%s or --token-file), so that nothing off the host takes or frees locks unauthenticated", l.flag, l.addr, tokenEnv)
+			return usagef("invalid %s %q: an address that is not loopback requires a bearer token (%s or %s), so that nothing off the host takes or frees locks unauthenticated", l.flag, l.addr, tokenEnv, flagRef("token-file"))
 		}
 	}
 	return nil
@@ -136,7 +148,7 @@ func (o *locksOptions) readToken() error {
 	env, hasEnv := os.LookupEnv(tokenEnv)
 	switch {
 	case hasEnv && o.tokenFile != "":
-		return usagef("%s and --token-file are exclusive: set one", tokenEnv)
+		return usagef("%s and %s are exclusive: set one", tokenEnv, flagRef("token-file"))
 	case hasEnv:
 		if o.token = strings.TrimSpace(env); o.token == "" {
 			return usagef("invalid %s: must not be empty", tokenEnv)
@@ -144,10 +156,10 @@ func (o *locksOptions) readToken() error {
 	case o.tokenFile != "":
 		b, err := os.ReadFile(o.tokenFile)
 		if err != nil {
-			return usagef("invalid --token-file %q: cannot read it: %v", o.tokenFile, errors.Unwrap(err))
+			return usagef("invalid %s %q: cannot read it: %v", flagRef("token-file"), o.tokenFile, errors.Unwrap(err))
 		}
 		if o.token = strings.TrimSpace(string(b)); o.token == "" || strings.ContainsAny(o.token, "\r\n") {
-			return usagef("invalid --token-file %q: must hold one non-empty line", o.tokenFile)
+			return usagef("invalid %s %q: must hold one non-empty line", flagRef("token-file"), o.tokenFile)
 		}
 	}
 	return nil
@@ -178,6 +190,7 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 		_ = logs.Close(ctx)
 	}()
 	log := slog.New(logs.Handler())
+	logUnknownEnv(log)
 	cfg := mutex.DefaultConfig("blobleader-locks")
 	cfg.Prefix, cfg.RetryPeriod = o.prefix, o.retryPeriod
 	metrics := lockapi.NewMetrics()
@@ -207,8 +220,8 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 		grpcAddr = lns[1].Addr().String()
 	}
 	log.Info("lock service started", "listen", lns[0].Addr().String(), "grpc_listen", grpcAddr, "store", o.store,
-		"container", o.storage.container, "prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait.String(),
-		"idle_timeout", o.idleTimeout.String(), "max_connections", o.maxConnections)
+		"container", o.storage.container, "prefix", o.prefix, "token", o.token != "", "max_wait", o.maxWait,
+		"idle_timeout", o.idleTimeout, "max_connections", o.maxConnections)
 	select {
 	case err = <-served:
 		return fmt.Errorf("http server: %w", err)
@@ -241,7 +254,10 @@ func newLockServer(h http.Handler, idle time.Duration) *http.Server {
 func (o *locksOptions) listeners() ([]net.Listener, error) {
 	slots := make(chan struct{}, o.maxConnections)
 	var lns []net.Listener
-	for _, l := range []struct{ flag, addr string }{{"--listen", o.listen}, {"--grpc-listen", o.grpcListen}} {
+	for _, l := range []struct {
+		flag flagRef
+		addr string
+	}{{"listen", o.listen}, {"grpc-listen", o.grpcListen}} {
 		if l.addr == "" {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
+	"github.com/blobleader/blobleader/worker/internal/buildinfo"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
@@ -34,28 +35,47 @@ func main() {
 	os.Exit(run(argsFor(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }
 
+// A subcommand is how it runs and where a warning about an unknown
+// BLOBLEADER_* variable goes (envcheck.go): its log, which it writes once
+// open (logUnknownEnv), or stderr.
+type subcommand struct {
+	run    func(args []string, stdout, stderr io.Writer) error
+	logged bool // writes a log: the warnings go there
+}
+
+// subcommands by name; without one, the binary is the worker.
+var subcommands = map[string]subcommand{
+	"run":          {run: runRun, logged: true},
+	"lock":         {run: runLock, logged: true},
+	"locks":        {run: runLocks, logged: true},
+	"ledger":       {run: runLedger},
+	"shards":       {run: runShards},
+	"status":       {run: runStatus},
+	"recover-term": {run: runRecoverTerm},
+}
+
 // run is main without os.Exit, returning the exit code: 0 clean stop,
 // 2 invalid configuration, 1 anything else (run --once: the command's status).
 func run(args []string, stdout, stderr io.Writer) int {
-	var err error
-	switch {
-	case len(args) > 0 && args[0] == "ledger":
-		err = runLedger(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "status":
-		err = runStatus(args[1:], stdout)
-	case len(args) > 0 && args[0] == "run":
-		err = runRun(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "shards":
-		err = runShards(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "locks":
-		err = runLocks(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "lock":
-		err = runLock(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "recover-term":
-		err = runRecoverTerm(args[1:], stdout, stderr)
-	default:
-		err = runWorker(args, stdout, stderr)
+	cmd, rest := subcommand{run: runWorker, logged: true}, args
+	if len(args) > 0 {
+		if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
+			return exitCode(runVersion(args[1:], stdout), stderr)
+		}
+		if sub, ok := subcommands[args[0]]; ok {
+			cmd, rest = sub, args[1:]
+		}
 	}
+	if !cmd.logged {
+		printUnknownEnv(stderr)
+	}
+	return exitCode(cmd.run(rest, stdout, stderr), stderr)
+}
+
+// exitCode is the exit code of err, which it prints: 0 clean stop (or
+// --help), 2 invalid configuration, 1 anything else, or the command's
+// status (run --once).
+func exitCode(err error, stderr io.Writer) int {
 	var ue *usageError
 	var ee *exitStatusError
 	switch {
@@ -70,6 +90,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "blobleader: %v\n", err)
 		return 1
 	}
+}
+
+// runVersion prints what the build recorded: the module's version, the Go
+// version and platform, and the VCS revision when stamped
+// (worker/internal/buildinfo).
+func runVersion(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q: blobleader version takes none", args[0])
+	}
+	fmt.Fprintf(stdout, "blobleader %s\n", buildinfo.Read())
+	return nil
 }
 
 func runWorker(args []string, stdout, stderr io.Writer) error {

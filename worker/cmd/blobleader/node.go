@@ -119,10 +119,11 @@ func openNode(o *options, cfg election.Config, stderr io.Writer, buildMode func(
 func (n *node) open() error {
 	o := n.o
 	o.build.announce(n.log)
+	logUnknownEnv(n.log)
 	if o.listen != "" { // "": no listener (a one-shot lock not asked to listen)
 		ln, err := net.Listen("tcp", o.listen)
 		if err != nil {
-			return usagef("cannot listen on --listen %s: %v", o.listen, causeOf(err))
+			return usagef("cannot listen on %s %s: %v", flagRef("listen"), o.listen, causeOf(err))
 		}
 		n.ln = ln
 		n.closers = append(n.closers, func() { ln.Close() })
@@ -136,7 +137,7 @@ func (n *node) open() error {
 	}
 	if o.accountURL != "" {
 		if n.cred, err = bloblock.NewCredential(); err != nil {
-			return usagef("cannot authenticate for --account-url %s: %v", o.accountURL, err)
+			return usagef("cannot authenticate for %s %s: %v", flagRef("account-url"), o.accountURL, err)
 		}
 	}
 	if n.storage, err = newContainerClient(o.storageOptions, n.cred, n.cfg.RequestTimeout(), n.observeRequest); err != nil {
@@ -147,7 +148,7 @@ func (n *node) open() error {
 		open = func(c *container.Client) (*bloblock.Lock, error) { return bloblock.New(c, o.blob) }
 	}
 	if n.lock, err = open(n.storage); err != nil {
-		return usagef("invalid --blob %q: %v", o.blob, err)
+		return usagef("invalid %s %q: %v", flagRef("blob"), o.blob, err)
 	}
 	if o.history == "blob" {
 		return n.appendHistoryBlobs()
@@ -197,7 +198,7 @@ func newContainerClient(s storageOptions, cred azcore.TokenCredential, requestTi
 	if s.storageDial != "" {
 		hc, err := dialer.Client(s.storageDial, nil)
 		if err != nil {
-			return nil, usagef("invalid --storage-dial %q: %v", s.storageDial, err)
+			return nil, usagef("invalid %s %q: %v", flagRef("storage-dial"), s.storageDial, err)
 		}
 		cfg.Transport = hc
 	}
@@ -217,7 +218,17 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, nil))
 	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: durationString}))
+}
+
+// durationString writes a duration as the text handler does, Go's
+// duration string ("15s"), where JSON would write integer nanoseconds: one
+// form in every log line (docs/architecture.md#logs).
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // storageUsage names the storage flag a client could not be built from.
@@ -226,7 +237,7 @@ func storageUsage(err error) error {
 	if errors.As(err, &ue) {
 		return err
 	}
-	return usagef("invalid storage flags (--connection-string or --account-url, --container): %v", err)
+	return usagef("invalid storage flags (%s or %s, %s): %v", flagRef("connection-string"), flagRef("account-url"), flagRef("container"), err)
 }
 
 // causeOf is the operating system's reason for a failed listen or dial

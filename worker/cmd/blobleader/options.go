@@ -56,7 +56,7 @@ type options struct {
 	controlListen   string          // --control-listen (control.go); "" off
 	build           buildOptions    // what only some builds have (buildoptions.go)
 	// openLock opens the lock on --blob when it is not plain bloblock.New:
-	// `blobleader lock` sets its resource's named lock (mutex.BlobLock,
+	// `blobleader lock` sets its resource's named lock (mutex.BlobLease,
 	// whose record names the resource). nil: bloblock.New.
 	openLock func(*container.Client) (*bloblock.Lock, error)
 }
@@ -93,16 +93,14 @@ Usage:
   blobleader locks [flags]      serve named resource locks over HTTP, Dapr's lock API (blobleader locks --help)
   blobleader lock RESOURCE [flags] -- COMMAND [ARGS...]
                                 run COMMAND once under RESOURCE's named lock (blobleader lock --help)
+  blobleader --version          print the version the build recorded (also: blobleader version)
 
 Exit codes: 0 clean stop, 2 invalid configuration, 1 anything else.`
 
 // parseOptions parses and checks the worker's command line.
 func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 	o := &workerOptions{}
-	fs := newFlagSet("blobleader", out, workerSummary)
-	o.register(fs)
-	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
-	fs.IntVar(&o.shards, "shards", 0, "Leader-Followers: the leader assigns N work shards (1–1024) to the live workers, balanced and sticky; a worker works a shard (a fenced ledger append every --tick) only while it holds the shard's own lease; 0 = single-task mode")
+	fs := o.flags(out)
 	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
@@ -110,6 +108,15 @@ func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 		return nil, fs.explain(err)
 	}
 	return o, nil
+}
+
+// flags is the worker's flag set, registered on o.
+func (o *workerOptions) flags(out io.Writer) *cmdFlags {
+	fs := newFlagSet("blobleader", out, workerSummary)
+	o.register(fs)
+	fs.DurationVar(&o.tick, "tick", time.Second, "leader task period: one ledger append per tick; 10ms–1h")
+	fs.IntVar(&o.shards, "shards", 0, "Leader-Followers: the leader assigns N work shards (1–1024) to the live workers, balanced and sticky; a worker works a shard (a fenced ledger append every --tick) only while it holds the shard's own lease; 0 = single-task mode")
+	return fs
 }
 
 // register adds the flags every contending mode shares.
@@ -122,7 +129,7 @@ func (o *options) register(fs *cmdFlags) {
 	fs.DurationVar(&o.timing.RenewDeadline, "renew-deadline", d.RenewDeadline, "leader steps down when this long has passed since its last successful renew was sent; < L − 2s")
 	fs.DurationVar(&o.timing.RenewInterval, "renew-interval", d.RenewInterval, "leader renews this often; ≤ renew-deadline/3")
 	fs.DurationVar(&o.timing.RetryPeriod, "retry-period", d.RetryPeriod, "follower poll period P (jittered ±10%); ≥ 500ms (every follower polls the one lock blob, which storage throttles past 500 requests a second)")
-	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress for this long; 0 disables; else ≥ renew-interval")
+	fs.DurationVar(&o.watchdogTimeout, "watchdog-timeout", 10*time.Second, "leader steps down if its task shows no progress (work that landed) for this long; 0 disables; else ≥ --renew-interval, and for the worker more than --tick + 2 × request timeout (with --shards also ≥ 1.1 × --retry-period + 2 × request timeout); request timeout = min(--renew-interval, --renew-deadline/3)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", d.ShutdownGrace, "how long a stopping leader waits for its task before releasing")
 	fs.DurationVar(&o.tokenTimeout, "token-timeout", 3*time.Minute, "with --account-url: how long to wait at start for the first storage token, outside the per-request timeout (a managed-identity endpoint can be slow to answer first); ≥ 1s")
 	o.takeover.register(fs)
@@ -151,7 +158,7 @@ func (t *takeoverOptions) register(fs *cmdFlags) {
 // does not: a break with a period.
 func (t *takeoverOptions) validate() error {
 	if t.breakPeriod != 0 {
-		return usagef("invalid --break-period %s: early takeover no longer breaks with a period — a follower breaks the lease at once (period 0), conditioned on the leader's record, once that record has been unchanged for --takeover-after (docs/failover.md#early-takeover); remove --break-period", t.breakPeriod)
+		return usagef("invalid %s %s: early takeover no longer breaks with a period — a follower breaks the lease at once (period 0), conditioned on the leader's record, once that record has been unchanged for %s (docs/failover.md#early-takeover); remove %s", flagRef("break-period"), t.breakPeriod, flagRef("takeover-after"), flagRef("break-period"))
 	}
 	return nil
 }
@@ -188,7 +195,7 @@ func (o *workerOptions) finish(fs *cmdFlags) error {
 		return err
 	}
 	if o.tick < 10*time.Millisecond || o.tick > time.Hour {
-		return usagef("invalid --tick %s: must be between 10ms and 1h", o.tick)
+		return usagef("invalid %s %s: must be between 10ms and 1h", flagRef("tick"), o.tick)
 	}
 	if err := o.validateTick(); err != nil {
 		return err
@@ -198,29 +205,38 @@ func (o *workerOptions) finish(fs *cmdFlags) error {
 
 func (o *options) validateElection() error {
 	if err := o.electionConfig().Validate(); err != nil {
-		return configUsage(err)
+		return configUsage(err, electionFlags)
 	}
 	return nil
 }
 
 func (o *options) validateProcess() error {
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
-		return usagef("invalid --listen %q: must be host:port or :port, e.g. :8080 or 127.0.0.1:8080", o.listen)
+		return usagef("invalid %s %q: must be host:port or :port, e.g. :8080 or 127.0.0.1:8080", flagRef("listen"), o.listen)
 	}
 	switch {
 	case o.tokenTimeout < time.Second:
-		return usagef("invalid --token-timeout %s: must be at least 1s", o.tokenTimeout)
+		return usagef("invalid %s %s: must be at least 1s", flagRef("token-timeout"), o.tokenTimeout)
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
-		return usagef("invalid --log-format %q: must be auto, text or json", o.logFormat)
+		return usagef("invalid %s %q: must be auto, text or json", flagRef("log-format"), o.logFormat)
 	}
 	return nil
 }
 
 func (o *workerOptions) validateShards() error {
 	if o.shards < 0 || o.shards > shard.MaxShards {
-		return usagef("invalid --shards %d: must be between 1 and %d (0 or absent: single-task mode)", o.shards, shard.MaxShards)
+		return usagef("invalid %s %d: must be between 1 and %d (0 or absent: single-task mode)", flagRef("shards"), o.shards, shard.MaxShards)
 	}
 	return nil
+}
+
+// withoutQuery is an address as it may be shown: its query, which can
+// carry a SAS signature, elided.
+func withoutQuery(address string) string {
+	if before, _, found := strings.Cut(address, "?"); found {
+		return before + "?…"
+	}
+	return address
 }
 
 // Azure container names: 3–63 characters, lowercase letters, digits and
@@ -228,7 +244,7 @@ func (o *workerOptions) validateShards() error {
 var containerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9]|-[a-z0-9]){1,62}$`)
 
 func (s *storageOptions) validate() error {
-	connFlag := "--connection-string"
+	connFlag := any(flagRef("connection-string"))
 	if s.connectionString == "" && s.accountURL == "" {
 		if s.connectionString = os.Getenv("AZURE_STORAGE_CONNECTION_STRING"); s.connectionString != "" {
 			connFlag = "AZURE_STORAGE_CONNECTION_STRING (for --connection-string)"
@@ -236,32 +252,41 @@ func (s *storageOptions) validate() error {
 	}
 	switch {
 	case s.connectionString == "" && s.accountURL == "":
-		return usagef("no storage: set --account-url (Azure, keyless) or --connection-string (Azurite)")
+		return usagef("no storage: set %s (Azure, keyless) or %s (Azurite)", flagRef("account-url"), flagRef("connection-string"))
 	case s.connectionString != "" && s.accountURL != "":
-		return usagef("--account-url and --connection-string are exclusive: set one")
+		return usagef("%s and %s are exclusive: set one", flagRef("account-url"), flagRef("connection-string"))
 	case len(s.container) < 3 || len(s.container) > 63 || !containerName.MatchString(s.container):
-		return usagef("invalid --container %q: must be 3–63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit", s.container)
+		return usagef("invalid %s %q: must be 3–63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit", flagRef("container"), s.container)
 	case s.blob == "" || len(s.blob) > 900:
-		return usagef("invalid --blob %q: must be 1–900 characters", s.blob)
+		return usagef("invalid %s %q: must be 1–900 characters", flagRef("blob"), s.blob)
 	}
 	if err := storage.CheckBlobName(s.blob); err != nil {
-		return usagef("invalid --blob %q: must %v", s.blob, err)
+		return usagef("invalid %s %q: must %v", flagRef("blob"), s.blob, err)
 	}
 	if s.storageDial != "" {
 		if err := dialer.Validate(s.storageDial); err != nil {
-			return usagef("invalid --storage-dial %q: must be host:port, e.g. 127.0.0.1:10443", s.storageDial)
+			return usagef("invalid %s %q: must be host:port, e.g. 127.0.0.1:10443", flagRef("storage-dial"), s.storageDial)
 		}
 	}
 	if s.accountURL != "" {
+		shown := withoutQuery(s.accountURL) // a query can carry a SAS signature
 		u, err := url.Parse(s.accountURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return usagef("invalid --account-url %q: must be https://<account>.blob.<suffix> with no path", s.accountURL)
+		switch {
+		case err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/"):
+			return usagef("invalid %s %q: must be https://<account>.blob.<suffix> with no path", flagRef("account-url"), shown)
+		case u.RawQuery != "" || u.ForceQuery:
+			return usagef("invalid %s %q: must have no query: %s signs in with Microsoft Entra ID (keyless); a SAS goes into %s (BlobEndpoint=https://…;SharedAccessSignature=…)", flagRef("account-url"), shown, flagRef("account-url"), flagRef("connection-string"))
 		}
 	}
 	if s.connectionString != "" {
 		// Build (not use) a client: catches a malformed string or key now.
-		if _, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: s.connectionString, Container: s.container}); err != nil {
-			return usagef("invalid %s: %v", connFlag, strings.TrimPrefix(err.Error(), "bloblock: "))
+		_, err := bloblock.NewContainerClient(bloblock.ClientConfig{ConnectionString: s.connectionString, Container: s.container})
+		var bad *bloblock.ConnectionStringError
+		switch {
+		case errors.As(err, &bad):
+			return usagef("invalid %s: malformed connection string: %s", connFlag, bad.Problem)
+		case err != nil:
+			return usagef("invalid %s: %v", connFlag, err)
 		}
 	}
 	return nil
@@ -276,7 +301,7 @@ func (o *options) validateControl() error {
 	host, port, err := net.SplitHostPort(o.controlListen)
 	n, perr := strconv.Atoi(port)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || perr != nil || n < 0 || n > 65535 {
-		return usagef("invalid --control-listen %q: must be a loopback IP and port, e.g. 127.0.0.1:8081 (the endpoint can stop the worker, so nothing off the host may reach it)", o.controlListen)
+		return usagef("invalid %s %q: must be a loopback IP and port, e.g. 127.0.0.1:8081 (the endpoint can stop the worker, so nothing off the host may reach it)", flagRef("control-listen"), o.controlListen)
 	}
 	return nil
 }
@@ -292,7 +317,7 @@ func (o *options) validateHistoryNames() error {
 		return nil
 	}
 	if err := storage.CheckBlobName(o.identity); err != nil {
-		return usagef("invalid --identity %q: with --history blob it names the history blobs <identity>/…, so it must %v", o.identity, err)
+		return usagef("invalid %s %q: with %s blob it names the history blobs <identity>/…, so it must %v", flagRef("identity"), o.identity, flagRef("history"), err)
 	}
 	return nil
 }
@@ -306,10 +331,10 @@ func (o *workerOptions) validateShardNames() error {
 	l := shard.Layout{Blob: o.blob}
 	for _, name := range []string{l.Member(o.identity), l.Report(o.identity)} {
 		if len(name) > storage.MaxBlobName {
-			return usagef("invalid --identity %q (%d bytes) with --blob %q (%d bytes): in --shards mode the member blob <blob>-shards/members/<identity> is %d bytes; Azure allows at most %d: shorten either", o.identity, len(o.identity), o.blob, len(o.blob), len(name), storage.MaxBlobName)
+			return usagef("invalid %s %q (%d bytes) with %s %q (%d bytes): in %s mode the member blob <blob>-shards/members/<identity> is %d bytes; Azure allows at most %d: shorten either", flagRef("identity"), o.identity, len(o.identity), flagRef("blob"), o.blob, len(o.blob), flagRef("shards"), len(name), storage.MaxBlobName)
 		}
 		if err := storage.CheckBlobName(name); err != nil {
-			return usagef("invalid --identity %q: in --shards mode it names the blob %q, which must %v", o.identity, name, err)
+			return usagef("invalid %s %q: in %s mode it names the blob %q, which must %v", flagRef("identity"), o.identity, flagRef("shards"), name, err)
 		}
 	}
 	return nil
@@ -332,8 +357,9 @@ func (o *workerOptions) validateTick() error {
 	}
 	rt := o.electionConfig().RequestTimeout()
 	if gap := o.tick + 2*rt; gap >= o.watchdogTimeout {
-		return usagef("invalid --tick %s with --watchdog-timeout %s: the leader task heartbeats (reports progress) once per ledger append that lands, one per tick, each up to 2 × the request timeout %s, so --tick + 2 × request timeout = %s must be less than --watchdog-timeout, or its own watchdog steps every leader down; lower --tick or raise --watchdog-timeout (0 disables it)",
-			o.tick, o.watchdogTimeout, rt, gap)
+		tick, watchdog := flagRef("tick"), flagRef("watchdog-timeout")
+		return usagef("invalid %s %s with %s %s: the leader task reports progress once per ledger append that lands, one per tick, each up to 2 × the request timeout %s, so %s + 2 × request timeout = %s must be less than %s, or its own watchdog steps every leader down; lower %s or raise %s (0 disables it)",
+			tick, o.tick, watchdog, o.watchdogTimeout, rt, tick, gap, watchdog, tick, watchdog)
 	}
 	return nil
 }
@@ -351,8 +377,9 @@ func (o *workerOptions) validateShardTimings() error {
 	rt := o.electionConfig().RequestTimeout()
 	need := o.timing.RetryPeriod*11/10 + 2*rt
 	if need > o.watchdogTimeout {
-		return usagef("invalid --retry-period %s with --watchdog-timeout %s in shard mode: the coordinator reports progress once per pass that confirms or publishes the assignment, one pass every 1.1 × --retry-period, each step up to the request timeout (%s), so 1.1 × --retry-period + 2 × request timeout (%s) must be at most --watchdog-timeout; lower --retry-period or raise --watchdog-timeout (0 disables it)",
-			o.timing.RetryPeriod, o.watchdogTimeout, rt, need)
+		retry, watchdog := flagRef("retry-period"), flagRef("watchdog-timeout")
+		return usagef("invalid %s %s with %s %s in shard mode: the coordinator reports progress once per pass that confirms or publishes the assignment, one pass every 1.1 × %s, each step up to the request timeout (%s), so 1.1 × %s + 2 × request timeout (%s) must be at most %s; lower %s or raise %s (0 disables it)",
+			retry, o.timing.RetryPeriod, watchdog, o.watchdogTimeout, retry, rt, retry, need, watchdog, retry, watchdog)
 	}
 	return nil
 }
@@ -386,24 +413,26 @@ func (o *workerOptions) electionConfig() election.Config {
 	return c
 }
 
-// Go field names in election.ConfigError, as flags.
-var fieldFlags = map[string]string{
-	"Identity": "--identity", "LeaseDuration": "--lease-duration", "RenewDeadline": "--renew-deadline",
-	"RenewInterval": "--renew-interval", "RetryPeriod": "--retry-period",
-	"WatchdogTimeout": "--watchdog-timeout", "ShutdownGrace": "--shutdown-grace",
-	"TakeoverAfter": "--takeover-after",
+// electionFlags are the flags that set the election's fields: the field
+// names a *election.ConfigError carries, as flag names.
+var electionFlags = map[string]string{
+	"Identity": "identity", "LeaseDuration": "lease-duration", "RenewDeadline": "renew-deadline",
+	"RenewInterval": "renew-interval", "RetryPeriod": "retry-period",
+	"WatchdogTimeout": "watchdog-timeout", "ShutdownGrace": "shutdown-grace",
+	"TakeoverAfter": "takeover-after",
 }
 
-// configUsage turns an election config error into a usage error that names
-// the flag and the rule in flag names.
-func configUsage(err error) error {
+// configUsage turns a library config error into a usage error that names
+// the flag, the value and the rule, every field in it shown as the flag
+// that sets it (flags: field → flag name).
+func configUsage(err error, flags map[string]string) error {
 	var ce *election.ConfigError
-	if errors.As(err, &ce) {
-		rule := ce.Rule
-		for field, flagName := range fieldFlags {
-			rule = strings.ReplaceAll(rule, field, flagName)
-		}
-		return usagef("invalid %s %s: %s", fieldFlags[ce.Field], ce.Value, rule)
+	if !errors.As(err, &ce) {
+		return usagef("%v", err)
 	}
-	return usagef("%v", err)
+	subject := any(ce.Field)
+	if flag, ok := flags[ce.Field]; ok {
+		subject = flagRef(flag)
+	}
+	return usagef("invalid %s %s: %s", subject, ce.Value, configRule{err: ce, flags: flags})
 }

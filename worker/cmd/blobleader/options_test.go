@@ -108,7 +108,7 @@ func TestWorker_FlagCombinationsThatCannotWorkExitTwoNamingBoth(t *testing.T) {
 		args []string
 		want []string // both flags and a word of the rule
 	}{
-		{"worker: tick above the watchdog", []string{conn, "--tick=30s"}, []string{"--tick", "--watchdog-timeout", "heartbeat"}},
+		{"worker: tick above the watchdog", []string{conn, "--tick=30s"}, []string{"--tick", "--watchdog-timeout", "reports progress"}},
 		{"worker: an append's timeout above the watchdog", []string{conn, "--watchdog-timeout=3s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
 		{"worker: a tick plus an append's timeout above the watchdog", []string{conn, "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
 		{"shards: a tick plus an append's timeout above the watchdog", []string{conn, "--shards=4", "--tick=7s"}, []string{"--tick", "--watchdog-timeout", "request timeout"}},
@@ -334,5 +334,50 @@ func TestWorker_NamesStorageKeepsAreAccepted(t *testing.T) {
 		if _, err := parseOptions(args, new(strings.Builder)); err != nil {
 			t.Errorf("parseOptions(%q) = %v, want accepted", args[1:], err)
 		}
+	}
+}
+
+// --help states the watchdog's real rules, not only the library's: the
+// worker refuses a timeout a healthy leader's ledger appends could outlast.
+func TestWorker_HelpStatesTheWatchdogRule(t *testing.T) {
+	t.Parallel()
+	code, stdout, _ := runBinary(t, nil, "--help")
+	_, usage, _ := strings.Cut(stdout, "--watchdog-timeout\n")
+	usage, _, _ = strings.Cut(usage, "\n")
+	if code != 0 || !strings.Contains(usage, "--tick + 2 × request timeout") || !strings.Contains(usage, "--renew-interval") {
+		t.Fatalf("--help on --watchdog-timeout says %q; want its rules: ≥ --renew-interval, more than --tick + 2 × request timeout", usage)
+	}
+}
+
+// Storage addresses that could only fail once running are refused at start
+// (exit 2, naming the flag, the rule and the value), and the value shown
+// never carries a signature or a key.
+func TestWorker_StorageAddressesThatCannotWorkExitTwoWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	const sig, key = "c2VjcmV0LXNpZ25hdHVyZQ", "a2V5LWtleS1rZXkta2V5LWtleQ=="
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"account url with a SAS", []string{"--account-url", "https://acct.blob.core.windows.net/?sv=2022-11-02&sp=rwdl&sig=" + sig},
+			[]string{"--account-url", "https://acct.blob.core.windows.net/?", "SAS", "--connection-string"}},
+		{"http account url with a SAS", []string{"--account-url", "http://acct.blob.core.windows.net/?sv=2022-11-02&sig=" + sig},
+			[]string{"--account-url", "https"}},
+		{"blob endpoint without a scheme", []string{"--connection-string", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + key + ";BlobEndpoint=127.0.0.1:10000/devstoreaccount1;"},
+			[]string{"--connection-string", "BlobEndpoint", `"127.0.0.1:10000/devstoreaccount1"`, "http://"}},
+		{"blob endpoint with a SAS and no scheme", []string{"--connection-string", "BlobEndpoint=acct.blob.core.windows.net/?sv=2022-11-02&sig=" + sig + ";SharedAccessSignature=sv=2022-11-02&sig=" + sig},
+			[]string{"--connection-string", "BlobEndpoint", "http://"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// No credential reaches a metadata endpoint, whatever the code does.
+			env := []string{"AZURE_STORAGE_CONNECTION_STRING=", "AZURE_TOKEN_CREDENTIALS=NoSuchCredential"}
+			code, stdout, stderr := runBinary(t, env, append(tc.args, "--listen", "127.0.0.1:0")...)
+			requireOneLineUsage(t, code, stdout, stderr, tc.want...)
+			if strings.Contains(stderr, sig) || strings.Contains(stderr, key) {
+				t.Fatalf("the refusal shows a secret:\n%s", stderr)
+			}
+		})
 	}
 }

@@ -93,7 +93,7 @@ func (o *options) applyProfile(fs *cmdFlags) error {
 		}
 	}
 	if p == nil {
-		return usagef("invalid --profile %q: must be one of %s (README, \"Timing profiles\")", o.profile, profileNames())
+		return usagef("invalid %s %q: must be one of %s (README, \"Timing profiles\")", flagRef("profile"), o.profile, profileNames())
 	}
 	names := make([]string, 0, len(p.flags))
 	for name := range p.flags {

@@ -149,7 +149,7 @@ func storedRecord(ctx context.Context, lock *bloblock.Lock) (written string, ter
 // unusable). A usable term is never lowered.
 func checkFloor(floor, term int64) error {
 	if term > floor {
-		return usagef("invalid --floor %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", floor, term)
+		return usagef("invalid %s %d: the lock's term is already %d, and recover-term never lowers a term (it sets floor+1); nothing written", flagRef("floor"), floor, term)
 	}
 	return nil
 }

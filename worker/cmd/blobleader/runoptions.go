@@ -1,10 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election"
@@ -55,35 +55,56 @@ with --once, COMMAND's status once it has run.`
 
 func parseRunOptions(args []string, out io.Writer) (*runOptions, error) {
 	o := &runOptions{}
-	fs := newFlagSet("blobleader run", out, runSummary)
+	fs := o.flags("blobleader run", out, runSummary)
+	if err := o.parseArgs(fs, args, "blobleader run [flags] -- COMMAND [ARGS...]"); err != nil {
+		return nil, err
+	}
+	if err := o.check(fs); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// flags is a flag set named name with run's flags (and the shared ones)
+// registered on o; `blobleader lock` adds its own.
+func (o *runOptions) flags(name string, out io.Writer, summary string) *cmdFlags {
+	fs := newFlagSet(name, out, summary)
 	o.register(fs)
 	fs.BoolVar(&o.once, "once", false, "run COMMAND once: when it has exited (or was stopped), release and exit with its status")
 	fs.DurationVar(&o.killGrace, "kill-grace", time.Second, "how long COMMAND's group gets between SIGTERM and SIGKILL when its leadership ends; ≤ lease-duration − renew-deadline − 3s; with early takeover the grace comes before the end, and renew-deadline − kill-grace must be ≥ renew-interval + request timeout")
+	return fs
+}
 
-	// 1. Flags before "--", the command after it.
+// parseArgs parses the flags before "--" (usage is the command's usage
+// line) and takes the command after it.
+func (o *runOptions) parseArgs(fs *cmdFlags, args []string, usage string) error {
 	sep := slices.Index(args, "--")
 	if sep < 0 {
 		for _, a := range args {
 			if a == "-h" || a == "-help" || a == "--help" {
 				fs.help()
-				return nil, flag.ErrHelp
+				return flag.ErrHelp
 			}
 		}
-		return nil, usagef("missing -- before the command: blobleader run [flags] -- COMMAND [ARGS...]")
+		return usagef("missing -- before the command: %s", usage)
 	}
 	if err := fs.parse(args[:sep]); err != nil {
-		return nil, err
+		return err
 	}
 	o.argv = args[sep+1:]
-	// 2. The command: present and executable, before we contend.
+	return nil
+}
+
+// check checks the command — present and executable, before we contend —
+// then the shared rules, then run's own.
+func (o *runOptions) check(fs *cmdFlags) error {
 	if err := o.checkCommand(); err != nil {
-		return nil, err
+		return err
 	}
-	// 3. The shared rules, then run's own.
 	if err := o.finish(fs); err != nil {
-		return nil, fs.explain(err)
+		return fs.explain(err)
 	}
-	return o, fs.explain(o.validateRun())
+	return fs.explain(o.validateRun())
 }
 
 // checkCommand resolves the command and refuses, before it can ever run,
@@ -94,12 +115,12 @@ func (o *runOptions) checkCommand() error {
 	}
 	path, err := supervise.Resolve(o.argv[0])
 	if err != nil {
-		return usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+		return commandUsage(err)
 	}
 	o.path = path
 	// Set-user-ID to another user, with no cgroup kill: out of reach.
 	if err := supervise.CheckReachable(path); err != nil {
-		return usagef("invalid command: %s", strings.TrimPrefix(err.Error(), "supervise: "))
+		return commandUsage(err)
 	}
 	// A /proc of another pid namespace: its pids are not ours.
 	if why, foreign := supervise.ProcForeign(); foreign {
@@ -111,6 +132,15 @@ func (o *runOptions) checkCommand() error {
 		return usagef("cannot supervise a command here: %s, and this supervisor cannot make a cgroup of its own (cgroup v2 with cgroup.kill, writable: root or a delegated cgroup), so it could not see every process of the command; give it a writable cgroup (systemd Delegate=yes) or a /proc without hidepid", why)
 	}
 	return nil
+}
+
+// commandUsage is the refusal of a command that cannot be supervised.
+func commandUsage(err error) error {
+	var ce *supervise.CommandError
+	if errors.As(err, &ce) {
+		return usagef("invalid command: %s: %s", ce.Problem, ce.Detail)
+	}
+	return usagef("invalid command: %v", err)
 }
 
 // validateRun checks that the command can always be stopped before anyone
@@ -129,22 +159,22 @@ func (o *runOptions) validateRun() error {
 	budget := o.timing.LeaseDuration - o.timing.RenewDeadline - election.SafetyMargin - supervise.KillTimeout
 	switch {
 	case budget < 0:
-		return usagef("invalid --renew-deadline %s for run: must be at most lease-duration − %s (%s), so that the command can be killed and reaped (%s) within the %s safety margin before the lease can expire",
-			o.timing.RenewDeadline, election.SafetyMargin+supervise.KillTimeout, o.timing.LeaseDuration-election.SafetyMargin-supervise.KillTimeout, supervise.KillTimeout, election.SafetyMargin)
+		return usagef("invalid %s %s for run: must be at most lease-duration − %s (%s), so that the command can be killed and reaped (%s) within the %s safety margin before the lease can expire",
+			flagRef("renew-deadline"), o.timing.RenewDeadline, election.SafetyMargin+supervise.KillTimeout, o.timing.LeaseDuration-election.SafetyMargin-supervise.KillTimeout, supervise.KillTimeout, election.SafetyMargin)
 	case o.killGrace < 0:
-		return usagef("invalid --kill-grace %s: must be ≥ 0 (0: SIGKILL at once)", o.killGrace)
+		return usagef("invalid %s %s: must be ≥ 0 (0: SIGKILL at once)", flagRef("kill-grace"), o.killGrace)
 	case o.killGrace > budget:
-		return usagef("invalid --kill-grace %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower --kill-grace or --renew-deadline",
-			o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget)
+		return usagef("invalid %s %s: must be at most lease-duration − renew-deadline − %s safety margin − %s for SIGKILL and the reap (%s), so that the command is dead before the lease can expire; lower %s or %s",
+			flagRef("kill-grace"), o.killGrace, election.SafetyMargin, supervise.KillTimeout, budget, flagRef("kill-grace"), flagRef("renew-deadline"))
 	}
 	if c := o.electionConfig(); o.graceInside() {
 		if window, cycle := c.RenewDeadline-o.killGrace, c.RenewInterval+c.RequestTimeout(); window < cycle {
-			return usagef("invalid --kill-grace %s with --takeover-after %s: with early takeover the command is SIGKILLed by the end of its leadership and gets its grace before it, so --renew-deadline − --kill-grace (%s) must be at least --renew-interval + request timeout (%s), one heartbeat cycle, or a healthy leader stops its own command; lower --kill-grace or raise --renew-deadline",
-				o.killGrace, c.TakeoverAfter, window, cycle)
+			return usagef("invalid %s %s with %s %s: with early takeover the command is SIGKILLed by the end of its leadership and gets its grace before it, so %s − %s (%s) must be at least %s + request timeout (%s), one heartbeat cycle, or a healthy leader stops its own command; lower %s or raise %s",
+				flagRef("kill-grace"), o.killGrace, flagRef("takeover-after"), c.TakeoverAfter, flagRef("renew-deadline"), flagRef("kill-grace"), window, flagRef("renew-interval"), cycle, flagRef("kill-grace"), flagRef("renew-deadline"))
 		}
 	}
 	if err := o.electionConfig().Validate(); err != nil {
-		return configUsage(err)
+		return configUsage(err, electionFlags)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 // arguments, so the image links /status to the binary (argv0.go) and
 // `az container exec … --exec-command /status` is how an operator asks a
 // worker on Azure who leads.
-func runStatus(args []string, stdout io.Writer) error {
+func runStatus(args []string, stdout, _ io.Writer) error {
 	o, err := parseStatusOptions(args, stdout)
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ func (r *readOptions) validate() error {
 		return err
 	}
 	if r.timeout <= 0 {
-		return usagef("invalid --timeout %s: must be > 0", r.timeout)
+		return usagef("invalid %s %s: must be > 0", flagRef("timeout"), r.timeout)
 	}
 	return nil
 }
@@ -89,14 +89,18 @@ storage failed, 2 invalid flags.`
 
 func parseLedgerOptions(args []string, out io.Writer) (*ledgerOptions, error) {
 	o := &ledgerOptions{}
+	if err := parseRead(o.flags(out), &o.readOptions, args, nil); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *ledgerOptions) flags(out io.Writer) *cmdFlags {
 	fs := newFlagSet("blobleader ledger", out, ledgerSummary)
 	o.register(fs.FlagSet)
 	fs.BoolVar(&o.verify, "verify", false, "check every ledger found: seq contiguous from 1, no duplicates, terms never decreasing; exit 1 if not, or if there is no entry to check")
 	fs.BoolVar(&o.asJSON, "json", false, "print entries as JSON lines instead of a table (a shard's carry \"shard\")")
-	if err := parseRead(fs, &o.readOptions, args, nil); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return fs
 }
 
 // shardsOptions are `blobleader shards`'.
@@ -116,13 +120,17 @@ Exit codes: 0 printed, 1 no summary yet or storage failed, 2 invalid flags.`
 
 func parseShardsOptions(args []string, out io.Writer) (*shardsOptions, error) {
 	o := &shardsOptions{}
-	fs := newFlagSet("blobleader shards", out, shardsSummary)
-	o.register(fs.FlagSet)
-	fs.BoolVar(&o.asJSON, "json", false, "print the summary document as JSON")
-	if err := parseRead(fs, &o.readOptions, args, nil); err != nil {
+	if err := parseRead(o.flags(out), &o.readOptions, args, nil); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+func (o *shardsOptions) flags(out io.Writer) *cmdFlags {
+	fs := newFlagSet("blobleader shards", out, shardsSummary)
+	o.register(fs.FlagSet)
+	fs.BoolVar(&o.asJSON, "json", false, "print the summary document as JSON")
+	return fs
 }
 
 // recoverOptions are `blobleader recover-term`'s.
@@ -154,10 +162,7 @@ Exit codes: 0 term set, 2 invalid input or a floor that would lower the term,
 func parseRecoverOptions(args []string, out io.Writer) (*recoverOptions, error) {
 	o := &recoverOptions{}
 	var floor string
-	fs := newFlagSet("blobleader recover-term", out, recoverSummary)
-	o.register(fs.FlagSet)
-	fs.StringVar(&floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer up to 9007194959773694")
-	err := parseRead(fs, &o.readOptions, args, func() (err error) {
+	err := parseRead(o.flags(out, &floor), &o.readOptions, args, func() (err error) {
 		o.floor, err = parseFloor(floor)
 		return err
 	})
@@ -165,6 +170,14 @@ func parseRecoverOptions(args []string, out io.Writer) (*recoverOptions, error) 
 		return nil, err
 	}
 	return o, nil
+}
+
+// flags registers --floor, as given, on floor; parseFloor checks it.
+func (o *recoverOptions) flags(out io.Writer, floor *string) *cmdFlags {
+	fs := newFlagSet("blobleader recover-term", out, recoverSummary)
+	o.register(fs.FlagSet)
+	fs.StringVar(floor, "floor", "", "the highest term any leader may have used (required): the term is set to floor+1; a non-negative integer up to 9007194959773694")
+	return fs
 }
 
 // floorRoom is how many terms recover-term leaves above the term it sets
@@ -183,11 +196,11 @@ func parseFloor(floor string) (int64, error) {
 	n, err := strconv.ParseInt(floor, 10, 64)
 	switch {
 	case floor == "":
-		return 0, usagef("missing --floor: the highest term any leader may have used (e.g. the last ledger entry's)")
+		return 0, usagef("missing %s: the highest term any leader may have used (e.g. the last ledger entry's)", flagRef("floor"))
 	case err != nil || n < 0:
-		return 0, usagef("invalid --floor %q: must be a non-negative integer", floor)
+		return 0, usagef("invalid %s %q: must be a non-negative integer", flagRef("floor"), floor)
 	case n > maxFloor:
-		return 0, usagef("invalid --floor %d: must be at most %d, so that the term set (floor+1) leaves room for %d more terms below the highest term, %d (2^53 − 1)", n, int64(maxFloor), int64(floorRoom), int64(lease.MaxTerm))
+		return 0, usagef("invalid %s %d: must be at most %d, so that the term set (floor+1) leaves room for %d more terms below the highest term, %d (2^53 − 1)", flagRef("floor"), n, int64(maxFloor), int64(floorRoom), int64(lease.MaxTerm))
 	}
 	return n, nil
 }
@@ -204,13 +217,18 @@ Usage:
 
 func parseStatusOptions(args []string, out io.Writer) (*statusOptions, error) {
 	o := &statusOptions{}
-	fs := newFlagSet("blobleader status", out, statusSummary)
-	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
+	fs := o.flags(out)
 	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
 	if _, err := http.NewRequest(http.MethodGet, o.url+"/status", nil); err != nil {
-		return nil, fs.explain(usagef("invalid --url %q: %v", o.url, err))
+		return nil, fs.explain(usagef("invalid %s %q: %v", flagRef("url"), o.url, err))
 	}
 	return o, nil
+}
+
+func (o *statusOptions) flags(out io.Writer) *cmdFlags {
+	fs := newFlagSet("blobleader status", out, statusSummary)
+	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the worker's HTTP endpoints")
+	return fs
 }

@@ -43,8 +43,26 @@ type ClientConfig struct {
 	Transport policy.Transporter
 }
 
-// ErrBadConnectionString is wrapped when a connection string cannot be parsed.
+// ErrBadConnectionString is matched by every *ConnectionStringError.
 var ErrBadConnectionString = errors.New("bloblock: malformed connection string")
+
+// ConnectionStringError says what is wrong with a connection string. It
+// matches ErrBadConnectionString. Problem never quotes an account key or a
+// signature.
+type ConnectionStringError struct {
+	Problem string // e.g. `"x" is not key=value`
+}
+
+func (e *ConnectionStringError) Error() string {
+	return ErrBadConnectionString.Error() + ": " + e.Problem
+}
+
+// Is makes errors.Is(err, ErrBadConnectionString) true.
+func (e *ConnectionStringError) Is(target error) bool { return target == ErrBadConnectionString }
+
+func badConnectionString(format string, args ...any) error {
+	return &ConnectionStringError{Problem: fmt.Sprintf(format, args...)}
+}
 
 // NewContainerClient builds a container client configured for the election:
 // SDK retries are off, because the election loop is the retry and must keep
@@ -77,7 +95,7 @@ func NewContainerClient(cfg ClientConfig) (*container.Client, error) {
 		}
 		c, err := container.NewClientFromConnectionString(cs, cfg.Container, opts)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadConnectionString, err)
+			return nil, badConnectionString("%v", err)
 		}
 		return c, nil
 	}
@@ -114,7 +132,7 @@ func ExpandConnectionString(s string) (string, error) {
 		switch strings.ToLower(strings.TrimSpace(k)) {
 		case "usedevelopmentstorage":
 			if !strings.EqualFold(strings.TrimSpace(v), "true") {
-				return "", fmt.Errorf("%w: UseDevelopmentStorage must be true, got %q", ErrBadConnectionString, v)
+				return "", badConnectionString("UseDevelopmentStorage must be true, got %q", v)
 			}
 			dev = true
 		case "developmentstorageproxyuri":
@@ -128,7 +146,7 @@ func ExpandConnectionString(s string) (string, error) {
 	if proxy != "" {
 		u, err := url.Parse(proxy)
 		if err != nil || u.Scheme == "" || u.Hostname() == "" {
-			return "", fmt.Errorf("%w: DevelopmentStorageProxyUri %q is not an absolute URI", ErrBadConnectionString, proxy)
+			return "", badConnectionString("DevelopmentStorageProxyUri %q is not an absolute URI", proxy)
 		}
 		endpoint = u.Scheme + "://" + u.Hostname() + ":10000"
 	}
@@ -137,20 +155,38 @@ func ExpandConnectionString(s string) (string, error) {
 }
 
 // checkConnectionString rejects what the SDK would accept silently or fail on
-// late: it must be key=value pairs with an AccountName (or a SAS/endpoint).
+// late: it must be key=value pairs with an AccountName (or a SAS/endpoint),
+// and a BlobEndpoint must be an absolute http(s) URL (without a scheme the
+// SDK builds request URLs that fail at every request, not at start).
 func checkConnectionString(s string) error {
-	fields := map[string]bool{}
+	fields := map[string]string{}
 	for _, part := range strings.Split(strings.TrimSuffix(s, ";"), ";") {
-		k, _, ok := strings.Cut(part, "=")
+		k, v, ok := strings.Cut(part, "=")
 		if !ok || k == "" {
-			return fmt.Errorf("%w: %q is not key=value", ErrBadConnectionString, part)
+			return badConnectionString("%q is not key=value", part)
 		}
-		fields[strings.ToLower(k)] = true
+		fields[strings.ToLower(k)] = v
 	}
-	if !fields["accountname"] && !fields["blobendpoint"] {
-		return fmt.Errorf("%w: needs AccountName or BlobEndpoint", ErrBadConnectionString)
+	_, named := fields["accountname"]
+	endpoint, addressed := fields["blobendpoint"]
+	if !named && !addressed {
+		return badConnectionString("needs AccountName or BlobEndpoint")
+	}
+	if addressed {
+		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return badConnectionString("BlobEndpoint %q must be an absolute URL, http://host[:port][/account] or https://…", withoutQuery(endpoint))
+		}
 	}
 	return nil
+}
+
+// withoutQuery is an address as it may be shown: its query, which can
+// carry a SAS signature, elided.
+func withoutQuery(address string) string {
+	if before, _, found := strings.Cut(address, "?"); found {
+		return before + "?…"
+	}
+	return address
 }
 
 type observePolicy struct{ observe ObserveFunc }

@@ -21,13 +21,16 @@ import (
 
 // Error is one failed storage call, compact enough for a log line or a
 // history event ("renew: 409 LeaseIdMismatchWithLeaseOperation"). It unwraps
-// to lease.ErrHeld or lease.ErrLost when storage gave a
-// definite answer, and always to the underlying SDK error.
+// to lease.ErrHeld, lease.ErrLost (or its refinements lease.ErrOtherLease
+// and lease.ErrChanged) or lease.ErrRejected when storage gave a definite
+// answer, to lease.ErrDenied when storage refused the caller or the
+// request, and always to the underlying SDK error. Callers test those with
+// errors.Is; Status and Code are for logs.
 type Error struct {
 	Op     string // acquire, renew, release, get, update, …
 	Status int    // HTTP status; 0 when no response came back
 	Code   string // storage error code, e.g. LeaseAlreadyPresent
-	Kind   error  // lease.ErrHeld, lease.ErrLost, or nil (transient)
+	Kind   error  // lease.ErrHeld, lease.ErrLost (or a refinement), lease.ErrRejected, or nil (transient)
 	Err    error
 	// Message is the service's message (the first line of the error body's
 	// <Message>) or, when no response came back, why (the transport's error
@@ -65,10 +68,26 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, 3)
 	if e.Kind != nil {
-		return []error{e.Kind, e.Err}
+		errs = append(errs, e.Kind)
 	}
-	return []error{e.Err}
+	if e.denied() {
+		errs = append(errs, lease.ErrDenied)
+	}
+	return append(errs, e.Err)
+}
+
+// denied reports whether storage refused the caller or the request itself
+// (lease.ErrDenied): 400, 401, 403 or a write it rejects — but not a 403
+// that a role assignment still propagating explains
+// (AuthorizationPermissionMismatch, which heals within minutes).
+func (e *Error) denied() bool {
+	if e.Status == http.StatusForbidden && e.Code == string(bloberror.AuthorizationPermissionMismatch) {
+		return false
+	}
+	return e.Kind == lease.ErrRejected || e.Status == http.StatusBadRequest ||
+		e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 }
 
 // Codes that mean our lease is definitely gone. Lease operations answer 409
@@ -123,16 +142,21 @@ func classify(op string, err error, kind callKind) error {
 		// A breaking lease is still held: nobody can take it until the
 		// break period has passed.
 		e.Kind = lease.ErrHeld
+	case bloberror.HasCode(err, bloberror.LeaseIDMismatchWithLeaseOperation):
+		e.Kind = lease.ErrOtherLease
 	case bloberror.HasCode(err, lostCodes...):
 		e.Kind = lease.ErrLost
 	case kind != plainCall && (e.Status == http.StatusNotFound || bloberror.HasCode(err, goneCodes...)):
 		e.Kind = lease.ErrLost
+	case kind == guardedWrite && bloberror.HasCode(err, bloberror.ConditionNotMet):
+		// A write made At a version the record has left.
+		e.Kind = lease.ErrChanged
 	case kind == guardedWrite && e.Status == http.StatusPreconditionFailed:
 		e.Kind = lease.ErrLost
 	case kind == leaseCall && storage.Changed(err):
 		// A renew or release made At a version the record has left: the
 		// holding it was made for is over.
-		e.Kind = lease.ErrLost
+		e.Kind = lease.ErrChanged
 	case kind == guardedWrite && e.Status >= 400 && e.Status < 500 &&
 		e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests:
 		// 403 for metadata storage cannot carry, 400 for an oversized one…

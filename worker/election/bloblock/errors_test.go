@@ -63,3 +63,75 @@ func TestError_SaysWhatStorageAnsweredWithoutTheURL(t *testing.T) {
 		})
 	}
 }
+
+// Callers that need more than the elector does (package mutex) test the
+// finer answers with errors.Is: another lease holds it, the record moved
+// on from the version a request was made At, storage denies the request.
+// The first two still match lease.ErrLost.
+func TestError_FinerAnswersMatchTheirSentinels(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t, 30*time.Second)
+	c, _ := newContainer(t)
+	l := newLock(t, c)
+	mine, other := uuid.NewString(), uuid.NewString()
+	if err := l.Acquire(ctx, mine, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Update(ctx, mine, lease.Record{Holder: "a", Term: 5}); err != nil {
+		t.Fatal(err)
+	}
+	old := version(t, l)
+	if err := l.Update(ctx, mine, lease.Record{Holder: "a", Term: 6}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, err := bloblock.New(c, "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		err       error
+		want, not []error
+	}{
+		{"renew under another lease ID", l.Renew(ctx, other), []error{lease.ErrOtherLease, lease.ErrLost}, []error{lease.ErrChanged, lease.ErrDenied}},
+		{"renew at an older version", l.At(old).Renew(ctx, mine), []error{lease.ErrChanged, lease.ErrLost}, []error{lease.ErrOtherLease, lease.ErrDenied}},
+		{"write at an older version", l.At(old).Update(ctx, mine, lease.Record{Holder: "a", Term: 7}), []error{lease.ErrChanged, lease.ErrLost}, []error{lease.ErrOtherLease}},
+		{"write under another lease ID", l.Update(ctx, other, lease.Record{Holder: "b", Term: 7}), []error{lease.ErrLost}, []error{lease.ErrChanged, lease.ErrOtherLease}},
+		{"a lease storage does not grant", elsewhere.Acquire(ctx, other, 5*time.Second), []error{lease.ErrDenied}, []error{lease.ErrLost, lease.ErrHeld}},
+	} {
+		for _, w := range tc.want {
+			if !errors.Is(tc.err, w) {
+				t.Errorf("%s = %v, want it to match %q", tc.name, tc.err, w)
+			}
+		}
+		for _, n := range tc.not {
+			if errors.Is(tc.err, n) {
+				t.Errorf("%s = %v, want it not to match %q", tc.name, tc.err, n)
+			}
+		}
+	}
+}
+
+// ErrDenied is what retrying will not cure: not a role assignment still
+// propagating (403 AuthorizationPermissionMismatch), nor throttling.
+func TestError_DeniedIsWhatRetryingWillNotCure(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		e      *bloblock.Error
+		denied bool
+	}{
+		{&bloblock.Error{Op: "acquire", Status: 403, Code: "AuthenticationFailed"}, true},
+		{&bloblock.Error{Op: "acquire", Status: 403, Code: "AuthorizationPermissionMismatch"}, false},
+		{&bloblock.Error{Op: "update", Status: 403, Code: "AuthorizationPermissionMismatch", Kind: lease.ErrRejected}, false},
+		{&bloblock.Error{Op: "update", Status: 409, Code: "SomethingElse", Kind: lease.ErrRejected}, true},
+		{&bloblock.Error{Op: "acquire", Status: 401}, true},
+		{&bloblock.Error{Op: "acquire", Status: 400, Code: "InvalidHeaderValue"}, true},
+		{&bloblock.Error{Op: "acquire", Status: 503, Code: "ServerBusy"}, false},
+		{&bloblock.Error{Op: "acquire", Status: 429}, false},
+		{&bloblock.Error{Op: "acquire"}, false},
+	} {
+		if got := errors.Is(tc.e, lease.ErrDenied); got != tc.denied {
+			t.Errorf("%v (kind %v): errors.Is(ErrDenied) = %v, want %v", tc.e, tc.e.Kind, got, tc.denied)
+		}
+	}
+}

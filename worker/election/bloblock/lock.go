@@ -18,6 +18,7 @@ package bloblock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -62,8 +63,11 @@ var _ lease.Lock = (*Lock)(nil)
 
 // New returns a lock on blob name in container c (see NewContainerClient).
 func New(c *container.Client, name string) (*Lock, error) {
-	if name == "" {
-		return nil, fmt.Errorf("bloblock: blob name is empty")
+	switch {
+	case c == nil:
+		return nil, errors.New("bloblock: container client is nil")
+	case name == "":
+		return nil, errors.New("bloblock: blob name is empty")
 	}
 	return &Lock{c: c, name: name, blob: c.NewBlockBlobClient(name), now: time.Now}, nil
 }

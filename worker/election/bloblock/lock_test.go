@@ -315,3 +315,12 @@ func forceBreak(ctx context.Context, c *container.Client) error {
 	}
 	return l.Break(ctx, "", 0)
 }
+
+// A nil container client is refused where it is given, not a panic deep in
+// the SDK at the first request.
+func TestNew_RefusesANilClient(t *testing.T) {
+	t.Parallel()
+	if l, err := bloblock.New(nil, "leader"); err == nil || l != nil {
+		t.Fatalf("New(nil, leader) = %v, %v; want an error", l, err)
+	}
+}

@@ -10,6 +10,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -34,6 +35,28 @@ var (
 	// an operator must. The elector leaves the record untouched, keeps
 	// contending, and reports it in Healthy, Ready and Status.
 	ErrUnusableRecord = errors.New("election: lock record unusable")
+)
+
+// Finer answers, for callers that need more than the elector does (package
+// mutex tells "another holding has it" from "nobody has it"). A backend
+// that can tell them apart wraps these; the first two also match ErrLost,
+// so the elector's handling is the same.
+var (
+	// ErrOtherLease: the object is leased under another lease ID (409
+	// LeaseIdMismatchWithLeaseOperation): our lease is gone and another
+	// holding has it. Matches ErrLost.
+	ErrOtherLease = fmt.Errorf("%w: leased under another lease ID", ErrLost)
+	// ErrChanged: the record is no longer the version a request was made
+	// At (412 on a conditioned renew, release or write): a later write —
+	// another holding's term above all — came between the read and the
+	// request. Matches ErrLost.
+	ErrChanged = fmt.Errorf("%w: record changed since it was read", ErrLost)
+	// ErrDenied: storage refused the caller or the request itself — bad
+	// credentials (401, 403), a malformed request (400), or a write it will
+	// not take (ErrRejected) — and retrying the same request will not cure
+	// it. A 403 AuthorizationPermissionMismatch (a role assignment still
+	// propagating, which heals within minutes) is not ErrDenied.
+	ErrDenied = errors.New("election: storage denied the request")
 )
 
 // MaxTerm is the highest term any leadership may hold: 2^53 − 1, the largest
