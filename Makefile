@@ -115,12 +115,13 @@ test-busy: ## `make test` on a busy machine: under stress-ng (CPU hogs at 3x the
 	sleep 5; $(MAKE) test
 
 .PHONY: lint
-lint: ## gofmt, go vet (every module), terraform fmt, and no binaries tracked.
+lint: ## gofmt, go vet (every module), terraform fmt, no binaries tracked, and every docs link resolves.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@out=$$(git ls-files -z | xargs -0 -r grep -l --binary-files=binary -m1 -P '^\x7fELF' 2>/dev/null || true); \
 	  if [ -n "$$out" ]; then echo "executables are tracked (build output belongs in bin/ or .gitignore):"; echo "$$out"; exit 1; fi
 	@for m in $(GO_MODULES); do echo ">> go vet ($$m)"; $(GO) -C $$m vet ./...; done
 	terraform fmt -check -recursive infra
+	@echo ">> doclinks (relative Markdown links and docs/….md#anchors in Go comments)"; $(GO) -C test run ./cmd/doclinks -root $(ROOT)
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module.

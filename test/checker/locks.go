@@ -14,7 +14,7 @@ import (
 // it got a lock (the send of its lock request, and the end of its belief:
 // send + expiry − margin), every ledger append it made, every renew, and
 // when it unlocked or stopped believing — and from each resource's fenced
-// ledger. docs/architecture.md#resource-locks-named-locks-for-any-language-added
+// ledger. docs/architecture.md#resource-locks
 // states the rules and the scenarios.
 
 // LockLine is one line a lock client wrote (test/cmd/lockclient).

@@ -85,7 +85,7 @@ var (
 	mdLink   = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 	codeSpan = regexp.MustCompile("`[^`]*`")
 	// goDocRef is a Markdown file named in a Go comment: a path from the
-	// repository's root (docs/x.md, README.md), with an anchor or not.
+	// repository's root (docs/….md, README.md), with an anchor or not.
 	goDocRef = regexp.MustCompile(`(?:^|[\s(\x60"])((?:docs/[A-Za-z0-9_./-]+|README|CHANGELOG)\.md)(#[A-Za-z0-9_-]+)?`)
 )
 

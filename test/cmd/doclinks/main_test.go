@@ -37,7 +37,7 @@ func TestChecker(t *testing.T) {
 	}
 	write("docs/a.md", "# Top\n## Same\n## Same\n<a id=\"here\"></a>\n[ok](#same-1) [ok](b.md#b) [ok](#here) [bad](#nope) [bad](c.md)\n```\n[not a link](#nope2)\n```\n`[code](#nope3)`\n")
 	write("docs/b.md", "# B\n")
-	write("x.go", "package x\n\n// See docs/a.md#top and docs/a.md#gone.\n")
+	write("x.go", "package x\n\n/"+"/ See docs/a.md#top and docs/a.md#gone.\n")
 	c := &checker{root: dir, anchors: map[string]map[string]bool{}}
 	c.markdown("docs/a.md")
 	c.goComments("x.go")

@@ -108,7 +108,7 @@ func (s *supervisor) stopping() (bool, syscall.Signal) {
 
 // awaitIdle returns once no command group is left (every member dead and
 // reaped). It has no deadline on purpose: while a member out of reach may
-// run, the lease is held (docs/failover.md#commands).
+// run, the lease is held (docs/failover.md#commands-under-blobleader-run).
 func (s *supervisor) awaitIdle() {
 	for {
 		s.mu.Lock()

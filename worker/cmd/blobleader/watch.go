@@ -139,7 +139,7 @@ func (s *supervisor) settle(ctx context.Context, term int64, g *supervise.Group,
 	}
 }
 
-// The kill-grace policy, in one place (docs/failover.md#commands): how a
+// The kill-grace policy, in one place (docs/failover.md#commands-under-blobleader-run): how a
 // group is stopped for each cause, and by when the guard kills it if the
 // supervisor cannot.
 //
