@@ -167,24 +167,14 @@ func runHelper(role string) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		c := exec.Command("sh", "-c", walkerScript, "walker", "0")
-		c.Env = append(os.Environ(), "WALK="+walkerScript)
-		if err := c.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		startWalker()
 		announce()
 		sleepForever()
 	case "walker-host":
 		// A command that starts a fork-walker (fork, setsid, exit, a hop
 		// every few ms; every 16th hop appends its pid to HELPER_WALKS),
 		// announces itself and waits.
-		c := exec.Command("sh", "-c", walkerScript, "walker", "0")
-		c.Env = append(os.Environ(), "WALK="+walkerScript)
-		if err := c.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		startWalker()
 		announce()
 		sleepForever()
 	case "walker-supervisor":
@@ -256,6 +246,17 @@ func runHelper(role string) {
 const walkerScript = `n=$(( ${1:-0} + 1 ))
 [ $(( n % 16 )) -ne 0 ] || echo $$ >> "$HELPER_WALKS"
 exec setsid -f sh -c "$WALK" walker "$n"`
+
+// startWalker starts a fork-walker (walkerScript) as this process's child,
+// not waited for; it exits 1 if it cannot.
+func startWalker() {
+	c := exec.Command("sh", "-c", walkerScript, "walker", "0")
+	c.Env = append(os.Environ(), "WALK="+walkerScript)
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
 
 // announce appends this process's pid to $HELPER_PIDFILE.
 func announce() {

@@ -96,20 +96,8 @@ func (c *checker) markdown(file string) {
 		c.broken = append(c.broken, fmt.Sprintf("%s: %v", file, err))
 		return
 	}
-	fence := ""
-	for i, line := range lines {
-		if f := fenceOf(line); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-			case strings.HasPrefix(f, fence):
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
+	for _, i := range outsideCode(lines) {
+		line := lines[i]
 		for _, m := range mdLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(line, ""), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
@@ -198,20 +186,8 @@ func anchorsOf(path string) map[string]bool {
 		return as
 	}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range lines {
-		if f := fenceOf(line); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-			case strings.HasPrefix(f, fence):
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
+	for _, i := range outsideCode(lines) {
+		line := lines[i]
 		for _, m := range explicitAnchor.FindAllStringSubmatch(line, -1) {
 			as[m[1]] = true
 		}
@@ -232,6 +208,24 @@ func anchorsOf(path string) map[string]bool {
 		seen[a]++
 	}
 	return as
+}
+
+// outsideCode lists the indexes of the lines outside fenced code blocks
+// (the fence lines themselves excluded).
+func outsideCode(lines []string) []int {
+	var out []int
+	fence := ""
+	for i, line := range lines {
+		switch f := fenceOf(line); {
+		case f != "" && fence == "":
+			fence = f
+		case f != "" && strings.HasPrefix(f, fence):
+			fence = ""
+		case f == "" && fence == "":
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // fenceOf returns the fence a line opens or closes (``` or ~~~, with its
