@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -36,8 +35,7 @@ type PlantedTerm struct {
 	Above        int64             `json:"above,omitempty"`        // how far above the lock's term; default 1,000,000,000 (≈ 11.6 days of the term floor's milliseconds)
 	MetadataOnly bool              `json:"metadataOnly,omitempty"` // plant the term in the metadata only
 
-	mu      sync.Mutex
-	active  bool
+	place
 	planted int64
 	before  []byte             // the document Inject replaced (nil: metadata only)
 	md      map[string]*string // and its metadata
@@ -81,16 +79,12 @@ func (f *PlantedTerm) Inject(ctx context.Context) error {
 	if f.Above < 0 {
 		return fmt.Errorf("%w: planted_term above %d must be ≥ 0", ErrInvalid, f.Above)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := whileRaced(ctx, f.plant); err != nil {
-		return fmt.Errorf("chaos: planted term %s: %w", f.Blob, err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if err := whileRaced(ctx, f.plant); err != nil {
+			return fmt.Errorf("chaos: planted term %s: %w", f.Blob, err)
+		}
+		return nil
+	})
 }
 
 func (f *PlantedTerm) plant(ctx context.Context) error {
@@ -163,22 +157,18 @@ func withTerm(md map[string]*string, t string) map[string]*string {
 // the blob still holds Inject's write; otherwise its owner has written it
 // since and Remove leaves it.
 func (f *PlantedTerm) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
+	return f.takeOut(func() error {
+		cond := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}
+		var err error
+		if f.before == nil {
+			_, err = f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, f.md, &blob.SetMetadataOptions{AccessConditions: cond})
+		} else {
+			_, err = f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
+				Metadata: f.md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}, AccessConditions: cond})
+		}
+		if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return fmt.Errorf("chaos: planted term %s: restore: %w", f.Blob, err)
+		}
 		return nil
-	}
-	cond := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}
-	var err error
-	if f.before == nil {
-		_, err = f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, f.md, &blob.SetMetadataOptions{AccessConditions: cond})
-	} else {
-		_, err = f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
-			Metadata: f.md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}, AccessConditions: cond})
-	}
-	if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("chaos: planted term %s: restore: %w", f.Blob, err)
-	}
-	f.active = false
-	return nil
+	})
 }
