@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -108,20 +106,14 @@ func (f *PlantedTerm) plant(ctx context.Context) error {
 			return err
 		}
 		md := withTerm(props.Metadata, t)
-		resp, err := f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, md, &blob.SetMetadataOptions{
-			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: props.ETag}}})
+		resp, err := f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, md, &blob.SetMetadataOptions{AccessConditions: ifMatch(props.ETag)})
 		if err != nil {
 			return err
 		}
 		f.planted, f.before, f.md, f.wrote = planted, nil, props.Metadata, *resp.ETag
 		return nil
 	}
-	resp, err := f.Container.NewBlobClient(f.Blob).DownloadStream(ctx, nil)
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body, err := download(ctx, f.Container.NewBlobClient(f.Blob))
 	if err != nil {
 		return err
 	}
@@ -133,7 +125,7 @@ func (f *PlantedTerm) plant(ctx context.Context) error {
 	bad, _ := json.Marshal(doc)
 	up, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, bad, &blockblob.UploadBufferOptions{
 		Metadata: withTerm(resp.Metadata, t), HTTPHeaders: &blob.HTTPHeaders{BlobContentType: resp.ContentType},
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
+		AccessConditions: ifMatch(resp.ETag),
 	})
 	if err != nil {
 		return err
@@ -158,15 +150,14 @@ func withTerm(md map[string]*string, t string) map[string]*string {
 // since and Remove leaves it.
 func (f *PlantedTerm) Remove(ctx context.Context) error {
 	return f.takeOut(func() error {
-		cond := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}
 		var err error
 		if f.before == nil {
-			_, err = f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, f.md, &blob.SetMetadataOptions{AccessConditions: cond})
+			_, err = f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, f.md, &blob.SetMetadataOptions{AccessConditions: ifMatch(&f.wrote)})
 		} else {
 			_, err = f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
-				Metadata: f.md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}, AccessConditions: cond})
+				Metadata: f.md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}, AccessConditions: ifMatch(&f.wrote)})
 		}
-		if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		if err != nil && !writtenSince(err) {
 			return fmt.Errorf("chaos: planted term %s: restore: %w", f.Blob, err)
 		}
 		return nil
