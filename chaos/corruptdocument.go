@@ -3,15 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
-	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // CorruptDocument is a shard pool document overwritten with bytes that are
@@ -61,12 +57,7 @@ func (f *CorruptDocument) Inject(ctx context.Context) error {
 }
 
 func (f *CorruptDocument) overwrite(ctx context.Context) error {
-	resp, err := f.Container.NewBlobClient(f.Blob).DownloadStream(ctx, nil)
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body, err := download(ctx, f.Container.NewBlobClient(f.Blob))
 	if err != nil {
 		return err
 	}
@@ -80,7 +71,7 @@ func (f *CorruptDocument) overwrite(ctx context.Context) error {
 	}
 	up, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, bad, &blockblob.UploadBufferOptions{
 		Metadata: md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: resp.ContentType},
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
+		AccessConditions: ifMatch(resp.ETag),
 	})
 	if err != nil {
 		return err
@@ -96,9 +87,9 @@ func (f *CorruptDocument) Remove(ctx context.Context) error {
 	return f.takeOut(func() error {
 		_, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
 			Metadata: f.metadata, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype},
-			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}},
+			AccessConditions: ifMatch(&f.wrote),
 		})
-		if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		if err != nil && !writtenSince(err) {
 			return fmt.Errorf("chaos: corrupt document %s: restore: %w", f.Blob, err)
 		}
 		return nil

@@ -42,17 +42,9 @@ func (f *GuardKill) Target() string { return f.state.name(f.Process) }
 // Inject finds the supervisor's guard, SIGKILLs it and returns once it runs
 // nothing (dead, or a zombie its supervisor has not reaped yet).
 func (f *GuardKill) Inject(ctx context.Context) error {
-	return f.state.do(ctx, f.Process, func() (bool, error) {
-		guard, err := helperOf(f.Process, supervise.GuardName)
-		if err != nil {
-			return false, err
-		}
-		if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
-			return false, fmt.Errorf("chaos: kill guard %d: %w", guard, err)
-		}
-		f.Guard = guard
-		return true, awaitDeath(ctx, guard)
-	})
+	return f.state.signalHelper(ctx, f.Process, helperSignal{
+		name: supervise.GuardName, what: "kill guard", sig: syscall.SIGKILL, await: awaitDeath,
+	}, &f.Guard)
 }
 
 // Remove forgets the fault (the killed guard stays dead).

@@ -3,19 +3,16 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/ledger"
-	"github.com/blobleader/blobleader/worker/storage"
 )
 
 // LedgerBlobType is an operator re-uploading a fenced ledger's last segment
@@ -75,12 +72,7 @@ func (f *LedgerBlobType) replaceLast(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := f.Container.NewBlobClient(name).DownloadStream(ctx, nil)
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body, err := download(ctx, f.Container.NewBlobClient(name))
 	if err != nil {
 		return err
 	}
@@ -89,7 +81,7 @@ func (f *LedgerBlobType) replaceLast(ctx context.Context) error {
 		upload = []byte(f.Content)
 	}
 	up, err := f.Container.NewBlockBlobClient(name).UploadBuffer(ctx, upload, &blockblob.UploadBufferOptions{
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
+		AccessConditions: ifMatch(resp.ETag),
 	})
 	if err != nil {
 		return err
@@ -125,10 +117,9 @@ func (f *LedgerBlobType) lastSegment(ctx context.Context) (string, error) {
 func (f *LedgerBlobType) Remove(ctx context.Context) error {
 	return f.takeOut(func() error {
 		b := f.Container.NewBlobClient(f.segment)
-		_, err := b.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{
-			ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}})
+		_, err := b.Delete(ctx, &blob.DeleteOptions{AccessConditions: ifMatch(&f.wrote)})
 		switch {
-		case storage.Changed(err), bloberror.HasCode(err, bloberror.BlobNotFound):
+		case writtenSince(err):
 			return nil // repaired (or replaced) since: leave it
 		case err != nil:
 			return fmt.Errorf("chaos: ledger blob type: restore %s: %w", f.segment, err)

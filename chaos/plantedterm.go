@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -36,8 +33,7 @@ type PlantedTerm struct {
 	Above        int64             `json:"above,omitempty"`        // how far above the lock's term; default 1,000,000,000 (≈ 11.6 days of the term floor's milliseconds)
 	MetadataOnly bool              `json:"metadataOnly,omitempty"` // plant the term in the metadata only
 
-	mu      sync.Mutex
-	active  bool
+	place
 	planted int64
 	before  []byte             // the document Inject replaced (nil: metadata only)
 	md      map[string]*string // and its metadata
@@ -81,16 +77,12 @@ func (f *PlantedTerm) Inject(ctx context.Context) error {
 	if f.Above < 0 {
 		return fmt.Errorf("%w: planted_term above %d must be ≥ 0", ErrInvalid, f.Above)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active {
-		return ErrInjected
-	}
-	if err := whileRaced(ctx, f.plant); err != nil {
-		return fmt.Errorf("chaos: planted term %s: %w", f.Blob, err)
-	}
-	f.active = true
-	return nil
+	return f.putIn("", func() error {
+		if err := whileRaced(ctx, f.plant); err != nil {
+			return fmt.Errorf("chaos: planted term %s: %w", f.Blob, err)
+		}
+		return nil
+	})
 }
 
 func (f *PlantedTerm) plant(ctx context.Context) error {
@@ -114,20 +106,14 @@ func (f *PlantedTerm) plant(ctx context.Context) error {
 			return err
 		}
 		md := withTerm(props.Metadata, t)
-		resp, err := f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, md, &blob.SetMetadataOptions{
-			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: props.ETag}}})
+		resp, err := f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, md, &blob.SetMetadataOptions{AccessConditions: ifMatch(props.ETag)})
 		if err != nil {
 			return err
 		}
 		f.planted, f.before, f.md, f.wrote = planted, nil, props.Metadata, *resp.ETag
 		return nil
 	}
-	resp, err := f.Container.NewBlobClient(f.Blob).DownloadStream(ctx, nil)
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body, err := download(ctx, f.Container.NewBlobClient(f.Blob))
 	if err != nil {
 		return err
 	}
@@ -139,7 +125,7 @@ func (f *PlantedTerm) plant(ctx context.Context) error {
 	bad, _ := json.Marshal(doc)
 	up, err := f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, bad, &blockblob.UploadBufferOptions{
 		Metadata: withTerm(resp.Metadata, t), HTTPHeaders: &blob.HTTPHeaders{BlobContentType: resp.ContentType},
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: resp.ETag}},
+		AccessConditions: ifMatch(resp.ETag),
 	})
 	if err != nil {
 		return err
@@ -163,22 +149,17 @@ func withTerm(md map[string]*string, t string) map[string]*string {
 // the blob still holds Inject's write; otherwise its owner has written it
 // since and Remove leaves it.
 func (f *PlantedTerm) Remove(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.active {
+	return f.takeOut(func() error {
+		var err error
+		if f.before == nil {
+			_, err = f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, f.md, &blob.SetMetadataOptions{AccessConditions: ifMatch(&f.wrote)})
+		} else {
+			_, err = f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
+				Metadata: f.md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}, AccessConditions: ifMatch(&f.wrote)})
+		}
+		if err != nil && !writtenSince(err) {
+			return fmt.Errorf("chaos: planted term %s: restore: %w", f.Blob, err)
+		}
 		return nil
-	}
-	cond := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &f.wrote}}
-	var err error
-	if f.before == nil {
-		_, err = f.Container.NewBlobClient(f.Blob).SetMetadata(ctx, f.md, &blob.SetMetadataOptions{AccessConditions: cond})
-	} else {
-		_, err = f.Container.NewBlockBlobClient(f.Blob).UploadBuffer(ctx, f.before, &blockblob.UploadBufferOptions{
-			Metadata: f.md, HTTPHeaders: &blob.HTTPHeaders{BlobContentType: f.ctype}, AccessConditions: cond})
-	}
-	if err != nil && !storage.Changed(err) && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("chaos: planted term %s: restore: %w", f.Blob, err)
-	}
-	f.active = false
-	return nil
+	})
 }

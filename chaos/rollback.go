@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -66,12 +65,7 @@ func (f *Rollback) Snapshot(ctx context.Context) error {
 		return err
 	}
 	for _, name := range names {
-		resp, err := f.Container.NewBlobClient(name).DownloadStream(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("chaos: rollback: snapshot %s: %w", name, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, body, err := download(ctx, f.Container.NewBlobClient(name))
 		if err != nil {
 			return fmt.Errorf("chaos: rollback: snapshot %s: %w", name, err)
 		}

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -42,12 +41,7 @@ func (f *RollbackDocument) Snapshot(ctx context.Context) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	resp, err := f.Container.NewBlobClient(f.Blob).DownloadStream(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("chaos: document rollback: snapshot %s: %w", f.Blob, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	resp, body, err := download(ctx, f.Container.NewBlobClient(f.Blob))
 	if err != nil {
 		return fmt.Errorf("chaos: document rollback: snapshot %s: %w", f.Blob, err)
 	}

@@ -51,22 +51,19 @@ func (f *ShimKill) Target() string { return f.state.name(f.Process) }
 // Inject finds the supervisor's shim, nests its command's other processes
 // (with Nest), SIGKILLs the shim and returns once it runs nothing.
 func (f *ShimKill) Inject(ctx context.Context) error {
-	return f.state.do(ctx, f.Process, func() (bool, error) {
-		shim, err := helperOf(f.Process, supervise.ShimName)
-		if err != nil {
-			return false, err
-		}
-		if f.Nest {
-			if f.Nested, f.Moved, err = nestLineage(shim); err != nil {
-				return false, err
-			}
-		}
-		if err := syscall.Kill(shim, syscall.SIGKILL); err != nil {
-			return false, fmt.Errorf("chaos: kill shim %d: %w", shim, err)
-		}
-		f.Shim = shim
-		return true, awaitDeath(ctx, shim)
-	})
+	return f.state.signalHelper(ctx, f.Process, helperSignal{
+		name: supervise.ShimName, what: "kill shim", sig: syscall.SIGKILL,
+		prepare: f.nest, await: awaitDeath,
+	}, &f.Shim)
+}
+
+// nest moves the other processes of the shim's cgroup into a nested one
+// (with Nest; nothing without) and records what it did.
+func (f *ShimKill) nest(shim int) (err error) {
+	if f.Nest {
+		f.Nested, f.Moved, err = nestLineage(shim)
+	}
+	return err
 }
 
 // Remove forgets the fault (the killed shim stays dead; the nested cgroup

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 
 	"github.com/blobleader/blobleader/worker/supervise"
@@ -35,17 +34,10 @@ func (f *ShimStop) Target() string { return f.state.name(f.Process) }
 
 // Inject SIGSTOPs the supervisor's shim and returns once it is stopped.
 func (f *ShimStop) Inject(ctx context.Context) error {
-	return f.state.do(ctx, f.Process, func() (bool, error) {
-		shim, err := helperOf(f.Process, supervise.ShimName)
-		if err != nil {
-			return false, err
-		}
-		if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
-			return false, fmt.Errorf("chaos: stop shim %d: %w", shim, err)
-		}
-		f.Shim = shim
-		return true, awaitPidState(ctx, shim, true)
-	})
+	return f.state.signalHelper(ctx, f.Process, helperSignal{
+		name: supervise.ShimName, what: "stop shim", sig: syscall.SIGSTOP,
+		await: func(ctx context.Context, shim int) error { return awaitPidState(ctx, shim, true) },
+	}, &f.Shim)
 }
 
 // Remove continues the shim (one that is gone meanwhile counts as

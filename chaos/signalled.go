@@ -8,9 +8,10 @@ import (
 
 // signalled is the state and the plumbing of the faults that signal one
 // Process: Crash and Stop (through exitState) and Pause, SupervisorFreeze
-// and JobStop (which stop it and continue it with SIGCONT). They differ in
-// which process they are given, which signal they send and what they await
-// after it; each fault type keeps its own file and doc.
+// and JobStop (which stop it and continue it with SIGCONT), and of those
+// that act on its process tree (ShimKill, ShimStop, GuardKill, NameStop).
+// They differ in which process they are given, which signal they send and
+// what they await after it; each fault type keeps its own file and doc.
 type signalled struct {
 	place
 	target string // the process's name at Inject, for the timeline
@@ -89,6 +90,41 @@ func (s *signalled) do(ctx context.Context, p Process, act func() (sent bool, er
 			s.target = p.Name()
 		}
 		return sent, err
+	})
+}
+
+// helperSignal is what a fault does to one helper process of a `blobleader
+// run` supervisor (ShimKill, ShimStop, GuardKill): which helper, which
+// signal, and what runs before and after it.
+type helperSignal struct {
+	name    string                                   // the helper's argv[0]: supervise.ShimName or supervise.GuardName
+	what    string                                   // for errors, e.g. "kill shim"
+	sig     syscall.Signal                           // the signal sent
+	prepare func(pid int) error                      // runs on the helper's pid before the signal; nil: nothing
+	await   func(ctx context.Context, pid int) error // what the fault awaits after the signal
+}
+
+// signalHelper is do for a helperSignal: it finds p's helper h.name, runs
+// h.prepare on it, sends it h.sig, records its pid in *pid and returns what
+// h.await returns. A helper not found, a prepare that fails or a signal not
+// delivered leaves the fault out of place and *pid as it was; once the
+// signal is sent the fault is in place, even when h.await fails.
+func (s *signalled) signalHelper(ctx context.Context, p Process, h helperSignal, pid *int) error {
+	return s.do(ctx, p, func() (bool, error) {
+		helper, err := helperOf(p, h.name)
+		if err != nil {
+			return false, err
+		}
+		if h.prepare != nil {
+			if err := h.prepare(helper); err != nil {
+				return false, err
+			}
+		}
+		if err := syscall.Kill(helper, h.sig); err != nil {
+			return false, fmt.Errorf("chaos: %s %d: %w", h.what, helper, err)
+		}
+		*pid = helper
+		return true, h.await(ctx, helper)
 	})
 }
 
