@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,8 +19,17 @@ func shimOf(t *testing.T, p *proc) (shim, cmd, gc int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if s, err := ChildNamed(p.Pid(), supervise.ShimName); err == nil {
-			if c := childrenOf(s); len(c) == 1 {
-				if g := childrenOf(c[0]); len(g) == 1 {
+			if c := childrenOf(s); len(c) == 1 && fixtureDepth(c[0]) == "1" {
+				if g := childrenOf(c[0]); len(g) == 1 && fixtureDepth(g[0]) == "0" {
+					// The fixture's own end kills the fixture alone: its
+					// shim's lineage would outlive the test.
+					t.Cleanup(func() {
+						for pid, depth := range map[int]string{s: "2", c[0]: "1", g[0]: "0"} {
+							if fixtureDepth(pid) == depth {
+								_ = syscall.Kill(pid, syscall.SIGKILL)
+							}
+						}
+					})
 					return s, c[0], g[0]
 				}
 			}
@@ -27,6 +38,25 @@ func shimOf(t *testing.T, p *proc) (shim, cmd, gc int) {
 			t.Fatal("the fixture's shim, command and grandchild did not all start within 10s")
 		}
 	}
+}
+
+// fixtureDepth is the CHAOS_FIXTURE_DEPTH a process of the fixture was
+// started with ("" if none, or unreadable). A child that has it is the
+// fixture's, not a transient one of the Go runtime's: before its first
+// exec.Cmd.Start, a Go process forks a child that exits at once to probe
+// clone(CLONE_PIDFD), and a reading of its children may meet that one
+// (it shares its parent's memory, so its environment is the parent's).
+func fixtureDepth(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "CHAOS_FIXTURE_DEPTH="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // With Nest, the command's other processes are moved into a cgroup below
