@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/renewal"
 )
 
 // An ending says why a leadership ended and what follows from it.
@@ -44,9 +45,12 @@ type renewResult struct {
 	beatErr  error     // why the heartbeat write failed, when it did (not a loss)
 }
 
+// Final reports whether r is its cycle's last answer (renewal.Answer).
+func (r renewResult) Final() bool { return r.final }
+
 // leadership is one term of leading: the task, the renews and the deadline.
-// Its methods are the steps of the lead loop; only the loop's goroutine
-// calls them.
+// Its methods are the steps of the lead loop and the hooks of its renewal
+// machine; only the loop's goroutine calls them.
 type leadership struct {
 	e       *Elector
 	ctx     context.Context // Run's context
@@ -57,11 +61,9 @@ type leadership struct {
 	taskDone   chan struct{}
 	taskErr    error // valid after taskDone is closed
 
-	renewCtx    context.Context
-	cancelRenew context.CancelFunc
-	inflight    chan renewResult // nil when no renew cycle is in flight; one at a time
-	due         bool             // a tick came while a renew was in flight: renew as soon as it returns
-	beats       int64            // heartbeats written (takeover.go); only the renew goroutine in flight touches it
+	renew *renewal.Machine[renewResult] // the renews under the deadline
+	end   ending                        // why a hook (renewed, ticked) ended the leadership
+	beats int64                         // heartbeats written (takeover.go); only the renew goroutine in flight touches it
 
 	// The belief's two bounds (docs/failover.md#early-takeover): D after
 	// the send of the last successful renew, and — with early takeover
@@ -91,8 +93,9 @@ func (e *Elector) lead(ctx context.Context, w won) ending {
 
 	l := &leadership{e: e, ctx: ctx, term: w.term, leaseID: w.leaseID, taskDone: make(chan struct{}),
 		renewBound: w.validUntil, beatBound: w.validUntil}
-	l.renewCtx, l.cancelRenew = context.WithCancel(ctx)
-	defer l.cancelRenew()
+	l.renew = renewal.New(ctx, renewal.Hooks[renewResult]{
+		Deadline: l.deadline, Start: l.startRenew, Apply: l.renewed, Tick: l.ticked,
+	}, e.cfg.RenewInterval, e.cfg.RequestTimeout())
 	// A pause (GC, SIGSTOP) between the term write and here can outlast the
 	// leadership: then the task must not start at all.
 	if !time.Now().Before(deadline) {
@@ -123,66 +126,40 @@ func (l *leadership) startTask() {
 
 // loop renews until the leadership ends, and says how it ended.
 func (l *leadership) loop() ending {
-	e := l.e
-	renewTick := time.NewTicker(e.cfg.RenewInterval)
-	defer renewTick.Stop()
-	deadlineTimer := time.NewTimer(time.Until(l.deadline()))
-	defer deadlineTimer.Stop()
-	if e.cfg.takeoverEnabled() {
+	if l.e.cfg.takeoverEnabled() {
 		// The belief won counts from the acquire's send, and three round
 		// trips of it are spent already (acquire, term read, term write):
 		// with a short deadline on slow storage, waiting a renew interval
 		// for the first heartbeat would let it lapse.
-		l.startRenew()
+		l.renew.Renew()
 	}
-	for {
-		select {
-		case <-l.ctx.Done():
-			// Graceful stop: task first, then release so a follower takes
-			// over within one retry period.
-			return shutdown()
-
-		case <-deadlineTimer.C:
-			if dl := l.deadline(); time.Now().Before(dl) { // extended by a renew since the timer was set
-				deadlineTimer.Reset(time.Until(dl))
-				continue
-			}
-			// The renew deadline: no successful renew sent within D, so step
-			// down now. The lease may still be ours on the server, so
-			// release it best-effort.
-			return handOn("renew deadline exceeded")
-
-		case <-renewTick.C:
-			e.touch(false)
-			if reason := e.stalled(); reason != "" {
-				// Stall watchdog: a task that gets no work done under a
-				// healthy lease (wedged, or failing every step) is the
-				// pattern's known failure; give the lease to someone who
-				// can work.
-				return stalled(reason)
-			}
-			if l.inflight == nil {
-				l.startRenew()
-			} else {
-				l.due = true
-			}
-
-		case r := <-l.inflight:
-			if r.final {
-				l.inflight = nil
-			}
-			if end, over := l.renewed(r); over {
-				return end
-			}
-			deadlineTimer.Reset(time.Until(l.deadline()))
-			if r.final && l.due {
-				l.startRenew()
-			}
-
-		case <-l.taskDone:
-			return l.taskEnded()
-		}
+	switch l.renew.Run(l.ctx, l.taskDone) {
+	case renewal.Stopped:
+		// Graceful stop: task first, then release so a follower takes
+		// over within one retry period.
+		return shutdown()
+	case renewal.Done:
+		return l.taskEnded()
+	case renewal.Lapsed:
+		// The renew deadline: no successful renew sent within D, so step
+		// down now. The lease may still be ours on the server, so release
+		// it best-effort.
+		return handOn("renew deadline exceeded")
 	}
+	return l.end // renewal.Over: renewed or ticked said why
+}
+
+// ticked runs at each renew tick, before the renew: the stall watchdog. A
+// task that gets no work done under a healthy lease (wedged, or failing
+// every step) is the pattern's known failure; give the lease to someone who
+// can work.
+func (l *leadership) ticked() (over bool) {
+	l.e.touch(false)
+	if reason := l.e.stalled(); reason != "" {
+		l.end = stalled(reason)
+		return true
+	}
+	return false
 }
 
 // taskEnded is how a leadership whose task returned ends: handed on (a
@@ -211,15 +188,9 @@ func (l *leadership) deadline() time.Time {
 
 // startRenew sends one renew cycle (with early takeover on, a heartbeat
 // and a renew) on its own goroutine, so that a hung request can never keep
-// the loop from stepping down at the deadline.
-func (l *leadership) startRenew() {
-	l.due = false
-	ch := make(chan renewResult, 2)
-	l.inflight = ch
-	sent := time.Now()
-	// The requests may not outlive the leadership they are trying to extend.
-	dl := l.deadline()
-	go l.renewAndBeat(l.renewCtx, sent, dl, l.beatDue(sent), ch)
+// the loop from stepping down at the deadline; its requests end by end.
+func (l *leadership) startRenew(ctx context.Context, sent, end time.Time, out chan<- renewResult) {
+	go l.renewAndBeat(ctx, sent, end, l.beatDue(sent), out)
 }
 
 // renewed applies a renew cycle's answers: a successful renew moves its
@@ -227,12 +198,13 @@ func (l *leadership) startRenew() {
 // its send time + D, and the deadline is the earlier bound (with early
 // takeover off, the renew's alone); a definite loss ends the leadership;
 // anything else is retried at the next tick.
-func (l *leadership) renewed(r renewResult) (ending, bool) {
+func (l *leadership) renewed(r renewResult) (over bool) {
 	e := l.e
 	if r.err != nil && e.cfg.claim.ends(r.err) {
 		// A definite loss: someone broke or took the lease, or deleted its
 		// blob. Nothing to release.
-		return lost("lease lost: " + r.err.Error()), true
+		l.end = lost("lease lost: " + r.err.Error())
+		return true
 	}
 	renewed := !r.sent.IsZero() && r.err == nil
 	if renewed {
@@ -272,7 +244,7 @@ func (l *leadership) renewed(r renewResult) (ending, bool) {
 		e.emit(Event{Kind: EventRenewFailed, Term: l.term, Reason: r.err.Error()})
 		e.log.Warn("renew failed", "term", l.term, "err", r.err)
 	}
-	return ending{}, false
+	return false
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -298,10 +270,7 @@ func (l *leadership) stepDown(end ending) {
 		l.cancelTask()
 	}
 
-	l.cancelRenew()
-	if l.inflight != nil {
-		l.drain(time.After(e.cfg.RequestTimeout()))
-	}
+	l.renew.Stop()
 	l.awaitTask(end.reason)
 
 	if end.noProgress {
@@ -316,21 +285,6 @@ func (l *leadership) stepDown(end ending) {
 	}
 	if end.release {
 		l.release(end.reason)
-	}
-}
-
-// drain waits for the cycle in flight (cancelled) to send its last answer,
-// or for timeout: Lock calls stay sequential across leaderships.
-func (l *leadership) drain(timeout <-chan time.Time) {
-	for {
-		select {
-		case r := <-l.inflight:
-			if r.final {
-				return
-			}
-		case <-timeout:
-			return
-		}
 	}
 }
 

@@ -175,3 +175,63 @@ func TestElector_TaskNeverStartsAfterItsLeadershipLapsed(t *testing.T) {
 		}
 	})
 }
+
+// No request of a renew cycle may outlive the leadership it tries to
+// extend: each one's context ends by the deadline as it stood when the
+// cycle was sent, even where the request timeout reaches past it (the
+// intervals below do not divide D, so a cycle is sent within a request
+// timeout of the deadline).
+func TestElector_RenewRequestsEndByTheDeadline(t *testing.T) {
+	slow := testConfig("a")
+	slow.RenewInterval = 3 * time.Second // request timeout 3s; D 10s
+	fast := fastConfig("a")
+	fast.RenewDeadline, fast.TakeoverAfter = 1600*time.Millisecond, 2350*time.Millisecond // request timeout 0.5s
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"renews", slow},
+		{"renews and heartbeats (early takeover)", fast},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := electiontest.NewStore()
+				a := start(t, store, tc.cfg, Callbacks{})
+				synctest.Wait()
+				oneLeader(t, a)
+				var mu sync.Mutex
+				var ops []string
+				var late []string
+				a.lock.SetFault(func(ctx context.Context, op string) error {
+					if op != "renew" && op != "update" {
+						return nil
+					}
+					a.e.mu.Lock()
+					deadline, leading := a.e.deadline, a.e.leading
+					a.e.mu.Unlock()
+					if !leading {
+						return nil // a later acquisition's term write
+					}
+					mu.Lock()
+					ops = append(ops, op)
+					if dl, ok := ctx.Deadline(); !ok || dl.After(deadline) {
+						late = append(late, fmt.Sprintf("%s ending %v past the deadline", op, dl.Sub(deadline)))
+					}
+					mu.Unlock()
+					<-ctx.Done()
+					return ctx.Err()
+				})
+				time.Sleep(2 * tc.cfg.RenewDeadline)
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(ops) == 0 {
+					t.Fatal("no renew or heartbeat was sent while the leadership lasted")
+				}
+				if len(late) > 0 {
+					t.Errorf("of %d requests, %d ran on a context outliving the leadership: %v", len(ops), len(late), late)
+				}
+			})
+		})
+	}
+}

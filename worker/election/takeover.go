@@ -126,11 +126,11 @@ func (l *leadership) heartbeatRecord(n int64) lease.Record {
 	return r
 }
 
-// renewAndBeat is one renew cycle started at sent while the deadline was
-// end: the renew and, when withBeat (beatDue: every cycle with early
-// takeover, every ConfirmEvery when confirming), the heartbeat under the
-// lease, side by side; each gets the request timeout, and neither may
-// outlive the leadership it extends. Side by side, a cycle takes one round
+// renewAndBeat is one renew cycle started at sent: the renew and, when
+// withBeat (beatDue: every cycle with early takeover, every ConfirmEvery
+// when confirming), the heartbeat under the lease, side by side, each
+// ending by end (renewal.Machine's rule: the send + the request timeout,
+// but never past the deadline of the leadership it extends). Side by side, a cycle takes one round
 // trip, not two: on slow storage a heartbeat that times out does not hold
 // the next one back behind a renew, and the belief it earns counts from the
 // cycle's start. The heartbeat's answer goes out as soon as it comes; the
@@ -143,10 +143,10 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent, end time.Time, with
 	renewed := make(chan renewResult, 1)
 	go func() {
 		r := renewResult{final: true, sent: time.Now()}
-		c, cancel := context.WithDeadline(ctx, earlier(end, r.sent.Add(e.cfg.RequestTimeout())))
+		c, cancel := context.WithDeadline(ctx, end)
 		defer cancel()
 		r.err = e.lock.Renew(c, l.leaseID)
-		e.noteAnswer(l.renewCtx, r.err)
+		e.noteAnswer(ctx, r.err)
 		renewed <- r
 	}()
 	var beat renewResult
@@ -170,10 +170,10 @@ func (l *leadership) renewAndBeat(ctx context.Context, sent, end time.Time, with
 func (l *leadership) beat(ctx context.Context, sent, end time.Time) renewResult {
 	e := l.e
 	l.beats++
-	c, cancel := context.WithDeadline(ctx, earlier(end, sent.Add(e.cfg.RequestTimeout())))
+	c, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	err := e.lock.Update(c, l.leaseID, l.heartbeatRecord(l.beats))
-	e.noteAnswer(l.renewCtx, err)
+	e.noteAnswer(ctx, err)
 	switch {
 	case err == nil:
 		return renewResult{beatSent: sent, beat: l.beats}

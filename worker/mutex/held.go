@@ -13,6 +13,7 @@ import (
 // Unlock or until it is lost. Its methods are safe for concurrent use.
 type Held struct {
 	l     *Locker
+	lock  heldLock // the storage lease of the holding's resource
 	lease Lease
 	term  int64
 
@@ -76,17 +77,27 @@ func (l *Locker) Lock(ctx context.Context, id string) (*Held, error) {
 // holding's deadline, which had passed before it could be handed out.
 var errSlowGrant = errors.New("mutex: renew deadline passed while acquiring")
 
-// hold starts the renewals of a holding just granted, unless its deadline
-// passed while it was being granted (then it is released).
+// hold starts the renewals of a holding just granted on the lock of
+// ls.Resource.
 func (l *Locker) hold(ctx context.Context, ls Lease, g Grant) (*Held, error) {
-	if !time.Now().Before(g.Sent.Add(l.cfg.RenewDeadline)) {
-		_ = l.Release(context.WithoutCancel(ctx), ls, 0)
-		return nil, errSlowGrant
+	bl, err := l.blobLease(ls.Resource)
+	if err != nil {
+		return nil, err
 	}
+	return l.holdOn(ctx, bl, ls, g)
+}
+
+// holdOn starts the renewals of a holding just granted on lock lk, unless
+// its deadline passed while it was being granted (then it is released).
+func (l *Locker) holdOn(ctx context.Context, lk heldLock, ls Lease, g Grant) (*Held, error) {
 	h := &Held{
-		l: l, lease: ls, term: g.Term,
+		l: l, lock: lk, lease: ls, term: g.Term,
 		deadline: g.Sent.Add(l.cfg.RenewDeadline),
 		done:     make(chan struct{}), stop: make(chan struct{}), exited: make(chan struct{}),
+	}
+	if !time.Now().Before(h.deadline) {
+		_ = h.release(context.WithoutCancel(ctx))
+		return nil, errSlowGrant
 	}
 	go h.renewLoop()
 	return h, nil
@@ -156,7 +167,7 @@ func (h *Held) Unlock(ctx context.Context) error {
 	}
 	close(h.stop)
 	<-h.exited
-	err := h.l.Release(ctx, h.lease, 0)
+	err := h.release(ctx)
 	if errors.Is(err, ErrNotHeld) {
 		return nil // expired or broken in between: nothing left to free
 	}

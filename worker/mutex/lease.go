@@ -239,7 +239,7 @@ func (l *Locker) stamp(ctx context.Context, bl *bloblock.Lock, ls Lease, v lease
 func leased(v lease.View) bool { return v.State == lease.Leased || v.State == lease.Breaking }
 
 // inspect reads the lease state and the record, under the request timeout.
-func (l *Locker) inspect(ctx context.Context, bl *bloblock.Lock) (v lease.View, err error) {
+func (l *Locker) inspect(ctx context.Context, bl heldLock) (v lease.View, err error) {
 	err = l.call(ctx, func(c context.Context) (err error) { v, err = bl.Inspect(c); return err })
 	return v, err
 }
@@ -277,16 +277,9 @@ func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*blo
 	if err != nil {
 		return err
 	}
-	// 1. Read the lease state (and the record): a lease that is not held —
-	// never taken, released, broken, or expired — does not exist, and is
-	// not revived (storage would renew or release an expired lease whose ID
-	// still matches).
-	v, err := l.inspect(ctx, bl)
-	if err != nil && (term != 0 || !errors.Is(err, lease.ErrUnusableRecord)) {
-		return err // a term-less request needs only the state
-	}
-	if !leased(v) {
-		return fmt.Errorf("%w: the lease is %s", ErrNotHeld, v.State)
+	v, err := l.heldState(ctx, bl, term)
+	if err != nil {
+		return err
 	}
 	if term != 0 {
 		// 2. Refuse a term the record does not carry; 3. act only while the
@@ -298,6 +291,22 @@ func (l *Locker) leaseOp(ctx context.Context, ls Lease, term int64, op func(*blo
 		bl = bl.At(v.Version)
 	}
 	return leaseAnswer(l.call(ctx, func(c context.Context) error { return op(bl, c, ls.ID) }))
+}
+
+// heldState is the first step of a lease operation: read the lease state
+// (and the record, which a request with term ≠ 0 needs). A lease that is
+// not held — never taken, released, broken, or expired — does not exist,
+// and is not revived (storage would renew or release an expired lease
+// whose ID still matches): ErrNotHeld.
+func (l *Locker) heldState(ctx context.Context, bl heldLock, term int64) (lease.View, error) {
+	v, err := l.inspect(ctx, bl)
+	if err != nil && (term != 0 || !errors.Is(err, lease.ErrUnusableRecord)) {
+		return v, err // a term-less request needs only the state
+	}
+	if !leased(v) {
+		return v, fmt.Errorf("%w: the lease is %s", ErrNotHeld, v.State)
+	}
+	return v, nil
 }
 
 // leaseAnswer turns a renew's or release's storage answer into ErrNotHeld or

@@ -7,47 +7,37 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/internal/renewal"
 )
 
+// heldLock is the storage lease a holding renews and releases: the lock's
+// *bloblock.Lock (electiontest's fake in tests).
+type heldLock interface {
+	Inspect(ctx context.Context) (lease.View, error)
+	Renew(ctx context.Context, leaseID string) error
+	Release(ctx context.Context, leaseID string) error
+}
+
 // renewLoop renews every RenewInterval under the elector's deadline rule
-// (docs/architecture.md#the-election, "Leading"): each renew runs on its own
-// goroutine with a context ending at min(send + request timeout, deadline),
-// so a hung request never delays the end; a success moves the deadline to
-// its send + RenewDeadline; the deadline passing, or a definite loss, ends
-// the holding at once. It returns after the in-flight renew has.
+// (docs/architecture.md#the-election, "Leading"; package renewal is the one
+// machine): each renew runs on its own goroutine with a context ending at
+// min(send + request timeout, deadline), so a hung request never delays
+// the end; a success moves the deadline to its send + RenewDeadline; the
+// deadline passing, or a definite loss, ends the holding at once. It
+// returns after the in-flight renew has (cancelled, at most a request
+// timeout later).
 func (h *Held) renewLoop() {
 	defer close(h.exited)
-	tick := time.NewTicker(h.l.cfg.RenewInterval)
-	defer tick.Stop()
-	deadline := time.NewTimer(time.Until(h.ValidUntil()))
-	defer deadline.Stop()
-	var inflight chan renewResult
-	for {
-		select {
-		case <-h.stop:
-			drain(inflight)
-			return
-		case <-deadline.C:
-			if dl := h.ValidUntil(); time.Now().Before(dl) {
-				deadline.Reset(time.Until(dl))
-				continue
-			}
-			h.end(fmt.Errorf("%w: renew deadline passed", ErrLost))
-			drain(inflight)
-			h.giveUpLapsed()
-			return
-		case <-tick.C:
-			if inflight == nil {
-				inflight = h.startRenew()
-			}
-		case r := <-inflight:
-			inflight = nil
-			if h.renewed(r) {
-				return
-			}
-			deadline.Reset(time.Until(h.ValidUntil()))
-		}
+	m := renewal.New(context.Background(), renewal.Hooks[renewResult]{
+		Deadline: h.ValidUntil, Start: h.startRenew, Apply: h.renewed,
+	}, h.l.cfg.RenewInterval, h.l.cfg.RequestTimeout())
+	if m.Run(context.Background(), h.stop) == renewal.Lapsed {
+		h.end(fmt.Errorf("%w: renew deadline passed", ErrLost))
+		m.Stop()
+		h.giveUpLapsed()
+		return
 	}
+	m.Stop() // Unlock (Done), or renewed ended it (Over)
 }
 
 type renewResult struct {
@@ -55,29 +45,20 @@ type renewResult struct {
 	err  error
 }
 
-// startRenew sends one renew on its own goroutine; the request may not
-// outlive the holding it tries to extend.
-func (h *Held) startRenew() chan renewResult {
-	ch := make(chan renewResult, 1)
-	sent := time.Now()
-	end := sent.Add(h.l.cfg.RequestTimeout())
-	if dl := h.ValidUntil(); dl.Before(end) {
-		end = dl
-	}
+// Final: a holding's renew cycle is one request (renewal.Answer).
+func (renewResult) Final() bool { return true }
+
+// startRenew sends one renew on its own goroutine, under ctx until end.
+func (h *Held) startRenew(ctx context.Context, sent, end time.Time, out chan<- renewResult) {
 	go func() {
-		ctx, cancel := context.WithDeadline(context.Background(), end)
+		c, cancel := context.WithDeadline(ctx, end)
 		defer cancel()
-		bl, err := h.l.blobLease(h.lease.Resource)
-		if err == nil {
-			err = leaseAnswer(bl.Renew(ctx, h.lease.ID))
-		}
-		ch <- renewResult{sent: sent, err: err}
+		out <- renewResult{sent: sent, err: leaseAnswer(h.lock.Renew(c, h.lease.ID))}
 	}()
-	return ch
 }
 
 // renewed applies a renew's answer and reports whether the holding ended.
-func (h *Held) renewed(r renewResult) bool {
+func (h *Held) renewed(r renewResult) (over bool) {
 	switch {
 	case r.err == nil:
 		h.mu.Lock()
@@ -100,12 +81,13 @@ func (h *Held) renewed(r renewResult) bool {
 func (h *Held) giveUpLapsed() {
 	ctx, cancel := context.WithTimeout(context.Background(), h.l.cfg.RequestTimeout())
 	defer cancel()
-	_ = h.l.Release(ctx, h.lease, 0)
+	_ = h.release(ctx)
 }
 
-// drain waits for the renew in flight, if any (bounded by its own context).
-func drain(ch chan renewResult) {
-	if ch != nil {
-		<-ch
+// release is Locker.Release of the holding's lease (term 0) on its lock.
+func (h *Held) release(ctx context.Context) error {
+	if _, err := h.l.heldState(ctx, h.lock, 0); err != nil {
+		return err
 	}
+	return leaseAnswer(h.l.call(ctx, func(c context.Context) error { return h.lock.Release(c, h.lease.ID) }))
 }
