@@ -381,3 +381,36 @@ func TestStop_IsNotTakenForAKillByTheGuard(t *testing.T) {
 		}
 	}
 }
+
+// A guard that dies as its group ends — the supervisor learns of both at
+// once, as when it is thawed after a freeze — is reported all the same
+// (GuardLost), whichever of the two it sees first. The group's end looked
+// for the guard's death before it was reaped, and then nothing reported
+// it (scenario TestRun_GuardKilledAndSupervisorFrozenAtOnceTheDeadlineIsStillHeld:
+// "no guard_lost event from w1 after its guard … was SIGKILLed and it was
+// thawed", in a CI run on a quiet machine).
+func TestStart_AGuardThatDiesAsItsGroupEndsIsReported(t *testing.T) {
+	for i := range 20 {
+		pidfile := filepath.Join(t.TempDir(), "pids")
+		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
+		spec.Guard, spec.KillAt = spec.Path, time.Now().Add(time.Hour)
+		g := startT(t, spec)
+		pidsIn(t, pidfile, 1)
+		guard := g.currentGuard().cmd.Process.Pid
+		if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Stop(syscall.SIGKILL, 0); err != nil {
+			t.Fatalf("run %d: Stop: %v", i, err)
+		}
+		await(t, g.Done(), 10*time.Second, "the group's end")
+		select {
+		case loss := <-g.GuardLost():
+			if loss.Pid != guard {
+				t.Fatalf("run %d: reported guard %d lost, want %d", i, loss.Pid, guard)
+			}
+		default:
+			t.Fatalf("run %d: guard %d was SIGKILLed as its group ended, and its loss was never reported", i, guard)
+		}
+	}
+}

@@ -157,20 +157,19 @@ func (g *Group) releaseGuard() {
 		return
 	}
 	g.gs.mu.Lock()
-	g.gs.ended = true
+	g.gs.ended = true // keepGuarded replaces no guard from now on
 	cur := g.gs.cur
-	select {
-	case <-cur.exited: // dead before the end, and not replaced: say so
-		if !cur.fired() && !cur.cmd.ProcessState.Success() {
-			select {
-			case g.gs.lost <- GuardLoss{Time: time.Now(), Pid: cur.cmd.Process.Pid, Status: cur.status(), Ended: true}:
-			default:
-			}
-		}
-	default:
-	}
 	g.gs.mu.Unlock()
 	cur.release()
+	// Reaped now, whether it died before the end or exited on "done": one
+	// that died without having killed the group is reported here, never by
+	// a look before its death was reaped (which could miss it).
+	if !cur.fired() && !cur.cmd.ProcessState.Success() {
+		select {
+		case g.gs.lost <- GuardLoss{Time: time.Now(), Pid: cur.cmd.Process.Pid, Status: cur.status(), Ended: true}:
+		default:
+		}
+	}
 }
 
 // Extend moves the deadline the guard and the shim hold to killAt (the
