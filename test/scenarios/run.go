@@ -110,7 +110,7 @@ func (rc *RunCluster) awaitChild(timeout time.Duration, what string, pred func(c
 			}
 		}
 		if wt.over() {
-			rc.t.Fatalf("no %s within %v; child events: %v", what, timeout, rc.children())
+			rc.t.Fatalf("waited %v for %s, in vain; child events: %v", wt, what, rc.children())
 		}
 		hold(rc.t, 25*time.Millisecond)
 	}
@@ -137,7 +137,7 @@ func (rc *RunCluster) awaitActivity(timeout time.Duration, what string, pred fun
 			}
 		}
 		if wt.over() {
-			rc.t.Fatalf("no %s within %v", what, timeout)
+			rc.t.Fatalf("waited %v for %s, in vain; child events: %v", wt, what, rc.children())
 		}
 		hold(rc.t, 25*time.Millisecond)
 	}
