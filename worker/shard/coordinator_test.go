@@ -139,10 +139,14 @@ func keepsItsTermWithManySlowMembers(t *testing.T, p *stalltest.Probe) {
 	term := el.Status().Term
 	from := time.Now()
 	var firstSummary time.Duration
+	fullest := 0 // the most reports one summary read
 	for time.Since(from) < observe {
 		time.Sleep(200 * time.Millisecond)
-		if firstSummary == 0 && w.Summary() != nil {
-			firstSummary = time.Since(from)
+		if sum := w.Summary(); sum != nil {
+			if firstSummary == 0 {
+				firstSummary = time.Since(from)
+			}
+			fullest = max(fullest, len(sum.ReportedBy))
 		}
 	}
 	held := time.Since(from)
@@ -165,11 +169,13 @@ func keepsItsTermWithManySlowMembers(t *testing.T, p *stalltest.Probe) {
 	if firstSummary == 0 {
 		t.Fatalf("%d members, %v round trips: no summary published in %v of leading", members, rtt, observe)
 	}
-	sum := w.Summary()
-	t.Logf("%d members, %v round trips: kept term %d for %v (the whole window, no step-down); first summary after %v, read %d reports",
-		members, rtt, term, held.Round(time.Millisecond), firstSummary.Round(time.Millisecond), len(sum.ReportedBy))
-	if len(sum.ReportedBy) < members {
-		p.Starved(t, fmt.Sprintf("the summary read %d of %d members' reports", len(sum.ReportedBy), members), from, time.Now(), slack)
+	t.Logf("%d members, %v round trips: kept term %d for %v (the whole window, no step-down); first summary after %v, the fullest read %d reports, the last %d",
+		members, rtt, term, held.Round(time.Millisecond), firstSummary.Round(time.Millisecond), fullest, len(w.Summary().ReportedBy))
+	// A summary leaves out a report it could not read in time (readReports):
+	// one pass that read them all shows the pass fits; a pass the storage
+	// stall cut short is no evidence against it.
+	if fullest < members {
+		p.Starved(t, fmt.Sprintf("no summary read all %d members' reports (the fullest %d)", members, fullest), from, time.Now(), slack)
 	}
 }
 
