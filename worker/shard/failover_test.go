@@ -83,7 +83,7 @@ func containerName(c *container.Client) string {
 // end balanced over the two members left.
 func TestPool_CutOffFollowersShardsFailOver(t *testing.T) {
 	t.Parallel()
-	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+	stalltest.RunWith(t, probeConfig(), func(t *testing.T, p *stalltest.Probe) {
 		c := newContainer(t)
 		tr := newTracker(t)
 		const n = 6
@@ -109,19 +109,13 @@ func TestPool_CutOffFollowersShardsFailOver(t *testing.T) {
 		eps := cfg.RequestTimeout() // the acquire and the term write after a successful poll
 		bound := cfg.LeaseDuration + cfg.RetryPeriod*11/10 + eps
 		rest := ms[:2]
-		deadline := time.Now().Add(bound + 5*time.Second)
 		for _, s := range lost {
 			var by string
 			var at time.Time
-			for time.Now().Before(deadline) {
-				if by, at = tr.current(s); by != "" && by != victim.id {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if by == "" || by == victim.id {
-				t.Fatalf("shard %d of cut-off %s was not owned again within %v of the cut", s, victim.id, time.Since(cutAt))
-			}
+			waitFor(t, fmt.Sprintf("shard %d of cut-off %s owned again", s, victim.id), bound+5*time.Second-time.Since(cutAt), func() (bool, string) {
+				by, at = tr.current(s)
+				return by != "" && by != victim.id, fmt.Sprintf("owner %q, %v after the cut", by, time.Since(cutAt).Round(time.Millisecond))
+			})
 			// Read after the takeover: a renew in flight at the cut may still
 			// have succeeded.
 			last := link.renewedAt(Layout{Blob: "leader"}.Shard(s))
@@ -152,17 +146,17 @@ func containsInt(xs []int, x int) bool {
 // waitLeader waits until one of ms leads the election.
 func waitLeader(t *testing.T, ms []*poolMember, timeout time.Duration) *poolMember {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	var leader *poolMember
+	waitFor(t, fmt.Sprintf("one of %d members to lead", len(ms)), timeout, func() (bool, string) {
 		for _, m := range ms {
 			if m.el.IsLeader() {
-				return m
+				leader = m
+				return true, ""
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("expected one of %d members to lead within %v", len(ms), timeout)
-	return nil
+		return false, "no leader"
+	})
+	return leader
 }
 
 // A standby whose own view went stale and is fresh again warms up before it
@@ -173,7 +167,7 @@ func waitLeader(t *testing.T, ms []*poolMember, timeout time.Duration) *poolMemb
 // assignment reads failed seconds before the leave (docs/benchmarks.md §9).
 func TestPool_StandbyWarmingUpTakesAReleasedShardAtOnce(t *testing.T) {
 	t.Parallel()
-	stalltest.Run(t, func(t *testing.T, p *stalltest.Probe) {
+	stalltest.RunWith(t, probeConfig(), func(t *testing.T, p *stalltest.Probe) {
 		c := newContainer(t)
 		tr := newTracker(t)
 		const n = 4
@@ -204,19 +198,14 @@ func TestPool_StandbyWarmingUpTakesAReleasedShardAtOnce(t *testing.T) {
 		w1.stop() // graceful: its shard tasks stop and their leases are released
 		cfg := testElection("x")
 		bound := cfg.RetryPeriod*11/10 + cfg.RequestTimeout() // a poll, then the acquire and the term write
-		deadline := time.Now().Add(cfg.LeaseDuration + 10*time.Second)
+		stopped := time.Now()
 		for _, s := range leaving {
 			var by string
 			var at time.Time
-			for time.Now().Before(deadline) {
-				if by, at = tr.current(s); by == w2.id {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if by != w2.id {
-				t.Fatalf("shard %d released by %s was not owned by %s within %v", s, w1.id, w2.id, cfg.LeaseDuration+10*time.Second)
-			}
+			waitFor(t, fmt.Sprintf("shard %d released by %s owned by %s", s, w1.id, w2.id), cfg.LeaseDuration+10*time.Second-time.Since(stopped), func() (bool, string) {
+				by, at = tr.current(s)
+				return by == w2.id, fmt.Sprintf("owner %q", by)
+			})
 			freed := tr.released(s)
 			if freed.IsZero() {
 				t.Fatalf("shard %d: the graceful stop of %s left no %s", s, w1.id, EventShardLeaseReleased)
@@ -231,16 +220,10 @@ func TestPool_StandbyWarmingUpTakesAReleasedShardAtOnce(t *testing.T) {
 // waitView waits until m's view of the assignment is fresh (or stale).
 func waitView(t *testing.T, m *poolMember, fresh bool, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if _, f := m.w.view.current(time.Now()); f == fresh {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's view did not become fresh=%v within %v", m.id, fresh, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, fmt.Sprintf("%s's view fresh=%v", m.id, fresh), timeout, func() (bool, string) {
+		_, f := m.w.view.current(time.Now())
+		return f == fresh, fmt.Sprintf("fresh=%v", f)
+	})
 }
 
 // The other half of the warm-up rule: a storage outage for everyone that

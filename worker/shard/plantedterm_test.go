@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"testing"
@@ -48,32 +49,21 @@ func plantTerm(t *testing.T, name string, m *poolMember, planted int64, inJSON b
 func waitRewritten(t *testing.T, m *poolMember, name string, term int64, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var last string
-	for time.Since(start) < timeout {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := m.w.cfg.Container.NewBlobClient(name).DownloadStream(ctx, nil)
+	op := operator(t, m.w.cfg.Container)
+	waitFor(t, fmt.Sprintf("%s written again under the leader's term %d", name, term), timeout, func() (bool, string) {
+		resp, err := op.NewBlobClient(name).DownloadStream(context.Background(), nil)
 		if err != nil {
-			cancel()
-			last = err.Error()
-			time.Sleep(50 * time.Millisecond)
-			continue
+			return false, err.Error()
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		cancel()
-		md := resp.Metadata
 		var doc struct {
 			Term int64 `json:"term"`
 		}
-		mt, _ := storage.Term(md)
-		if json.Unmarshal(body, &doc) == nil && doc.Term == term && mt == term {
-			return time.Since(start)
-		}
-		last = string(body) + " metadata term " + strconv.FormatInt(mt, 10)
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s was not written again under the leader's term %d within %v; last: %s", name, term, timeout, last)
-	return 0
+		mt, _ := storage.Term(resp.Metadata)
+		return json.Unmarshal(body, &doc) == nil && doc.Term == term && mt == term, string(body) + " metadata term " + strconv.FormatInt(mt, 10)
+	})
+	return time.Since(start)
 }
 
 // planted is how far above the lock's term the tests plant a document's

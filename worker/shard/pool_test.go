@@ -14,7 +14,6 @@ import (
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
-	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // These tests run whole pools of in-process workers against a real Azurite
@@ -191,16 +190,12 @@ func (m *poolMember) stop() {
 // waitSettled waits until the members own ⌊N/M⌋ or ⌈N/M⌉ shards each, all N
 // in all, and the leader's assignment matches and names a standby for each.
 // It is a wait, not a bound (the balance's bound is the shard checker's):
-// it lasts timeout plus the stall its own CPU probe measures meanwhile, so
-// a starved machine is not mistaken for a pool that never settles.
+// waitFor stretches it by the stall measured meanwhile.
 func waitSettled(t *testing.T, n int, ms []*poolMember, timeout time.Duration) map[int]string {
 	t.Helper()
-	sp := stalltest.Start(stalltest.Default)
-	defer sp.Stop()
-	began := time.Now()
-	var last string
-	for now := began; !now.After(began.Add(timeout + sp.StallIn(began, now))); now = time.Now() {
-		owner := map[int]string{}
+	var owner map[int]string
+	waitFor(t, fmt.Sprintf("%d shards balanced over %d members", n, len(ms)), timeout, func() (bool, string) {
+		owner = map[int]string{}
 		counts := map[string]int{}
 		total := 0
 		var leader *Assignment
@@ -222,15 +217,9 @@ func waitSettled(t *testing.T, n int, ms []*poolMember, timeout time.Duration) m
 		for s := 0; ok && s < n; s++ {
 			ok = leader.Owners[s] == owner[s] && (len(ms) == 1 || leader.Standbys[s] != "")
 		}
-		if ok {
-			return owner
-		}
-		last = fmt.Sprintf("counts %v, total %d, leader's assignment %+v", counts, total, leader)
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("expected %d shards balanced over %d members within %v plus the %v the machine stalled; last seen: %s",
-		n, len(ms), timeout, sp.StallIn(began, time.Now()).Round(time.Millisecond), last)
-	return nil
+		return ok, fmt.Sprintf("counts %v, total %d, leader's assignment %+v", counts, total, leader)
+	})
+	return owner
 }
 
 func TestPool_BalancesMovesOnlyWhatBalanceRequires(t *testing.T) {
@@ -295,31 +284,24 @@ func TestPool_LeaderChangeMovesNothing(t *testing.T) {
 	mark := tr.mark()
 	// Break the election lease: the leader loses leadership at its next
 	// renew; another member (or it) leads a new term.
-	lock, err := bloblock.New(c, "leader")
+	lock, err := bloblock.New(operator(t, c), "leader")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := lock.Break(context.Background(), "", 0); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var b *Assignment
+	var b *Assignment
+	waitFor(t, "an assignment from a newer term after the break", 30*time.Second, func() (bool, string) {
 		for _, m := range ms {
 			if x := m.w.Assignment(); x != nil && x.Term > a.Term {
 				b = x
 			}
 		}
-		if b != nil {
-			if !slices.Equal(b.Owners, a.Owners) {
-				t.Fatalf("the new leader (term %d) changed the plan:\n%v\nwas\n%v", b.Term, b.Owners, a.Owners)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no assignment from a newer term within 30s of the break")
-		}
-		time.Sleep(100 * time.Millisecond)
+		return b != nil, fmt.Sprintf("the plan of term %d", a.Term)
+	})
+	if !slices.Equal(b.Owners, a.Owners) {
+		t.Fatalf("the new leader (term %d) changed the plan:\n%v\nwas\n%v", b.Term, b.Owners, a.Owners)
 	}
 	waitSettled(t, n, ms, 10*time.Second)
 	if got := tr.movesSince(mark); got != 0 {

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"testing"
@@ -16,11 +17,11 @@ import (
 // corrupted from outside, it writes them again under its term, above any
 // version a member has seen, and the pool goes on (docs/architecture.md#shards).
 
+// readRaw and writeRaw are the test's own storage calls, through an
+// operator's client (wait_test.go).
 func readRaw(t *testing.T, c *container.Client, name string) ([]byte, map[string]*string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
+	resp, err := operator(t, c).NewBlobClient(name).DownloadStream(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}
@@ -34,9 +35,7 @@ func readRaw(t *testing.T, c *container.Client, name string) ([]byte, map[string
 
 func writeRaw(t *testing.T, c *container.Client, name string, body []byte, md map[string]*string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, body, &blockblob.UploadBufferOptions{Metadata: md}); err != nil {
+	if _, err := operator(t, c).NewBlockBlobClient(name).UploadBuffer(context.Background(), body, &blockblob.UploadBufferOptions{Metadata: md}); err != nil {
 		t.Fatalf("write %s: %v", name, err)
 	}
 }
@@ -57,28 +56,19 @@ func leaderOf(t *testing.T, ms []*poolMember) *poolMember {
 // above v and returns it.
 func waitVersion(t *testing.T, c *container.Client, v int64, timeout time.Duration) Assignment {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := c.NewBlobClient(Layout{Blob: "leader"}.Assignment()).DownloadStream(ctx, nil)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var a Assignment
-			if json.Unmarshal(b, &a) == nil && a.Version > v {
-				cancel()
-				return a
-			}
-			last = string(b)
-		} else {
-			last = err.Error()
+	op := operator(t, c)
+	var a Assignment
+	waitFor(t, fmt.Sprintf("the assignment at a version above %d", v), timeout, func() (bool, string) {
+		resp, err := op.NewBlobClient(Layout{Blob: "leader"}.Assignment()).DownloadStream(context.Background(), nil)
+		if err != nil {
+			return false, err.Error()
 		}
-		cancel()
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the assignment did not reach a version above %d within %v; last: %s", v, timeout, last)
-	return Assignment{}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		a = Assignment{}
+		return json.Unmarshal(b, &a) == nil && a.Version > v, string(b)
+	})
+	return a
 }
 
 func TestPool_DeletedAssignmentIsWrittenAboveWhatMembersSaw(t *testing.T) {
@@ -89,9 +79,7 @@ func TestPool_DeletedAssignmentIsWrittenAboveWhatMembersSaw(t *testing.T) {
 	ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
 	waitSettled(t, n, ms, 60*time.Second)
 	seen := leaderOf(t, ms).w.Assignment().Version
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := c.NewBlobClient(Layout{Blob: "leader"}.Assignment()).Delete(ctx, nil); err != nil {
+	if _, err := operator(t, c).NewBlobClient(Layout{Blob: "leader"}.Assignment()).Delete(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	a := waitVersion(t, c, seen, 5*time.Second)
@@ -166,29 +154,13 @@ func TestPool_CorruptSummaryIsWrittenAgain(t *testing.T) {
 	ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
 	waitSettled(t, n, ms, 60*time.Second)
 	p := testElection("x").RetryPeriod
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		if sum, err := ReadSummary(ctx, c, "leader"); err == nil && sum != nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no summary within a minute")
-		}
-		time.Sleep(100 * time.Millisecond)
+	op := operator(t, c)
+	readable := func() (bool, string) {
+		sum, err := ReadSummary(context.Background(), op, "leader")
+		return err == nil && sum != nil, fmt.Sprintf("%v", err)
 	}
+	waitFor(t, "a summary", time.Minute, readable)
 	good, md := readRaw(t, c, name)
 	writeRaw(t, c, name, good[:len(good)/2], md)
-	bound := 5*p + p*11/10 + 6*time.Second + 2*time.Second
-	deadline := time.Now().Add(bound)
-	for {
-		sum, err := ReadSummary(ctx, c, "leader")
-		if err == nil && sum != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the summary was not readable again within %v of the corruption: %v", bound, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, "the summary readable again after its corruption", 5*p+p*11/10+6*time.Second+2*time.Second, readable)
 }

@@ -1,7 +1,8 @@
 // Package stalltest measures how promptly this machine runs a thread that
-// is due — a CPU probe — so that a test can judge a timing bound as its
-// design bound plus the stall the machine showed, and tell a slow machine
-// from a slow system (docs/chaos.md#a-busy-machine).
+// is due — a CPU probe — and, given a server's URL, how promptly that
+// server answers — a storage probe — so that a test can judge a timing
+// bound as its design bound plus the stall the machine showed, and tell a
+// slow machine from a slow system (docs/chaos.md#a-busy-machine).
 //
 // One thread, locked to itself, sleeps Tick at a time in the kernel and
 // records how late it woke: from its due time to its wake it was runnable
@@ -16,6 +17,7 @@
 package stalltest
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sort"
@@ -28,7 +30,11 @@ import (
 type Config struct {
 	Tick  time.Duration // one sleep
 	Floor time.Duration // a wake this late or later is recorded
-	Keep  int           // late wakes kept (the latest)
+	Keep  int           // late wakes kept (the latest), and as many slow answers
+	// Server, when set, is a URL the probe also asks, one GET at a time
+	// (storage.go): an answer slower than StorageFloor counts as a stall.
+	// Tests against a shared Azurite set its blob endpoint.
+	Server string
 }
 
 // Default: a 10 ms sleep, wakes 1 ms late or later recorded, the latest
@@ -81,12 +87,14 @@ func StallIn(late []Wake, from, to time.Time) time.Duration {
 	return sum
 }
 
-// Probe is a running CPU probe.
+// Probe is a running CPU probe, and storage probe when Config.Server is set.
 type Probe struct {
-	cfg  Config
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	cfg   Config
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	quit  context.CancelFunc // ends the storage probe
+	asked chan struct{}      // closed when the storage probe ended
 
 	mu           sync.Mutex
 	started      time.Time
@@ -98,6 +106,13 @@ type Probe struct {
 	underRun     bool          // Bound ends an inconclusive attempt instead of failing
 	inconclusive string        // Bound's stall-explained miss, for Run
 	stall        time.Duration // and the stall that explained it
+
+	// The storage probe's record (storage.go).
+	asks      uint64
+	slow      []Wake        // answers slower than StorageFloor, as stalls
+	slowNext  int           // the ring's oldest once full
+	slowTotal time.Duration // the slow answers' time past the floor, summed
+	asking    time.Time     // when the ask awaited now was sent; zero: none
 }
 
 // Start starts a probe; Stop ends it.
@@ -111,15 +126,24 @@ func Start(cfg Config) *Probe {
 	if cfg.Keep <= 0 {
 		cfg.Keep = Default.Keep
 	}
-	p := &Probe{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), started: time.Now(), ring: make([]Wake, 0, min(cfg.Keep, 1024))}
+	p := &Probe{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), started: time.Now(), ring: make([]Wake, 0, min(cfg.Keep, 1024)),
+		asked: make(chan struct{})}
 	go p.loop()
+	ctx, quit := context.WithCancel(context.Background())
+	p.quit = quit
+	if cfg.Server == "" {
+		close(p.asked)
+	} else {
+		go p.askLoop(ctx)
+	}
 	return p
 }
 
 // Stop ends the probe and waits for its thread. Safe to call twice.
 func (p *Probe) Stop() {
-	p.once.Do(func() { close(p.stop) })
+	p.once.Do(func() { close(p.stop); p.quit() })
 	<-p.done
+	<-p.asked
 }
 
 func (p *Probe) loop() {
@@ -170,6 +194,12 @@ type Record struct {
 	Dropped     uint64    // late wakes older than the kept ones
 	Total       time.Duration
 	Max         Wake
+	// The storage probe's (zero without Config.Server): asks answered,
+	// the kept slow answers as stalls, and their time past the floor.
+	Server       string
+	Asks         uint64
+	Slow         []Wake
+	StorageTotal time.Duration
 }
 
 // Record returns what the probe measured so far.
@@ -179,15 +209,17 @@ func (p *Probe) Record() Record {
 	r := Record{Tick: p.cfg.Tick, Floor: p.cfg.Floor, Since: p.started, Wakes: p.wakes, Total: p.total, Max: p.max,
 		Dropped: p.late - uint64(len(p.ring))}
 	r.Late = append(append(r.Late, p.ring[p.next:]...), p.ring[:p.next]...)
+	r.Server, r.Asks, r.StorageTotal = p.cfg.Server, p.asks, p.slowTotal
+	r.Slow = append(append(r.Slow, p.slow[p.slowNext:]...), p.slow[:p.slowNext]...)
 	return r
 }
 
 // StallIn is how long the machine stalled in [from, to] by the probe's
-// kept wakes (StallIn).
+// kept late wakes and, with a Server, its slow answers (StallIn).
 func (p *Probe) StallIn(from, to time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return StallIn(p.ring, from, to)
+	return StallIn(p.stalls(), from, to)
 }
 
 // LateIn returns the kept late wakes that overlap [from, to], to be
@@ -196,7 +228,7 @@ func (p *Probe) LateIn(from, to time.Time) []Wake {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []Wake
-	for _, w := range p.ring {
+	for _, w := range p.stalls() {
 		if w.Woke.After(from) && w.Due.Before(to) {
 			out = append(out, w)
 		}
@@ -211,6 +243,9 @@ func (r Record) String() string {
 	fmt.Fprintf(&b, "cpu probe: %d wakes of %v, %d ≥%v late (total %.2f s)", r.Wakes, r.Tick, len(r.Late)+int(r.Dropped), r.Floor, r.Total.Seconds())
 	if r.Max.Late() > 0 {
 		fmt.Fprintf(&b, ", max %d ms late at %s", r.Max.Late().Milliseconds(), r.Max.Due.Format("15:04:05.000"))
+	}
+	if r.Server != "" {
+		fmt.Fprintf(&b, "; storage probe: %d answers, %d slower than %v (%.2f s past it)", r.Asks, len(r.Slow), StorageFloor, r.StorageTotal.Seconds())
 	}
 	return b.String()
 }

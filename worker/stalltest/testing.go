@@ -38,12 +38,12 @@ func (p *Probe) Bound(tb testing.TB, what string, from time.Time, bound time.Dur
 	}
 	miss, stall := got.Sub(due), p.StallIn(from, got)
 	if miss > stall {
-		tb.Errorf("%s took %v, bound %v: %v late, beyond the %v the machine stalled meanwhile (CPU probe)",
-			what, got.Sub(from).Round(time.Millisecond), bound, miss.Round(time.Millisecond), stall.Round(time.Millisecond))
+		tb.Errorf("%s took %v, bound %v: %v late, beyond the %v the machine stalled meanwhile (%s)",
+			what, got.Sub(from).Round(time.Millisecond), bound, miss.Round(time.Millisecond), stall.Round(time.Millisecond), p.measuredBy())
 		return false
 	}
-	return p.Inconclusive(tb, stall, fmt.Sprintf("%s took %v, bound %v: %v late, within the %v the machine stalled meanwhile (CPU probe): inconclusive",
-		what, got.Sub(from).Round(time.Millisecond), bound, miss.Round(time.Millisecond), stall.Round(time.Millisecond)))
+	return p.Inconclusive(tb, stall, fmt.Sprintf("%s took %v, bound %v: %v late, within the %v the machine stalled meanwhile (%s): inconclusive",
+		what, got.Sub(from).Round(time.Millisecond), bound, miss.Round(time.Millisecond), stall.Round(time.Millisecond), p.measuredBy()))
 }
 
 // Starved judges a failure that only a process starved of at least need
@@ -54,10 +54,10 @@ func (p *Probe) Starved(tb testing.TB, what string, from, to time.Time, need tim
 	tb.Helper()
 	stall := p.StallIn(from, to)
 	if stall < need {
-		tb.Errorf("%s; the machine stalled %v in that window (CPU probe), less than the %v that could explain it", what, stall.Round(time.Millisecond), need)
+		tb.Errorf("%s; the machine stalled %v in that window (%s), less than the %v that could explain it", what, stall.Round(time.Millisecond), p.measuredBy(), need)
 		return false
 	}
-	return p.Inconclusive(tb, stall, fmt.Sprintf("%s, within the %v the machine stalled meanwhile (CPU probe; %v would explain it): inconclusive", what, stall.Round(time.Millisecond), need))
+	return p.Inconclusive(tb, stall, fmt.Sprintf("%s, within the %v the machine stalled meanwhile (%s; %v would explain it): inconclusive", what, stall.Round(time.Millisecond), p.measuredBy(), need))
 }
 
 // Inconclusive ends the attempt as inconclusive under Run, and fails tb
@@ -81,14 +81,29 @@ func (p *Probe) Inconclusive(tb testing.TB, stall time.Duration, msg string) boo
 	return false
 }
 
+// measuredBy names what p measures, for a message.
+func (p *Probe) measuredBy() string {
+	if p.cfg.Server != "" {
+		return "CPU and storage probes"
+	}
+	return "CPU probe"
+}
+
 // Run runs body as subtest attempt1 with a fresh probe; while an attempt
 // ends inconclusive (a Bound missed within the measured stall) it runs the
 // next, up to 1+Retries attempts, logging each retry (and appending it to
 // $BLOBLEADER_RETRY_LOG), and fails t if the last is inconclusive too.
 func Run(t *testing.T, body func(t *testing.T, p *Probe)) {
 	t.Helper()
+	RunWith(t, Default, body)
+}
+
+// RunWith is Run with each attempt's probe started with cfg (a Server to
+// probe as well, for a test whose bounds wait on storage).
+func RunWith(t *testing.T, cfg Config, body func(t *testing.T, p *Probe)) {
+	t.Helper()
 	for n := 1; n <= 1+Retries; n++ {
-		p := Start(Default)
+		p := Start(cfg)
 		p.underRun = true
 		t.Run(fmt.Sprintf("attempt%d", n), func(t *testing.T) {
 			defer p.Stop()

@@ -1,0 +1,103 @@
+package shard
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/stalltest"
+)
+
+// The package's tests run whole pools against one Azurite (TestMain), a
+// single Node event loop. On a busy machine it is starved before the tests
+// are: under stress-ng it got a tenth of a core and answered seconds late
+// while the CPU probe woke nearly on time. So the tests measure it, and
+// read it in two ways (docs/chaos.md#a-busy-machine):
+//
+//   - every wait lasts its timeout plus the stall the CPU and storage
+//     probes measured meanwhile (waitFor): a pool that a starved Azurite
+//     could not serve is not mistaken for a pool that never settles;
+//   - the test's own reads and writes of the pool's blobs go through an
+//     operator's client (operator), as `az storage blob …` would: no design
+//     rule bounds them, and a slow answer must not end the test's set-up or
+//     its checks. The members keep the request timeout the design gives.
+//
+// Safety never reads the probe: the tracker fails on two tasks of a shard
+// at once, and term and fencing checks are judged as they are.
+
+var (
+	machineOnce  sync.Once
+	machineProbe *stalltest.Probe
+)
+
+// probeConfig is a probe of this machine and of the package's Azurite.
+func probeConfig() stalltest.Config {
+	cfg := stalltest.Default
+	cfg.Server = server.BlobEndpoint()
+	return cfg
+}
+
+// machine is the package's probe, started by the first test that reads it
+// and running until the test binary exits.
+func machine() *stalltest.Probe {
+	machineOnce.Do(func() { machineProbe = stalltest.Start(probeConfig()) })
+	return machineProbe
+}
+
+// maxStretch bounds a wait: at most maxStretch times its timeout, however
+// long the stall.
+const maxStretch = 3
+
+// waitFor polls cond, at once and then every 50 ms, until it reports true. It is a wait, not a
+// bound: it lasts timeout plus the stall the package's probe measured
+// since it began, at most maxStretch × timeout. Running out, it fails t with
+// what and cond's last word; when the stall (capped) is what ran it out, the
+// wait is inconclusive — never a pass.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	p := machine()
+	began := time.Now()
+	limit := func(now time.Time) time.Duration {
+		return timeout + min(p.StallIn(began, now), (maxStretch-1)*timeout)
+	}
+	var last string
+	for {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		if now := time.Now(); now.Sub(began) > limit(now) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	now := time.Now()
+	stall := p.StallIn(began, now)
+	msg := what + " within " + timeout.String() + " plus the " + stall.Round(time.Millisecond).String() +
+		" the machine and storage stalled meanwhile (CPU and storage probes); last seen: " + last
+	if stall >= (maxStretch-1)*timeout {
+		p.Inconclusive(t, stall, "expected "+msg+": the stall outlasted the wait's limit ("+(maxStretch*timeout).String()+"): inconclusive")
+		t.FailNow()
+	}
+	t.Fatalf("expected %s", msg)
+}
+
+// operatorTimeout bounds one try of the test's own storage calls: long
+// enough to measure a long stall whole, as the harness's storage probe is.
+const operatorTimeout = 30 * time.Second
+
+// operator returns a client of c's container for the test's own reads and
+// writes (an operator's tool, not a member).
+func operator(t *testing.T, c *container.Client) *container.Client {
+	t.Helper()
+	op, err := bloblock.NewContainerClient(bloblock.ClientConfig{
+		ConnectionString: server.ConnectionString(), Container: containerName(c), RequestTimeout: operatorTimeout,
+	})
+	if err != nil {
+		t.Fatalf("NewContainerClient: %v", err)
+	}
+	return op
+}
