@@ -41,7 +41,7 @@ func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	for _, term := range []string{"9223372036854775806", "1795400000000x", "9223372036854775807"} {
 		old := leading(t, c)
-		was, err := old.Status(ctxFor(t, 5*time.Second))
+		was, err := old.Status(observe(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
 	}
 	// No holder: nothing stops the next leader.
 	old := leading(t, c)
-	was, err := old.Status(ctxFor(t, 5*time.Second))
+	was, err := old.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func notLoud(t *testing.T, w cluster.Worker) string {
 // lockTerm reads the lock blob's term metadata verbatim.
 func lockTerm(t *testing.T, c cluster.Cluster) string {
 	t.Helper()
-	props, err := c.Storage().NewBlobClient(c.LockBlob()).GetProperties(ctxFor(t, 5*time.Second), nil)
+	props, err := c.Storage().NewBlobClient(c.LockBlob()).GetProperties(observe(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func lockDeleted(fault func() chaos.Fault) func(t *testing.T, c cluster.Cluster)
 	return func(t *testing.T, c cluster.Cluster) {
 		p := c.Params()
 		old := leading(t, c)
-		was, err := old.Status(ctxFor(t, 5*time.Second))
+		was, err := old.Status(observe(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func lockDeleted(fault func() chaos.Fault) func(t *testing.T, c cluster.Cluster)
 		inject(t, c, f, nil)
 		leftTerm(t, old, was.Term, p.RenewInterval+p.RequestTimeout()+slack)
 		next := c.WaitLeader(t, p.RenewInterval+p.RequestTimeout()+p.RetryPeriod*11/10+slack)
-		st, err := next.Status(ctxFor(t, 5*time.Second))
+		st, err := next.Status(observe(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func leftTerm(t *testing.T, w cluster.Worker, term int64, timeout time.Duration)
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		st, err := w.Status(ctxFor(t, 5*time.Second))
+		st, err := w.Status(observe(t))
 		if err != nil {
 			t.Fatal(err)
 		}

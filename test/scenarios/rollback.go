@@ -36,7 +36,7 @@ func storageRolledBack(t *testing.T, c cluster.Cluster) {
 	}
 	stop(first)
 	second := c.WaitLeader(t, p.RetryPeriod*11/10+slack, first.Identity())
-	st, err := second.Status(ctxFor(t, 5*time.Second))
+	st, err := second.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
 	}

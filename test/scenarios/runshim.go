@@ -257,7 +257,7 @@ func shimStopped(t *testing.T, rc *RunCluster) []checker.Exception {
 	if exited.Event.Event != "" && exited.Cause != "shim_lost" {
 		t.Errorf("child_exited %s: want cause shim_lost", exited.Raw)
 	}
-	if code, _, err := leader.(cluster.Prober).Probe(ctxFor(t, 5*time.Second), "/healthz"); err != nil || code != 200 {
+	if code, _, err := leader.(cluster.Prober).Probe(observe(t), "/healthz"); err != nil || code != 200 {
 		t.Errorf("%s's /healthz after it stepped down: %d, %v; want 200 (it recovered by itself)", started.Identity, code, err)
 	}
 	t.Logf("shim stopped, command crashed: stepped down %v after the crash (child_exited %v), next command %v after",

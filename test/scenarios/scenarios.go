@@ -58,6 +58,20 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// observeTimeout bounds one of the harness's own reads whose failure ends
+// the test (a worker's /status, /metrics or /healthz, a blob's properties):
+// an observer's call, which no design rule bounds, so a machine that stalls
+// slows the check down rather than ending it (issue 36: a 5 s read of /status
+// timed out under a load of 3× the cores). Reads polled until a condition
+// holds keep a short timeout: the poll's own deadline is their bound.
+const observeTimeout = 30 * time.Second
+
+// observe is a context for one such read.
+func observe(t *testing.T) context.Context {
+	t.Helper()
+	return ctxFor(t, observeTimeout)
+}
+
 func inject(t *testing.T, c cluster.Cluster, f chaos.Fault, w cluster.Worker) {
 	t.Helper()
 	if err := c.Inject(ctxFor(t, time.Minute), f, w); err != nil {
@@ -222,7 +236,7 @@ func partitionedLeader(t *testing.T, c cluster.Cluster) {
 func latencyBelow(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	old := leading(t, c)
-	before, err := old.Status(ctxFor(t, 5*time.Second))
+	before, err := old.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +247,7 @@ func latencyBelow(t *testing.T, c cluster.Cluster) {
 	// Long enough for several renews and for a deadline to pass if they failed.
 	deadline := time.Now().Add(p.RenewDeadline + 2*p.RenewInterval)
 	for time.Now().Before(deadline) {
-		st, err := old.Status(ctxFor(t, 5*time.Second))
+		st, err := old.Status(observe(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +345,7 @@ func storageOutage(t *testing.T, c cluster.Cluster) {
 func operatorBreak(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	old := leading(t, c)
-	was, err := old.Status(ctxFor(t, 5*time.Second))
+	was, err := old.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +354,7 @@ func operatorBreak(t *testing.T, c cluster.Cluster) {
 	// The old holder leaves its term (it may win a new one afterwards).
 	wt := waitOn(c, p.RenewInterval+p.RequestTimeout()+slack)
 	for {
-		st, err := old.Status(ctxFor(t, 5*time.Second))
+		st, err := old.Status(observe(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,7 +117,7 @@ func TestChecker_ReportsS1ForUnsafeLeader(t *testing.T) {
 			remove(t, c, f)
 			// Resumed or reconnected, the unsafe worker still says it leads:
 			// two leaders, visible even at the HTTP level.
-			st, err := unsafe.Status(ctxFor(t, 5*time.Second))
+			st, err := unsafe.Status(observe(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -517,7 +517,7 @@ func shardsSlowMemberReads(t *testing.T, c cluster.Cluster, n int) {
 	// The shard checker's balance rule needs a quiet settle window after a
 	// membership change: give it the one after the start, before the fault.
 	settleAfter(t, c, started)
-	was, err := leader.Status(ctxFor(t, 5*time.Second))
+	was, err := leader.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
 	}

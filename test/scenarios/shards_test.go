@@ -105,7 +105,7 @@ func TestShards_CheckerReportsShardS1ForUnsafeOwner(t *testing.T) {
 		}
 		hold(t, 200*time.Millisecond)
 	}
-	st, err := unsafe.Status(ctxFor(t, 5*time.Second))
+	st, err := unsafe.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func shardsStoredTermsPlanted(t *testing.T, c cluster.Cluster, n int) {
 	// with no fault in it (the planted terms must move nothing after it).
 	settleAfter(t, c, joined)
 	before := waitBalanced(t, c, n, slack)
-	st, err := leader.Status(ctxFor(t, 5*time.Second))
+	st, err := leader.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func shardsStoredTermsPlanted(t *testing.T, c cluster.Cluster, n int) {
 	// The leader never stepped down: same identity, same term, over a few
 	// more polls.
 	for range 10 {
-		now, err := leader.Status(ctxFor(t, 5*time.Second))
+		now, err := leader.Status(observe(t))
 		if err != nil || now.Role != "leader" || now.Term != st.Term {
 			t.Fatalf("%s stopped leading term %d over a planted document term (now %+v, %v)", leader.Identity(), st.Term, now, err)
 		}
