@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blobleader/blobleader/worker/stalltest"
 	"github.com/blobleader/blobleader/worker/storage"
 )
 
@@ -71,12 +72,15 @@ func waitRewritten(t *testing.T, m *poolMember, name string, term int64, timeout
 // with it while a test runs (the term floor is the wall-clock millisecond).
 const planted = 1_000_000_000
 
-// keepsLeading fails t unless m leads term `term` throughout d.
-func keepsLeading(t *testing.T, m *poolMember, term int64, d time.Duration) {
+// keepsLeading fails t unless m leads term `term` throughout d. A term
+// lost over the planted document is a bug; one lost because its renews went
+// unanswered for a renew deadline is a stall, judged against p since the
+// plant (leaseLapse).
+func keepsLeading(t *testing.T, p *stalltest.Probe, m *poolMember, term int64, plantedAt time.Time, d time.Duration) {
 	t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if st := m.el.Status(); !m.el.IsLeader() || st.Term != term {
-			t.Fatalf("%s stopped leading term %d over a planted document term (now role %s, term %d, leader %q)", m.id, term, st.Role, st.Term, st.Leader)
+			judgeStarved(t, p, fmt.Sprintf("%s stopped leading term %d over a planted document term (now role %s, term %d, leader %q)", m.id, term, st.Role, st.Term, st.Leader), plantedAt, leaseLapse())
 		}
 	}
 }
@@ -89,35 +93,42 @@ func TestPool_TermPlantedInTheAssignmentIsRepairedNotObeyed(t *testing.T) {
 	}{{"in its JSON and metadata", true}, {"only in its metadata", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := newContainer(t)
-			tr := newTracker(t)
-			const n = 4
-			ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
-			waitSettled(t, n, ms, 60*time.Second)
-			leader := leaderOf(t, ms)
-			term := leader.el.Status().Term
-			name := Layout{Blob: "leader"}.Assignment()
-			plantTerm(t, name, leader, term+planted, tc.inJSON)
-			p := testElection("x")
-			took := waitRewritten(t, leader, name, term, p.RetryPeriod*11/10+3*p.RequestTimeout()+2*time.Second)
-			t.Logf("planted term %d over the leader's %d; written again under %d after %v", term+planted, term, term, took.Round(time.Millisecond))
-			keepsLeading(t, leader, term, 3*p.RetryPeriod)
-			for _, m := range ms {
-				if a := m.w.Viewed(); a == nil || a.Term != term {
-					t.Errorf("%s follows an assignment of term %v, expected the leader's %d", m.id, a, term)
+			stalltest.RunWith(t, probeConfig(), func(t *testing.T, probe *stalltest.Probe) {
+				c := newContainer(t)
+				tr := newTracker(t)
+				const n = 4
+				ms := []*poolMember{startMember(t, c, n, "w1", tr), startMember(t, c, n, "w2", tr)}
+				waitSettled(t, n, ms, 60*time.Second)
+				leader := leaderOf(t, ms)
+				term := leader.el.Status().Term
+				name := Layout{Blob: "leader"}.Assignment()
+				plantedAt := time.Now()
+				plantTerm(t, name, leader, term+planted, tc.inJSON)
+				p := testElection("x")
+				took := waitRewritten(t, leader, name, term, p.RetryPeriod*11/10+3*p.RequestTimeout()+2*time.Second)
+				t.Logf("planted term %d over the leader's %d; written again under %d after %v", term+planted, term, term, took.Round(time.Millisecond))
+				keepsLeading(t, probe, leader, term, plantedAt, 3*p.RetryPeriod)
+				for _, m := range ms {
+					if a := m.w.Viewed(); a == nil || a.Term != term {
+						t.Errorf("%s follows an assignment of term %v, expected the leader's %d", m.id, a, term)
+					}
 				}
-			}
-			if got := tr.repairCount(ObjectAssignment, CauseTermAboveLock); got != 1 {
-				t.Errorf("%d repairs of the assignment for a term above the lock's were reported, expected 1 (all: %v)", got, tr.repairs)
-			}
-			ms = append(ms, startMember(t, c, n, "w3", tr))
-			waitSettled(t, n, ms, 30*time.Second)
+				if got := tr.repairCount(ObjectAssignment, CauseTermAboveLock); got != 1 {
+					t.Errorf("%d repairs of the assignment for a term above the lock's were reported, expected 1 (all: %v)", got, tr.repairs)
+				}
+				ms = append(ms, startMember(t, c, n, "w3", tr))
+				waitSettled(t, n, ms, 30*time.Second)
+			})
 		})
 	}
 }
 
 func TestPool_TermPlantedInTheSummaryIsRepairedNotObeyed(t *testing.T) {
 	t.Parallel()
+	stalltest.RunWith(t, probeConfig(), func(t *testing.T, probe *stalltest.Probe) { termPlantedInTheSummary(t, probe) })
+}
+
+func termPlantedInTheSummary(t *testing.T, probe *stalltest.Probe) {
 	c := newContainer(t)
 	tr := newTracker(t)
 	const n = 4
@@ -128,10 +139,11 @@ func TestPool_TermPlantedInTheSummaryIsRepairedNotObeyed(t *testing.T) {
 	name := Layout{Blob: "leader"}.Summary()
 	p := testElection("x")
 	waitRewritten(t, leader, name, term, 5*p.RetryPeriod+10*time.Second) // a first summary
+	plantedAt := time.Now()
 	plantTerm(t, name, leader, term+planted, true)
 	took := waitRewritten(t, leader, name, term, 5*p.RetryPeriod+p.RetryPeriod*11/10+3*p.RequestTimeout()+2*time.Second)
 	t.Logf("planted term %d over the leader's %d in the summary; written again after %v", term+planted, term, took.Round(time.Millisecond))
-	keepsLeading(t, leader, term, 3*p.RetryPeriod)
+	keepsLeading(t, probe, leader, term, plantedAt, 3*p.RetryPeriod)
 	if got := tr.repairCount(ObjectSummary, CauseTermAboveLock); got != 1 {
 		t.Errorf("%d repairs of the summary for a term above the lock's were reported, expected 1 (all: %v)", got, tr.repairs)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // These tests run whole pools of in-process workers against a real Azurite
@@ -224,6 +225,12 @@ func waitSettled(t *testing.T, n int, ms []*poolMember, timeout time.Duration) m
 
 func TestPool_BalancesMovesOnlyWhatBalanceRequires(t *testing.T) {
 	t.Parallel()
+	stalltest.RunWith(t, probeConfig(), func(t *testing.T, p *stalltest.Probe) { balancesMovesOnlyWhatBalanceRequires(t, p) })
+}
+
+// A move beyond what balance requires is a holder that lost a lease it was
+// renewing: judged against the stall since the mark (leaseLapse).
+func balancesMovesOnlyWhatBalanceRequires(t *testing.T, p *stalltest.Probe) {
 	c := newContainer(t)
 	tr := newTracker(t)
 	const n = 8
@@ -231,7 +238,7 @@ func TestPool_BalancesMovesOnlyWhatBalanceRequires(t *testing.T) {
 	before := waitSettled(t, n, ms, 60*time.Second)
 
 	// A graceful leave: the standbys take exactly the leaver's shards.
-	mark := tr.mark()
+	mark, marked := tr.mark(), time.Now()
 	gone := ms[2]
 	lost := 0
 	for _, o := range before {
@@ -245,11 +252,11 @@ func TestPool_BalancesMovesOnlyWhatBalanceRequires(t *testing.T) {
 	after := waitSettled(t, n, ms, 30*time.Second)
 	t.Logf("leave of %s (%d shards): balanced again %v after it stopped", gone.id, lost, time.Since(stopped).Round(time.Millisecond))
 	if got := tr.movesSince(mark); got != lost {
-		t.Fatalf("the leave of %s moved %d shards; balance requires its %d", gone.id, got, lost)
+		judgeStarved(t, p, fmt.Sprintf("the leave of %s moved %d shards; balance requires its %d", gone.id, got, lost), marked, leaseLapse())
 	}
 
 	// A join: the joiner receives its share, nothing else moves.
-	mark = tr.mark()
+	mark, marked = tr.mark(), time.Now()
 	ms = append(ms, startMember(t, c, n, "w4", tr))
 	final := waitSettled(t, n, ms, 45*time.Second)
 	got4 := 0
@@ -259,13 +266,20 @@ func TestPool_BalancesMovesOnlyWhatBalanceRequires(t *testing.T) {
 		}
 	}
 	if got := tr.movesSince(mark); got != got4 || got4 != n/3 {
-		t.Fatalf("the join of w4 moved %d shards and gave it %d; balance requires %d (before %v, after %v)", got, got4, n/3, after, final)
+		judgeStarved(t, p, fmt.Sprintf("the join of w4 moved %d shards and gave it %d; balance requires %d (before %v, after %v)", got, got4, n/3, after, final), marked, leaseLapse())
 	}
 }
 
 // A leader change alone moves nothing: the new leader adopts the plan.
 func TestPool_LeaderChangeMovesNothing(t *testing.T) {
 	t.Parallel()
+	stalltest.RunWith(t, probeConfig(), func(t *testing.T, p *stalltest.Probe) { leaderChangeMovesNothing(t, p) })
+}
+
+// A changed plan or a move is a member that lost a lease it was renewing
+// (its member lease, or a shard's): judged against the stall since the
+// mark (leaseLapse).
+func leaderChangeMovesNothing(t *testing.T, p *stalltest.Probe) {
 	c := newContainer(t)
 	tr := newTracker(t)
 	const n = 6
@@ -281,7 +295,7 @@ func TestPool_LeaderChangeMovesNothing(t *testing.T) {
 		t.Fatal("expected one member to lead")
 	}
 	a := leader.w.Assignment()
-	mark := tr.mark()
+	mark, marked := tr.mark(), time.Now()
 	// Break the election lease: the leader loses leadership at its next
 	// renew; another member (or it) leads a new term.
 	lock, err := bloblock.New(operator(t, c), "leader")
@@ -301,10 +315,10 @@ func TestPool_LeaderChangeMovesNothing(t *testing.T) {
 		return b != nil, fmt.Sprintf("the plan of term %d", a.Term)
 	})
 	if !slices.Equal(b.Owners, a.Owners) {
-		t.Fatalf("the new leader (term %d) changed the plan:\n%v\nwas\n%v", b.Term, b.Owners, a.Owners)
+		judgeStarved(t, p, fmt.Sprintf("the new leader (term %d) changed the plan:\n%v\nwas\n%v", b.Term, b.Owners, a.Owners), marked, leaseLapse())
 	}
 	waitSettled(t, n, ms, 10*time.Second)
 	if got := tr.movesSince(mark); got != 0 {
-		t.Fatalf("a leader change alone moved %d shards", got)
+		judgeStarved(t, p, fmt.Sprintf("a leader change alone moved %d shards", got), marked, leaseLapse())
 	}
 }

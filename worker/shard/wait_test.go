@@ -101,3 +101,29 @@ func operator(t *testing.T, c *container.Client) *container.Client {
 	}
 	return op
 }
+
+// Checks that only a starved member can fail are judged against the
+// attempt's probe (stalltest.RunWith), with the least stall that could
+// explain the failure under testElection's timing:
+//
+//   - leaseLapse: a holder loses a lease (and so a shard moves, or the
+//     coordinator's term ends) only when no renew was answered for its renew
+//     deadline D, renews being sent every renew interval: D − RI;
+//   - oneFailedRead: a view goes stale over a corruption only when one more
+//     read fails than the TTL tolerates (the corrupt read is the one it
+//     does): a storage stall of one request timeout.
+func leaseLapse() time.Duration {
+	cfg := testElection("x")
+	return cfg.RenewDeadline - cfg.RenewInterval
+}
+
+func oneFailedRead() time.Duration { return testElection("x").RequestTimeout() }
+
+// judgeStarved ends t for a check that failed: inconclusive (retried under
+// RunWith) when p measured at least need of stall in [from, now], a
+// failure otherwise.
+func judgeStarved(t *testing.T, p *stalltest.Probe, what string, from time.Time, need time.Duration) {
+	t.Helper()
+	p.Starved(t, what, from, time.Now(), need)
+	t.FailNow()
+}
