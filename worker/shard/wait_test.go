@@ -47,42 +47,12 @@ func machine() *stalltest.Probe {
 	return machineProbe
 }
 
-// maxStretch bounds a wait: at most maxStretch times its timeout, however
-// long the stall.
-const maxStretch = 3
-
-// waitFor polls cond, at once and then every 50 ms, until it reports true. It is a wait, not a
-// bound: it lasts timeout plus the stall the package's probe measured
-// since it began, at most maxStretch × timeout. Running out, it fails t with
-// what and cond's last word; when the stall (capped) is what ran it out, the
-// wait is inconclusive — never a pass.
+// waitFor is the package probe's Await (stalltest): a wait lasting its
+// timeout plus the CPU and storage stall measured meanwhile, at most 3×,
+// then inconclusive — never a pass.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	p := machine()
-	began := time.Now()
-	limit := func(now time.Time) time.Duration {
-		return timeout + min(p.StallIn(began, now), (maxStretch-1)*timeout)
-	}
-	var last string
-	for {
-		var ok bool
-		if ok, last = cond(); ok {
-			return
-		}
-		if now := time.Now(); now.Sub(began) > limit(now) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	now := time.Now()
-	stall := p.StallIn(began, now)
-	msg := what + " within " + timeout.String() + " plus the " + stall.Round(time.Millisecond).String() +
-		" the machine and storage stalled meanwhile (CPU and storage probes); last seen: " + last
-	if stall >= (maxStretch-1)*timeout {
-		p.Inconclusive(t, stall, "expected "+msg+": the stall outlasted the wait's limit ("+(maxStretch*timeout).String()+"): inconclusive")
-		t.FailNow()
-	}
-	t.Fatalf("expected %s", msg)
+	machine().Await(t, what, timeout, cond)
 }
 
 // operatorTimeout bounds one try of the test's own storage calls: long

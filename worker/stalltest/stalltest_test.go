@@ -119,6 +119,8 @@ func TestRun_FailsBeyondTheStallAndWhenItStaysInconclusive(t *testing.T) {
 		{"beyond", "beyond the 300ms the machine stalled"},
 		{"always", "inconclusive 3 times in a row"},
 		{"bare", "within the 300ms the machine stalled meanwhile (CPU probe): inconclusive"},
+		{"await-unstalled", "expected the condition within 200ms plus the 0s the machine stalled meanwhile (CPU probe); last seen: not yet"},
+		{"await-stalled", "inconclusive 3 times in a row"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestRun_FailsBeyondTheStallAndWhenItStaysInconclusive$", "-test.v")
@@ -148,5 +150,29 @@ func helper(t *testing.T, mode string) {
 	case "bare":
 		p := StartT(t)
 		miss(t, p, 100*time.Millisecond)
+	case "await-unstalled":
+		p := &Probe{cfg: Default}
+		p.Await(t, "the condition", 200*time.Millisecond, func() (bool, string) { return false, "not yet" })
+	case "await-stalled":
+		Run(t, func(t *testing.T, p *Probe) {
+			now := time.Now()
+			p.add(now, now.Add(time.Hour)) // stalled from now on
+			p.Await(t, "the condition", 200*time.Millisecond, func() (bool, string) { return false, "not yet" })
+		})
+	}
+}
+
+// Await lasts its timeout plus the stall measured since it began: a
+// condition that comes 350 ms into a 200 ms wait, in a stall that began
+// with it, is awaited (the failing half is in the child process above).
+func TestAwait_LastsItsTimeoutPlusTheStall(t *testing.T) {
+	p := &Probe{cfg: Default}
+	began := time.Now()
+	p.add(began, began.Add(400*time.Millisecond))
+	p.Await(t, "the condition", 200*time.Millisecond, func() (bool, string) {
+		return time.Since(began) >= 350*time.Millisecond, "not yet"
+	})
+	if took := time.Since(began); took < 350*time.Millisecond {
+		t.Fatalf("Await returned after %v, before its condition held", took)
 	}
 }

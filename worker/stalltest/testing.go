@@ -144,3 +144,41 @@ func LogRetry(tb testing.TB, line string) {
 		tb.Logf("%s: %v", EnvRetryLog, err)
 	}
 }
+
+// MaxStretch bounds Await: a wait lasts at most MaxStretch times its
+// timeout, however long the stall.
+const MaxStretch = 3
+
+// Await polls cond, at once and then every 50 ms, until it reports true.
+// It is a wait, not a bound: it lasts timeout plus the stall p measured
+// since it began, at most MaxStretch × timeout, so a starved machine is not
+// mistaken for a system that never got there. Running out, it fails tb
+// with what and cond's last word; when the stall is what ran it out (it
+// reached the cap), the wait is inconclusive (Inconclusive: retried under
+// Run, a failure otherwise) — never a pass. It returns only when cond held.
+func (p *Probe) Await(tb testing.TB, what string, timeout time.Duration, cond func() (bool, string)) {
+	tb.Helper()
+	began := time.Now()
+	limit := func(now time.Time) time.Duration {
+		return timeout + min(p.StallIn(began, now), (MaxStretch-1)*timeout)
+	}
+	var last string
+	for {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		if now := time.Now(); now.Sub(began) > limit(now) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stall := p.StallIn(began, time.Now())
+	msg := fmt.Sprintf("expected %s within %v plus the %v the machine stalled meanwhile (%s); last seen: %s",
+		what, timeout, stall.Round(time.Millisecond), p.measuredBy(), last)
+	if stall >= (MaxStretch-1)*timeout {
+		p.Inconclusive(tb, stall, msg+": the stall outlasted the wait's limit ("+(MaxStretch*timeout).String()+"): inconclusive")
+		tb.FailNow()
+	}
+	tb.Fatal(msg)
+}

@@ -90,18 +90,18 @@ func fileLines(t *testing.T, path, what, event string) []map[string]any {
 // accepts, and returns it.
 func awaitLogLine(t *testing.T, path, event string, timeout time.Duration, pred func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, l := range logLines(t, path, event) {
+	var found map[string]any
+	waitFor(t, fmt.Sprintf("a %q log line as wanted in %s", event, path), timeout, func() (bool, string) {
+		lines := logLines(t, path, event)
+		for _, l := range lines {
 			if pred(l) {
-				return l
+				found = l
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q log line as wanted in %s within %s; the %q lines: %v", event, path, timeout, event, logLines(t, path, event))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("the %q lines: %v", event, lines)
+	})
+	return found
 }
 
 // requireFields fails unless line has each key with a value of the JSON type

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,13 +52,10 @@ func awaitConflict(t *testing.T, base, logPath, kind string, want ...string) {
 // awaitLeader waits until the worker at base leads.
 func awaitLeader(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for getStatus(t, base)["role"] != "leader" {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not lead within 20s: %v", base, getStatus(t, base))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, base+" leading", 20*time.Second, func() (bool, string) {
+		st := getStatus(t, base)
+		return st["role"] == "leader", fmt.Sprint(st)
+	})
 }
 
 // Set-ups that cannot work together are loud (docs/architecture.md,

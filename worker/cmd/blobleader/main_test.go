@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopMachine()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -174,16 +175,14 @@ func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (s
 	}
 }
 
-// awaitRole polls /status (bounded) until the worker reports role.
+// awaitRole polls /status (10 s plus the measured stall) until the worker
+// reports role.
 func awaitRole(t *testing.T, base, role string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for getStatus(t, base)["role"] != role {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not report role %s within 10s", base, role)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, base+" reporting role "+role, 10*time.Second, func() (bool, string) {
+		got := getStatus(t, base)["role"]
+		return got == role, fmt.Sprintf("role %v", got)
+	})
 }
 
 func getStatus(t *testing.T, base string) map[string]any {

@@ -122,16 +122,12 @@ func historyEvents(t *testing.T, path, event string) []map[string]any {
 // awaitServing waits (bounded) until a worker answers /status.
 func awaitServing(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, base+" serving /status", 10*time.Second, func() (bool, string) {
 		resp, err := http.Get(base + "/status")
-		if err == nil {
-			resp.Body.Close()
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not serve /status within 10s: %v", base, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return true, ""
+	})
 }

@@ -180,18 +180,18 @@ func readRecords(t *testing.T, path string) []record {
 // awaitEvent polls a history until pred holds for one of its records.
 func awaitEvent(t *testing.T, path string, timeout time.Duration, what string, pred func(record) bool) record {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, r := range readRecords(t, path) {
+	var found record
+	waitFor(t, what+" in "+filepath.Base(path), timeout, func() (bool, string) {
+		rs := readRecords(t, path)
+		for _, r := range rs {
 			if pred(r) {
-				return r
+				found = r
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in %s within %v; history: %+v", what, filepath.Base(path), timeout, readRecords(t, path))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("history: %+v", rs)
+	})
+	return found
 }
 
 func events(rs []record) []string {

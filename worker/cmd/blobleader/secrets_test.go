@@ -55,16 +55,11 @@ func startCaptured(t *testing.T, name, conn string, args ...string) *secretProc 
 	return p
 }
 
-// await polls cond every 50 ms until it holds, failing after timeout.
+// await polls cond until it holds: timeout plus the measured stall
+// (waitFor).
 func await(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, what, timeout, func() (bool, string) { return cond(), "not yet" })
 }
 
 func body(t *testing.T, u string) string {

@@ -90,9 +90,8 @@ func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
 	// ⌊n/M⌋ or ⌈n/M⌉, and the leader's assignment says the same.
 	balanced := func(urls map[string]string, timeout time.Duration) map[int]string {
 		t.Helper()
-		deadline := time.Now().Add(timeout)
-		var last string
-		for time.Now().Before(deadline) {
+		var balancedOwner map[int]string
+		waitFor(t, fmt.Sprintf("%d shards balanced over %v", n, urls), timeout, func() (bool, string) {
 			owner := map[int]string{}
 			ok := true
 			var leaderAssignment map[string]any
@@ -117,14 +116,13 @@ func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
 					ok = ok && owners[s] == owner[s]
 				}
 				if ok {
-					return owner
+					balancedOwner = owner
+					return true, ""
 				}
 			}
-			last = fmt.Sprintf("owners %v, leader's assignment %v", owner, leaderAssignment)
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("expected %d shards balanced over %v within %v; last: %s", n, urls, timeout, last)
-		return nil
+			return false, fmt.Sprintf("owners %v, leader's assignment %v", owner, leaderAssignment)
+		})
+		return balancedOwner
 	}
 	all := map[string]string{"w1": url1, "w2": url2, "w3": url3}
 	cmds := map[string]*exec.Cmd{"w1": w1, "w2": w2, "w3": w3}
@@ -182,19 +180,12 @@ func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
 
 	// The leader's summary, through `blobleader shards`: every shard has an
 	// owner among the living and some progress.
-	deadline := time.Now().Add(30 * time.Second)
 	var out string
-	for {
+	waitFor(t, "blobleader shards showing every shard with its owner and progress", 30*time.Second, func() (bool, string) {
 		var code int
 		code, out = runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}, "shards", "--container", "status-test")
-		if code == 0 && summaryComplete(out, n, after) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("blobleader shards did not show every shard with its owner and progress within 30s; last (exit %d):\n%s", code, out)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return code == 0 && summaryComplete(out, n, after), fmt.Sprintf("exit %d:\n%s", code, out)
+	})
 	t.Logf("blobleader shards:\n%s", out)
 
 	// A graceful stop of the leader: exit 0; its history shows each shard it
@@ -232,11 +223,9 @@ func TestWorker_ShardsBalancedFailOverAndSummarised(t *testing.T) {
 // read again.)
 func assignmentOnTheLeaderOnly(t *testing.T, urls map[string]string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last []string
-	for {
-		var leaders, withAssignment []string
-		last = last[:0]
+	var leader string
+	waitFor(t, "a reading with one leader carrying the assignment and no follower carrying one", timeout, func() (bool, string) {
+		var leaders, withAssignment, last []string
 		for id, u := range urls {
 			st := getStatus(t, u)
 			_, has := st["assignment"].(map[string]any)
@@ -249,14 +238,13 @@ func assignmentOnTheLeaderOnly(t *testing.T, urls map[string]string, timeout tim
 			last = append(last, fmt.Sprintf("%s: role %v, assignment %v", id, st["role"], has))
 		}
 		if len(leaders) == 1 && slices.Equal(withAssignment, leaders) {
-			return leaders[0]
+			leader = leaders[0]
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			slices.Sort(last)
-			t.Fatalf("no reading within %v with one leader carrying the assignment and no follower carrying one; last: %v", timeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		slices.Sort(last)
+		return false, fmt.Sprint(last)
+	})
+	return leader
 }
 
 // awaitShardsLines waits (bounded) for the coordinator's shards lines in
@@ -264,8 +252,7 @@ func assignmentOnTheLeaderOnly(t *testing.T, urls map[string]string, timeout tim
 // after it, none unowned again.
 func awaitShardsLines(t *testing.T, path string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	waitFor(t, filepath.Base(path)+"'s shards log lines showing a shard unowned and then none", timeout, func() (bool, string) {
 		var sawUnowned, sawNone bool
 		for _, l := range logLines(t, path, "shards") {
 			switch n, _ := l["unowned"].(float64); {
@@ -275,14 +262,8 @@ func awaitShardsLines(t *testing.T, path string, timeout time.Duration) {
 				sawNone = true
 			}
 		}
-		if sawUnowned && sawNone {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's shards log lines within %v: unowned shown %v, back to none after %v; want both", filepath.Base(path), timeout, sawUnowned, sawNone)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return sawUnowned && sawNone, fmt.Sprintf("unowned shown %v, back to none after %v", sawUnowned, sawNone)
+	})
 }
 
 // keepLeadershipLinesOnFailure logs, when t fails, each worker's leadership
@@ -365,17 +346,12 @@ func metric(t *testing.T, base, name string) float64 {
 // awaitMetric polls the metric until ok accepts it, and returns it.
 func awaitMetric(t *testing.T, base, name string, ok func(float64) bool, timeout time.Duration) float64 {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		v := metric(t, base, name)
-		if ok(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s on %s stayed %v for %v", name, base, v, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var v float64
+	waitFor(t, name+" on "+base+" as wanted", timeout, func() (bool, string) {
+		v = metric(t, base, name)
+		return ok(v), fmt.Sprint(v)
+	})
+	return v
 }
 
 // Values in a text log read as text, not as Go's formatting of maps and
