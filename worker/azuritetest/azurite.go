@@ -2,6 +2,11 @@
 // free loopback port, for tests, the demo and the benchmarks — and for the
 // integration tests of services that use the library (like net/http/httptest).
 //
+// On Linux, a process that may raise priorities (root, CAP_SYS_NICE) runs
+// the server at nice -10: the emulator stands for a storage service with
+// machines of its own, and a busy test machine must not starve it before
+// the code under test (priority_linux.go).
+//
 // The binary comes from the repository's pinned npm install (node_modules/.bin,
 // made by `make node_modules`), or from $AZURITE_BLOB when set. Nothing here
 // talks to anything but 127.0.0.1.
@@ -143,10 +148,12 @@ func startOnPort(ctx context.Context, port int, opts Options, extra ...string) (
 		return nil, fmt.Errorf("azurite: start %s: %w", bin, err)
 	}
 	go func() { s.err = s.cmd.Wait(); close(s.done) }()
+	prioritize(s.cmd.Process.Pid)
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		return nil, err
 	}
+	prioritize(s.cmd.Process.Pid) // the threads node started meanwhile
 	return s, nil
 }
 
