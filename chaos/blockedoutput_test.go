@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,13 +100,10 @@ func TestBlockedOutput_BlocksTheProcessUntilRemoved(t *testing.T) {
 		t.Fatalf("second remove should be a no-op: %v", err)
 	}
 	// What it wrote reached the destination, and none of the padding did.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(dst.Bytes()) <= before {
-		if time.Now().After(deadline) {
-			t.Fatal("no output reached the destination after Remove")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "output reaching the destination after Remove", 5*time.Second, func() (bool, string) {
+		n := len(dst.Bytes())
+		return n > before, fmt.Sprintf("%d bytes, %d before Remove", n, before)
+	})
 	if out := dst.Bytes(); bytes.IndexByte(out, 0) >= 0 || !bytes.Contains(out, []byte(`"msg":"beat"`)) {
 		t.Fatalf("destination has padding or no beat lines: %q", out[max(0, len(out)-200):])
 	}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -52,11 +53,10 @@ func TestConfine_HoldsTheProcessAndWhatItStartsAndKillsThemAll(t *testing.T) {
 	if got := strings.TrimSpace(string(b[:n])); got != strconv.Itoa(cmd.Process.Pid) {
 		t.Fatalf("the wrapped process has pid %s, want the started pid %d (the wrapper must exec)", got, cmd.Process.Pid)
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(cgroupProcs(c.Dir)) < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("cgroup %s holds %v, want the process and its child", c.Dir, cgroupProcs(c.Dir))
-		}
-	}
+	waitFor(t, "the process and its child in cgroup "+c.Dir, 5*time.Second, func() (bool, string) {
+		procs := cgroupProcs(c.Dir)
+		return len(procs) >= 2, fmt.Sprintf("it holds %v", procs)
+	})
 	if !c.Populated() {
 		t.Fatal("Populated is false with two processes in the cgroup")
 	}

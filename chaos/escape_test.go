@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -22,10 +23,7 @@ func TestEscape_TheCommandStartsJobsOutOfItsGroup(t *testing.T) {
 		t.Fatalf("inject: %v", err)
 	}
 	var jobs []int
-	for deadline := time.Now().Add(5 * time.Second); len(jobs) < 2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command started %d escaping jobs within 5s, want 2", len(jobs))
-		}
+	waitFor(t, "the command's 2 escaping jobs", 5*time.Second, func() (bool, string) {
 		b, _ := os.ReadFile(p.beat + ".jobs")
 		jobs = jobs[:0]
 		for _, l := range strings.Fields(string(b)) {
@@ -33,7 +31,8 @@ func TestEscape_TheCommandStartsJobsOutOfItsGroup(t *testing.T) {
 				jobs = append(jobs, n)
 			}
 		}
-	}
+		return len(jobs) >= 2, fmt.Sprintf("jobs %v", jobs)
+	})
 	t.Cleanup(func() {
 		for _, j := range jobs {
 			_ = syscall.Kill(j, syscall.SIGKILL)

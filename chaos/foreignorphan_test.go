@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -49,14 +50,10 @@ func TestForeignOrphan_IsAdoptedByThePid1OfTheNamespace(t *testing.T) {
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.exited })
 	var init int
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if init, err = onlyChild(cmd.Process.Pid); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-	}
+	waitFor(t, "unshare's only child", 5*time.Second, func() (bool, string) {
+		init, err = onlyChild(cmd.Process.Pid)
+		return err == nil, fmt.Sprint(err)
+	})
 	if b, _ := os.ReadFile("/proc/" + strconv.Itoa(init) + "/status"); !strings.Contains(string(b), "\nNSpid:\t"+strconv.Itoa(init)+"\t1\n") {
 		t.Fatalf("unshare's child %d is not pid 1 of a namespace of its own:\n%s", init, b)
 	}

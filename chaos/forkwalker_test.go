@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -28,17 +29,15 @@ func TestForkWalker_HopsFromPidToPidAndDiesWithItsConfine(t *testing.T) {
 		t.Fatalf("inject: %v", err)
 	}
 	pids := map[string]bool{}
-	for deadline := time.Now().Add(10 * time.Second); len(pids) < 3; time.Sleep(20 * time.Millisecond) {
+	waitFor(t, "the walker's reports from 3 pids", 10*time.Second, func() (bool, string) {
 		b, _ := os.ReadFile(p.beat + ".walk")
 		for _, l := range strings.Split(string(b), "\n") {
 			if i := strings.Index(l, `"pid":`); i >= 0 {
 				pids[strings.SplitN(l[i+6:], ",", 2)[0]] = true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the walker reported from %d pid(s) within 10s, want 3", len(pids))
-		}
-	}
+		return len(pids) >= 3, fmt.Sprintf("%d pid(s)", len(pids))
+	})
 	sid, _ := getsid(p.Pid())
 	for s := range pids {
 		pid, _ := strconv.Atoi(s)

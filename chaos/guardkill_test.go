@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,16 +12,11 @@ import (
 func TestGuardKill_KillsTheGuardAloneAndLeavesTheSupervisorRunning(t *testing.T) {
 	p := startFixture(t, "guarded")
 	var guard int
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	waitFor(t, "the fixture's guard", 10*time.Second, func() (bool, string) {
 		g, err := ChildNamed(p.Pid(), supervise.GuardName)
-		if err == nil {
-			guard = g
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fixture started no guard within 10s: %v", err)
-		}
-	}
+		guard = g
+		return err == nil, fmt.Sprint(err)
+	})
 	f := &GuardKill{Process: p}
 	if err := f.Inject(ctxT(t, 5*time.Second)); err != nil {
 		t.Fatalf("inject: %v", err)

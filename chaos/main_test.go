@@ -22,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/stalltest"
 	"github.com/blobleader/blobleader/worker/supervise"
 )
 
@@ -278,6 +279,17 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// waitFor polls cond until it holds: for timeout plus the stall a CPU
+// probe, running for the wait, measured meanwhile (stalltest's
+// Probe.Await: at most 3×, then inconclusive, a failure, never a pass). A
+// process the test awaits starts late on a busy machine; that is not a bug.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	p := stalltest.Start(stalltest.Default)
+	defer p.Stop()
+	p.Await(t, what, timeout, cond)
 }
 
 // --- Azurite, shared by the network tests of this binary ---

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -10,16 +11,14 @@ import (
 func TestNameStop_StopsOnlyTheNamedProcessesOfTheTree(t *testing.T) {
 	p := startFixture(t, "namer")
 	var sleeper int
-	for deadline := time.Now().Add(5 * time.Second); sleeper == 0; time.Sleep(10 * time.Millisecond) {
+	waitFor(t, "the fixture's sleep child", 5*time.Second, func() (bool, string) {
 		for _, c := range childrenOf(p.Pid()) {
 			if commOf(c) == "sleep" {
 				sleeper = c
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fixture's sleep child did not start within 5s")
-		}
-	}
+		return sleeper != 0, fmt.Sprintf("children %v", childrenOf(p.Pid()))
+	})
 	f := &NameStop{Process: p, Name: "sleep"}
 	if err := f.Inject(ctxT(t, 5*time.Second)); err != nil {
 		t.Fatalf("inject: %v", err)

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -20,11 +21,10 @@ func TestProcAlive_RunningZombieAndGone(t *testing.T) {
 	pid := cmd.Process.Pid
 	// Go does not reap it before Wait, so it turns into a zombie: poll its
 	// state (no event announces it) within a deadline.
-	for deadline := time.Now().Add(5 * time.Second); ProcAlive(pid); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d still reads as alive 5 s after `true` started", pid)
-		}
-	}
+	waitFor(t, fmt.Sprintf("pid %d (`true`) reading as not alive", pid), 5*time.Second, func() (bool, string) {
+		st, err := procState(pid)
+		return !ProcAlive(pid), fmt.Sprintf("state %q err %v", st, err)
+	})
 	if st, err := procState(pid); err != nil || st != 'Z' {
 		t.Fatalf("pid %d: state %q err %v, want a zombie (Z) before Wait", pid, st, err)
 	}

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,27 +18,32 @@ import (
 // grandchild, and returns the three pids.
 func shimOf(t *testing.T, p *proc) (shim, cmd, gc int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if s, err := ChildNamed(p.Pid(), supervise.ShimName); err == nil {
-			if c := childrenOf(s); len(c) == 1 && fixtureDepth(c[0]) == "1" {
-				if g := childrenOf(c[0]); len(g) == 1 && fixtureDepth(g[0]) == "0" {
-					// The fixture's own end kills the fixture alone: its
-					// shim's lineage would outlive the test.
-					t.Cleanup(func() {
-						for pid, depth := range map[int]string{s: "2", c[0]: "1", g[0]: "0"} {
-							if fixtureDepth(pid) == depth {
-								_ = syscall.Kill(pid, syscall.SIGKILL)
-							}
-						}
-					})
-					return s, c[0], g[0]
-				}
+	waitFor(t, "the fixture's shim, command and grandchild", 10*time.Second, func() (bool, string) {
+		s, err := ChildNamed(p.Pid(), supervise.ShimName)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := childrenOf(s)
+		if len(c) != 1 || fixtureDepth(c[0]) != "1" {
+			return false, fmt.Sprintf("shim %d, its children %v", s, c)
+		}
+		g := childrenOf(c[0])
+		if len(g) != 1 || fixtureDepth(g[0]) != "0" {
+			return false, fmt.Sprintf("shim %d, command %d, its children %v", s, c[0], g)
+		}
+		shim, cmd, gc = s, c[0], g[0]
+		return true, ""
+	})
+	// The fixture's own end kills the fixture alone: its shim's lineage
+	// would outlive the test.
+	t.Cleanup(func() {
+		for pid, depth := range map[int]string{shim: "2", cmd: "1", gc: "0"} {
+			if fixtureDepth(pid) == depth {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fixture's shim, command and grandchild did not all start within 10s")
-		}
-	}
+	})
+	return shim, cmd, gc
 }
 
 // fixtureDepth is the CHAOS_FIXTURE_DEPTH a process of the fixture was

@@ -25,6 +25,7 @@ import (
 	"github.com/blobleader/blobleader/chaos"
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/dialer"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 var az *azuritetest.Server
@@ -250,7 +251,9 @@ func TestOffline_SidecarAppliesThePlanToTheWorkersTLSTraffic(t *testing.T) {
 	if err := ctl.Store.WritePlan(ctxT(t, 5*time.Second), Plan{Version: time.Now().UnixNano(), Faults: []PlanFault{mustPlanFault(t, "l", &chaos.Latency{Latency: 50})}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return len(faultToxics(px)) > 0 })
+	waitFor(t, "the plan's fault on the proxy", 10*time.Second, func() (bool, string) {
+		return len(faultToxics(px)) > 0, fmt.Sprintf("toxics %v", px.Toxics())
+	})
 	stop()
 	wg.Wait()
 	if runErr != nil {
@@ -361,7 +364,10 @@ func TestOffline_MainRunsAndStopsCleanly(t *testing.T) {
 			func(string) (string, bool) { return "", false }, lockedWriter{&mu, &out})
 	}()
 	store := &Store{C: cc, Name: "ci-w-03"}
-	waitFor(t, 20*time.Second, func() bool { _, ok, _ := store.ReadState(context.Background()); return ok })
+	waitFor(t, "the sidecar's state blob", 20*time.Second, func() (bool, string) {
+		_, ok, err := store.ReadState(context.Background())
+		return ok, fmt.Sprintf("found %v, err %v", ok, err)
+	})
 	cancel()
 	select {
 	case c := <-code:
@@ -414,13 +420,15 @@ func faultToxics(p *chaos.Proxy) []string {
 	return out
 }
 
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+// waitFor polls cond until it holds: for d plus the stall a probe of this
+// machine and of the package's Azurite, running for the wait, measured
+// meanwhile (stalltest's Probe.Await: at most 3×, then inconclusive, a
+// failure, never a pass).
+func waitFor(t *testing.T, what string, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", d)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval of a deadline-bounded wait
-	}
+	cfg := stalltest.Default
+	cfg.Server = az.BlobEndpoint()
+	p := stalltest.Start(cfg)
+	defer p.Stop()
+	p.Await(t, what, d, cond)
 }

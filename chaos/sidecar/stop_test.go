@@ -152,9 +152,9 @@ func TestOffline_RestartedSidecarDoesNotRepeatAStop(t *testing.T) {
 	}
 	second := newStopSidecar(t, store, srv) // same plan blob, still holding the stop
 	runSidecar(t, second)
-	waitFor(t, 10*time.Second, func() bool {
-		st, ok, _ := store.ReadState(context.Background())
-		return ok && st.Started.After(first.state.Started) && len(st.Worker) > 0
+	waitFor(t, "the restarted sidecar's state", 10*time.Second, func() (bool, string) {
+		st, ok, err := store.ReadState(context.Background())
+		return ok && st.Started.After(first.state.Started) && len(st.Worker) > 0, fmt.Sprintf("state found %v, started %v (the first %v), worker %s, err %v", ok, st.Started, first.state.Started, st.Worker, err)
 	})
 	if n := w.stopCount(); n != 1 {
 		t.Fatalf("the restarted sidecar asked the worker to stop again (%d stops)", n)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // A server started here never sweeps during a test (gcInterval): this
@@ -29,13 +31,18 @@ func TestStart_AzuriteGarbageCollectorNeverRunsDuringATest(t *testing.T) {
 
 	sleep := regexp.MustCompile(`BlobGCManager:markSweepLoop\(\) Sleep for (\d+)ms`)
 	var m []string
-	for deadline := time.Now().Add(30 * time.Second); m == nil; time.Sleep(50 * time.Millisecond) {
+	// Azurite's own log: a starved Azurite writes it late, so the wait
+	// lasts 30 s plus the stall a probe of the machine and of this Azurite
+	// measured meanwhile (stalltest's Probe.Await).
+	cfg := stalltest.Default
+	cfg.Server = s.BlobEndpoint()
+	p := stalltest.Start(cfg)
+	defer p.Stop()
+	p.Await(t, "Azurite's GC logging its interval (debug log "+debug+")", 30*time.Second, func() (bool, string) {
 		b, _ := os.ReadFile(debug)
 		m = sleep.FindStringSubmatch(string(b))
-		if m == nil && time.Now().After(deadline) {
-			t.Fatalf("Azurite's GC did not log its interval within 30 s of start (debug log %s):\n%s", debug, tail(b))
-		}
-	}
+		return m != nil, "\n" + tail(b)
+	})
 	ms, _ := strconv.ParseInt(m[1], 10, 64)
 	if got := time.Duration(ms) * time.Millisecond; got < gcInterval {
 		t.Fatalf("Azurite's GC runs again after %v: a test server living longer stops answering for the sweep; want ≥ %v", got, gcInterval)

@@ -3,6 +3,7 @@ package supervise
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,13 +41,25 @@ func waitLines(path string, n int, timeout time.Duration) []string {
 	}
 }
 
+// waitFor polls cond until it holds: for timeout plus the stall a CPU
+// probe, running for the wait, measured meanwhile (stalltest's
+// Probe.Await: at most 3×, then inconclusive, a failure, never a pass). For
+// waits only: a bound the design states is judged by Probe.Bound.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	p := stalltest.Start(stalltest.Default)
+	defer p.Stop()
+	p.Await(t, what, timeout, cond)
+}
+
 // pidsIn waits for n pids in path and fails t if they do not come.
 func pidsIn(t *testing.T, path string, n int) []int {
 	t.Helper()
-	lines := waitLines(path, n, 10*time.Second)
-	if len(lines) < n {
-		t.Fatalf("expected %d pids in %s within 10s, got %v", n, path, lines)
-	}
+	var lines []string
+	waitFor(t, fmt.Sprintf("%d pids in %s", n, path), 10*time.Second, func() (bool, string) {
+		lines = waitLines(path, 0, 0)
+		return len(lines) >= n, fmt.Sprintf("pids %v", lines)
+	})
 	var out []int
 	for _, l := range lines {
 		p, err := strconv.Atoi(l)

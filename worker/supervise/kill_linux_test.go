@@ -3,6 +3,7 @@ package supervise
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +38,9 @@ func confinedT(t *testing.T) string {
 	}
 	t.Cleanup(func() {
 		_ = cgroupKill(dir)
-		for deadline := time.Now().Add(10 * time.Second); cgroupPopulated(dir) && time.Now().Before(deadline); time.Sleep(killRound) {
-		}
+		waitFor(t, "the test's cgroup "+dir+" empty after cgroup.kill", 10*time.Second, func() (bool, string) {
+			return !cgroupPopulated(dir), fmt.Sprintf("cgroup.procs %v", cgroupPids(dir))
+		})
 		if err := removeTree(dir, 200); err != nil {
 			t.Errorf("remove the test's cgroup: %v", err)
 		}
@@ -134,11 +136,10 @@ func TestKill_AWalkerBelowAFrozenSubreaperFullOfZombiesDies(t *testing.T) {
 	// The zombies of a freeze of seconds, as a guard meets them at its
 	// deadline (the walker hops a few hundred times a second).
 	const zombies = 1500
-	for deadline := time.Now().Add(30 * time.Second); len(childrenOf(root)) < zombies; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the frozen subreaper has %d children 30 s after its freeze, want %d: the walker hops too slowly here to test this", len(childrenOf(root)), zombies)
-		}
-	}
+	sp.Await(t, fmt.Sprintf("%d children of the frozen subreaper (else the walker hops too slowly here to test this)", zombies), 30*time.Second, func() (bool, string) {
+		n := len(childrenOf(root))
+		return n >= zombies, fmt.Sprintf("%d children", n)
+	})
 	began := time.Now()
 	rounds := 0
 	gone := killUntilGone(func() bool {

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -72,16 +73,14 @@ func TestShim_HoldsTheDeadlineWhenTheGuardDiesJustBeforeAFreeze(t *testing.T) {
 	sup := startT(t, spec)
 	cmd := pidsIn(t, pidfile, 1)[0]
 	var guard int
-	for end := time.Now().Add(10 * time.Second); guard == 0; time.Sleep(10 * time.Millisecond) {
+	waitFor(t, "the supervisor's guard", 10*time.Second, func() (bool, string) {
 		for _, p := range readProcesses() {
 			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline"); p.ppid == sup.Pid() && strings.HasPrefix(string(b), GuardName+"\x00") {
 				guard = p.pid
 			}
 		}
-		if time.Now().After(end) {
-			t.Fatal("the supervisor started no guard within 10s")
-		}
-	}
+		return guard != 0, fmt.Sprintf("no child of the supervisor %d named %s", sup.Pid(), GuardName)
+	})
 	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -210,18 +210,11 @@ func TestWorker_ShardOwnershipIsExported(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
 	base, _, _ := startLoggingWorker(t, az.ConnectionString(), "shardmetrics", "s1", "--shards", "2")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, "/metrics showing both shards owned", 30*time.Second, func() (bool, string) {
 		_, body := probeURL(t, base+"/metrics")
-		if strings.Contains(body, "\nblobleader_shards_owned 2\n") && strings.Contains(body, "\nblobleader_shard_owned{shard=\"0\"} 1\n") &&
-			strings.Contains(body, "\nblobleader_shard_owned{shard=\"1\"} 1\n") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("within 30s /metrics never showed both shards owned:\n%s", body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return strings.Contains(body, "\nblobleader_shards_owned 2\n") && strings.Contains(body, "\nblobleader_shard_owned{shard=\"0\"} 1\n") &&
+			strings.Contains(body, "\nblobleader_shard_owned{shard=\"1\"} 1\n"), "/metrics:\n" + body
+	})
 }
 
 // jsonLines parses a JSON log.

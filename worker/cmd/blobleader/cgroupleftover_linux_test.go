@@ -66,10 +66,10 @@ func TestRun_ACgroupLeftBehindIsNamedInAJSONLine(t *testing.T) {
 		}
 	})
 	awaitServing(t, fmt.Sprintf("http://127.0.0.1:%d", port))
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), `"event":"cgroup_leftover"`) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, "a cgroup_leftover line for "+leftover+", which holds a live process", 20*time.Second, func() (bool, string) {
+		out := stderr.String()
+		return strings.Contains(out, `"event":"cgroup_leftover"`), "stderr:\n" + out
+	})
 	_ = sup.Process.Signal(os.Interrupt)
 	_ = sup.Wait()
 	stopped = true
@@ -89,7 +89,7 @@ func TestRun_ACgroupLeftBehindIsNamedInAJSONLine(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("no cgroup_leftover line within 20s for %s, which holds a live process; stderr:\n%s", leftover, stderr.String())
+		t.Fatalf("no cgroup_leftover line for %s, which holds a live process; stderr:\n%s", leftover, stderr.String())
 	}
 }
 
@@ -113,7 +113,7 @@ func privateCgroup(t *testing.T) string {
 }
 
 // killCgroupTree SIGKILLs everything in dir's subtree and removes it,
-// deepest first, within a deadline.
+// deepest first, within 10 s plus the machine's measured stall (waitFor).
 func killCgroupTree(t *testing.T, dir string) {
 	t.Helper()
 	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
@@ -124,15 +124,14 @@ func killCgroupTree(t *testing.T, dir string) {
 		}
 		return nil
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for os.Remove(dirs[i]) != nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+	waitFor(t, "cgroup "+dir+" removed after cgroup.kill", 10*time.Second, func() (bool, string) {
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
+				return false, err.Error()
+			}
 		}
-	}
-	if _, err := os.Stat(dir); err == nil {
-		t.Errorf("cgroup %s still there 10s after cgroup.kill", dir)
-	}
+		return true, ""
+	})
 }
 
 // cgroup2 finds the v2 hierarchy's mount point and this process's path in

@@ -34,19 +34,13 @@ func awaitConflict(t *testing.T, base, logPath, kind string, want ...string) {
 	if line["level"] != "WARN" {
 		t.Fatalf("setup_conflict line %v: level %v, want WARN", line, line["level"])
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, "after the setup_conflict line, /readyz 503 naming "+kind+", /healthz 200 and blobleader_setup_conflict 1 in /metrics", 5*time.Second, func() (bool, string) {
 		rc, rbody := probeURL(t, base+"/readyz")
 		hc, hbody := probeURL(t, base+"/healthz")
 		_, metrics := probeURL(t, base+"/metrics")
-		if rc == http.StatusServiceUnavailable && strings.Contains(rbody, kind) && hc == http.StatusOK && strings.Contains(metrics, "\nblobleader_setup_conflict 1\n") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the setup_conflict line: /readyz %d %q, /healthz %d %q; want /readyz 503 naming %s, /healthz 200 and blobleader_setup_conflict 1 in /metrics", rc, rbody, hc, hbody, kind)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return rc == http.StatusServiceUnavailable && strings.Contains(rbody, kind) && hc == http.StatusOK && strings.Contains(metrics, "\nblobleader_setup_conflict 1\n"),
+			fmt.Sprintf("/readyz %d %q, /healthz %d %q", rc, rbody, hc, hbody)
+	})
 }
 
 // awaitLeader waits until the worker at base leads.
@@ -132,15 +126,9 @@ func TestWorker_RestartUnderTheSameIdentityIsNoConflict(t *testing.T) {
 // waitOwned waits until the worker at base leads and owns n shards.
 func waitOwned(t *testing.T, base string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(40 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("%s leading and owning %d shards", base, n), 40*time.Second, func() (bool, string) {
 		st := getStatus(t, base)
-		if sh, _ := st["shards"].([]any); st["role"] == "leader" && len(sh) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not lead and own %d shards within 40s: %v", base, n, st)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		sh, _ := st["shards"].([]any)
+		return st["role"] == "leader" && len(sh) == n, fmt.Sprint(st)
+	})
 }

@@ -41,23 +41,18 @@ func TestWorker_RejectedTermWriteSurfacesInHealthAndReady(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	awaitServing(t, base)
 
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		hc, hbody := probeURL(t, base+"/healthz")
-		rc, rbody := probeURL(t, base+"/readyz")
-		if hc == http.StatusServiceUnavailable && rc == http.StatusServiceUnavailable {
-			for _, body := range []string{hbody, rbody} {
-				if !strings.Contains(body, "term write") {
-					t.Fatalf("probe body does not say the term write is refused: %q", body)
-				}
-			}
-			break
+	var hbody, rbody string
+	waitFor(t, "/healthz and /readyz both 503 after refused metadata writes", 15*time.Second, func() (bool, string) {
+		var hc, rc int
+		hc, hbody = probeURL(t, base+"/healthz")
+		rc, rbody = probeURL(t, base+"/readyz")
+		return hc == http.StatusServiceUnavailable && rc == http.StatusServiceUnavailable,
+			fmt.Sprintf("after %d refused metadata writes: /healthz %d %q, /readyz %d %q", refused.Load(), hc, hbody, rc, rbody)
+	})
+	for _, body := range []string{hbody, rbody} {
+		if !strings.Contains(body, "term write") {
+			t.Fatalf("probe body does not say the term write is refused: %q", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d refused metadata writes: /healthz %d %q, /readyz %d %q; want both 503 naming the term write",
-				refused.Load(), hc, hbody, rc, rbody)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if refused.Load() == 0 {
 		t.Fatal("the proxy refused no metadata write: the fault never hit")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -93,11 +94,8 @@ func TestWorker_ForeignLeaseHolderIsReported(t *testing.T) {
 	if _, err := lc.ReleaseLease(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for getStatus(t, w1)["role"] != "leader" && getStatus(t, w2)["role"] != "leader" {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader 20 s after the tool released the lease")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, "a leader after the tool released the lease", 20*time.Second, func() (bool, string) {
+		r1, r2 := getStatus(t, w1)["role"], getStatus(t, w2)["role"]
+		return r1 == "leader" || r2 == "leader", fmt.Sprintf("roles %v / %v", r1, r2)
+	})
 }

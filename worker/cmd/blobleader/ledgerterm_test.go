@@ -65,17 +65,13 @@ func TestWorker_LedgerTermAboveTheLockIsLoudWithTheRepair(t *testing.T) {
 	if code, out := runWorkerCmd(t, []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}, args...); code != 0 {
 		t.Fatalf("the printed repair %q: exit %d\n%s", repair, code, out)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitFor(t, fmt.Sprintf("a ledger entry above term %d after the printed repair", planted), 60*time.Second, func() (bool, string) {
 		es, err := ledger.ReadAll(ctx, c, "leader")
-		if err == nil && len(es) > 0 && es[len(es)-1].Term > planted {
-			break
+		if err != nil || len(es) == 0 {
+			return false, fmt.Sprintf("%d entries, err %v", len(es), err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("60 s after the printed repair, no ledger entry above term %d (err %v)", planted, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return es[len(es)-1].Term > planted, fmt.Sprintf("last entry's term %d", es[len(es)-1].Term)
+	})
 }
 
 // awaitLedgerSegment waits for the reference task's first ledger segment

@@ -34,15 +34,15 @@ func startLocks(t *testing.T, args ...string) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := hc.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			return addr
+	waitFor(t, fmt.Sprintf("blobleader locks %v answering /healthz", args), 10*time.Second, func() (bool, string) {
+		resp, err := hc.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("blobleader locks %v did not answer /healthz within 10s", args)
-		}
-	}
+		resp.Body.Close()
+		return true, ""
+	})
+	return addr
 }
 
 // closedWithin reads c until the server closes it and returns how long

@@ -160,19 +160,15 @@ func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (s
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logs.Close() })
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if resp, err := http.Get(base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base, cmd
-			}
+	waitFor(t, "worker "+id+" ready", 10*time.Second, func() (bool, string) {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker %s not ready within 10s", id)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200, "/readyz " + resp.Status
+	})
+	return base, cmd
 }
 
 // awaitRole polls /status (10 s plus the measured stall) until the worker
@@ -241,14 +237,11 @@ func TestWorker_StatusMetricsAndHistoryMatchTheContract(t *testing.T) {
 		t.Fatalf("leader /status = %v", st)
 	}
 	// The follower reads the holder from metadata on its first held poll.
-	deadline := time.Now().Add(5 * time.Second)
 	leaderTerm := getStatus(t, leaderURL)["term"]
-	for st := getStatus(t, followerURL); st["role"] != "follower" || st["leader"] != "w1" || st["term"] != leaderTerm; st = getStatus(t, followerURL) {
-		if time.Now().After(deadline) {
-			t.Fatalf("follower /status = %v, want role follower, leader w1, term %v", st, leaderTerm)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, fmt.Sprintf("follower /status with role follower, leader w1, term %v", leaderTerm), 5*time.Second, func() (bool, string) {
+		st := getStatus(t, followerURL)
+		return st["role"] == "follower" && st["leader"] == "w1" && st["term"] == leaderTerm, fmt.Sprint(st)
+	})
 
 	resp, err := http.Get(leaderURL + "/metrics")
 	if err != nil {

@@ -86,13 +86,10 @@ func TestWorker_IdentityAtTheEdgeOfTheRuleRoundTrips(t *testing.T) {
 		t.Fatalf("/status identity = %q, want %q", st["identity"], id)
 	}
 	followerURL, _ := startWorker(t, az.ConnectionString(), "edge-follower", filepath.Join(dir, "b.jsonl"))
-	deadline := time.Now().Add(10 * time.Second)
-	for st := getStatus(t, followerURL); st["leader"] != id; st = getStatus(t, followerURL) {
-		if time.Now().After(deadline) {
-			t.Fatalf("follower names leader %q, want the %d-byte identity %q", st["leader"], len(id), id)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, fmt.Sprintf("the follower naming the %d-byte identity %q as leader", len(id), id), 10*time.Second, func() (bool, string) {
+		got := getStatus(t, followerURL)["leader"]
+		return got == id, fmt.Sprintf("leader %q", got)
+	})
 }
 
 // Flags that are each in range but cannot work together are a configuration

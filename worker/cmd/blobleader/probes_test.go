@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,13 +105,11 @@ func TestWorker_UnusableShardLockIsReadinessNotLiveness(t *testing.T) {
 		}
 		return ""
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for why := told(); why != ""; why = told() {
-		if time.Now().After(deadline) {
-			t.Fatalf("30 s after start with shard 1's lock term %q, the worker does not say so: %s", typo, why)
-		}
-		time.Sleep(200 * time.Millisecond) // polling HTTP: no event to await across processes
-	}
+	// Polling HTTP: no event to await across processes.
+	waitFor(t, fmt.Sprintf("the worker saying shard 1's lock term %q is unusable", typo), 30*time.Second, func() (bool, string) {
+		why := told()
+		return why == "", why
+	})
 	// 2. The liveness probe never fails: sampled every second for as long
 	// as the deployment's probe takes to restart a container.
 	window := time.Duration(live.failureThreshold) * live.period
@@ -129,18 +128,12 @@ func TestWorker_UnusableShardLockIsReadinessNotLiveness(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("recover-term on the shard's lock: exit %d\n%s", code, out)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, "both shards owned, the worker ready and no lock unusable after the repair", 30*time.Second, func() (bool, string) {
 		owned, _ := shardsOf(t, base)
 		_, m := probeURL(t, base+"/metrics")
 		rc, _ := probeURL(t, base+"/readyz")
 		st := getStatus(t, base)
-		if len(owned) == 2 && st["unusable"] == nil && rc == 200 && strings.Contains(m, "\nblobleader_lock_record_unusable 0") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("30 s after the repair: owned %v, /readyz %d, /status unusable %v", owned, rc, st["unusable"])
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(owned) == 2 && st["unusable"] == nil && rc == 200 && strings.Contains(m, "\nblobleader_lock_record_unusable 0"),
+			fmt.Sprintf("owned %v, /readyz %d, /status unusable %v", owned, rc, st["unusable"])
+	})
 }

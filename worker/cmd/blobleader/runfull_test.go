@@ -47,16 +47,12 @@ func TestRun_AFullFilesystemCountsEveryLostLine(t *testing.T) {
 		return -1
 	}
 	var logs, hist float64
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	waitFor(t, "on a full file system, the child running and every lost log and history record counted", 20*time.Second, func() (bool, string) {
 		code, body := getURL(base + "/metrics")
 		logs, hist = counter(body, "blobleader_log_records_dropped_total"), counter(body, "blobleader_history_records_dropped_total")
-		if code == 200 && counter(body, "blobleader_child_running") == 1 && logs > 0 && hist > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("20 s after the start on a full file system: /metrics %d, child running %v, log records dropped %v, history records dropped %v: every line was lost, want each counted",
-				code, counter(body, "blobleader_child_running"), logs, hist)
-		}
-	}
+		running := counter(body, "blobleader_child_running")
+		return code == 200 && running == 1 && logs > 0 && hist > 0, fmt.Sprintf("/metrics %d, child running %v, log records dropped %v, history records dropped %v",
+			code, running, logs, hist)
+	})
 	t.Logf("on a full file system: %v log records and %v history records counted as dropped", logs, hist)
 }

@@ -88,11 +88,9 @@ func TestRun_HiddenProcWithoutACgroupRefusesToStart(t *testing.T) {
 	}
 	// It started: show what follows, from the helper's own lines.
 	awaitEvent(t, hist, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
-	for deadline := time.Now().Add(10 * time.Second); len(beatPids(beats)) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the set-user-ID helper never wrote: the test shows nothing")
-		}
-	}
+	waitFor(t, "the set-user-ID helper's first line (without it the test shows nothing)", 10*time.Second, func() (bool, string) {
+		return len(beatPids(beats)) > 0, "no line in " + beats
+	})
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	rel := awaitEvent(t, hist, 20*time.Second, "released", func(r record) bool { return r.Event == "released" })
 	time.Sleep(time.Second)

@@ -114,11 +114,10 @@ func TestRun_SIGTERMForwardsToTheGroupThenKills(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := startSupervisor(t, az.ConnectionString(), fmt.Sprintf("run-term-%d", i), fmt.Sprintf("term%d", i), []string{"--shutdown-grace=700ms"}, "sh", "-c", tt.script)
 			started := awaitEvent(t, s.history, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
-			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.out.String(), "ready"); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the command never said ready")
-				}
-			}
+			waitFor(t, "the command saying ready", 10*time.Second, func() (bool, string) {
+				out := s.out.String()
+				return strings.Contains(out, "ready"), fmt.Sprintf("output %q", out)
+			})
 			sent := time.Now()
 			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)

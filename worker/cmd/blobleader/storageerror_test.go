@@ -139,17 +139,10 @@ func TestWorker_ExpectedAnswersAreNotLoggedAsStorageErrors(t *testing.T) {
 		base, logPath, _, _ := startLogging(t, az.ConnectionString(), id, nil, []string{"--container", "quiet"})
 		bases, logs = append(bases, base), append(logs, logPath)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitFor(t, "a follower naming the leader", 20*time.Second, func() (bool, string) {
 		a, b := getStatus(t, bases[0]), getStatus(t, bases[1])
-		if (a["role"] == "follower" && a["leader"] == "quiet2") || (b["role"] == "follower" && b["leader"] == "quiet1") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no follower saw the leader within 20s: %v / %v", a, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return (a["role"] == "follower" && a["leader"] == "quiet2") || (b["role"] == "follower" && b["leader"] == "quiet1"), fmt.Sprintf("%v / %v", a, b)
+	})
 	time.Sleep(3 * time.Second) // three more polls of the follower, each answered 409
 	for _, p := range logs {
 		if l := logLines(t, p, "storage_error"); len(l) > 0 {

@@ -112,48 +112,39 @@ func TestWorker_FirstManagedIdentityTokenSlowerThanARequest(t *testing.T) {
 	// While it waits for the token, the liveness probe's /healthz answers
 	// 200 (ACI would otherwise restart it mid-wait) and /readyz does not.
 	health := fmt.Sprintf("http://127.0.0.1:%d", port)
-	probeBy := time.Now().Add(10 * time.Second)
-	for {
+	var healthz, delivered int
+	waitFor(t, "/healthz answering", 10*time.Second, func() (bool, string) {
 		resp, err := http.Get(health + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			tokens.mu.Lock()
-			delivered := tokens.delivered
-			tokens.mu.Unlock()
-			if delivered == 0 && resp.StatusCode != http.StatusOK {
-				t.Errorf("/healthz = %d while waiting for the first token, want 200", resp.StatusCode)
-			}
-			if ready, err := http.Get(health + "/readyz"); err == nil {
-				ready.Body.Close()
-				if ready.StatusCode == http.StatusOK {
-					t.Errorf("/readyz = 200 before any storage answer")
-				}
-			}
-			break
+		if err != nil {
+			return false, fmt.Sprintf("%v; log:\n%s", err, logs.String())
 		}
-		if time.Now().After(probeBy) {
-			t.Fatalf("/healthz did not answer within 10 s: %v; log:\n%s", err, logs.String())
+		resp.Body.Close()
+		tokens.mu.Lock()
+		delivered = tokens.delivered
+		tokens.mu.Unlock()
+		healthz = resp.StatusCode
+		return true, ""
+	})
+	if delivered == 0 && healthz != http.StatusOK {
+		t.Errorf("/healthz = %d while waiting for the first token, want 200", healthz)
+	}
+	if ready, err := http.Get(health + "/readyz"); err == nil {
+		ready.Body.Close()
+		if ready.StatusCode == http.StatusOK {
+			t.Errorf("/readyz = 200 before any storage answer")
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitFor(t, "a storage request carrying the managed identity's token", 20*time.Second, func() (bool, string) {
 		mu.Lock()
 		a, n := authorized, total
 		mu.Unlock()
-		if a > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			tokens.mu.Lock()
-			asked, delivered := tokens.asked, tokens.delivered
-			tokens.mu.Unlock()
-			t.Fatalf("no storage request carried the managed identity's token within 20 s (%d requests reached storage; the token endpoint was asked %d times and delivered %d tokens); worker log:\n%s",
-				n, asked, delivered, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		tokens.mu.Lock()
+		asked, got := tokens.asked, tokens.delivered
+		tokens.mu.Unlock()
+		return a > 0, fmt.Sprintf("%d requests reached storage; the token endpoint was asked %d times and delivered %d tokens; worker log:\n%s",
+			n, asked, got, logs.String())
+	})
 	out := logs.String()
 	for _, want := range []string{"waiting for the first storage token", "first storage token acquired"} {
 		if !strings.Contains(out, want) {

@@ -117,11 +117,13 @@ func startNode(t *testing.T, c *container.Client, id string) *node {
 	return n
 }
 
-// awaitLeader waits (bounded) until exactly one of nodes leads, and returns it.
+// awaitLeader waits (within plus the measured stall: waitFor) until
+// exactly one of nodes leads, and returns it. Two leaders fail t at once:
+// safety never reads the probe.
 func awaitLeader(t *testing.T, within time.Duration, nodes ...*node) *node {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	var leader *node
+	waitFor(t, "one leader", within, func() (bool, string) {
 		var ls []*node
 		for _, n := range nodes {
 			if n.e.IsLeader() {
@@ -132,12 +134,11 @@ func awaitLeader(t *testing.T, within time.Duration, nodes ...*node) *node {
 			t.Fatalf("expected one leader, found %d", len(ls))
 		}
 		if len(ls) == 1 {
-			return ls[0]
+			leader = ls[0]
 		}
-		time.Sleep(20 * time.Millisecond) // polling a computed role; bounded by deadline
-	}
-	t.Fatalf("expected one leader within %s, found none", within)
-	return nil
+		return leader != nil, "none leads"
+	})
+	return leader
 }
 
 // awaitStart waits for a started_leading event on any of nodes.

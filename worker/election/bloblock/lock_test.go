@@ -16,6 +16,7 @@ import (
 	"github.com/blobleader/blobleader/worker/azuritetest"
 	"github.com/blobleader/blobleader/worker/election/bloblock"
 	"github.com/blobleader/blobleader/worker/election/lease"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // These tests run against a real Azurite that TestMain starts and stops.
@@ -24,6 +25,20 @@ import (
 var server *azuritetest.Server
 
 func TestMain(m *testing.M) { azuritetest.RunMain(m, &server) }
+
+// waitFor polls cond until it holds: for timeout plus the stall a probe of
+// this machine and of the package's Azurite, running for the wait,
+// measured meanwhile (stalltest's Probe.Await: at most 3×, then
+// inconclusive, a failure, never a pass). Bounds the design states are
+// judged by Probe.Bound where they are asserted.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	cfg := stalltest.Default
+	cfg.Server = server.BlobEndpoint()
+	p := stalltest.Start(cfg)
+	defer p.Stop()
+	p.Await(t, what, timeout, cond)
+}
 
 var containerSeq atomic.Int64
 
@@ -270,13 +285,10 @@ func TestLock_DeletedContainerOrBlobIsALossAndTermsStayAbove(t *testing.T) {
 			// Recreated by the next acquire (a deleted container may take a
 			// moment before Azurite lets it be created again).
 			b := newLock(t, c)
-			deadline := time.Now().Add(20 * time.Second)
-			for err := b.Acquire(ctx, uuid.NewString(), 15*time.Second); err != nil; err = b.Acquire(ctx, uuid.NewString(), 15*time.Second) {
-				if time.Now().After(deadline) {
-					t.Fatalf("could not recreate the lock after deleting its %s: %v", what, err)
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
+			waitFor(t, "the lock recreated by an acquire after deleting its "+what, 20*time.Second, func() (bool, string) {
+				err := b.Acquire(ctx, uuid.NewString(), 15*time.Second)
+				return err == nil, fmt.Sprint(err)
+			})
 			rec, err := b.Get(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -126,11 +126,10 @@ func TestQueue_CountsAFailedWriteAsDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); q.Dropped() < 3; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Dropped() = %d after three failed writes, want 3", q.Dropped())
-		}
-	}
+	stalltest.StartT(t).Await(t, "Dropped() 3 after three failed writes", 5*time.Second, func() (bool, string) {
+		n := q.Dropped()
+		return n >= 3, fmt.Sprintf("Dropped() = %d", n)
+	})
 	mu.Lock()
 	fail = false
 	mu.Unlock()
