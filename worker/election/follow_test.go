@@ -22,22 +22,32 @@ import (
 func TestElector_CancelledMidAcquireReleasesAMaybeGrantedLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := electiontest.NewStore()
-		c := start(t, store, testConfig("a"), Callbacks{})
 		side := store.NewLock("storage") // applies the request at storage
 		inFlight := make(chan struct{})
-		c.lock.SetFault(func(ctx context.Context, op string) error {
+		// The fault is in place before the elector runs: installed after,
+		// the elector's first acquire could win before it (its goroutine
+		// runs at once on a second core) and the test would wait for an
+		// acquire in flight that never comes, renewing in fake time for
+		// ever (seen once in 70 runs of -count=20 under load).
+		lock := store.NewLock("a")
+		lock.SetFault(func(ctx context.Context, op string) error {
 			if op != "acquire" {
 				return nil
 			}
 			// Storage grants the lease; the answer never comes back.
-			if err := side.Acquire(context.Background(), c.lock.LastLeaseID("acquire"), 15*time.Second); err != nil {
+			if err := side.Acquire(context.Background(), lock.LastLeaseID("acquire"), 15*time.Second); err != nil {
 				return err
 			}
 			close(inFlight)
 			<-ctx.Done()
 			return ctx.Err()
 		})
-		<-inFlight
+		c := startOn(t, testConfig("a"), lock, lock, Callbacks{})
+		select {
+		case <-inFlight:
+		case <-time.After(time.Minute): // fake time: a minute of polls
+			t.Fatalf("no acquire reached the fault in a minute; the elector leads: %v", c.e.IsLeader())
+		}
 		c.cancel()
 		<-c.exited
 		other := store.NewLock("b")
