@@ -573,3 +573,31 @@ func (c *Local) binaryFor(o workerOpts) string {
 	}
 	return c.unsafeBin
 }
+
+// LogTails returns the last n lines of each worker process's log (every
+// incarnation, oldest first), named by identity: a failed run's first
+// evidence when its files are not kept.
+func (c *Local) LogTails(n int) []string {
+	c.mu.Lock()
+	workers := append([]*localWorker(nil), c.workers...)
+	c.mu.Unlock()
+	var out []string
+	for _, w := range workers {
+		w.mu.Lock()
+		incs := append([]*incarnation(nil), w.all...)
+		w.mu.Unlock()
+		for _, inc := range incs {
+			b, err := os.ReadFile(inc.log)
+			if err != nil {
+				out = append(out, fmt.Sprintf("%s: log unreadable: %v", inc.identity, err))
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+			if len(lines) > n {
+				lines = lines[len(lines)-n:]
+			}
+			out = append(out, fmt.Sprintf("%s's log, last %d lines:\n\t%s", inc.identity, len(lines), strings.Join(lines, "\n\t")))
+		}
+	}
+	return out
+}

@@ -101,6 +101,22 @@ func TestLocal_StartsWorkersAndFindsTheOneLeader(t *testing.T) {
 	}
 }
 
+// A failed run without an output directory logs each worker's log tail.
+func TestLocal_LogTailsNameEachWorkerAndKeepTheLastLines(t *testing.T) {
+	c, ws := fakeCluster(t, 2)
+	c.WaitLeader(t, 20*time.Second)
+	tails := c.LogTails(2)
+	if len(tails) != len(ws) {
+		t.Fatalf("%d log tails for %d workers: %q", len(tails), len(ws), tails)
+	}
+	for i, w := range ws {
+		head, rest, _ := strings.Cut(tails[i], "\n")
+		if !strings.HasPrefix(head, w.Identity()+"'s log, last ") || strings.Count(rest, "\n") > 1 {
+			t.Errorf("tail %d: %q; want %s's log, at most 2 lines", i, tails[i], w.Identity())
+		}
+	}
+}
+
 func TestLocal_LeaderFailsUnlessExactlyOne(t *testing.T) {
 	c, _ := fakeCluster(t, 1)
 	c.WaitLeader(t, 20*time.Second)

@@ -351,6 +351,13 @@ func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
 		}
 		explainStorage(t.Logf, c)
 		if os.Getenv(EnvOut) == "" {
+			// Without an output directory the logs go with the temp dir:
+			// their tails are the failure's first evidence.
+			if lt, ok := c.(interface{ LogTails(n int) []string }); ok {
+				for _, tail := range lt.LogTails(15) {
+					t.Log(tail)
+				}
+			}
 			return
 		}
 		keepFailedRun(t, c, filepath.Join(OutDir(t), reportName(t)), extra...)
