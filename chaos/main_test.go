@@ -287,9 +287,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 // process the test awaits starts late on a busy machine; that is not a bug.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	p := stalltest.Start(stalltest.Default)
-	defer p.Stop()
-	p.Await(t, what, timeout, cond)
+	stalltest.Await(t, stalltest.Config{}, what, timeout, cond)
 }
 
 // --- Azurite, shared by the network tests of this binary ---

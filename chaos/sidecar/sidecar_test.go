@@ -426,9 +426,5 @@ func faultToxics(p *chaos.Proxy) []string {
 // failure, never a pass).
 func waitFor(t *testing.T, what string, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	cfg := stalltest.Default
-	cfg.Server = az.BlobEndpoint()
-	p := stalltest.Start(cfg)
-	defer p.Stop()
-	p.Await(t, what, d, cond)
+	stalltest.Await(t, stalltest.Config{Server: az.BlobEndpoint()}, what, d, cond)
 }

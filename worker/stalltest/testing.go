@@ -182,3 +182,13 @@ func (p *Probe) Await(tb testing.TB, what string, timeout time.Duration, cond fu
 	}
 	tb.Fatal(msg)
 }
+
+// Await is Probe.Await on a probe started with cfg for the length of this
+// one wait (the zero Config probes the CPU alone; set Server to probe
+// storage too).
+func Await(tb testing.TB, cfg Config, what string, timeout time.Duration, cond func() (bool, string)) {
+	tb.Helper()
+	p := Start(cfg)
+	defer p.Stop()
+	p.Await(tb, what, timeout, cond)
+}

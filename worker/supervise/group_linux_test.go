@@ -47,9 +47,7 @@ func waitLines(path string, n int, timeout time.Duration) []string {
 // waits only: a bound the design states is judged by Probe.Bound.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	p := stalltest.Start(stalltest.Default)
-	defer p.Stop()
-	p.Await(t, what, timeout, cond)
+	stalltest.Await(t, stalltest.Config{}, what, timeout, cond)
 }
 
 // pidsIn waits for n pids in path and fails t if they do not come.

@@ -33,11 +33,7 @@ func TestMain(m *testing.M) { azuritetest.RunMain(m, &server) }
 // judged by Probe.Bound where they are asserted.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	cfg := stalltest.Default
-	cfg.Server = server.BlobEndpoint()
-	p := stalltest.Start(cfg)
-	defer p.Stop()
-	p.Await(t, what, timeout, cond)
+	stalltest.Await(t, stalltest.Config{Server: server.BlobEndpoint()}, what, timeout, cond)
 }
 
 var containerSeq atomic.Int64
