@@ -114,10 +114,12 @@ func leading(t *testing.T, c cluster.Cluster) cluster.Worker {
 	t.Helper()
 	p := c.Params()
 	w := c.WaitLeader(t, takeover(p))
-	ctx := ctxFor(t, p.RenewDeadline+slack)
+	// A wait (D + slack plus the stall measured meanwhile), of reads that
+	// are the harness's own: each may take an observer's time.
+	wt := waitOn(c, p.RenewDeadline+slack)
 	start := -1
 	for {
-		es, err := ReadLedger(ctx, c.Storage(), c.LockBlob())
+		es, err := ReadLedger(observe(t), c.Storage(), c.LockBlob())
 		if err == nil {
 			if start < 0 {
 				start = len(es)
@@ -125,11 +127,10 @@ func leading(t *testing.T, c cluster.Cluster) cluster.Worker {
 				break
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the ledger did not grow by 3 entries under leader %s (read error: %v)", w.Identity(), err)
-		case <-time.After(100 * time.Millisecond):
+		if wt.over() {
+			t.Fatalf("the ledger did not grow by 3 entries under leader %s within %v (read error: %v)", w.Identity(), wt, err)
 		}
+		hold(t, 100*time.Millisecond)
 	}
 	return c.WaitLeader(t, takeover(p))
 }

@@ -118,7 +118,10 @@ func joinBalanced(t *testing.T, c cluster.Cluster, n int) {
 	after := waitBalanced(t, c, n, settle(p)+slack)
 	for s, o := range before {
 		if after[s] != o && after[s] != added[0].Identity() {
-			t.Fatalf("shard %d moved from %s to %s on the join of %s: only shards to the joiner may move (before %v, after %v)", s, o, after[s], added[0].Identity(), before, after)
+			// A holder moves a shard it keeps only when its lease lapsed:
+			// no renew answered for D − RI, a stall's doing or a bug's.
+			starved(t, c, fmt.Sprintf("shard %d moved from %s to %s on the join of %s: only shards to the joiner may move (before %v, after %v)", s, o, after[s], added[0].Identity(), before, after),
+				joined, time.Now(), p.RenewDeadline-p.RenewInterval)
 		}
 	}
 	t.Logf("%s received its share %v after joining", added[0].Identity(), time.Since(joined).Round(time.Millisecond))
