@@ -60,6 +60,9 @@ func ProcAlive(pid int) bool {
 	return err == nil && st != 'Z' && st != 'X'
 }
 
+// ProcState is the state letter of /proc/<pid>/stat (R, S, D, T, Z, …).
+func ProcState(pid int) (byte, error) { return procState(pid) }
+
 // procState is the state letter of /proc/<pid>/stat.
 func procState(pid int) (byte, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

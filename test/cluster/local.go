@@ -574,6 +574,34 @@ func (c *Local) binaryFor(o workerOpts) string {
 	return c.unsafeBin
 }
 
+// ProcessStates says, for a failed run's log, how the cluster's processes
+// stand now: Azurite (answering, or how it exited — a SIGKILL not by Stop
+// is something else's kill) and each worker's current process (running,
+// stopped by a signal, a zombie, gone). A run whose storage or workers all
+// stopped answering at once reads here which it was.
+func (c *Local) ProcessStates() []string {
+	var out []string
+	if c.az != nil {
+		if e, ok := c.az.Exited(); ok {
+			out = append(out, fmt.Sprintf("Azurite (pid %d) %s", c.az.Pid(), e))
+		} else {
+			out = append(out, fmt.Sprintf("Azurite (pid %d) runs", c.az.Pid()))
+		}
+	}
+	c.mu.Lock()
+	workers := append([]*localWorker(nil), c.workers...)
+	c.mu.Unlock()
+	for _, w := range workers {
+		inc, err := w.current()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: no process", w.slot))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s (pid %d): %s", inc.identity, inc.cmd.Process.Pid, inc.state()))
+	}
+	return out
+}
+
 // LogTails returns the last n lines of each worker process's log (every
 // incarnation, oldest first), named by identity: a failed run's first
 // evidence when its files are not kept.

@@ -50,6 +50,26 @@ type incarnation struct {
 	exitErr  error // valid once exited is closed
 }
 
+// state is the incarnation's process state in words, for a failed run's log.
+func (inc *incarnation) state() string {
+	select {
+	case <-inc.exited:
+		return fmt.Sprintf("exited (%v)", inc.exitErr)
+	default:
+	}
+	st, err := chaos.ProcState(inc.cmd.Process.Pid)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("unreadable (%v)", err)
+	case st == 'T' || st == 't':
+		return "stopped by a signal"
+	case st == 'Z':
+		return "a zombie, not yet reaped"
+	default:
+		return fmt.Sprintf("running (state %c)", st)
+	}
+}
+
 var (
 	_                    Worker            = (*localWorker)(nil)
 	_                    chaos.Process     = (*localWorker)(nil)

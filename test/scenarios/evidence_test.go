@@ -76,7 +76,9 @@ func TestHarness_FailedRunKeepsTheStorageProbe(t *testing.T) {
 	}
 	var logged []string
 	explainStorage(func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }, c)
-	if len(logged) != 3 || !strings.HasPrefix(logged[0], "cpu probe: ") || !strings.HasPrefix(logged[1], "storage probe: ") || !strings.Contains(logged[2], "answered every probe within 1s") {
-		t.Errorf("failed run's machine lines: %q; want the CPU probe's, then the storage probe's", logged)
+	if len(logged) != 4 || !strings.HasPrefix(logged[0], "cpu probe: ") ||
+		!strings.HasPrefix(logged[1], "processes at the failure: Azurite (pid ") || !strings.HasSuffix(logged[1], ") runs") ||
+		!strings.HasPrefix(logged[2], "storage probe: ") || !strings.Contains(logged[3], "answered every probe within 1s") {
+		t.Errorf("failed run's machine lines: %q; want the CPU probe's, the processes', then the storage probe's", logged)
 	}
 }

@@ -426,6 +426,9 @@ func explainStorage(logf func(format string, args ...any), c cluster.Cluster) {
 	if sp, ok := c.(interface{ SchedProbe() *stalltest.Probe }); ok && sp.SchedProbe() != nil {
 		logf("%s", sp.SchedProbe().Record())
 	}
+	if ps, ok := c.(interface{ ProcessStates() []string }); ok {
+		logf("processes at the failure: %s", strings.Join(ps.ProcessStates(), "; "))
+	}
 	s, ok := storageProbe(c)
 	if !ok {
 		return

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -46,8 +47,41 @@ type Server struct {
 	cmd  *exec.Cmd
 	out  *syncBuffer
 	done chan struct{}
-	err  error // exit status, valid after done is closed
+	err  error     // exit status, valid after done is closed
+	end  time.Time // when it exited, valid after done is closed
 	once sync.Once
+	// stopping is set by Stop before its kill: an exit after it is Stop's.
+	stopping atomic.Bool
+}
+
+// Exit is how a server ended.
+type Exit struct {
+	At     time.Time // when its process was reaped
+	Status error     // the wait status (nil: exit 0; "signal: killed": a SIGKILL)
+	ByStop bool      // Stop ended it; otherwise it crashed or someone else killed it
+}
+
+// String is e in one line, e.g. "exited at 01:32:46.652 (signal: killed), not by Stop".
+func (e Exit) String() string {
+	status := "exit status 0"
+	if e.Status != nil {
+		status = e.Status.Error()
+	}
+	by := "by Stop"
+	if !e.ByStop {
+		by = "not by Stop: it crashed, or something else killed it"
+	}
+	return fmt.Sprintf("exited at %s (%s), %s", e.At.Format("15:04:05.000"), status, by)
+}
+
+// Exited reports how the server ended, and false while it runs.
+func (s *Server) Exited() (Exit, bool) {
+	select {
+	case <-s.done:
+		return Exit{At: s.end, Status: s.err, ByStop: s.stopping.Load()}, true
+	default:
+		return Exit{}, false
+	}
 }
 
 // Binary finds azurite-blob: $AZURITE_BLOB, then node_modules/.bin in this
@@ -147,7 +181,7 @@ func startOnPort(ctx context.Context, port int, opts Options, extra ...string) (
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("azurite: start %s: %w", bin, err)
 	}
-	go func() { s.err = s.cmd.Wait(); close(s.done) }()
+	go func() { s.err = s.cmd.Wait(); s.end = time.Now(); close(s.done) }()
 	prioritize(s.cmd.Process.Pid)
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
@@ -205,6 +239,12 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // Stop kills the server's process group and waits for it to exit. Safe to call twice.
 func (s *Server) Stop() {
 	s.once.Do(func() {
+		select {
+		case <-s.done:
+			return // reaped: its group's number may be another's by now
+		default:
+		}
+		s.stopping.Store(true)
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		select {
 		case <-s.done:

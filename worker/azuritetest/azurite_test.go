@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,11 +30,46 @@ func TestStart_ServesThenStopFreesThePort(t *testing.T) {
 		t.Fatalf("Azurite not listening on %s after Start: %v", addr, err)
 	}
 	c.Close()
+	if e, ok := s.Exited(); ok {
+		t.Fatalf("a running server reports it exited: %v", e)
+	}
 	s.Stop()
 	s.Stop() // idempotent
+	if e, ok := s.Exited(); !ok || !e.ByStop {
+		t.Fatalf("after Stop: Exited() = %v, %v; want an exit by Stop", e, ok)
+	}
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
 		t.Fatalf("something still listens on %s after Stop", addr)
+	}
+}
+
+// A server killed by someone else says so, with its status, and Stop after
+// it neither claims the exit nor signals the dead server's process group
+// (its number may be another group's by then).
+func TestExited_TellsAKillFromAStop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if err := syscall.Kill(s.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		t.Fatal("the SIGKILLed server was not reaped within a minute")
+	}
+	s.Stop()
+	e, ok := s.Exited()
+	if !ok || e.ByStop || e.Status == nil || !strings.Contains(e.Status.Error(), "killed") {
+		t.Fatalf("Exited() = %+v, %v; want a SIGKILL not by Stop", e, ok)
+	}
+	if !strings.Contains(e.String(), "not by Stop") {
+		t.Errorf("Exit.String() = %q; want it to say the exit was not Stop's", e)
 	}
 }
 
