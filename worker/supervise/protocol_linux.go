@@ -85,7 +85,7 @@ func (m monoTime) until() time.Duration { return time.Duration(m - monoNow()) }
 type control struct {
 	verb  string
 	pid   int      // group: the pgid; root: the shim
-	start uint64   // root: the shim's start time (clock ticks after boot)
+	start uint64   // group: the command's start time; root: the shim's (clock ticks after boot)
 	dir   string   // cgroup
 	at    monoTime // kill-at
 }
@@ -93,7 +93,7 @@ type control struct {
 func (c control) String() string {
 	switch c.verb {
 	case ctlGroup:
-		return ctlGroup + " " + strconv.Itoa(c.pid)
+		return fmt.Sprintf("%s %d %d", ctlGroup, c.pid, c.start)
 	case ctlRoot:
 		return fmt.Sprintf("%s %d %d", ctlRoot, c.pid, c.start)
 	case ctlCgroup:
@@ -112,9 +112,7 @@ func parseControl(line string) (control, error) {
 	c := control{verb: verb}
 	var err error
 	switch verb {
-	case ctlGroup:
-		c.pid, err = strconv.Atoi(arg)
-	case ctlRoot:
+	case ctlGroup, ctlRoot:
 		p, s, _ := strings.Cut(arg, " ")
 		if c.pid, err = strconv.Atoi(p); err == nil {
 			c.start, err = strconv.ParseUint(s, 10, 64)
@@ -142,6 +140,7 @@ func parseControl(line string) (control, error) {
 type report struct {
 	verb   string
 	pid    int                // pid
+	start  uint64             // pid: the command's start time
 	status syscall.WaitStatus // status
 	errno  syscall.Errno      // exec-error
 	text   string             // fired, error
@@ -150,7 +149,7 @@ type report struct {
 func (r report) String() string {
 	switch r.verb {
 	case rptPid:
-		return rptPid + " " + strconv.Itoa(r.pid)
+		return fmt.Sprintf("%s %d %d", rptPid, r.pid, r.start)
 	case rptStatus:
 		return rptStatus + " " + strconv.FormatUint(uint64(r.status), 10)
 	case rptExecError:
@@ -166,7 +165,10 @@ func parseReport(line string) (report, error) {
 	var err error
 	switch verb {
 	case rptPid:
-		r.pid, err = strconv.Atoi(arg)
+		p, s, _ := strings.Cut(arg, " ")
+		if r.pid, err = strconv.Atoi(p); err == nil {
+			r.start, err = strconv.ParseUint(s, 10, 64)
+		}
 	case rptStatus:
 		var ws uint64
 		ws, err = strconv.ParseUint(arg, 10, 32)
