@@ -19,7 +19,6 @@ import (
 // come back to it).
 type Group struct {
 	pid       int
-	pgroup    pgroup        // the command's process group: pid and its start time
 	exited    chan struct{} // the command itself has been reaped
 	done      chan struct{} // every member has been reaped
 	status    ExitStatus    // valid once exited is closed
@@ -266,7 +265,7 @@ func (g *Group) startShim(spec Spec) error {
 		g.shimStart = p.start
 	}
 	repW.Close() // only the shim writes: its end closes with it
-	if g.pgroup, err = g.awaitCommand(); err != nil {
+	if g.pid, err = g.awaitCommand(); err != nil {
 		var ws syscall.WaitStatus
 		_ = syscall.Kill(shim, syscall.SIGKILL) // it exits after its report anyway
 		_, _ = syscall.Wait4(shim, &ws, 0, nil)
@@ -275,7 +274,6 @@ func (g *Group) startShim(spec Spec) error {
 		ctlW.Close()
 		return err
 	}
-	g.pid = g.pgroup.id
 	return nil
 }
 
@@ -496,7 +494,7 @@ func (g *Group) Signal(sig syscall.Signal) error {
 			}
 		}
 	}
-	g.pgroup.signal(sig) // the process group in one go, while it is the command's
+	_ = syscall.Kill(-g.pid, sig) // the process group, in one go
 	if g.cg != nil {
 		for _, pid := range g.cg.pids() {
 			signal(pid)
@@ -504,7 +502,7 @@ func (g *Group) Signal(sig syscall.Signal) error {
 	}
 	root, exclude := g.lineage()
 	signalTree(root, exclude, signal) // as it reads: a fork-walker outruns a list
-	if p, ok := readProc(g.pid); ok && p.start == g.pgroup.start && !p.dead() {
+	if p, ok := readProc(g.pid); ok && !p.dead() {
 		signal(g.pid)
 	}
 	if len(denied) == 0 {

@@ -56,7 +56,7 @@ func RunGuard() int {
 // guardian is what a guard knows of its group.
 type guardian struct {
 	supervisor int
-	group      pgroup // the command's process group
+	pgid       int
 	shim       int    // the lineage's subreaper while it lives
 	shimStart  uint64 // with shim, names it for ever
 	cgroup     string
@@ -68,7 +68,7 @@ type guardian struct {
 func (w *guardian) apply(c control) {
 	switch c.verb {
 	case ctlGroup:
-		w.group = pgroup{id: c.pid, start: c.start}
+		w.pgid = c.pid
 		w.snapshot()
 	case ctlRoot:
 		w.shim, w.shimStart = c.pid, c.start
@@ -95,7 +95,7 @@ func (w *guardian) exclude() map[int]bool { return map[int]bool{os.Getpid(): tru
 // snapshot notes the lineage's live processes (in tree mode: a cgroup
 // knows its members itself).
 func (w *guardian) snapshot() {
-	if w.group.id <= 1 || w.cgroup != "" {
+	if w.pgid <= 1 || w.cgroup != "" {
 		return // nothing to guard yet, or the cgroup knows its members
 	}
 	for _, pid := range liveDescendants(w.root(), w.exclude()) {
@@ -112,19 +112,19 @@ func (w *guardian) snapshot() {
 // Killed members stay zombies until their parent (the supervisor, once it
 // runs again) reaps them: a zombie runs nothing.
 func (w *guardian) kill(why string) int {
-	if w.group.id <= 1 {
+	if w.pgid <= 1 {
 		return 0
 	}
 	first := true
 	killUntilGone(func() bool {
 		gone := w.round()
 		if first {
-			w.rep.printf("%s: %s: killed group %d", GuardName, why, w.group.id)
+			w.rep.printf("%s: %s: killed group %d", GuardName, why, w.pgid)
 			first = false
 		}
 		return gone
 	}, time.Time{}, func() {
-		w.rep.printf("%s: members of group %d still alive %s after SIGKILL (out of reach?); still killing", GuardName, w.group.id, KillTimeout)
+		w.rep.printf("%s: members of group %d still alive %s after SIGKILL (out of reach?); still killing", GuardName, w.pgid, KillTimeout)
 	})
 	if w.cgroup != "" && (w.supervisor <= 0 || os.Getppid() != w.supervisor) {
 		_ = removeTree(w.cgroup, 100) // the supervisor is gone: nobody else will
@@ -139,16 +139,16 @@ func (w *guardian) kill(why string) int {
 func (w *guardian) round() bool {
 	if w.cgroup != "" {
 		_ = cgroupKill(w.cgroup)
-		w.group.signal(syscall.SIGKILL)
+		_ = syscall.Kill(-w.pgid, syscall.SIGKILL)
 		return !cgroupPopulated(w.cgroup)
 	}
 	root := w.root()
-	killTree(w.group, root, w.exclude())
+	killTree(w.pgid, root, w.exclude())
 	knownAlive := false
 	for pid, start := range w.known {
 		if p, ok := readProc(pid); ok && p.start == start && !p.dead() && pid > 1 && pid != os.Getpid() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			killTree(pgroup{}, pid, nil) // what it started since the snapshot
+			killTree(0, pid, nil) // what it started since the snapshot
 			knownAlive = true
 		}
 	}

@@ -55,7 +55,7 @@ func startGuard(path string) (*guard, error) {
 // (the root of its lineage), its cgroup — and the instant to kill it at
 // unless extended (zero: none).
 func (g *guard) watch(grp *Group, killAt time.Time) {
-	cs := []control{{verb: ctlGroup, pid: grp.pid, start: grp.pgroup.start}, {verb: ctlRoot, pid: grp.shim, start: grp.shimStart}}
+	cs := []control{{verb: ctlGroup, pid: grp.pid}, {verb: ctlRoot, pid: grp.shim, start: grp.shimStart}}
 	if grp.cg != nil {
 		cs = append(cs, control{verb: ctlCgroup, dir: grp.cg.dir})
 	}

@@ -97,55 +97,6 @@ func runHelper(role string) {
 		}
 		announce()
 		sleepForever()
-	case "leaver":
-		// Starts one job in a session of its own (ignoring polite signals),
-		// announces it and itself, and exits: its process group is left
-		// empty, its number free for the kernel to hand out again, while
-		// the lineage lives on in the job.
-		exe, _ := os.Executable()
-		p, err := os.StartProcess(exe, []string{exe, "-test.run=^$"}, &os.ProcAttr{
-			Env:   []string{helperEnv + "=ignore-term", "HELPER_PIDFILE=" + os.Getenv("HELPER_PIDFILE")},
-			Files: []*os.File{nil, os.Stdout, os.Stderr}, Sys: &syscall.SysProcAttr{Setsid: true},
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		_ = p.Release()
-		announce()
-		os.Exit(0)
-	case "leaver-supervisor":
-		// A supervisor of its own of a "leaver" command, in tree mode. Once
-		// the command has exited it writes HELPER_READY; then, with
-		// HELPER_MODE=stop, it Stops the group at SIGUSR1; with
-		// HELPER_MODE=deadline its guard and shim hold a deadline 3 s
-		// after the start that it never extends. It exits once the group
-		// is done.
-		usr1 := make(chan os.Signal, 1)
-		signal.Notify(usr1, syscall.SIGUSR1)
-		spec := helperSpec("leaver", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE"))
-		spec.NoCgroup = true
-		deadline := os.Getenv("HELPER_MODE") == "deadline"
-		if deadline {
-			spec.Guard = spec.Path
-			spec.KillAt = time.Now().Add(3 * time.Second)
-		}
-		g, err := Start(spec)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		<-g.Exited()
-		_ = os.WriteFile(os.Getenv("HELPER_READY"), []byte(strconv.Itoa(g.Pid())), 0o644)
-		if !deadline {
-			<-usr1
-			if err := g.Stop(syscall.SIGTERM, 0); err != nil {
-				fmt.Fprintln(os.Stderr, "Stop:", err)
-				os.Exit(1)
-			}
-		}
-		<-g.Done()
-		os.Exit(0)
 	case "become-root":
 		// A set-user-ID root copy of this binary: makes root its real user
 		// too (as sudo does), so its unprivileged parent may not signal it.

@@ -54,47 +54,12 @@ func killUntilGone(round func() bool, until time.Time, stuck func()) bool {
 	}
 }
 
-// pgroup names the command's process group for ever: its number (the
-// command's pid) and the command's start time. The zero pgroup names none.
-//
-// A group's number is its leader's pid, and the group is the command's only
-// while the command, its leader, is not yet reaped: once it is, and the
-// rest of the lineage has left the group (setsid, setpgid) or died, the
-// kernel may hand the number to another process, which may lead a group of
-// its own — on a host with pid_max 32768 and a fork-walker burning numbers,
-// within seconds. A kill of the whole group (kill(-pgid)) is therefore sent
-// only while /proc shows the leader under its number and start time (alive,
-// or a zombie its parent has not reaped: the number is pinned); after that
-// the lineage's members are reached one by one (signalTree, the cgroup, the
-// guard's snapshot), which find every one of them. Between the reading and
-// the signal the number could change hands only if the leader were reaped
-// and the kernel then handed out every other free number first.
-type pgroup struct {
-	id    int
-	start uint64
-}
-
-// held reports whether the group is still the command's (see pgroup).
-func (g pgroup) held() bool {
-	if g.id <= 1 || g.start == 0 {
-		return false
+// killTree SIGKILLs the command's process group and every process below
+// root (none of the excluded pids nor their subtrees) with signalTree.
+func killTree(pgid, root int, exclude map[int]bool) {
+	if pgid > 1 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	p, ok := readProc(g.id)
-	return ok && p.start == g.start
-}
-
-// signal sends sig to the whole group while it is the command's.
-func (g pgroup) signal(sig syscall.Signal) {
-	if g.held() {
-		_ = syscall.Kill(-g.id, sig)
-	}
-}
-
-// killTree SIGKILLs the command's process group (while it is the
-// command's) and every process below root (none of the excluded pids nor
-// their subtrees) with signalTree.
-func killTree(grp pgroup, root int, exclude map[int]bool) {
-	grp.signal(syscall.SIGKILL)
 	signalTree(root, exclude, func(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) })
 }
 

@@ -144,7 +144,7 @@ func TestKill_AWalkerBelowAFrozenSubreaperFullOfZombiesDies(t *testing.T) {
 	rounds := 0
 	gone := killUntilGone(func() bool {
 		rounds++
-		killTree(pgroup{}, root, nil)
+		killTree(0, root, nil)
 		return lineageEmpty(root, nil)
 	}, began.Add(10*time.Second), nil)
 	took := time.Since(began)

@@ -85,7 +85,7 @@ func (m monoTime) until() time.Duration { return time.Duration(m - monoNow()) }
 type control struct {
 	verb  string
 	pid   int      // group: the pgid; root: the shim
-	start uint64   // group: the command's start time; root: the shim's (clock ticks after boot)
+	start uint64   // root: the shim's start time (clock ticks after boot)
 	dir   string   // cgroup
 	at    monoTime // kill-at
 }
@@ -93,7 +93,7 @@ type control struct {
 func (c control) String() string {
 	switch c.verb {
 	case ctlGroup:
-		return fmt.Sprintf("%s %d %d", ctlGroup, c.pid, c.start)
+		return ctlGroup + " " + strconv.Itoa(c.pid)
 	case ctlRoot:
 		return fmt.Sprintf("%s %d %d", ctlRoot, c.pid, c.start)
 	case ctlCgroup:
@@ -112,7 +112,9 @@ func parseControl(line string) (control, error) {
 	c := control{verb: verb}
 	var err error
 	switch verb {
-	case ctlGroup, ctlRoot:
+	case ctlGroup:
+		c.pid, err = strconv.Atoi(arg)
+	case ctlRoot:
 		p, s, _ := strings.Cut(arg, " ")
 		if c.pid, err = strconv.Atoi(p); err == nil {
 			c.start, err = strconv.ParseUint(s, 10, 64)
@@ -140,7 +142,6 @@ func parseControl(line string) (control, error) {
 type report struct {
 	verb   string
 	pid    int                // pid
-	start  uint64             // pid: the command's start time
 	status syscall.WaitStatus // status
 	errno  syscall.Errno      // exec-error
 	text   string             // fired, error
@@ -149,7 +150,7 @@ type report struct {
 func (r report) String() string {
 	switch r.verb {
 	case rptPid:
-		return fmt.Sprintf("%s %d %d", rptPid, r.pid, r.start)
+		return rptPid + " " + strconv.Itoa(r.pid)
 	case rptStatus:
 		return rptStatus + " " + strconv.FormatUint(uint64(r.status), 10)
 	case rptExecError:
@@ -165,10 +166,7 @@ func parseReport(line string) (report, error) {
 	var err error
 	switch verb {
 	case rptPid:
-		p, s, _ := strings.Cut(arg, " ")
-		if r.pid, err = strconv.Atoi(p); err == nil {
-			r.start, err = strconv.ParseUint(s, 10, 64)
-		}
+		r.pid, err = strconv.Atoi(arg)
 	case rptStatus:
 		var ws uint64
 		ws, err = strconv.ParseUint(arg, 10, 32)

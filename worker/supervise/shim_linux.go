@@ -92,15 +92,9 @@ func RunShim() int {
 		reportLine(shimReportFD, report{verb: rptExecError, errno: errno})
 		return 1
 	}
-	// Only this process reaps the command, and not before the wait loop
-	// below: its /proc entry is there to read.
-	cmd := pgroup{id: pid}
-	if p, ok := readProc(pid); ok {
-		cmd.start = p.start
-	}
-	reportLine(shimReportFD, report{verb: rptPid, pid: pid, start: cmd.start})
+	reportLine(shimReportFD, report{verb: rptPid, pid: pid})
 	reported := make(chan struct{}) // closed once a kill's report is written, or never
-	go holdLineage(cmd, cg, reported)
+	go holdLineage(pid, cg, reported)
 	for {
 		var ws syscall.WaitStatus
 		p, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -123,7 +117,7 @@ func RunShim() int {
 // loop of RunShim then exits, once reported is closed). The report to the
 // supervisor, which never blocks, comes before a cgroup.kill that takes
 // the shim too; the line on stderr comes after the first round of kills.
-func holdLineage(grp pgroup, cgroup string, reported chan<- struct{}) {
+func holdLineage(pgid int, cgroup string, reported chan<- struct{}) {
 	why := holdDeadline(controls(os.NewFile(shimControlFD, "control")), nil, nil, nil)
 	if why == "" {
 		return // "done" is the guard's; a shim's lineage ends by itself
@@ -137,14 +131,14 @@ func holdLineage(grp pgroup, cgroup string, reported chan<- struct{}) {
 		if cgroup != "" {
 			_ = cgroupKill(cgroup) // the shim is in it too: it ends here
 		}
-		killTree(grp, os.Getpid(), nil)
+		killTree(pgid, os.Getpid(), nil)
 		if first && why != whyOrdered {
-			rep.printf("%s: %s: killed group %d", ShimName, why, grp.id)
+			rep.printf("%s: %s: killed group %d", ShimName, why, pgid)
 		}
 		first = false
 		return shimEmpty()
 	}, time.Time{}, func() {
-		rep.printf("%s: %s: members of group %d still alive %s after SIGKILL (out of reach?); still killing", ShimName, why, grp.id, KillTimeout)
+		rep.printf("%s: %s: members of group %d still alive %s after SIGKILL (out of reach?); still killing", ShimName, why, pgid, KillTimeout)
 	})
 	rep.close(reportFlush)
 	close(reported)

@@ -43,25 +43,25 @@ type startErr struct{ errno syscall.Errno }
 
 func (e startErr) Error() string { return e.errno.Error() }
 
-// awaitCommand waits for the shim's first report: the command's pid and
-// start time, or why it did not start (a startErr for the exec's own errors).
-func (g *Group) awaitCommand() (pgroup, error) {
+// awaitCommand waits for the shim's first report: the command's pid, or why
+// it did not start (a startErr for the exec's own errors).
+func (g *Group) awaitCommand() (int, error) {
 	r, err := g.reports.next(time.Now().Add(shimStartTimeout))
 	if err != nil {
 		_ = syscall.Kill(g.shim, syscall.SIGKILL)
-		return pgroup{}, fmt.Errorf("supervise: the shim did not name the command: %w", err)
+		return 0, fmt.Errorf("supervise: the shim did not name the command: %w", err)
 	}
 	switch r.verb {
 	case rptPid:
 		if r.pid > 0 {
-			return pgroup{id: r.pid, start: r.start}, nil
+			return r.pid, nil
 		}
 	case rptExecError:
-		return pgroup{}, startErr{r.errno}
+		return 0, startErr{r.errno}
 	case rptError:
-		return pgroup{}, fmt.Errorf("supervise: shim: %s", r.text)
+		return 0, fmt.Errorf("supervise: shim: %s", r.text)
 	}
-	return pgroup{}, fmt.Errorf("supervise: the shim said %q", r)
+	return 0, fmt.Errorf("supervise: the shim said %q", r)
 }
 
 // awaitStatus waits for the command's exit status. A shim that ends

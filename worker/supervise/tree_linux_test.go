@@ -256,13 +256,8 @@ func TestGuard_AdoptedGuardKillsItsGroupOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	vp, ok := readProc(vcmd.Process.Pid)
-	if !ok {
-		t.Fatalf("no /proc entry for the group's leader %d", vcmd.Process.Pid)
-	}
-	group := control{verb: ctlGroup, pid: vcmd.Process.Pid, start: vp.start}
 	guard := &exec.Cmd{Path: exe, Args: []string{GuardName}, Env: []string{guardSupervisorEnv + "=" + strconv.Itoa(dead.Process.Pid)},
-		Stdin: strings.NewReader(group.String() + "\n"), Stderr: os.Stderr}
+		Stdin: strings.NewReader(control{verb: ctlGroup, pid: vcmd.Process.Pid}.String() + "\n"), Stderr: os.Stderr}
 	if err := guard.Run(); err != nil && guard.ProcessState.ExitCode() != guardExitKilled {
 		t.Fatalf("guard: %v", err)
 	}
