@@ -55,12 +55,51 @@ func killUntilGone(round func() bool, until time.Time, stuck func()) bool {
 }
 
 // killTree SIGKILLs the command's process group and every process below
-// root (none of the excluded pids nor their subtrees) with signalTree.
+// root (none of the excluded pids nor their subtrees) with signalTree, then
+// chases root's newest children (chaseChildren).
 func killTree(pgid, root int, exclude map[int]bool) {
 	if pgid > 1 {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	signalTree(root, exclude, func(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	sigkill := func(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }
+	signalTree(root, exclude, sigkill)
+	chaseChildren(root, exclude, sigkill)
+}
+
+// chasePasses bounds chaseChildren: a pass is one reading of root's
+// children (about a millisecond with ten thousand of them).
+const chasePasses = 64
+
+// chaseChildren reads root's children again and again, and signals every
+// child it had not seen at once, without reading that child's own children
+// first, until two passes in a row find no new one (or chasePasses ran).
+// A live descendant always has a live ancestor among root's children
+// (lineageEmpty), and the children of a signalled one come back to root
+// before it dies, so a fork-walker's hop, which signalTree may have listed
+// after it had forked its successor and exited (below a frozen subreaper,
+// signalTree reads thousands of zombies per round: each round gave it one
+// chance, and a walker survived ten), is chased at the pace of a reading.
+func chaseChildren(root int, exclude map[int]bool, signal func(pid int)) {
+	if root <= 0 {
+		return
+	}
+	seen := map[int]bool{}
+	for pass, quiet := 0, 0; pass < chasePasses && quiet < 2; pass++ {
+		fresh := false
+		for _, pid := range newestFirst(childrenOf(root)) {
+			if seen[pid] || exclude[pid] || pid <= 1 {
+				continue
+			}
+			seen[pid] = true
+			fresh = true
+			signal(pid)
+		}
+		if fresh {
+			quiet = 0
+		} else {
+			quiet++
+		}
+	}
 }
 
 // signalTree calls signal for every process below root (none of the
