@@ -2,11 +2,8 @@ package supervise
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"strconv"
-	"sync"
 )
 
 // proc is what /proc/<pid>/stat says about one process.
@@ -83,19 +80,17 @@ func readProcesses() processTable {
 }
 
 // childrenOf lists pid's children from /proc/<pid>/task/*/children (one
-// read per thread, no walk of all of /proc); where the kernel has no such
-// file, from a reading of all of /proc.
+// small read per thread, no walk of all of /proc); where the kernel has no
+// such file, from a reading of all of /proc.
 func childrenOf(pid int) []int {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	bp := readBuffers.Get().(*[]byte)
-	defer readBuffers.Put(bp)
 	var out []int
 	for _, task := range tasks {
-		b, err := readWhole(dir+"/"+task.Name()+"/children", bp)
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/children")
 		if err != nil {
 			if os.IsNotExist(err) {
 				return childrenFromTable(pid)
@@ -119,39 +114,4 @@ func childrenFromTable(parent int) []int {
 		}
 	}
 	return out
-}
-
-// readBuffers holds the buffers readWhole reads into.
-var readBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
-
-// readWhole reads a /proc file in as few read calls as the buffer allows
-// (growing *buf when one fills it), into *buf: the result is valid until
-// the next use of *buf. A children file is a seq_file that, at every read
-// call, walks the thread's list of children from its head to where the
-// last call stopped: below a frozen subreaper holding thousands of zombies,
-// os.ReadFile's small first reads made one reading cost tens of walks and
-// milliseconds, and the newest child it listed (a fork-walker's live hop)
-// had moved on by the time it was signalled.
-func readWhole(path string, buf *[]byte) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := (*buf)[:cap(*buf)]
-	n := 0
-	for {
-		m, err := f.Read(b[n:])
-		n += m
-		if errors.Is(err, io.EOF) || (err == nil && m == 0) {
-			return b[:n], nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == len(b) {
-			b = append(b, make([]byte, len(b))...)
-			*buf = b
-		}
-	}
 }
