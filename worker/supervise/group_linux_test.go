@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -104,6 +105,47 @@ func startT(t *testing.T, s Spec) *Group {
 	return g
 }
 
+// stopT stops g with Stop(polite, grace) and fails t unless every member
+// is reaped. Stop gives up KillTimeout after its SIGKILL (ErrSurvived): a
+// timing bound, as SIGKILL acts when the kernel runs the process and the
+// reap when it runs us. A group reaped after Stop gave up was late, not
+// immortal: judgeStop judges it with sp. A group never reaped fails t.
+func stopT(t *testing.T, sp *stalltest.Probe, g *Group, polite syscall.Signal, grace time.Duration) {
+	t.Helper()
+	began := time.Now()
+	err := g.Stop(polite, grace)
+	if !errors.Is(err, ErrSurvived) {
+		if err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		return
+	}
+	var reaped atomic.Pointer[time.Time]
+	go func() {
+		<-g.Done()
+		now := time.Now()
+		reaped.Store(&now)
+	}()
+	sp.Await(t, "the end of a group Stop said survived SIGKILL", 10*time.Second, func() (bool, string) {
+		return reaped.Load() != nil, fmt.Sprintf("group %d not reaped", g.Pid())
+	})
+	judgeStop(t, sp, err, began, grace, *reaped.Load())
+}
+
+// judgeStop judges a Stop that began at began with grace, returned err
+// (ErrSurvived), and whose group was reaped after all at reaped: late by
+// more than the stall sp measured, t fails; within it, the attempt is
+// inconclusive (Probe.Bound). A group reaped in time that Stop said had
+// survived is a fault of Stop's, and fails t.
+func judgeStop(t *testing.T, sp *stalltest.Probe, err error, began time.Time, grace time.Duration, reaped time.Time) {
+	t.Helper()
+	if sp.Bound(t, fmt.Sprintf("the group's end after Stop (%v)", err), began, grace+KillTimeout, reaped) {
+		t.Fatalf("Stop: %v; yet the group ended %v after Stop began, within grace %v + KillTimeout",
+			err, reaped.Sub(began).Round(time.Millisecond), grace)
+	}
+	t.FailNow()
+}
+
 func TestStart_OwnGroupClosedStdinAndTheGivenEnvironment(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	f, err := os.Create(out)
@@ -170,9 +212,7 @@ func TestStop_KillsACommandThatIgnoresSIGTERMAfterTheGrace(t *testing.T) {
 		pid := pidsIn(t, pidfile, 1)[0]
 		const grace = 300 * time.Millisecond
 		began := time.Now()
-		if err := g.Stop(syscall.SIGTERM, grace); err != nil {
-			t.Fatal(err)
-		}
+		stopT(t, sp, g, syscall.SIGTERM, grace)
 		took := time.Since(began)
 		if took < grace {
 			t.Fatalf("Stop returned after %v, before the %v grace: SIGTERM cannot have killed a command that ignores it", took, grace)
@@ -195,9 +235,7 @@ func TestStop_WithoutGraceSendsSIGKILLAtOnce(t *testing.T) {
 		g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
 		pidsIn(t, pidfile, 1)
 		began := time.Now()
-		if err := g.Stop(syscall.SIGTERM, 0); err != nil {
-			t.Fatal(err)
-		}
+		stopT(t, sp, g, syscall.SIGTERM, 0)
 		if !sp.Bound(t, "Stop(0) (bound KillTimeout)", began, KillTimeout, time.Now()) {
 			return
 		}
@@ -216,39 +254,39 @@ func TestStop_TakesAGrandchildThatIgnoresSignals(t *testing.T) {
 		commandExits bool
 	}{{"command still running", false}, {"command exited, grandchild orphaned", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			pidfile := filepath.Join(t.TempDir(), "pids")
-			env := []string{"HELPER_PIDFILE=" + pidfile}
-			if !tc.commandExits {
-				env = append(env, "HELPER_WAIT=1")
-			}
-			g := startT(t, helperSpec("forker", env...))
-			pids := pidsIn(t, pidfile, 2)
-			if tc.commandExits {
-				await(t, g.Exited(), 10*time.Second, "the command's own exit")
-				// The grandchild lives on, adopted by us (the subreaper):
-				// the group is not done.
-				select {
-				case <-g.Done():
-					t.Fatal("Done closed while the orphaned grandchild still runs")
-				case <-time.After(100 * time.Millisecond):
+			stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+				pidfile := filepath.Join(t.TempDir(), "pids")
+				env := []string{"HELPER_PIDFILE=" + pidfile}
+				if !tc.commandExits {
+					env = append(env, "HELPER_WAIT=1")
 				}
-				for _, p := range pids {
-					if p != g.Pid() && !alive(p) {
-						t.Fatalf("grandchild %d is not running", p)
+				g := startT(t, helperSpec("forker", env...))
+				pids := pidsIn(t, pidfile, 2)
+				if tc.commandExits {
+					await(t, g.Exited(), 10*time.Second, "the command's own exit")
+					// The grandchild lives on, adopted by us (the subreaper):
+					// the group is not done.
+					select {
+					case <-g.Done():
+						t.Fatal("Done closed while the orphaned grandchild still runs")
+					case <-time.After(100 * time.Millisecond):
+					}
+					for _, p := range pids {
+						if p != g.Pid() && !alive(p) {
+							t.Fatalf("grandchild %d is not running", p)
+						}
+					}
+					if ppid := parentOf(t, otherThan(pids, g.Pid())); ppid != g.shim {
+						t.Fatalf("orphaned grandchild's parent is %d, want the group's shim (%d): the subreaper is not in effect", ppid, g.shim)
 					}
 				}
-				if ppid := parentOf(t, otherThan(pids, g.Pid())); ppid != g.shim {
-					t.Fatalf("orphaned grandchild's parent is %d, want the group's shim (%d): the subreaper is not in effect", ppid, g.shim)
+				stopT(t, sp, g, syscall.SIGTERM, 200*time.Millisecond)
+				for _, p := range pids {
+					if exists(p) {
+						t.Fatalf("pid %d of the group still exists after Stop returned", p)
+					}
 				}
-			}
-			if err := g.Stop(syscall.SIGTERM, 200*time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range pids {
-				if exists(p) {
-					t.Fatalf("pid %d of the group still exists after Stop returned", p)
-				}
-			}
+			})
 		})
 	}
 }
@@ -379,17 +417,19 @@ func TestStart_GuardEndsWithItsGroup(t *testing.T) {
 // but that is no kill by a guard or a shim on their own.
 func TestStop_IsNotTakenForAKillByTheGuard(t *testing.T) {
 	for _, noCgroup := range []bool{false, true} {
-		pidfile := filepath.Join(t.TempDir(), "pids")
-		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
-		spec.Guard, spec.KillAt, spec.NoCgroup = spec.Path, time.Now().Add(time.Hour), noCgroup
-		g := startT(t, spec)
-		pidsIn(t, pidfile, 1)
-		if err := g.Stop(syscall.SIGTERM, 50*time.Millisecond); err != nil {
-			t.Fatalf("Stop (tree mode: %v): %v", noCgroup, err)
-		}
-		if g.KilledByGuard() {
-			t.Fatalf("KilledByGuard() after the supervisor's own Stop (tree mode: %v)", noCgroup)
-		}
+		t.Run(fmt.Sprintf("tree mode %v", noCgroup), func(t *testing.T) {
+			stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+				pidfile := filepath.Join(t.TempDir(), "pids")
+				spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
+				spec.Guard, spec.KillAt, spec.NoCgroup = spec.Path, time.Now().Add(time.Hour), noCgroup
+				g := startT(t, spec)
+				pidsIn(t, pidfile, 1)
+				stopT(t, sp, g, syscall.SIGTERM, 50*time.Millisecond)
+				if g.KilledByGuard() {
+					t.Fatal("KilledByGuard() after the supervisor's own Stop")
+				}
+			})
+		})
 	}
 }
 
@@ -401,27 +441,26 @@ func TestStop_IsNotTakenForAKillByTheGuard(t *testing.T) {
 // "no guard_lost event from w1 after its guard … was SIGKILLed and it was
 // thawed", in a CI run on a quiet machine).
 func TestStart_AGuardThatDiesAsItsGroupEndsIsReported(t *testing.T) {
-	for i := range 20 {
-		pidfile := filepath.Join(t.TempDir(), "pids")
-		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
-		spec.Guard, spec.KillAt = spec.Path, time.Now().Add(time.Hour)
-		g := startT(t, spec)
-		pidsIn(t, pidfile, 1)
-		guard := g.currentGuard().cmd.Process.Pid
-		if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Stop(syscall.SIGKILL, 0); err != nil {
-			t.Fatalf("run %d: Stop: %v", i, err)
-		}
-		await(t, g.Done(), 10*time.Second, "the group's end")
-		select {
-		case loss := <-g.GuardLost():
-			if loss.Pid != guard {
-				t.Fatalf("run %d: reported guard %d lost, want %d", i, loss.Pid, guard)
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		for i := range 20 {
+			pidfile := filepath.Join(t.TempDir(), "pids")
+			spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
+			spec.Guard, spec.KillAt = spec.Path, time.Now().Add(time.Hour)
+			g := startT(t, spec)
+			pidsIn(t, pidfile, 1)
+			guard := g.currentGuard().cmd.Process.Pid
+			if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
 			}
-		default:
-			t.Fatalf("run %d: guard %d was SIGKILLed as its group ended, and its loss was never reported", i, guard)
+			stopT(t, sp, g, syscall.SIGKILL, 0)
+			select {
+			case loss := <-g.GuardLost():
+				if loss.Pid != guard {
+					t.Fatalf("run %d: reported guard %d lost, want %d", i, loss.Pid, guard)
+				}
+			default:
+				t.Fatalf("run %d: guard %d was SIGKILLed as its group ended, and its loss was never reported", i, guard)
+			}
 		}
-	}
+	})
 }

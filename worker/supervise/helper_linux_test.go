@@ -180,8 +180,9 @@ func runHelper(role string) {
 	case "walker-supervisor":
 		// A supervisor of its own in tree mode whose command starts a
 		// walker; once the walker hopped, it announces itself, then stops
-		// the group (HELPER_STOP=term, printing STOP=<err>) or waits to be
-		// killed.
+		// the group (HELPER_STOP=term, printing STOP=<err>, and for a stop
+		// that gave up, ErrSurvived, when it began and how long until the
+		// group was reaped after all: judgeStop) or waits to be killed.
 		spec := helperSpec("walker-host", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE")+".cmd", "HELPER_WALKS="+os.Getenv("HELPER_WALKS"),
 			"PATH="+os.Getenv("PATH"))
 		spec.NoCgroup = true
@@ -193,7 +194,16 @@ func runHelper(role string) {
 		waitLines(os.Getenv("HELPER_WALKS"), 2, 10*time.Second)
 		announce()
 		if os.Getenv("HELPER_STOP") == "term" {
-			fmt.Printf("STOP=%v\n", g.Stop(syscall.SIGTERM, 50*time.Millisecond))
+			began := time.Now()
+			err := g.Stop(syscall.SIGTERM, walkerGrace)
+			fmt.Printf("STOP=%v\n", err)
+			if errors.Is(err, ErrSurvived) {
+				select {
+				case <-g.Done():
+					fmt.Printf("BEGAN=%d\nREAPED_AFTER=%d\n", began.UnixNano(), time.Since(began))
+				case <-time.After(30 * time.Second):
+				}
+			}
 			os.Exit(0)
 		}
 		sleepForever()

@@ -78,9 +78,10 @@ const chasePasses = 64
 // A live descendant always has a live ancestor among root's children
 // (lineageEmpty), and the children of a signalled one come back to root
 // before it dies, so a fork-walker's hop, which signalTree may have listed
-// after it had forked its successor and exited (below a frozen subreaper,
-// signalTree reads thousands of zombies per round: each round gave it one
-// chance, and a walker survived ten), is chased at the pace of a reading.
+// after it had forked its successor and exited, is chased at the pace of a
+// reading, not of a round (below a frozen subreaper a round reads
+// thousands of zombies, and a walker that gets a new chance only once a
+// round can outrun any number of rounds).
 func chaseChildren(root int, exclude map[int]bool, signal func(pid int)) {
 	if root <= 0 {
 		return

@@ -3,11 +3,13 @@ package supervise
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,55 +56,82 @@ func confinedT(t *testing.T) string {
 // lineage): either way, nothing of it may be left. A kill loop that
 // stopped after a reading that saw nothing let it live.
 func TestKill_AForkWalkerDiesWithItsLineage(t *testing.T) {
-	sp := stalltest.StartT(t)
-	for _, tc := range []struct{ name, stop string }{
-		{"the supervisor stops the group", "term"},
-		{"the supervisor is SIGKILLed", "kill"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cg := confinedT(t)
-			dir := t.TempDir()
-			pidfile, walks := filepath.Join(dir, "pids"), filepath.Join(dir, "walks")
-			spec := helperSpec("walker-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_WALKS="+walks, "HELPER_STOP="+tc.stop)
-			sup := exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, spec.Args...)...)
-			sup.Env = append(spec.Env, "PATH="+os.Getenv("PATH"))
-			var out strings.Builder
-			sup.Stdout, sup.Stderr = &out, os.Stderr
-			if err := sup.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan struct{})
-			go func() { _ = sup.Wait(); close(exited) }()
-			t.Cleanup(func() { _ = sup.Process.Kill(); <-exited })
-			pidsIn(t, pidfile, 1) // the walker has hopped
-			began := time.Now()
-			if tc.stop == "kill" {
-				if err := sup.Process.Signal(syscall.SIGKILL); err != nil {
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		for _, tc := range []struct{ name, stop string }{
+			{"the supervisor stops the group", "term"},
+			{"the supervisor is SIGKILLed", "kill"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cg := confinedT(t)
+				dir := t.TempDir()
+				pidfile, walks := filepath.Join(dir, "pids"), filepath.Join(dir, "walks")
+				spec := helperSpec("walker-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_WALKS="+walks, "HELPER_STOP="+tc.stop)
+				sup := exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, spec.Args...)...)
+				sup.Env = append(spec.Env, "PATH="+os.Getenv("PATH"))
+				var out strings.Builder
+				sup.Stdout, sup.Stderr = &out, os.Stderr
+				if err := sup.Start(); err != nil {
 					t.Fatal(err)
 				}
-			}
-			await(t, exited, 10*time.Second, "the supervisor's end")
-			if tc.stop == "term" && !strings.Contains(out.String(), "STOP=<nil>") {
-				t.Fatalf("Stop did not report the group gone: %q", out.String())
-			}
-			for cgroupPopulated(cg) {
-				// A wait, not a bound: an escaped walker runs for good; the
-				// kill rounds of one that did not need the machine to run
-				// them, so the 2 s last as long as the machine stalled.
-				if stall := sp.StallIn(began, time.Now()); time.Since(began) > 2*time.Second+stall {
-					t.Fatalf("processes %v still run in the test's cgroup 2 s (plus the %v the machine stalled) after the supervisor's end: the walker (hops %d) escaped",
-						cgroupPids(cg), stall.Round(time.Millisecond), len(waitLines(walks, 0, 0)))
+				exited := make(chan struct{})
+				go func() { _ = sup.Wait(); close(exited) }()
+				t.Cleanup(func() { _ = sup.Process.Kill(); <-exited })
+				pidsIn(t, pidfile, 1) // the walker has hopped
+				began := time.Now()
+				if tc.stop == "kill" {
+					if err := sup.Process.Signal(syscall.SIGKILL); err != nil {
+						t.Fatal(err)
+					}
 				}
-				time.Sleep(killRound)
-			}
-			t.Logf("the walker hopped %d×16 times; nothing left %v after", len(waitLines(walks, 0, 0)), time.Since(began).Round(time.Millisecond))
-		})
-	}
+				await(t, exited, 10*time.Second, "the supervisor's end")
+				for cgroupPopulated(cg) {
+					// A wait, not a bound: an escaped walker runs for good; the
+					// kill rounds of one that did not need the machine to run
+					// them, so the 2 s last as long as the machine stalled.
+					if stall := sp.StallIn(began, time.Now()); time.Since(began) > 2*time.Second+stall {
+						t.Fatalf("processes %v still run in the test's cgroup 2 s (plus the %v the machine stalled) after the supervisor's end: the walker (hops %d) escaped",
+							cgroupPids(cg), stall.Round(time.Millisecond), len(waitLines(walks, 0, 0)))
+					}
+					time.Sleep(killRound)
+				}
+				if tc.stop == "term" {
+					judgeWalkerStop(t, sp, out.String())
+				}
+				t.Logf("the walker hopped %d×16 times; nothing left %v after", len(waitLines(walks, 0, 0)), time.Since(began).Round(time.Millisecond))
+			})
+		}
+	})
 }
 
-// The command nests a cgroup in its own and leaves a job there, out of its
-// process group: the group is the whole subtree, so a stop kills the job,
-// and the nested cgroup goes with the group's (none is left behind).
+// walkerGrace is the grace of the walker-supervisor's Stop.
+const walkerGrace = 50 * time.Millisecond
+
+// judgeWalkerStop judges the Stop a walker-supervisor reported on its
+// output: nil passes; one that gave up (ErrSurvived) on a group reaped
+// after all is judged as stopT judges it (judgeStop); anything else fails.
+func judgeWalkerStop(t *testing.T, sp *stalltest.Probe, out string) {
+	t.Helper()
+	field := func(name string) string {
+		for _, line := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(line, name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	stop := field("STOP")
+	if stop == "<nil>" {
+		return
+	}
+	began, err1 := strconv.ParseInt(field("BEGAN"), 10, 64)
+	after, err2 := strconv.ParseInt(field("REAPED_AFTER"), 10, 64)
+	if !strings.Contains(stop, ErrSurvived.Error()) || err1 != nil || err2 != nil {
+		t.Fatalf("Stop did not report the group gone: %q", out)
+	}
+	at := time.Unix(0, began)
+	judgeStop(t, sp, errors.New(stop), at, walkerGrace, at.Add(time.Duration(after)))
+}
+
 // A frozen supervisor reaps nothing: each hop of a fork-walker below it
 // stays its child, a zombie, and after seconds there are thousands, which
 // its guard's kill rounds read (the guard of a frozen supervisor whose
@@ -167,28 +196,31 @@ func TestKill_AWalkerBelowAFrozenSubreaperFullOfZombiesDies(t *testing.T) {
 	t.Logf("%d children of the frozen subreaper; the walker dead and proved gone %v (%d rounds) after the first round", len(childrenOf(root)), took.Round(time.Millisecond), rounds)
 }
 
+// The command nests a cgroup in its own and leaves a job there, out of its
+// process group: the group is the whole subtree, so a stop kills the job,
+// and the nested cgroup goes with the group's (none is left behind).
 func TestStop_ACgroupTheCommandNestedGoesWithTheGroup(t *testing.T) {
 	if !CanKillAnyUser() {
 		t.Skip("no writable cgroup v2 with cgroup.kill here: tree mode has no nested cgroups")
 	}
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	g := startT(t, helperSpec("nester", "HELPER_PIDFILE="+pidfile))
-	job := pidsIn(t, pidfile, 1)[0]
-	await(t, g.Exited(), 10*time.Second, "the command's exit")
-	dir := g.Cgroup()
-	if got := cgroupPids(dir); !slices.Contains(got, job) {
-		t.Fatalf("the group's subtree holds %v, not the nested job %d", got, job)
-	}
-	if !g.Running() {
-		t.Fatal("Running() is false while the nested job runs")
-	}
-	if err := g.Stop(syscall.SIGTERM, 50*time.Millisecond); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if alive(job) {
-		t.Fatalf("the nested job %d still runs after Stop", job)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatalf("the group's cgroup %s is still there after Done: %v", dir, err)
-	}
+	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+		pidfile := filepath.Join(t.TempDir(), "pids")
+		g := startT(t, helperSpec("nester", "HELPER_PIDFILE="+pidfile))
+		job := pidsIn(t, pidfile, 1)[0]
+		await(t, g.Exited(), 10*time.Second, "the command's exit")
+		dir := g.Cgroup()
+		if got := cgroupPids(dir); !slices.Contains(got, job) {
+			t.Fatalf("the group's subtree holds %v, not the nested job %d", got, job)
+		}
+		if !g.Running() {
+			t.Fatal("Running() is false while the nested job runs")
+		}
+		stopT(t, sp, g, syscall.SIGTERM, 50*time.Millisecond)
+		if alive(job) {
+			t.Fatalf("the nested job %d still runs after Stop", job)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("the group's cgroup %s is still there after Done: %v", dir, err)
+		}
+	})
 }

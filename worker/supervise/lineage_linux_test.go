@@ -49,9 +49,7 @@ func TestStop_AnOrphanNotBornFromTheCommandIsNoMember(t *testing.T) {
 		g := startT(t, helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile))
 		cmd := pidsIn(t, pidfile, 1)[0]
 		began := time.Now()
-		if err := g.Stop(syscall.SIGTERM, 100*time.Millisecond); err != nil {
-			t.Fatalf("Stop: %v", err)
-		}
+		stopT(t, sp, g, syscall.SIGTERM, 100*time.Millisecond)
 		if exists(cmd) {
 			t.Fatalf("the command %d still exists after Stop", cmd)
 		}

@@ -25,35 +25,35 @@ func TestStop_KillsJobsThatLeftTheProcessGroup(t *testing.T) {
 		noCgroup bool
 	}{{"cgroup", false}, {"process tree", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if !tc.noCgroup && !CanKillAnyUser() {
-				t.Skip("no writable cgroup v2 with cgroup.kill here: the process-tree case covers this host")
-			}
-			pidfile := filepath.Join(t.TempDir(), "pids")
-			spec := helperSpec("escaper", "HELPER_PIDFILE="+pidfile)
-			spec.NoCgroup = tc.noCgroup
-			g := startT(t, spec)
-			if (g.Cgroup() != "") == tc.noCgroup {
-				t.Fatalf("Cgroup() = %q with NoCgroup=%v", g.Cgroup(), tc.noCgroup)
-			}
-			pids := pidsIn(t, pidfile, 3)
-			escaped := 0
-			for _, p := range pids {
-				if pr, ok := readProc(p); ok && pr.pgid != g.Pid() {
-					escaped++
+			stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+				if !tc.noCgroup && !CanKillAnyUser() {
+					t.Skip("no writable cgroup v2 with cgroup.kill here: the process-tree case covers this host")
 				}
-			}
-			if escaped != 2 {
-				t.Fatalf("expected two jobs outside the command's process group %d, found %d (pids %v): the test shows nothing", g.Pid(), escaped, pids)
-			}
-			if err := g.Stop(syscall.SIGTERM, 100*time.Millisecond); err != nil {
-				t.Fatalf("Stop: %v", err)
-			}
-			for _, p := range pids {
-				if exists(p) {
-					t.Errorf("pid %d (one of %v) still exists after Stop returned: alive=%v", p, pids, alive(p))
-					_ = syscall.Kill(p, syscall.SIGKILL)
+				pidfile := filepath.Join(t.TempDir(), "pids")
+				spec := helperSpec("escaper", "HELPER_PIDFILE="+pidfile)
+				spec.NoCgroup = tc.noCgroup
+				g := startT(t, spec)
+				if (g.Cgroup() != "") == tc.noCgroup {
+					t.Fatalf("Cgroup() = %q with NoCgroup=%v", g.Cgroup(), tc.noCgroup)
 				}
-			}
+				pids := pidsIn(t, pidfile, 3)
+				escaped := 0
+				for _, p := range pids {
+					if pr, ok := readProc(p); ok && pr.pgid != g.Pid() {
+						escaped++
+					}
+				}
+				if escaped != 2 {
+					t.Fatalf("expected two jobs outside the command's process group %d, found %d (pids %v): the test shows nothing", g.Pid(), escaped, pids)
+				}
+				stopT(t, sp, g, syscall.SIGTERM, 100*time.Millisecond)
+				for _, p := range pids {
+					if exists(p) {
+						t.Errorf("pid %d (one of %v) still exists after Stop returned: alive=%v", p, pids, alive(p))
+						_ = syscall.Kill(p, syscall.SIGKILL)
+					}
+				}
+			})
 		})
 	}
 }
