@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -58,15 +62,87 @@ func (r *lockRig) killedLockTaken() bool {
 	return true
 }
 
-// killReplica SIGKILLs replica i while clients use it: with clients
-// waiting for locks (waitSeconds), some request is in flight there, and the
-// checker wants a client's line showing one (replica_failed sent before it).
-func (r *lockRig) killReplica(i int) {
+// killReplica SIGKILLs replica i while a request is in flight there, so
+// that some client's line shows a request the kill cut (the checker's
+// evidence that the fault was met). Clients at random leave that to
+// chance, so the rig makes one sure, on a resource of its own that no
+// other client contends for: a blocker client takes it through replica 0,
+// which no scenario kills, and holds it at least 5 s; a waiter asks
+// replica i for it with a 30 s wait (replica 0 after, so it fails over and
+// takes the resource once the blocker lets go; a second round in case the
+// first wait ran out on a slow machine). The kill comes once the waiter
+// is connected to replica i while the blocker still holds: its request
+// cannot have been answered. It reports false if that state was not
+// reached within 30 s.
+func (r *lockRig) killReplica(i int) bool {
+	res := fmt.Sprintf("kill-replica-%d", i)
+	r.mu.Lock()
+	r.own = append(r.own, res)
+	r.mu.Unlock()
+	blocker := "blocker-" + res
+	r.startClient(blocker, r.urls[:1], "--resource", res, "--rounds", "1", "--wait", "30", "--writes", "25", "--duration", "90s")
+	var held checker.LockLine
+	if !await(30*time.Second, func() (ok bool) { held, ok = r.openHoldingOf(blocker); return ok }) {
+		r.t.Logf("the blocker never held %s", res)
+		return false
+	}
+	r.startClient("waiter-"+res, []string{r.urls[i], r.urls[0]}, "--resource", res, "--rounds", "2", "--wait", "30", "--duration", "75s")
+	waiter := r.clients[len(r.clients)-1].Process.Pid
+	port := portOf(r.urls[i])
+	if !await(30*time.Second, func() bool { return connectedTo(waiter, port) }) {
+		r.t.Logf("the waiter never connected to replica %d", i)
+		return false
+	}
+	// The blocker sleeps 200 ms after each of its 25 appends: it holds at
+	// least 5 s after its got line, however slow the machine; 3 s leaves
+	// the kill a margin of 2.
+	if _, open := r.openHoldingOf(blocker); !open || time.Since(held.Done) > 3*time.Second {
+		r.t.Logf("the blocker's holding of %s ended before the kill could meet the waiter", res)
+		return false
+	}
 	at := time.Now()
 	_ = r.replicas[i].Process.Signal(syscall.SIGKILL)
 	_ = r.replicas[i].Wait()
 	r.fault(checker.LockFault{Kind: checker.LockFaultKillReplica, At: at})
-	r.t.Logf("killed replica %d", i)
+	r.t.Logf("killed replica %d while a client waited there for %s (held by %s, term %d)", i, res, blocker, held.Term)
+	return true
+}
+
+// portOf is the port of a replica's base URL (http://127.0.0.1:port).
+func portOf(u string) int {
+	_, p, _ := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// connectedTo reports whether process pid has an established TCP
+// connection to port on loopback: its socket descriptors matched against
+// the kernel's table of TCP sockets (Linux /proc).
+func connectedTo(pid, port int) bool {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	socks := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			socks[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return false
+	}
+	// sl local_address rem_address st … inode: rem_address is hex
+	// "0100007F:1F90", st 01 is ESTABLISHED, the inode is field 10.
+	remote := fmt.Sprintf("0100007F:%04X", port)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 10 && f[2] == remote && f[3] == "01" && socks[f[9]] {
+			return true
+		}
+	}
+	return false
 }
 
 // slowStorage delays every live replica's storage traffic by oneWay each
@@ -131,8 +207,8 @@ func (r *lockRig) deleteLocks(ctx context.Context) {
 	if _, err := r.locks.Delete(ctx, nil); err != nil {
 		r.t.Fatalf("delete the lock container: %v", err)
 	}
-	for k := 0; k < r.s.Resources; k++ {
-		r.fault(checker.LockFault{Kind: checker.LockFaultDeleteBlob, Resource: fmt.Sprintf("res-%d", k), At: at})
+	for _, res := range r.resources() {
+		r.fault(checker.LockFault{Kind: checker.LockFaultDeleteBlob, Resource: res, At: at})
 	}
 	r.t.Logf("deleted the lock container")
 }

@@ -67,6 +67,7 @@ type lockRig struct {
 
 	mu     sync.Mutex
 	faults []checker.LockFault
+	own    []string // resources of the rig's own fault clients, beside res-0 …
 }
 
 const (
@@ -277,8 +278,17 @@ func (r *lockRig) openHoldings() []checker.LockLine {
 
 // openHolding is an open holding of client i (any client when i < 0).
 func (r *lockRig) openHolding(i int) (checker.LockLine, bool) {
+	if i < 0 {
+		return r.openHoldingOf("")
+	}
+	return r.openHoldingOf(fmt.Sprintf("c%d", i))
+}
+
+// openHoldingOf is an open holding of the client named owner (any client
+// when owner is "").
+func (r *lockRig) openHoldingOf(owner string) (checker.LockLine, bool) {
 	for _, l := range r.openHoldings() {
-		if i < 0 || l.Client == fmt.Sprintf("c%d", i) {
+		if owner == "" || l.Client == owner {
 			return l, true
 		}
 	}
@@ -308,8 +318,7 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 	r.t.Logf("%s", schedLine(run.Sched))
 	r.t.Logf("%s", r.storage.Summary())
 	noteStall(r.t, run.Sched)
-	for k := 0; k < r.s.Resources; k++ {
-		res := fmt.Sprintf("res-%d", k)
+	for _, res := range r.resources() {
 		name, _ := mutex.BlobName("ledgers", res)
 		es, err := ReadLedger(ctx, r.ledgers, name)
 		if err != nil {
@@ -318,6 +327,18 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 		run.Ledgers[res] = es
 	}
 	return run, checker.CheckLocks(run, lockCheckerParams(r.s))
+}
+
+// resources are every resource of the run: the clients' res-0 … and the
+// rig's own.
+func (r *lockRig) resources() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k := 0; k < r.s.Resources; k++ {
+		out = append(out, fmt.Sprintf("res-%d", k))
+	}
+	return append(out, r.own...)
 }
 
 func lockCheckerParams(s LockScenario) checker.LockParams {

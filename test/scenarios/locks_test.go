@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,8 +29,9 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 		if !r.killClientHolding(0) {
 			t.Fatal("client c0 never held a lock to be killed holding")
 		}
-		time.Sleep(2 * time.Second)
-		r.killReplica(1)
+		if !r.killReplica(1) {
+			t.Fatal("replica 1 could not be killed with a request in flight there")
+		}
 		if !r.lateUnlock() {
 			t.Fatal("no client held a resource again at a later term: the late unlock could not be sent")
 		}
@@ -52,6 +54,30 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 			t.Logf("killed holder's lock taken %v after the latest its lease at storage could end (negative: before)", d)
 		}
 	})
+}
+
+// A replica's kill must meet a request in flight there, or the run did not
+// test the clients' failover (the checker's evidence rule). One client on
+// one resource, uncontended, is answered at once: a kill at an instant of
+// the rig's choosing would meet no request; killReplica must make sure one
+// is open.
+func TestLocks_ReplicaKillMeetsARequestInFlight(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 2, Clients: 1, Resources: 1,
+		Duration: 20 * time.Second, Expiry: 15, Wait: 10})
+	if !r.killReplica(1) {
+		t.Fatal("replica 1 could not be killed with a request in flight there")
+	}
+	run, res := r.finish(ctx)
+	t.Logf("%s", lockSummary(run))
+	for _, v := range res.Violations {
+		if v.Invariant == "evidence" && strings.HasPrefix(v.Message, checker.LockFaultKillReplica) {
+			t.Fatalf("the replica's kill met no request: %s", v)
+		}
+	}
+	judged(t, "verdict", res.Verdict)
 }
 
 // Dapr SDK clients — the official JS SDK, unchanged, one over HTTP and one
@@ -131,7 +157,9 @@ func TestLocks_Soak(t *testing.T) {
 	if !r.killClientHolding(0) {
 		t.Fatal("client c0 never held a lock to be killed holding")
 	}
-	r.killReplica(2)
+	if !r.killReplica(2) {
+		t.Fatal("replica 2 could not be killed with a request in flight there")
+	}
 	r.slowStorage(ctx, 300*time.Millisecond, 10*time.Second)
 	late := 0
 	for end := time.Now().Add(cfg.Duration - 25*time.Second); time.Now().Before(end); {
