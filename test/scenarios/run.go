@@ -63,8 +63,17 @@ type RunCluster struct {
 // runs yet.
 func NewRunCluster(t *testing.T) *RunCluster {
 	t.Helper()
-	c := cluster.NewLocal(t, cluster.LocalConfig{})
-	rc := &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: filepath.Join(c.Dir(), "activity.jsonl")}
+	return newRunCluster(t, cluster.Params{})
+}
+
+// newRunCluster is a run cluster with timings p (zero: the defaults) whose
+// supervisors get opts. A failed run keeps its evidence (keepOnFailure):
+// the supervisors' log tails in the test's output, and with
+// $BLOBLEADER_CHAOS_OUT their histories, logs and the activity log.
+func newRunCluster(t *testing.T, p cluster.Params, opts ...cluster.Option) *RunCluster {
+	t.Helper()
+	c := cluster.NewLocal(t, cluster.LocalConfig{Params: p})
+	rc := &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: filepath.Join(c.Dir(), "activity.jsonl"), opts: opts}
 	keepOnFailure(t, c, rc.activity)
 	return rc
 }

@@ -263,10 +263,7 @@ const FastRunKillGrace = 250 * time.Millisecond
 // --profile fast` runs it: the election's timings and a 250 ms kill grace.
 func NewFastRunCluster(t *testing.T) *RunCluster {
 	t.Helper()
-	c := cluster.NewLocal(t, cluster.LocalConfig{Params: cluster.FastParams()})
-	stopAtAttemptEnd(t, c.Stop)
-	return &RunCluster{Local: c, t: t, cmd: cluster.LedgerCommandBinary(t), activity: c.Dir() + "/activity.jsonl",
-		opts: []cluster.Option{cluster.Args("--kill-grace=" + FastRunKillGrace.String())}}
+	return newRunCluster(t, cluster.FastParams(), cluster.Args("--kill-grace="+FastRunKillGrace.String()))
 }
 
 // 6. Host loss under `blobleader run`: the supervisor is SIGKILLed, its
