@@ -560,6 +560,17 @@ func containerClient(endpoint, name string) (*container.Client, error) {
 // proxyOf is a worker's proxy (for tests of the cluster itself).
 func (c *Local) proxyOf(w Worker) *chaos.Proxy { return w.(*localWorker).proxy }
 
+// Prepare builds, on first use, the binary a Start with opts runs: the
+// negative control, whose build takes tens of seconds on a busy machine,
+// so that a caller's start deadline measures the workers' start alone.
+func (c *Local) Prepare(opts ...Option) {
+	var o workerOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c.binaryFor(o)
+}
+
 // binaryFor is the binary a worker runs: the negative-control build for a
 // worker started with Unsafe or UnsafeEarlyBreak, built on first use.
 func (c *Local) binaryFor(o workerOpts) string {

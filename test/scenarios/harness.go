@@ -56,6 +56,7 @@ func local(t *testing.T, p cluster.Params, n int, opts ...cluster.Option) cluste
 	c := cluster.NewLocal(t, cluster.LocalConfig{Params: p})
 	keepOnFailure(t, c)
 	if n > 0 {
+		c.Prepare(opts...) // a negative control's build is no part of the start's minute
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if _, err := c.Start(ctx, n, opts...); err != nil {
