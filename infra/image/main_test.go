@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,20 +46,88 @@ func main() {
 }
 `
 
+// buildGuard bounds one `go build`: a hang guard, not a budget. The build
+// is -trimpath with CGO off, so none of it comes from the cache the other
+// packages' tests filled; on a fresh clone beside CPU hogs (load 13 on 2
+// cores) the worker's cold build took more than 4 minutes.
+var buildGuard = 20 * time.Minute
+
 // goBuild compiles a static linux/amd64 binary; dir is the working directory
-// and target a package path or file list understood there.
+// and target a package path or file list understood there. Its error says
+// how the build ended (exit status, or the guard's deadline) and what it
+// printed.
 func goBuild(t *testing.T, dir, out string, target ...string) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), buildGuard)
 	defer cancel()
 	args := append([]string{"build", "-trimpath", "-o", out}, target...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=-buildvcs=false")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return errors.New(strings.TrimSpace(string(b)))
+	began := time.Now()
+	b, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("go %s: not done within %v (the hang guard); output: %q", strings.Join(args, " "), buildGuard, strings.TrimSpace(string(b)))
+	case err != nil:
+		return fmt.Errorf("go %s: %v after %v; output: %s", strings.Join(args, " "), err, time.Since(began).Round(time.Second), strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+// A build the hang guard stopped says so: a CI run once showed only
+// "go build ./worker/cmd/blobleader failed: " for a build killed at its
+// deadline.
+func TestGoBuild_ABuildStoppedByTheGuardSaysSo(t *testing.T) {
+	defer func(g time.Duration) { buildGuard = g }(buildGuard)
+	buildGuard = time.Millisecond
+	err := goBuild(t, t.TempDir(), filepath.Join(t.TempDir(), "out"), "./none")
+	if err == nil || !strings.Contains(err.Error(), "hang guard") {
+		t.Fatalf("goBuild under a 1ms guard: %v; want an error naming the guard", err)
+	}
+	t.Logf("%v", err)
+}
+
+// worker is the real blobleader binary for linux/amd64, built once per
+// test binary and shared by the tests that put it in an image; TestMain
+// removes it.
+var worker struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if worker.dir != "" {
+		_ = os.RemoveAll(worker.dir)
+	}
+	os.Exit(code)
+}
+
+func workerBinary(t *testing.T) string {
+	t.Helper()
+	worker.once.Do(func() {
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			worker.err = err
+			return
+		}
+		if _, err := os.Stat(filepath.Join(root, "worker", "cmd", "blobleader", "main.go")); err != nil {
+			worker.err = errors.New("worker/cmd/blobleader/main.go is missing")
+			return
+		}
+		if worker.dir, worker.err = os.MkdirTemp("", "blobleader-image-test-"); worker.err != nil {
+			return
+		}
+		worker.bin = filepath.Join(worker.dir, "blobleader")
+		worker.err = goBuild(t, root, worker.bin, "./worker/cmd/blobleader")
+	})
+	if worker.err != nil {
+		t.Fatalf("the worker binary: %v", worker.err)
+	}
+	return worker.bin
 }
 
 func fixtureBinary(t *testing.T) string {
@@ -212,17 +282,7 @@ func TestBuild_FixtureImageRunsHelp(t *testing.T) {
 }
 
 func TestBuild_RealWorkerImageRunsHelp(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "worker", "cmd", "blobleader", "main.go")); err != nil {
-		t.Fatal("worker/cmd/blobleader/main.go is missing")
-	}
-	bin := filepath.Join(t.TempDir(), "worker")
-	if err := goBuild(t, root, bin, "./worker/cmd/blobleader"); err != nil {
-		t.Fatalf("go build ./worker/cmd/blobleader failed: %v", err)
-	}
+	bin := workerBinary(t)
 	ca := testCABundle(t)
 	caBytes, _ := os.ReadFile(ca)
 	img, desc, _ := buildAndReopen(t, buildOptions{Binary: bin, CABundle: ca})
@@ -240,14 +300,7 @@ func TestBuild_RealWorkerImageStatusEntryPoint(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("cannot run a linux/amd64 binary on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "blobleader")
-	if err := goBuild(t, root, bin, "./worker/cmd/blobleader"); err != nil {
-		t.Fatalf("go build ./worker/cmd/blobleader failed: %v", err)
-	}
+	bin := workerBinary(t)
 	img, _, _ := buildAndReopen(t, buildOptions{Binary: bin, CABundle: testCABundle(t)})
 	fs := files(t, img)
 	dir := t.TempDir()
