@@ -93,6 +93,9 @@ func (r *lockRig) killReplica(i int) bool {
 		r.t.Logf("the waiter never connected to replica %d", i)
 		return false
 	}
+	if r.stallBeforeKill != nil {
+		r.stallBeforeKill(blocker)
+	}
 	// The blocker sleeps 200 ms after each of its 25 appends: it holds at
 	// least 5 s after its got line, however slow the machine; 3 s leaves
 	// the kill a margin of 2.

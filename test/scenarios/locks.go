@@ -68,6 +68,11 @@ type lockRig struct {
 	mu     sync.Mutex
 	faults []checker.LockFault
 	own    []string // resources of the rig's own fault clients, beside res-0 …
+
+	// stallBeforeKill, when set, runs in killReplica between the waiter's
+	// connection and the kill: a test's stand-in for the rig's own process
+	// stalled there (a busy machine), given the blocker's name.
+	stallBeforeKill func(blocker string)
 }
 
 const (

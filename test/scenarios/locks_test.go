@@ -80,6 +80,37 @@ func TestLocks_ReplicaKillMeetsARequestInFlight(t *testing.T) {
 	judged(t, "verdict", res.Verdict)
 }
 
+// A stall of the rig's own process between the waiter's connection and
+// the kill (a busy machine) can outlast the blocker's holding: the window
+// in which the kill meets a request is gone. That must cost an attempt,
+// not the scenario. The stall here lasts, once, until the blocker's
+// holding has ended.
+func TestLocks_ReplicaKillOutlivesAStalledWindow(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 2, Clients: 1, Resources: 1,
+		Duration: 30 * time.Second, Expiry: 15, Wait: 10})
+	stalls := 0
+	r.stallBeforeKill = func(blocker string) {
+		if stalls++; stalls > 1 {
+			return
+		}
+		if !await(30*time.Second, func() bool { _, open := r.openHoldingOf(blocker); return !open }) {
+			t.Errorf("the blocker %s still held after 30 s", blocker)
+		}
+	}
+	if !r.killReplica(1) {
+		t.Fatal("replica 1 could not be killed with a request in flight there after a stalled window")
+	}
+	if stalls < 2 {
+		t.Fatalf("killReplica made %d attempt(s); the stalled one cannot have killed", stalls)
+	}
+	run, res := r.finish(ctx)
+	t.Logf("%s", lockSummary(run))
+	judged(t, "verdict", res.Verdict)
+}
+
 // Dapr SDK clients — the official JS SDK, unchanged, one over HTTP and one
 // over gRPC — contend with curl-style clients for two resources through
 // two replicas. The same checker judges the run: one holder at a time per
