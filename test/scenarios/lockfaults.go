@@ -72,10 +72,27 @@ func (r *lockRig) killedLockTaken() bool {
 // takes the resource once the blocker lets go; a second round in case the
 // first wait ran out on a slow machine). The kill comes once the waiter
 // is connected to replica i while the blocker still holds: its request
-// cannot have been answered. It reports false if that state was not
-// reached within 30 s.
+// cannot have been answered. A machine that stalls past the blocker's
+// holding spoils an attempt, not the scenario: the rig starts over on a
+// fresh resource, up to killAttempts times, and reports false only if
+// none reached that state.
 func (r *lockRig) killReplica(i int) bool {
-	res := fmt.Sprintf("kill-replica-%d", i)
+	for attempt := 1; attempt <= killAttempts; attempt++ {
+		res := fmt.Sprintf("kill-replica-%d-%d", i, attempt)
+		if r.tryKillReplica(i, res) {
+			return true
+		}
+		r.t.Logf("attempt %d of %d to kill replica %d with a request in flight missed its window; starting over", attempt, killAttempts, i)
+	}
+	return false
+}
+
+// killAttempts bounds killReplica's fresh starts.
+const killAttempts = 3
+
+// tryKillReplica is one attempt of killReplica on resource res; its
+// clients run on whether or not it kills, and res is judged like the rest.
+func (r *lockRig) tryKillReplica(i int, res string) bool {
 	r.mu.Lock()
 	r.own = append(r.own, res)
 	r.mu.Unlock()
@@ -90,7 +107,7 @@ func (r *lockRig) killReplica(i int) bool {
 	waiter := r.clients[len(r.clients)-1].Process.Pid
 	port := portOf(r.urls[i])
 	if !await(30*time.Second, func() bool { return connectedTo(waiter, port) }) {
-		r.t.Logf("the waiter never connected to replica %d", i)
+		r.t.Logf("the waiter never connected to replica %d for %s", i, res)
 		return false
 	}
 	if r.stallBeforeKill != nil {
