@@ -310,8 +310,11 @@ func await(d time.Duration, cond func() bool) bool {
 	return false
 }
 
-// finish waits for the clients, reads the ledgers and judges the run.
-func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) {
+// finish waits for the clients (each bounded by its --duration), reads
+// the ledgers and judges the run. The reads get a deadline of their own,
+// from when the clients are done: however long the rig took to start or
+// its faults to land, the reads get all of it.
+func (r *lockRig) finish() (checker.LockRun, checker.Result) {
 	for _, c := range r.clients {
 		if c.ProcessState == nil {
 			_ = c.Wait()
@@ -323,6 +326,8 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 	r.t.Logf("%s", schedLine(run.Sched))
 	r.t.Logf("%s", r.storage.Summary())
 	noteStall(r.t, run.Sched)
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerReadTimeout)
+	defer cancel()
 	for _, res := range r.resources() {
 		name, _ := mutex.BlobName("ledgers", res)
 		es, err := ReadLedger(ctx, r.ledgers, name)
@@ -333,6 +338,9 @@ func (r *lockRig) finish(ctx context.Context) (checker.LockRun, checker.Result) 
 	}
 	return run, checker.CheckLocks(run, lockCheckerParams(r.s))
 }
+
+// ledgerReadTimeout bounds finish's reads of the ledgers.
+const ledgerReadTimeout = 2 * time.Minute
 
 // resources are every resource of the run: the clients' res-0 … and the
 // rig's own.

@@ -45,7 +45,7 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 			t.Fatal("no lock held to delete under its holder")
 		}
 		r.deleteLocks(ctx)
-		run, res := r.finish(ctx)
+		run, res := r.finish()
 		t.Logf("%s", lockSummary(run))
 		judged(t, "verdict", res.Verdict)
 		if d := checker.LockHandover(run, lockCheckerParams(r.s)); len(d) == 0 {
@@ -63,14 +63,12 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 // is open.
 func TestLocks_ReplicaKillMeetsARequestInFlight(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 2, Clients: 1, Resources: 1,
 		Duration: 20 * time.Second, Expiry: 15, Wait: 10})
 	if !r.killReplica(1) {
 		t.Fatal("replica 1 could not be killed with a request in flight there")
 	}
-	run, res := r.finish(ctx)
+	run, res := r.finish()
 	t.Logf("%s", lockSummary(run))
 	for _, v := range res.Violations {
 		if v.Invariant == "evidence" && strings.HasPrefix(v.Message, checker.LockFaultKillReplica) {
@@ -87,8 +85,6 @@ func TestLocks_ReplicaKillMeetsARequestInFlight(t *testing.T) {
 // holding has ended.
 func TestLocks_ReplicaKillOutlivesAStalledWindow(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 2, Clients: 1, Resources: 1,
 		Duration: 30 * time.Second, Expiry: 15, Wait: 10})
 	stalls := 0
@@ -106,7 +102,7 @@ func TestLocks_ReplicaKillOutlivesAStalledWindow(t *testing.T) {
 	if stalls < 2 {
 		t.Fatalf("killReplica made %d attempt(s); the stalled one cannot have killed", stalls)
 	}
-	run, res := r.finish(ctx)
+	run, res := r.finish()
 	t.Logf("%s", lockSummary(run))
 	judged(t, "verdict", res.Verdict)
 }
@@ -118,11 +114,9 @@ func TestLocks_ReplicaKillOutlivesAStalledWindow(t *testing.T) {
 // ledger fenced; and both SDK clients held each kind of lock.
 func TestLocks_DaprSDKAndCurlClientsContendThroughTwoReplicas(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 2, Clients: 3, Resources: 2,
 		Duration: 30 * time.Second, Expiry: 15, Wait: 5, SDKClients: []daprsdk.Protocol{daprsdk.HTTP, daprsdk.GRPC}})
-	run, res := r.finish(ctx)
+	run, res := r.finish()
 	t.Logf("%s", lockSummary(run))
 	if err := res.Err(); err != nil {
 		t.Fatalf("verdict %s: %v", res.Outcome(), err)
@@ -149,11 +143,9 @@ func TestLocks_DaprSDKAndCurlClientsContendThroughTwoReplicas(t *testing.T) {
 // holders at once, LS1).
 func TestLocks_CheckerCatchesALockGrantedWithoutTheLease(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	r := startLockRig(t, LockScenario{Service: cluster.UnsafeWorkerBinary(t), Replicas: 2, Clients: 4, Resources: 2,
 		Duration: 15 * time.Second, Expiry: 15, Wait: 2})
-	run, res := r.finish(ctx)
+	run, res := r.finish()
 	t.Logf("%s", lockSummary(run))
 	if res.Outcome() != checker.VerdictFail {
 		t.Fatalf("the checker passed a service that grants without the lease: verdict %s", res.Outcome())
@@ -199,7 +191,7 @@ func TestLocks_Soak(t *testing.T) {
 		}
 		time.Sleep(5 * time.Second)
 	}
-	run, res := r.finish(ctx)
+	run, res := r.finish()
 	t.Logf("%s; %d late unlocks", lockSummary(run), late)
 	if late == 0 {
 		t.Error("no late unlock could be sent: the soak did not test it")
