@@ -164,6 +164,9 @@ func (c *Cluster) within(ctx context.Context, f chaos.Fault, op func(context.Con
 	return err
 }
 
+// Prepare has nothing to make: the deployment made the workers.
+func (c *Cluster) Prepare(...cluster.Option) {}
+
 // Start returns the first n deployed workers once each answers its status.
 // Options cannot change a deployed worker's flags and are refused.
 func (c *Cluster) Start(ctx context.Context, n int, opts ...cluster.Option) ([]cluster.Worker, error) {

@@ -16,6 +16,11 @@ import (
 type Cluster interface {
 	// Start adds n workers and returns once each answers GET /status.
 	Start(ctx context.Context, n int, opts ...Option) ([]Worker, error)
+	// Prepare readies, before a caller's start deadline, what a Start with
+	// opts needs that takes long to make (a negative control's build), so
+	// that the deadline measures the workers' start alone; a no-op where
+	// nothing is made.
+	Prepare(opts ...Option)
 	// Workers returns every worker slot, in start order.
 	Workers() []Worker
 	// Leader asks every running worker for its role and fails t unless

@@ -561,8 +561,7 @@ func containerClient(endpoint, name string) (*container.Client, error) {
 func (c *Local) proxyOf(w Worker) *chaos.Proxy { return w.(*localWorker).proxy }
 
 // Prepare builds, on first use, the binary a Start with opts runs: the
-// negative control, whose build takes tens of seconds on a busy machine,
-// so that a caller's start deadline measures the workers' start alone.
+// negative control, whose build takes tens of seconds on a busy machine.
 func (c *Local) Prepare(opts ...Option) {
 	var o workerOpts
 	for _, opt := range opts {

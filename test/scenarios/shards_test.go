@@ -63,7 +63,7 @@ func TestShards_CheckerReportsShardS1ForUnsafeOwner(t *testing.T) {
 	c := Local(t, 2, shards)
 	p := c.Params()
 	c.WaitLeader(t, takeover(p)) // a safe worker leads the election
-	c.(*cluster.Local).Prepare(cluster.Unsafe())
+	c.Prepare(cluster.Unsafe())
 	added, err := c.Start(ctxFor(t, time.Minute), 1, shards, cluster.Unsafe())
 	if err != nil {
 		t.Fatal(err)
