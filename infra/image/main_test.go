@@ -46,19 +46,20 @@ func main() {
 }
 `
 
-// buildGuard bounds one `go build`: a hang guard, not a budget. The build
+// buildGuard bounds a `go build`: a hang guard, not a budget. The build
 // is -trimpath with CGO off, so none of it comes from the cache the other
 // packages' tests filled; on a fresh clone beside CPU hogs (load 13 on 2
 // cores) the worker's cold build took more than 4 minutes.
-var buildGuard = 20 * time.Minute
+const buildGuard = 20 * time.Minute
 
-// goBuild compiles a static linux/amd64 binary; dir is the working directory
-// and target a package path or file list understood there. Its error says
+// goBuild compiles a static linux/amd64 binary, stopped by guard if it
+// hangs; dir is the working directory and target a package path or file
+// list understood there. Its error says
 // how the build ended (exit status, or the guard's deadline) and what it
 // printed.
-func goBuild(t *testing.T, dir, out string, target ...string) error {
+func goBuild(t *testing.T, guard time.Duration, dir, out string, target ...string) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), buildGuard)
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	args := append([]string{"build", "-trimpath", "-o", out}, target...)
 	cmd := exec.CommandContext(ctx, "go", args...)
@@ -68,7 +69,7 @@ func goBuild(t *testing.T, dir, out string, target ...string) error {
 	b, err := cmd.CombinedOutput()
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("go %s: not done within %v (the hang guard); output: %q", strings.Join(args, " "), buildGuard, strings.TrimSpace(string(b)))
+		return fmt.Errorf("go %s: not done within %v (the hang guard); output: %q", strings.Join(args, " "), guard, strings.TrimSpace(string(b)))
 	case err != nil:
 		return fmt.Errorf("go %s: %v after %v; output: %s", strings.Join(args, " "), err, time.Since(began).Round(time.Second), strings.TrimSpace(string(b)))
 	}
@@ -79,9 +80,7 @@ func goBuild(t *testing.T, dir, out string, target ...string) error {
 // "go build ./worker/cmd/blobleader failed: " for a build killed at its
 // deadline.
 func TestGoBuild_ABuildStoppedByTheGuardSaysSo(t *testing.T) {
-	defer func(g time.Duration) { buildGuard = g }(buildGuard)
-	buildGuard = time.Millisecond
-	err := goBuild(t, t.TempDir(), filepath.Join(t.TempDir(), "out"), "./none")
+	err := goBuild(t, time.Millisecond, t.TempDir(), filepath.Join(t.TempDir(), "out"), "./none")
 	if err == nil || !strings.Contains(err.Error(), "hang guard") {
 		t.Fatalf("goBuild under a 1ms guard: %v; want an error naming the guard", err)
 	}
@@ -122,7 +121,7 @@ func workerBinary(t *testing.T) string {
 			return
 		}
 		worker.bin = filepath.Join(worker.dir, "blobleader")
-		worker.err = goBuild(t, root, worker.bin, "./worker/cmd/blobleader")
+		worker.err = goBuild(t, buildGuard, root, worker.bin, "./worker/cmd/blobleader")
 	})
 	if worker.err != nil {
 		t.Fatalf("the worker binary: %v", worker.err)
@@ -137,7 +136,7 @@ func fixtureBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "fixture")
-	if err := goBuild(t, dir, bin, "main.go"); err != nil {
+	if err := goBuild(t, buildGuard, dir, bin, "main.go"); err != nil {
 		t.Fatalf("building the fixture program failed: %v", err)
 	}
 	return bin
