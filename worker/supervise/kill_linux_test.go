@@ -151,6 +151,44 @@ func leftoversReapedT(t *testing.T) {
 	})
 }
 
+// How long awaitGrowth waits: the count must grow within growthStuck (plus
+// the stall the probe measured meanwhile), and reach its goal within
+// growthLimit however it grows.
+const (
+	growthStuck = 10 * time.Second
+	growthLimit = 6 * time.Minute
+)
+
+// awaitGrowth waits until count() reaches want, for a fixture whose pace
+// is the CPU share this test gets (a walker's hops: about 400 a second on a
+// quiet 2-core machine, under 100 beside the busy profile), which a
+// wake-up probe does not measure: a wait of fixed length misjudges a
+// slow machine as a broken fixture. It waits as long as the count keeps
+// growing; it fails when the count stood still for growthStuck plus the
+// stall measured meanwhile (the fixture is stuck), or at growthLimit (the
+// machine is too slow to build it).
+func awaitGrowth(t *testing.T, sp *stalltest.Probe, what string, want int, count func() int) {
+	t.Helper()
+	began := time.Now()
+	last, grew := count(), began
+	for last < want {
+		now := time.Now()
+		if now.Sub(began) > growthLimit {
+			t.Fatalf("expected %d %s within %v (a fixture, paced by this test's CPU share): %d after %v",
+				want, what, growthLimit, last, now.Sub(began).Round(time.Millisecond))
+		}
+		if stood := now.Sub(grew); stood > growthStuck+sp.StallIn(grew, now) {
+			t.Fatalf("expected %d %s: %d for %v (the machine stalled %v meanwhile), not growing",
+				want, what, last, stood.Round(time.Millisecond), sp.StallIn(grew, now).Round(time.Millisecond))
+		}
+		time.Sleep(200 * time.Millisecond)
+		if n := count(); n > last {
+			last, grew = n, time.Now()
+		}
+	}
+	t.Logf("%d %s after %v", last, what, time.Since(began).Round(time.Millisecond))
+}
+
 // A frozen supervisor reaps nothing: each hop of a fork-walker below it
 // stays its child, a zombie, and after seconds there are thousands, which
 // its guard's kill rounds read (the guard of a frozen supervisor whose
@@ -184,10 +222,7 @@ func TestKill_AWalkerBelowAFrozenSubreaperFullOfZombiesDies(t *testing.T) {
 	// The zombies of a freeze of seconds, as a guard meets them at its
 	// deadline (the walker hops a few hundred times a second).
 	const zombies = 10000
-	sp.Await(t, fmt.Sprintf("%d children of the frozen subreaper (else the walker hops too slowly here to test this)", zombies), 90*time.Second, func() (bool, string) {
-		n := len(childrenOf(root))
-		return n >= zombies, fmt.Sprintf("%d children", n)
-	})
+	awaitGrowth(t, sp, "children of the frozen subreaper", zombies, func() int { return len(childrenOf(root)) })
 	began := time.Now()
 	rounds := 0
 	gone := killUntilGone(func() bool {
