@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,8 +63,8 @@ func lateBreakDelay(p cluster.Params) time.Duration {
 	return p.RetryPeriod*11/10 + 5*p.RequestTimeout() + 3*time.Second
 }
 
-// leaseBreaks counts the lease_broken events in the histories so far.
-func leaseBreaks(t *testing.T, c cluster.Cluster) []checker.Event {
+// writtenEvents are the events of c's histories so far.
+func writtenEvents(t *testing.T, c cluster.Cluster) []checker.Event {
 	t.Helper()
 	h, err := c.History(ctxFor(t, time.Minute), 0)
 	if err != nil {
@@ -73,13 +74,31 @@ func leaseBreaks(t *testing.T, c cluster.Cluster) []checker.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return evs
+}
+
+// leaseBreaks counts the lease_broken events in the histories so far.
+func leaseBreaks(t *testing.T, c cluster.Cluster) []checker.Event {
+	t.Helper()
 	var out []checker.Event
-	for _, e := range evs {
+	for _, e := range writtenEvents(t, c) {
 		if e.Event == checker.EventLeaseBroken {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// stopReason is the reason of id's stopped_leading for term in the
+// histories so far ("" when there is none).
+func stopReason(t *testing.T, c cluster.Cluster, id string, term int64) string {
+	t.Helper()
+	for _, e := range writtenEvents(t, c) {
+		if e.Event == checker.EventStoppedLeading && e.Identity == id && e.Term == term {
+			return e.Reason
+		}
+	}
+	return ""
 }
 
 // 1. Host loss: SIGKILL of the leader. A follower breaks its lease once its
@@ -246,7 +265,14 @@ func lateBreakFast(t *testing.T, c cluster.Cluster) {
 	holdUntil(t, last.Add(p.RenewInterval+p.RequestTimeout()+time.Second))
 	now, err := next.Status(ctxFor(t, 5*time.Second))
 	if err != nil || now.Role != "leader" || now.Term != st.Term {
-		t.Fatalf("a late break decided on the dead leader's record ended the next leadership: %s led term %d from %s; after the delivery: %+v, %v", next.Identity(), st.Term, st.Since.Format(time.RFC3339Nano), now, err)
+		// The late break ends a leadership as "lease lost"; a renew
+		// deadline missed on a starved machine ends it too, and says so.
+		why := stopReason(t, c, next.Identity(), st.Term)
+		what := fmt.Sprintf("a late break decided on the dead leader's record ended the next leadership: %s led term %d from %s; after the delivery: %+v, %v (stopped_leading %q)", next.Identity(), st.Term, st.Since.Format(time.RFC3339Nano), now, err, why)
+		if strings.HasPrefix(why, "renew deadline exceeded") {
+			starved(t, c, what, st.Since, time.Now(), p.RequestTimeout())
+		}
+		t.Fatal(what)
 	}
 	for _, f := range held {
 		remove(t, c, f)
