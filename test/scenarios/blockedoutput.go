@@ -102,10 +102,13 @@ func oneRenewFailsWithOutputBlocked(t *testing.T, c cluster.Cluster, w cluster.W
 
 // partitionSteppingDown cuts w (output still blocked) off from storage and
 // waits for its stopped_leading of term, which must come by its deadline
-// (the valid_until it had) plus 1 s of scheduling slack, plus the stall the
-// CPU probe measured after the deadline (timingBound). It returns the
-// step-down's delay past the deadline.
-func partitionSteppingDown(t *testing.T, c cluster.Cluster, w cluster.Worker, term int64) time.Duration {
+// (the valid_until it had) plus grace plus 1 s of scheduling slack, plus
+// the stall the CPU probe measured after the deadline (timingBound). grace
+// is what the task may take to return after the deadline: none for a
+// worker; a supervisor's command may use its whole --kill-grace before
+// the SIGKILL, and stopped_leading is written once it is reaped. It
+// returns the step-down's delay past the deadline.
+func partitionSteppingDown(t *testing.T, c cluster.Cluster, w cluster.Worker, term int64, grace time.Duration) time.Duration {
 	t.Helper()
 	p := c.Params()
 	inject(t, c, &chaos.Partition{}, w) // healed by Judge
@@ -119,8 +122,8 @@ func partitionSteppingDown(t *testing.T, c cluster.Cluster, w cluster.Worker, te
 		t.Fatalf("stopped_leading without valid_until: %s", stopped)
 	}
 	late := stopped.T.Sub(stopped.ValidUntil)
-	timingBound(t, c, fmt.Sprintf("%s's step-down, %v after its deadline %s (want ≤ 1 s): %s", w.Identity(), late, stopped.ValidUntil.Format(time.RFC3339Nano), stopped),
-		stopped.ValidUntil, stopped.ValidUntil.Add(time.Second), stopped.T)
+	timingBound(t, c, fmt.Sprintf("%s's step-down, %v after its deadline %s (want ≤ %v): %s", w.Identity(), late, stopped.ValidUntil.Format(time.RFC3339Nano), grace+time.Second, stopped),
+		stopped.ValidUntil, stopped.ValidUntil.Add(grace+time.Second), stopped.T)
 	t.Logf("%s stepped down %v after its deadline, output blocked", w.Identity(), late.Round(time.Millisecond))
 	return late
 }
@@ -135,7 +138,7 @@ func blockedOutputLeader(t *testing.T, c cluster.Cluster) {
 	if err := oneRenewFailsWithOutputBlocked(t, c, old, term); err != nil {
 		t.Error(err) // and go on: does it still step down when cut off?
 	}
-	partitionSteppingDown(t, c, old, term)
+	partitionSteppingDown(t, c, old, term, 0)
 	c.WaitLeader(t, takeover(p), old.Identity())
 }
 
@@ -143,7 +146,10 @@ func blockedOutputLeader(t *testing.T, c cluster.Cluster) {
 // two commands is judged from their own activity (and by CheckCommands).
 func supervisorOutputBlocked(t *testing.T, rc *RunCluster) []checker.Exception {
 	rc.opts = []cluster.Option{cluster.BlockableOutput()}
-	leader, _, started := firstCommand(t, rc, nil, nil)
+	// The command takes its whole grace (it ignores SIGTERM), as the
+	// design lets any command: the supervisor, output blocked, must
+	// SIGKILL it at the deadline plus --kill-grace.
+	leader, _, started := firstCommand(t, rc, []string{"--ignore-term"}, nil)
 	if err := oneRenewFailsWithOutputBlocked(t, rc, leader, started.Term); err != nil {
 		t.Error(err)
 		// Show what follows from the commands' own output: once the lease
@@ -160,7 +166,7 @@ func supervisorOutputBlocked(t *testing.T, rc *RunCluster) []checker.Exception {
 			started.Identity, started.PID, started.Term, still.What, still.At.Format(time.RFC3339Nano), next.Term, opened.At.Format(time.RFC3339Nano), commandOverlap(rc, started, next))
 		return nil
 	}
-	partitionSteppingDown(t, rc, leader, started.Term)
+	partitionSteppingDown(t, rc, leader, started.Term, DefaultRunKillGrace)
 	exited := rc.exitOf(started, takeover(rc.Params()))
 	next := rc.nextStart(started, takeover(rc.Params()))
 	rc.awaitActivity(10*time.Second, "the next command's first report", func(a checker.Activity) bool {

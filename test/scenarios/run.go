@@ -29,6 +29,11 @@ import (
 // it.
 const commandBlob = "leader-cmd"
 
+// DefaultRunKillGrace is `run`'s --kill-grace default (docs/architecture.md):
+// a run cluster's supervisors SIGKILL their command this long after its
+// SIGTERM.
+const DefaultRunKillGrace = time.Second
+
 // CommandScenario is one run-mode scenario: it gets a run cluster with no
 // supervisor started, starts them itself, provokes the scenario, and
 // returns the named exceptions it provoked (nil: none).
