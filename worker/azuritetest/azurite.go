@@ -127,7 +127,8 @@ func StartWith(ctx context.Context, opts Options) (*Server, error) {
 	return startOnFreePort(ctx, FreePort, opts)
 }
 
-// errPortTaken: Azurite could not bind its port (EADDRINUSE).
+// errPortTaken: the picked port is another process's — Azurite could not
+// bind it (EADDRINUSE), or another server answers on it.
 var errPortTaken = errors.New("azurite: port taken")
 
 // startOnFreePort starts Azurite on a port pick says is free. A port can be
@@ -196,9 +197,15 @@ func (s *Server) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		// Any HTTP answer (403 for an unsigned request) means the service is up.
+		// Azurite's answer (403 for an unsigned request, with its Server
+		// header) means the service is up. Any other HTTP answer means the
+		// port was free when picked but is another process's server now:
+		// Azurite cannot bind it, and must not be taken to be that server.
 		if resp, err := client.Get(s.BlobEndpoint()); err == nil {
 			resp.Body.Close()
+			if server := resp.Header.Get("Server"); !strings.HasPrefix(server, "Azurite-Blob/") {
+				return fmt.Errorf("%w: %d (answered by another server: %s, Server %q)", errPortTaken, s.Port, resp.Status, server)
+			}
 			return nil
 		}
 		select {

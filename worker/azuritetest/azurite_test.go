@@ -84,41 +84,57 @@ func TestBinary_HonoursOverride(t *testing.T) {
 
 // A port found free can be taken before Azurite binds it (seen in make test:
 // "listen EADDRINUSE" with several clusters starting at once). Start must then
-// try another port instead of failing the test that asked for a server.
+// try another port instead of failing the test that asked for a server — and
+// must not take the taker for Azurite when it answers HTTP too (seen in
+// `go test -count=20 ./worker/...`: another package's status server took the
+// port, answered "404 page not found", and a history test wrote to it).
 func TestStart_TriesAnotherPortWhenTheFreeOneWasTaken(t *testing.T) {
-	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
-		taken, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer taken.Close()
-		takenPort := taken.Addr().(*net.TCPAddr).Port
-		picks := 0
-		pick := func() (int, error) {
-			picks++
-			if picks == 1 {
-				return takenPort, nil // what another process grabbed after FreePort saw it free
-			}
-			return FreePort()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		began := time.Now()
-		s, err := startOnFreePort(ctx, pick, Options{})
-		if err != nil && picks >= 2 && errors.Is(err, context.DeadlineExceeded) {
-			// It did move on to a second port (the property); only the
-			// second Node start outlasted the 60 s, which on a starved
-			// machine proves nothing either way.
-			sp.Starved(t, fmt.Sprintf("Start moved on to a second port, but its Azurite was not ready within 60 s: %v", err), began, time.Now(), time.Second)
-		}
-		if err != nil {
-			t.Fatalf("Start gave up after the first port was taken: %v", err)
-		}
-		defer s.Stop()
-		if s.Port == takenPort || picks != 2 {
-			t.Fatalf("expected a second port after %d was taken; got port %d after %d picks", takenPort, s.Port, picks)
-		}
-	})
+	for _, taker := range []struct {
+		name  string
+		serve func(net.Listener) // nil: accepts nothing, answers nothing
+	}{
+		{name: "by a silent listener"},
+		{name: "by an HTTP server", serve: func(l net.Listener) { _ = http.Serve(l, http.NotFoundHandler()) }},
+	} {
+		t.Run(taker.name, func(t *testing.T) {
+			stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+				taken, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer taken.Close()
+				if taker.serve != nil {
+					go taker.serve(taken)
+				}
+				takenPort := taken.Addr().(*net.TCPAddr).Port
+				picks := 0
+				pick := func() (int, error) {
+					picks++
+					if picks == 1 {
+						return takenPort, nil // what another process grabbed after FreePort saw it free
+					}
+					return FreePort()
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				began := time.Now()
+				s, err := startOnFreePort(ctx, pick, Options{})
+				if err != nil && picks >= 2 && errors.Is(err, context.DeadlineExceeded) {
+					// It did move on to a second port (the property); only the
+					// second Node start outlasted the 60 s, which on a starved
+					// machine proves nothing either way.
+					sp.Starved(t, fmt.Sprintf("Start moved on to a second port, but its Azurite was not ready within 60 s: %v", err), began, time.Now(), time.Second)
+				}
+				if err != nil {
+					t.Fatalf("Start gave up after the first port was taken: %v", err)
+				}
+				defer s.Stop()
+				if s.Port == takenPort || picks != 2 {
+					t.Fatalf("expected a second port after %d was taken; got port %d after %d picks", takenPort, s.Port, picks)
+				}
+			})
+		})
+	}
 }
 
 // With CheckAPIVersion, Azurite refuses an API version it does not know, as
