@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -135,6 +136,7 @@ func TestLocks_RefusesAnUnprotectedNonLoopbackListen(t *testing.T) {
 		{"retry period", nil, []string{"locks", conn, "--retry-period=1ms"}, "invalid --retry-period"},
 		{"a port that is no port", nil, []string{"locks", conn, "--listen=127.0.0.1:99999"}, "cannot listen on --listen 127.0.0.1:99999: "},
 		{"a busy port", nil, []string{"locks", conn, "--listen=" + busy.Addr().String()}, "cannot listen on --listen " + busy.Addr().String() + ": address already in use"},
+		{"gRPC on --listen's address", nil, []string{"locks", conn, "--listen=127.0.0.1:3600", "--grpc-listen=127.0.0.1:3600"}, `invalid --grpc-listen "127.0.0.1:3600": the same address as --listen`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -143,6 +145,17 @@ func TestLocks_RefusesAnUnprotectedNonLoopbackListen(t *testing.T) {
 				t.Fatalf("exit %d, want 2 with one line saying %q:\n%s", code, tc.want, out)
 			}
 		})
+	}
+}
+
+// Port 0 asks the kernel for a free port, a different one for each
+// listener: --listen and --grpc-listen both on port 0 are two addresses,
+// not "the same address" (tests and one-off runs use it; the start line
+// logs the two ports).
+func TestLocks_PortZeroOnBothListenersIsAccepted(t *testing.T) {
+	t.Parallel()
+	if _, err := parseLocksOptions([]string{"--connection-string=" + goodConn, "--listen=127.0.0.1:0", "--grpc-listen=127.0.0.1:0"}, io.Discard); err != nil {
+		t.Fatalf("--listen and --grpc-listen both 127.0.0.1:0: %v; want accepted", err)
 	}
 }
 

@@ -124,7 +124,7 @@ func (o *locksOptions) validate() error {
 		return usagef("invalid %s %s: must be between 1s and 10m", flagRef("idle-timeout"), o.idleTimeout)
 	case o.maxConnections < 1 || o.maxConnections > 65536:
 		return usagef("invalid %s %d: must be between 1 and 65536", flagRef("max-connections"), o.maxConnections)
-	case o.grpcListen != "" && o.grpcListen == o.listen:
+	case o.grpcListen != "" && o.grpcListen == o.listen && !anyPortAddr(o.listen):
 		return usagef("invalid %s %q: the same address as %s (gRPC is served on %s too; set %s to another address, or empty)", flagRef("grpc-listen"), o.grpcListen, flagRef("listen"), flagRef("listen"), flagRef("grpc-listen"))
 	case o.logFormat != "auto" && o.logFormat != "text" && o.logFormat != "json":
 		return usagef("invalid %s %q: must be auto, text or json", flagRef("log-format"), o.logFormat)
@@ -163,6 +163,14 @@ func (o *locksOptions) readToken() error {
 		}
 	}
 	return nil
+}
+
+// anyPortAddr reports whether addr asks for port 0: a port the kernel
+// picks, a different one for each listener, so two such addresses never
+// clash (the start line logs the ports picked).
+func anyPortAddr(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
 }
 
 // loopbackListen reports whether addr listens on loopback only.
