@@ -29,21 +29,15 @@ const (
 )
 
 // startService runs `blobleader locks` with a token on a fresh container
-// and free loopback ports until the test ends, and returns where the SDKs
-// find it.
+// until the test ends, and returns where the SDKs find it. Its two
+// listeners get port 0 and the addresses are read from its start line: a
+// port picked free beforehand can be taken by another process before the
+// service listens.
 func startService(t *testing.T) Endpoint {
 	t.Helper()
-	var addrs [2]string
-	for i := range addrs {
-		port, err := azuritetest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[i] = fmt.Sprintf("127.0.0.1:%d", port)
-	}
 	container := fmt.Sprintf("sdk%d-%d", time.Now().UnixNano()%1e9, seq.Add(1))
 	cmd := exec.Command(cluster.WorkerBinary(t), "locks", "--connection-string", server.ConnectionString(), "--container", container,
-		"--store", store, "--listen", addrs[0], "--grpc-listen", addrs[1], "--log-format", "json")
+		"--store", store, "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--log-format", "json")
 	cmd.Env = append(os.Environ(), "BLOBLEADER_LOCKS_TOKEN="+token)
 	logPath := filepath.Join(t.TempDir(), "locks.log")
 	log, err := os.Create(logPath)
@@ -62,21 +56,45 @@ func startService(t *testing.T) Endpoint {
 			t.Logf("the service's log:\n%s", b)
 		}
 	})
+	var httpAddr, grpcAddr string
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := hc.Get("http://" + addrs[0] + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
+		if httpAddr == "" {
+			httpAddr, grpcAddr = startedAddrs(logPath)
+		}
+		if httpAddr != "" {
+			if resp, err := hc.Get("http://" + httpAddr + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("blobleader locks was not ready within 10s")
+			t.Fatalf("blobleader locks was not ready within 10s (start line read: listen %q)", httpAddr)
 		}
 	}
 	// The gRPC endpoint without a scheme: the JS SDK warns that http:// is
 	// deprecated for it; every SDK reads host:port as cleartext.
-	return Endpoint{HTTP: "http://" + addrs[0], GRPC: addrs[1], Token: token}
+	return Endpoint{HTTP: "http://" + httpAddr, GRPC: grpcAddr, Token: token}
+}
+
+// startedAddrs reads the service's start line (`lock service started`) from
+// its JSON log and returns the addresses it listens on; "" until it is
+// there.
+func startedAddrs(logPath string) (listen, grpcListen string) {
+	b, _ := os.ReadFile(logPath)
+	lines := strings.Split(string(b), "\n")
+	for _, line := range lines[:len(lines)-1] { // the last is still being written
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "lock service started" {
+			continue
+		}
+		listen, _ = m["listen"].(string)
+		grpcListen, _ = m["grpc_listen"].(string)
+		return listen, grpcListen
+	}
+	return "", ""
 }
 
 // The issue's steps, and what Dapr's contract answers at each.

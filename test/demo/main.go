@@ -39,8 +39,9 @@ import (
 
 type worker struct {
 	id      string
-	port    int
+	addr    string // where it serves, from its start line ("" until read)
 	logPath string
+	logFrom int64 // where this process's lines begin in logPath
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	how     string // how it was stopped, for the table
@@ -199,17 +200,22 @@ var machine struct {
 }
 
 func (d *demo) start(w *worker) error {
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		return err
-	}
-	w.port, w.how = port, ""
+	w.addr, w.how = "", ""
 	w.logPath = filepath.Join(d.dir, w.id+".log")
 	logf, err := os.OpenFile(w.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	args := []string{"--identity", w.id, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+	fi, err := logf.Stat()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	w.logFrom = fi.Size() // a restarted worker appends to its log
+	// Port 0: the kernel picks a port nobody holds (a port picked free
+	// beforehand can be taken before the worker listens); status reads it
+	// back from the start line.
+	args := []string{"--identity", w.id, "--listen", "127.0.0.1:0",
 		"--history", d.historyPath(w), "--log-format", "json"}
 	if d.runMode {
 		args = append(append(append([]string{"run"}, args...), "--"), demoCommand...)
@@ -295,12 +301,39 @@ func (d *demo) status(w *worker) (status, bool) {
 	if !w.alive() {
 		return s, false
 	}
-	resp, err := d.http.Get(fmt.Sprintf("http://127.0.0.1:%d/status", w.port))
+	if w.addr == "" {
+		if w.addr = startedListen(w.logPath, w.logFrom); w.addr == "" {
+			return s, false // not listening yet
+		}
+	}
+	resp, err := d.http.Get("http://" + w.addr + "/status")
 	if err != nil {
 		return s, false
 	}
 	defer resp.Body.Close()
 	return s, json.NewDecoder(resp.Body).Decode(&s) == nil
+}
+
+// startedListen is the listen address in the first `worker started` line
+// of the log at path from offset from, or "" while there is none.
+func startedListen(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<20))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	for _, line := range lines[:len(lines)-1] { // the last is still being written
+		var m struct{ Msg, Listen string }
+		if json.Unmarshal([]byte(line), &m) == nil && m.Msg == "worker started" {
+			return m.Listen
+		}
+	}
+	return ""
 }
 
 // leader returns the worker that says it leads, if exactly one does.

@@ -24,17 +24,13 @@ import (
 // until it serves; it returns the base URL, the process and the log path.
 func startLoggingWorker(t *testing.T, conn, container, id string, extra ...string) (string, *exec.Cmd, string) {
 	t.Helper()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	logPath := filepath.Join(t.TempDir(), id+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logFile.Close() })
-	cmd := exec.Command(binary, "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+	cmd := exec.Command(binary, "--identity", id, "--listen", anyPort,
 		"--container", container, "--log-format", "json")
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
@@ -43,7 +39,7 @@ func startLoggingWorker(t *testing.T, conn, container, id string, extra ...strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base := startedURL(t, "worker "+id, fileLog(logPath))
 	awaitServing(t, base)
 	return base, cmd, logPath
 }

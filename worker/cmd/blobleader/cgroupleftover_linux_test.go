@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,14 +43,10 @@ func TestRun_ACgroupLeftBehindIsNamedInAJSONLine(t *testing.T) {
 	}
 
 	az := azuritetest.StartT(t)
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr syncBuffer
 	// The shell joins the test's cgroup, then becomes the supervisor.
 	sup := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", home,
-		binary, "run", "--identity", "leftover", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		binary, "run", "--identity", "leftover", "--listen", anyPort,
 		"--container", "leftover", "--log-format", "json", "--", "sleep", "300")
 	sup.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+az.ConnectionString())
 	sup.Stderr = &stderr
@@ -65,7 +60,7 @@ func TestRun_ACgroupLeftBehindIsNamedInAJSONLine(t *testing.T) {
 			_ = sup.Wait()
 		}
 	})
-	awaitServing(t, fmt.Sprintf("http://127.0.0.1:%d", port))
+	awaitServing(t, startedURL(t, "supervisor", stderr.String))
 	waitFor(t, "a cgroup_leftover line for "+leftover+", which holds a live process", 20*time.Second, func() (bool, string) {
 		out := stderr.String()
 		return strings.Contains(out, `"event":"cgroup_leftover"`), "stderr:\n" + out

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,13 +20,9 @@ func TestWorker_ControlStopIsAGracefulStop(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
 	dir := t.TempDir()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	control := fmt.Sprintf("127.0.0.1:%d", port)
 	hist := filepath.Join(dir, "w1.jsonl")
-	base, cmd := startWorker(t, az.ConnectionString(), "w1", hist, "--control-listen", control)
+	base, cmd := startWorker(t, az.ConnectionString(), "w1", hist, "--control-listen", anyPort)
+	control := startedAddr(t, "worker w1", fileLog(hist+".log"), controlStarted, "addr")
 	awaitRole(t, base, "leader")
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

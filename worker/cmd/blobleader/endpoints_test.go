@@ -27,18 +27,16 @@ func TestWorker_RejectedTermWriteSurfacesInHealthAndReady(t *testing.T) {
 	az := azuritetest.StartT(t)
 	proxy, refused := metadataRefusingProxy(t, az.ConnectionString(), "AuthorizationFailure")
 
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary, "--identity", "refused", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+	cmd := exec.Command(binary, "--identity", "refused", "--listen", anyPort,
 		"--container", "refused", "--storage-dial", strings.TrimPrefix(proxy.URL, "http://"), "--log-format", "json")
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+az.ConnectionString())
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base := startedURL(t, "worker refused", stderr.String)
 	awaitServing(t, base)
 
 	var hbody, rbody string

@@ -12,27 +12,23 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
-// startLocks runs `blobleader locks` with a token and args, on a free
-// loopback port, until the test ends; it returns the HTTP address once
-// /healthz answers (on a connection it closes).
-func startLocks(t *testing.T, args ...string) string {
+// startLocks runs `blobleader locks` with a token and args, on a loopback
+// port the kernel picks (and --grpc-listen off unless args set it), until
+// the test ends; it returns the HTTP address once /healthz answers (on a
+// connection it closes), and the process's log.
+func startLocks(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(binary, append([]string{"locks", "--connection-string=" + goodConn, "--listen", addr, "--log-format", "json"}, args...)...)
+	cmd := exec.Command(binary, append([]string{"locks", "--connection-string=" + goodConn, "--listen", anyPort, "--grpc-listen=", "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), "BLOBLEADER_LOCKS_TOKEN=s3cret", "AZURE_STORAGE_CONNECTION_STRING=")
-	cmd.Stderr = io.Discard
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := startedAddr(t, "blobleader locks", stderr.String, locksStarted, "listen")
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
 	waitFor(t, fmt.Sprintf("blobleader locks %v answering /healthz", args), 10*time.Second, func() (bool, string) {
 		resp, err := hc.Get("http://" + addr + "/healthz")
@@ -42,7 +38,7 @@ func startLocks(t *testing.T, args ...string) string {
 		resp.Body.Close()
 		return true, ""
 	})
-	return addr
+	return addr, stderr
 }
 
 // closedWithin reads c until the server closes it and returns how long
@@ -65,7 +61,7 @@ func TestLocks_IdleConnectionsAreClosedAndBounded(t *testing.T) {
 	t.Parallel()
 	t.Run("timeouts", func(t *testing.T) {
 		t.Parallel()
-		addr := startLocks(t, "--grpc-listen=")
+		addr, _ := startLocks(t)
 		silent, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +98,7 @@ func TestLocks_IdleConnectionsAreClosedAndBounded(t *testing.T) {
 	})
 	t.Run("bound", func(t *testing.T) {
 		t.Parallel()
-		addr := startLocks(t, "--grpc-listen=", "--max-connections=2")
+		addr, _ := startLocks(t, "--max-connections=2")
 		var held []net.Conn
 		for range 2 {
 			c, err := net.Dial("tcp", addr)
@@ -138,12 +134,8 @@ func TestLocks_IdleConnectionsAreClosedAndBounded(t *testing.T) {
 // HTTP/1.1 and gRPC.
 func TestLocks_ServesHTTPAndGRPCListeners(t *testing.T) {
 	t.Parallel()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", port)
-	addr := startLocks(t, "--grpc-listen="+grpcAddr)
+	addr, stderr := startLocks(t, "--grpc-listen="+anyPort)
+	grpcAddr := startedAddr(t, "blobleader locks", stderr.String, locksStarted, "grpc_listen")
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	defer tr.CloseIdleConnections()

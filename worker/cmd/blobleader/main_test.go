@@ -138,11 +138,7 @@ func TestWorker_HelpExitsZeroAndListsEveryFlagWithItsEnvTwin(t *testing.T) {
 // directory's blob.log for --history blob).
 func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (string, *exec.Cmd) {
 	t.Helper()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary, "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", historyPath,
+	cmd := exec.Command(binary, "--identity", id, "--listen", anyPort, "--history", historyPath,
 		"--container", "status-test", "--log-format", "json")
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
@@ -159,7 +155,7 @@ func startWorker(t *testing.T, conn, id, historyPath string, extra ...string) (s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logs.Close() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base := startedURL(t, "worker "+id, fileLog(logPath))
 	waitFor(t, "worker "+id+" ready", 10*time.Second, func() (bool, string) {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {

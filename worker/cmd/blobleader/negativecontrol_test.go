@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,11 +73,7 @@ func TestWorker_NegativeControlBuildRunsUnsafe(t *testing.T) {
 	for _, via := range []string{"flag", "env"} {
 		t.Run(via, func(t *testing.T) {
 			hist := filepath.Join(t.TempDir(), "h.jsonl")
-			port, err := azuritetest.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(tagged, "--identity", "unsafe-"+via, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			cmd := exec.Command(tagged, "--identity", "unsafe-"+via, "--listen", anyPort,
 				"--history", hist, "--container", "nc-"+via, "--log-format", "json")
 			cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+az.ConnectionString())
 			if via == "flag" {
@@ -86,13 +81,13 @@ func TestWorker_NegativeControlBuildRunsUnsafe(t *testing.T) {
 			} else {
 				cmd.Env = append(cmd.Env, "BLOBLEADER_UNSAFE_NO_STEP_DOWN=true")
 			}
-			var stderr strings.Builder
+			var stderr syncBuffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			base := fmt.Sprintf("http://127.0.0.1:%d", port)
+			base := startedURL(t, "worker unsafe-"+via, stderr.String)
 			awaitServing(t, base)
 			awaitRole(t, base, "leader")
 			_ = cmd.Process.Signal(syscall.SIGTERM)

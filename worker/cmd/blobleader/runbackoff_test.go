@@ -23,11 +23,12 @@ func TestRun_ACrashLoopingCommandBacksOffAndSaysSo(t *testing.T) {
 	const window = 12 * time.Second
 	s, out := startLoggedSupervisor(t, az.ConnectionString(), "run-crashloop", "loop",
 		[]string{"--retry-period", "500ms", "--renew-interval", "500ms"}, "false")
+	base := s.url(t)
 	began := time.Now()
 	sawBackingOff := false
 	for time.Since(began) < window {
-		if code, body := getURL(s.base + "/readyz"); code == 503 && strings.Contains(body, "backing off") {
-			if hc, hb := get(t, s.base+"/healthz"); hc != 200 {
+		if code, body := getURL(base + "/readyz"); code == 503 && strings.Contains(body, "backing off") {
+			if hc, hb := get(t, base+"/healthz"); hc != 200 {
 				t.Errorf("/healthz %d %q while backing off, want 200", hc, hb)
 			}
 			sawBackingOff = true
@@ -56,7 +57,7 @@ func TestRun_ACrashLoopingCommandBacksOffAndSaysSo(t *testing.T) {
 	if !strings.Contains(stopped.Reason, "no progress") {
 		t.Errorf("stopped_leading reason %q does not say no progress", stopped.Reason)
 	}
-	if _, body := get(t, s.base+"/metrics"); !strings.Contains(body, "blobleader_no_progress_stepdowns_total ") || strings.Contains(body, "blobleader_no_progress_stepdowns_total 0\n") {
+	if _, body := get(t, base+"/metrics"); !strings.Contains(body, "blobleader_no_progress_stepdowns_total ") || strings.Contains(body, "blobleader_no_progress_stepdowns_total 0\n") {
 		t.Errorf("/metrics does not count the leaderships without progress")
 	}
 	t.Logf("%d starts in %v", starts, window)

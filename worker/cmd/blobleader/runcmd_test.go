@@ -90,28 +90,33 @@ func TestRun_HelpExitsZeroAndListsItsFlags(t *testing.T) {
 // supProc is one `blobleader run` process under test.
 type supProc struct {
 	cmd     *exec.Cmd
-	base    string
+	base    string // its HTTP endpoints, once url has read them
 	history string
-	out     *bytes.Buffer // the command's stdout (and the supervisor's)
-	stderr  *bytes.Buffer // read it only once done is closed
+	out     *bytes.Buffer // the command's stdout; read it only once done is closed
+	stderr  *syncBuffer   // the supervisor's log (and, when logged, the command's stdout)
 	done    chan struct{}
 	err     error
 }
 
+// url is the supervisor's base URL, read from its start line (waiting for
+// it the first time: startedURL).
+func (s *supProc) url(t *testing.T) string {
+	t.Helper()
+	if s.base == "" {
+		s.base = startedURL(t, "supervisor", s.stderr.String)
+	}
+	return s.base
+}
+
 func startSupervisor(t *testing.T, conn, container, id string, extra []string, command ...string) *supProc {
 	t.Helper()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &supProc{base: fmt.Sprintf("http://127.0.0.1:%d", port), history: filepath.Join(t.TempDir(), id+".jsonl"), out: &bytes.Buffer{}, done: make(chan struct{})}
-	args := []string{"run", "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", s.history,
+	s := &supProc{history: filepath.Join(t.TempDir(), id+".jsonl"), out: &bytes.Buffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	args := []string{"run", "--identity", id, "--listen", anyPort, "--history", s.history,
 		"--container", container, "--log-format", "json"}
 	args = append(append(args, extra...), "--")
 	s.cmd = exec.Command(binary, append(args, command...)...)
 	s.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
 	s.cmd.Stdout = s.out
-	s.stderr = &bytes.Buffer{}
 	stderr := s.stderr
 	s.cmd.Stderr = stderr
 	if err := s.cmd.Start(); err != nil {
@@ -273,7 +278,7 @@ func TestRun_CommandExitHandsOverAtOnce(t *testing.T) {
 	}
 	t.Logf("a's command exited; b's command started %v after the release (%v after the exit)", next.T.Sub(rel.T).Round(time.Millisecond), next.T.Sub(exited.T).Round(time.Millisecond))
 	// /metrics counts the exit by cause.
-	resp, err := http.Get(a.base + "/metrics")
+	resp, err := http.Get(a.url(t) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,17 +346,13 @@ func TestRun_OnceWithACommandThatCannotBeExecutedExits126(t *testing.T) {
 // while it runs.
 func startLoggedSupervisor(t *testing.T, conn, container, id string, extra []string, command ...string) (s *supProc, stderr *syncBuffer) {
 	t.Helper()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = &supProc{base: fmt.Sprintf("http://127.0.0.1:%d", port), history: filepath.Join(t.TempDir(), id+".jsonl"), done: make(chan struct{})}
-	args := []string{"run", "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", s.history,
+	stderr = &syncBuffer{}
+	s = &supProc{history: filepath.Join(t.TempDir(), id+".jsonl"), stderr: stderr, done: make(chan struct{})}
+	args := []string{"run", "--identity", id, "--listen", anyPort, "--history", s.history,
 		"--container", container, "--log-format", "text"}
 	args = append(append(args, extra...), "--")
 	s.cmd = exec.Command(binary, append(args, command...)...)
 	s.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
-	stderr = &syncBuffer{}
 	s.cmd.Stdout, s.cmd.Stderr = stderr, stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -24,12 +24,7 @@ func TestRun_AFullFilesystemCountsEveryLostLine(t *testing.T) {
 		t.Skipf("no /dev/full here: %v", err)
 	}
 	defer full.Close()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cmd := exec.Command(binary, "run", "--identity", "full", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", "/dev/full",
+	cmd := exec.Command(binary, "run", "--identity", "full", "--listen", anyPort, "--history", "/dev/full",
 		"--container", "run-full", "--log-format", "json", "--", "sleep", "60")
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+az.ConnectionString())
 	cmd.Stdout, cmd.Stderr = full, full
@@ -37,6 +32,7 @@ func TestRun_AFullFilesystemCountsEveryLostLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := listeningURL(t, "supervisor full", cmd.Process.Pid) // its log is lost to /dev/full
 	counter := func(body, name string) float64 {
 		for _, l := range strings.Split(body, "\n") {
 			if v, ok := strings.CutPrefix(l, name+" "); ok {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -107,17 +105,12 @@ func TestRun_ACommandOutOfReachKeepsTheLeaseUntilItIsGone(t *testing.T) {
 		dir, bin := reachDir(t)
 		rooty := becomeRoot(t, dir)
 		az := azuritetest.StartT(t)
-		port, err := azuritetest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := fmt.Sprintf("http://127.0.0.1:%d", port)
 		hist, beats := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "beats")
-		cmd := exec.Command(bin, "run", "--identity", "unpriv", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", hist,
+		cmd := exec.Command(bin, "run", "--identity", "unpriv", "--listen", anyPort, "--history", hist,
 			"--container", "run-reach", "--log-format", "json", "--", "sh", "-c", "exec "+rooty+" "+beats)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString()}
-		stderr := &bytes.Buffer{}
+		stderr := &syncBuffer{}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -137,6 +130,7 @@ func TestRun_ACommandOutOfReachKeepsTheLeaseUntilItIsGone(t *testing.T) {
 		})
 		started := awaitEvent(t, hist, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
 		rootPID = started.PID
+		base := startedURL(t, "supervisor unpriv", stderr.String)
 		// 1. Found out of reach within a renew interval (2 s) of the start.
 		oor := awaitEvent(t, hist, 5*time.Second, "child_out_of_reach", func(r record) bool { return r.Event == "child_out_of_reach" })
 		sp.Bound(t, "child_out_of_reach after child_started (bound one renew interval 2 s + 1 s)", started.T, 2*time.Second+time.Second, oor.T)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -55,12 +54,8 @@ func TestRun_HiddenProcWithoutACgroupRefusesToStart(t *testing.T) {
 	dir, bin := reachDir(t)
 	rooty := becomeRoot(t, dir)
 	az := azuritetest.StartT(t)
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	hist, beats := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "beats")
-	cmd := hiddenProc(t, "", bin, "run", "--identity", "hidden", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", hist,
+	cmd := hiddenProc(t, "", bin, "run", "--identity", "hidden", "--listen", anyPort, "--history", hist,
 		"--container", "run-hidepid", "--log-format", "json", "--connection-string", az.ConnectionString(),
 		"--", "sh", "-c", rooty+" "+beats+" & wait")
 	out := &bytes.Buffer{}

@@ -34,12 +34,8 @@ type secretProc struct {
 
 func startCaptured(t *testing.T, name, conn string, args ...string) *secretProc {
 	t.Helper()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &secretProc{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", port), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
-	full := []string{"--identity", name, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--connection-string", conn}
+	p := &secretProc{name: name, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	full := []string{"--identity", name, "--listen", anyPort, "--connection-string", conn}
 	if !strings.Contains(strings.Join(args, " "), "--history") {
 		p.history = filepath.Join(t.TempDir(), name+".jsonl")
 		full = append(full, "--history", p.history)
@@ -51,6 +47,7 @@ func startCaptured(t *testing.T, name, conn string, args ...string) *secretProc 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	p.base = startedURL(t, "worker "+name, p.stderr.String)
 	awaitServing(t, p.base)
 	return p
 }
@@ -103,7 +100,7 @@ func TestSecrets_NoOutputCarriesAPlantedSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed, err := azuritetest.FreePort()
+	closed, err := azuritetest.FreePort() // nothing listens there: storage refused
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,17 +19,13 @@ import (
 // when the process started, and the process.
 func startLogging(t *testing.T, conn, id string, mode, extra []string) (base, logPath string, started time.Time, cmd *exec.Cmd) {
 	t.Helper()
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	logPath = filepath.Join(t.TempDir(), id+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logFile.Close() })
-	args := append(append([]string{}, mode...), "--identity", id, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+	args := append(append([]string{}, mode...), "--identity", id, "--listen", anyPort,
 		"--container", "c"+strings.ToLower(strings.NewReplacer(" ", "", ",", "").Replace(id)), "--log-format", "json")
 	cmd = exec.Command(binary, append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+conn)
@@ -39,7 +35,7 @@ func startLogging(t *testing.T, conn, id string, mode, extra []string) (base, lo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	base = startedURL(t, "worker "+id, fileLog(logPath))
 	awaitServing(t, base)
 	return base, logPath, started, cmd
 }

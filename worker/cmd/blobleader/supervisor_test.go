@@ -157,12 +157,8 @@ func TestRun_HiddenProcWithADelegatedCgroupTracksTheGroupByItsCgroup(t *testing.
 	rooty := becomeRoot(t, dir)
 	deleg := delegatedCgroup(t)
 	az := azuritetest.StartT(t)
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	hist, beats := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "beats")
-	cmd := hiddenProc(t, deleg, bin, "run", "--identity", "hidden-cg", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--history", hist,
+	cmd := hiddenProc(t, deleg, bin, "run", "--identity", "hidden-cg", "--listen", anyPort, "--history", hist,
 		"--container", "run-hidepid-cg", "--log-format", "json", "--connection-string", az.ConnectionString(), "--shutdown-grace", "500ms",
 		"--", "sh", "-c", rooty+" "+beats+" & wait")
 	out := &bytes.Buffer{}

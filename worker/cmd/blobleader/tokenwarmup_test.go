@@ -14,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/blobleader/blobleader/worker/azuritetest"
 )
 
 // coldTokenEndpoint stands for ACI's managed-identity endpoint, which is
@@ -89,12 +87,8 @@ func TestWorker_FirstManagedIdentityTokenSlowerThanARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	port, err := azuritetest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(binary, "--account-url", blobs.URL, "--identity", "w-mi",
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--log-format", "json")
+		"--listen", anyPort, "--log-format", "json")
 	cmd.Env = append(os.Environ(),
 		"AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential", "AZURE_CLIENT_ID=client-1",
 		"IDENTITY_ENDPOINT="+ts.URL+"/msi/token", "IDENTITY_HEADER=secret-header",
@@ -111,7 +105,7 @@ func TestWorker_FirstManagedIdentityTokenSlowerThanARequest(t *testing.T) {
 
 	// While it waits for the token, the liveness probe's /healthz answers
 	// 200 (ACI would otherwise restart it mid-wait) and /readyz does not.
-	health := fmt.Sprintf("http://127.0.0.1:%d", port)
+	health := startedURL(t, "worker w-mi", logs.String)
 	var healthz, delivered int
 	waitFor(t, "/healthz answering", 10*time.Second, func() (bool, string) {
 		resp, err := http.Get(health + "/healthz")

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// anyPort is the listen address the tests give the binary (--listen,
+// --grpc-listen, --control-listen): port 0, so the kernel places the
+// listener on a port nobody holds, and the test reads the address back from
+// the process's start line (startedAddr). A port picked free beforehand and
+// passed in can be taken by another process before the binary listens; the
+// binary then exits 2 ("cannot listen on --listen") and the test fails on
+// a race of the machine, not of the product.
+const anyPort = "127.0.0.1:0"
+
+// Start lines and the fields that carry each listener's address
+// (docs/architecture.md#logs).
+const (
+	workerStarted   = "worker started"             // listen
+	locksStarted    = "lock service started"       // listen, grpc_listen
+	controlStarted  = "control endpoint listening" // addr
+	startLineWithin = 10 * time.Second
+)
+
+// startedAddr waits (10 s plus the measured stall) until logText shows the
+// start line msg and returns the address in its field key. The log may be
+// JSON or text (slog's two handlers).
+func startedAddr(t *testing.T, what string, logText func() string, msg, key string) string {
+	t.Helper()
+	var addr string
+	waitFor(t, fmt.Sprintf("%s logging %q with its %s", what, msg, key), startLineWithin, func() (bool, string) {
+		text := logText()
+		addr = lineField(text, msg, key)
+		return addr != "", "log so far:\n" + text
+	})
+	return addr
+}
+
+// startedURL is startedAddr's "worker started" listen address as a base URL.
+func startedURL(t *testing.T, what string, logText func() string) string {
+	t.Helper()
+	return "http://" + startedAddr(t, what, logText, workerStarted, "listen")
+}
+
+// lineField returns field key of the first complete log line whose message
+// is msg, or "" if there is none yet (or it has no such field).
+func lineField(text, msg, key string) string {
+	lines := strings.Split(text, "\n")
+	for _, line := range lines[:len(lines)-1] { // the last is still being written
+		if strings.HasPrefix(line, "{") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != msg {
+				continue
+			}
+			if v, ok := m[key].(string); ok {
+				return v
+			}
+			return ""
+		}
+		if !strings.Contains(line, ` msg="`+msg+`"`) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, key+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+// fileLog reads a log file another process writes, for startedAddr.
+func fileLog(path string) func() string {
+	return func() string {
+		b, _ := os.ReadFile(path)
+		return string(b)
+	}
+}
+
+// listeningURL waits until process pid holds a listening TCP socket on
+// 127.0.0.1 and returns it as a base URL. It reads the kernel's socket
+// table (Linux /proc), for a process whose log cannot be read (one whose
+// stderr is /dev/full); the process must have just one listener.
+func listeningURL(t *testing.T, what string, pid int) string {
+	t.Helper()
+	var addr string
+	waitFor(t, what+" listening on 127.0.0.1", startLineWithin, func() (bool, string) {
+		var err error
+		addr, err = loopbackListener(pid)
+		if err != nil {
+			return false, err.Error()
+		}
+		return addr != "", "no listening socket yet"
+	})
+	return "http://" + addr
+}
+
+// loopbackListener returns the 127.0.0.1 address of a listening TCP socket
+// that pid holds, or "" if it holds none yet.
+func loopbackListener(pid int) (string, error) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return "", err
+	}
+	held := map[string]bool{} // socket inodes
+	for _, fd := range fds {
+		link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); ok {
+			held[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	table, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return "", err
+	}
+	// Rows: sl local_address rem_address st ... inode; 0A is LISTEN and
+	// 0100007F is 127.0.0.1 (little-endian hex).
+	for _, row := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(row)
+		if len(f) < 10 || f[3] != "0A" || !held[f[9]] {
+			continue
+		}
+		ip, port, ok := strings.Cut(f[1], ":")
+		n, err := strconv.ParseUint(port, 16, 16)
+		if !ok || ip != "0100007F" || err != nil {
+			continue
+		}
+		return fmt.Sprintf("127.0.0.1:%d", n), nil
+	}
+	return "", nil
+}
+
+// No test here hands the binary a port picked free beforehand
+// (azuritetest.FreePort) to listen on: another process can take it between
+// the pick and the listen, and the start then fails for the machine's
+// sake (exit 2, "cannot listen on --listen"). Listeners get anyPort and
+// the test reads the address back. The one use left for a picked port is
+// an address where nothing listens (storage that refuses), marked so on
+// its line.
+func TestTests_ListenersGetPortZeroNotAPickedPort(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files read: %v", err)
+	}
+	var picked []string
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "azuritetest."+"FreePort()") && !strings.Contains(line, "// nothing listens there") {
+				picked = append(picked, fmt.Sprintf("%s:%d", name, i+1))
+			}
+		}
+	}
+	if len(picked) > 0 {
+		t.Errorf("%d ports picked free and handed on (give the binary %q and read the address back: startedAddr):\n%s",
+			len(picked), anyPort, strings.Join(picked, "\n"))
+	}
+}
