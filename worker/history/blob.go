@@ -72,6 +72,9 @@ type Blob struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error // Close's answer, given again to later calls
 }
 
 // batch is one append: its bytes, frozen once sent to a segment, and where
@@ -456,8 +459,15 @@ func (b *Blob) create(ctx context.Context) error {
 
 // Close stops the flusher and writes what is pending, retrying a failed
 // flush until ctx ends. Records it could not write by then are lost, and
-// counted in Dropped.
+// counted in Dropped. Only the first call does this; later ones (a
+// shutdown path reached twice, a test's cleanup) wait for it and give its
+// answer.
 func (b *Blob) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() { b.closeErr = b.close(ctx) })
+	return b.closeErr
+}
+
+func (b *Blob) close(ctx context.Context) error {
 	close(b.stop)
 	<-b.done
 	for {

@@ -42,7 +42,7 @@ func TestBlob_WriteWhoseAnswerWasLostIsNotWrittenTwice(t *testing.T) {
 			c := faultyHistoryClient(t, az, f)
 			f.Arm(tt.op, 1, tt.mode)
 			identity := fmt.Sprintf("w-%d", time.Now().UnixNano())
-			sink := history.OpenBlob(c, identity, time.Now(), history.BlobOptions{FlushEvery: 100 * time.Millisecond})
+			sink := openBlob(t, c, identity, time.Now(), history.BlobOptions{FlushEvery: 100 * time.Millisecond})
 			for i := range 10 {
 				_ = sink.Write(history.Record{T: "x", Identity: identity, Event: fmt.Sprint(i)})
 			}
@@ -94,6 +94,19 @@ func blobRecords(t *testing.T, ctx context.Context, c *container.Client, name st
 	return readLines(t, resp.Body)
 }
 
+// openBlob opens a sink that is closed when the test ends, so a test that
+// fails before its own Close does not leave the flusher running.
+func openBlob(t *testing.T, c *container.Client, identity string, start time.Time, opts history.BlobOptions) *history.Blob {
+	t.Helper()
+	sink := history.OpenBlob(c, identity, start, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = sink.Close(ctx)
+	})
+	return sink
+}
+
 // waitFor polls cond every 20 ms until it holds, failing when ctx ends.
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
@@ -121,7 +134,7 @@ func TestBlob_LostAnswerThenOverflowKeepsEveryRecordOnceOrCounted(t *testing.T) 
 		f.Arm("history_append", n, faultinject.FailBeforeSend)
 	}
 	identity := fmt.Sprintf("w-%d", time.Now().UnixNano())
-	sink := history.OpenBlob(c, identity, time.Now(), history.BlobOptions{FlushEvery: 100 * time.Millisecond, MaxBuffer: 2 << 10})
+	sink := openBlob(t, c, identity, time.Now(), history.BlobOptions{FlushEvery: 100 * time.Millisecond, MaxBuffer: 2 << 10})
 	const total = 510
 	for i := range 10 {
 		_ = sink.Write(history.Record{T: "x", Identity: identity, Event: fmt.Sprint(i)})
@@ -167,7 +180,7 @@ func TestBlob_FlushesEverySecondInOrderAndOnClose(t *testing.T) {
 		defer cancel()
 		az := azuritetest.StartT(t)
 		c := historyClient(t, az.ConnectionString())
-		sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 200 * time.Millisecond})
+		sink := openBlob(t, c, "w1", time.Now(), history.BlobOptions{FlushEvery: 200 * time.Millisecond})
 		for i := range 50 {
 			_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
 		}
@@ -221,7 +234,7 @@ func TestBlob_WriteNeverBlocksWhenStorageIsDown(t *testing.T) {
 	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
 		port, _ := azuritetest.FreePort() // nothing listens there
 		c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
-		sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond, MaxBuffer: 10 << 10})
+		sink := openBlob(t, c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond, MaxBuffer: 10 << 10})
 		start := time.Now()
 		for i := range 20000 {
 			_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
@@ -250,7 +263,7 @@ func TestBlob_DroppedRecordsAreAnnouncedInTheBlob(t *testing.T) {
 	c := historyClient(t, az.ConnectionString())
 	// A flush period far beyond the test: only Close flushes, so the 2 KiB
 	// buffer overflows first.
-	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: time.Hour, MaxBuffer: 2 << 10})
+	sink := openBlob(t, c, "w1", time.Now(), history.BlobOptions{FlushEvery: time.Hour, MaxBuffer: 2 << 10})
 	for i := range 500 {
 		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
 	}
@@ -275,5 +288,27 @@ func TestBlob_DroppedRecordsAreAnnouncedInTheBlob(t *testing.T) {
 	}
 	if last := got[len(got)-1].Event; last != "499" {
 		t.Fatalf("last record %q, want the newest (499) kept", last)
+	}
+}
+
+// Close may be called again (a test's cleanup after its own Close, a
+// shutdown path reached twice): it does not panic, writes nothing more, and
+// gives the first call's answer.
+func TestBlob_CloseAgainGivesTheFirstAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	az := azuritetest.StartT(t)
+	c := historyClient(t, az.ConnectionString())
+	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: time.Hour, MaxBuffer: 2 << 10})
+	for i := range 500 {
+		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
+	}
+	first := sink.Close(ctx)
+	if first == nil {
+		t.Fatal("Close after drops returned nil")
+	}
+	again := sink.Close(ctx)
+	if again == nil || again.Error() != first.Error() {
+		t.Fatalf("second Close = %v, want the first's answer %q", again, first)
 	}
 }

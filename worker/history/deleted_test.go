@@ -59,7 +59,7 @@ func TestBlob_DeletedBlobOrContainerIsRecreated(t *testing.T) {
 			c := historyClient(t, az.ConnectionString())
 			logs := &syncBuffer{}
 			identity := fmt.Sprintf("w-%d", time.Now().UnixNano())
-			sink := history.OpenBlob(c, identity, time.Now(), history.BlobOptions{FlushEvery: 100 * time.Millisecond,
+			sink := openBlob(t, c, identity, time.Now(), history.BlobOptions{FlushEvery: 100 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(logs, nil))})
 			for i := range 10 {
 				_ = sink.Write(history.Record{T: "x", Identity: identity, Event: fmt.Sprint(i)})
@@ -120,7 +120,7 @@ func TestBlob_RecordsUnwrittenAtCloseAreCounted(t *testing.T) {
 	port, _ := azuritetest.FreePort() // nothing listens there
 	c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
 	logs := &syncBuffer{}
-	sink := history.OpenBlob(c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond,
+	sink := openBlob(t, c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	for i := range 5 {
 		_ = sink.Write(history.Record{T: "x", Identity: "w1", Event: fmt.Sprint(i)})
