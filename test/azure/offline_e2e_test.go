@@ -51,14 +51,9 @@ func TestOffline_WorkerThroughTheSidecarIsPartitionedAndHealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := make([]int, 2)
-	for i := range ports {
-		if ports[i], err = azuritetest.FreePort(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sidecarAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	workerAddr := fmt.Sprintf("127.0.0.1:%d", ports[1])
+	// Each needs the other's address at start, as in a container group.
+	sidecarAddr := fmt.Sprintf("127.0.0.1:%d", azuritetest.ReservePort(t))
+	workerAddr := fmt.Sprintf("127.0.0.1:%d", azuritetest.ReservePort(t))
 	const name = "ci-w-01"
 
 	// The sidecar, as ACI would start it (chaos-sidecar's Main).

@@ -48,15 +48,9 @@ func (g *aciGroup) exits() []int {
 func startACIGroup(t *testing.T, bin string, az *azuritetest.Server, name string, leases, control *container.Client) *aciGroup {
 	t.Helper()
 	g := &aciGroup{name: name}
-	ports := make([]int, 3)
-	for i := range ports {
-		p, err := azuritetest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = p
-	}
-	proxy, status, ctl := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2])
+	// Fixed for the group's life, as in ACI: a restarted worker binds them again.
+	addr := func() string { return fmt.Sprintf("127.0.0.1:%d", azuritetest.ReservePort(t)) }
+	proxy, status, ctl := addr(), addr(), addr()
 
 	sctx, stopSidecar := context.WithCancel(context.Background())
 	sidecarDone := make(chan int, 1)

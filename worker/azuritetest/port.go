@@ -1,0 +1,46 @@
+package azuritetest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"testing"
+)
+
+// ReservePort returns a loopback TCP port for a process the test starts
+// later (a worker's --listen, a sidecar's proxy), held for the test until
+// it ends. A port picked free (FreePort) is in the kernel's ephemeral range
+// and unheld: any process may bind it, or use it as a connection's source
+// port, before the test's process binds it. A reserved port is neither: on
+// Linux it lies below the ephemeral range (ip_local_port_range), which the
+// kernel never hands out by itself, and a lock file in the temporary
+// directory keeps every other caller of ReservePort, in this process or
+// another, off it while the test runs. Nothing listened on it when it was
+// reserved. It fails the test when no port can be reserved.
+func ReservePort(tb testing.TB) int {
+	tb.Helper()
+	lo, hi, ok := reservableRange()
+	if !ok { // no range the kernel keeps off: the best there is
+		p, err := FreePort()
+		if err != nil {
+			tb.Fatalf("reserve a port: %v", err)
+		}
+		return p
+	}
+	const tries = 200
+	for range tries {
+		p := lo + rand.IntN(hi-lo)
+		release, ok := lockPort(p)
+		if !ok {
+			continue
+		}
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			l.Close()
+			tb.Cleanup(release)
+			return p
+		}
+		release() // something outside the scheme listens there
+	}
+	tb.Fatalf("reserve a port: none free in %d tries in [%d, %d)", tries, lo, hi)
+	return 0
+}
