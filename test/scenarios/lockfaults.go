@@ -24,22 +24,38 @@ import (
 // client that waits for that lock across the end of its lease: LL1 judges
 // how soon a waiting request takes a lock whose holder died, and clients
 // that pick resources at random leave it to chance whether one waits then.
-// The waiter asks once, for that resource alone, with the longest wait the
-// service allows (30 s, beyond the 15 s a lease can have left), on replica
-// 0, which no scenario kills.
+// The waiter asks once, for that resource alone, on replica 0, which no
+// scenario kills, with the longest wait the service allows (30 s) and the
+// longest expiry (60 s): the service stops a waiting request's tries where
+// a grant would leave no belief (its expiry − SafetyMargin after arrival),
+// so the rig's 15 s expiry would end the wait before the lease a holder
+// killed early in its holding has left. The kill comes while the holding
+// has more than waiterStart of belief left, so a waiter slow to start still
+// asks before the lease can end.
 func (r *lockRig) killClientHolding(i int) bool {
 	var h checker.LockLine
-	if !await(20*time.Second, func() (ok bool) { h, ok = r.openHolding(i); return ok }) {
+	if !await(20*time.Second, func() (ok bool) {
+		h, ok = r.openHolding(i)
+		return ok && time.Until(h.ValidUntil) > waiterStart
+	}) {
 		return false
 	}
 	at := time.Now()
 	_ = r.clients[i].Process.Signal(syscall.SIGKILL)
 	_ = r.clients[i].Wait()
 	r.fault(checker.LockFault{Kind: checker.LockFaultKillClient, Client: h.Client, Resource: h.Resource, At: at})
-	r.startClient("waiter-"+h.Client, r.urls[:1], "--resource", h.Resource, "--rounds", "1", "--wait", "30", "--duration", "90s")
-	r.t.Logf("killed %s holding %s (term %d); a client waits for it", h.Client, h.Resource, h.Term)
+	r.startClient("waiter-"+h.Client, r.urls[:1], "--resource", h.Resource, "--rounds", "1", "--wait", "30", "--expiry", "60", "--duration", "90s")
+	r.t.Logf("killed %s holding %s (term %d, %v of belief left); a client waits for it", h.Client, h.Resource, h.Term,
+		time.Until(h.ValidUntil).Round(time.Millisecond))
 	return true
 }
+
+// waiterStart is how long killClientHolding leaves its waiter to start and
+// ask: at least this much of the killed holding's belief (and the
+// SafetyMargin beyond it) is left at the kill. A holding's belief counts
+// from its request's send, and a request that waited for the lock leaves
+// less of it: a larger value would rule out most contended holdings.
+const waiterStart = 5 * time.Second
 
 // killedLockTaken reports whether every lock a killed client held has been
 // taken by another client since.

@@ -56,6 +56,29 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 	})
 }
 
+// The waiter killClientHolding starts is the scenario's evidence for LL1:
+// it must still be waiting when the killed holder's lease ends, however
+// soon after its holder's grant the kill came. Alone with the killed
+// client on its resource, no other client can stand in for it.
+func TestLocks_KilledHoldersWaiterWaitsAcrossTheLeaseEnd(t *testing.T) {
+	t.Parallel()
+	retryInconclusive(t, func(t *testing.T) {
+		r := startLockRig(t, LockScenario{Service: cluster.WorkerBinary(t), Replicas: 1, Clients: 1, Resources: 1,
+			Duration: 20 * time.Second, Expiry: 15, Wait: 10})
+		if !r.killClientHolding(0) {
+			t.Fatal("client c0 never held a lock to be killed holding")
+		}
+		run, res := r.finish()
+		t.Logf("%s", lockSummary(run))
+		judged(t, "verdict", res.Verdict)
+		if d := checker.LockHandover(run, lockCheckerParams(r.s)); len(d) == 0 {
+			t.Fatal("no handover after the killed holder was measured")
+		} else {
+			t.Logf("killed holder's lock taken %v after the latest its lease at storage could end (negative: before)", d)
+		}
+	})
+}
+
 // A replica's kill must meet a request in flight there, or the run did not
 // test the clients' failover (the checker's evidence rule). One client on
 // one resource, uncontended, is answered at once: a kill at an instant of
