@@ -82,13 +82,19 @@ test: node_modules test-go test-rules test-kql test-azure-offline test-infra ## 
 # a line here, and test-go prints the file at the end, pass or fail, since
 # go test shows nothing of a passing test (docs/chaos.md#a-busy-machine).
 RETRY_LOG ?= $(ROOT)/out/test-retries.log
+# A failed scenario keeps its evidence here (histories, logs, client lines,
+# probe records), so a red run can be read after its temp dirs are gone;
+# test-go names what it holds at the end.
+KEEP_FAILED ?= $(ROOT)/out/failed
 
 .PHONY: test-go
 test-go: node_modules ## Go vet and tests in every module (unit, Azurite integration, short chaos suite, consumer-module check).
 	@for m in $(GO_MODULES); do echo ">> go vet ($$m)"; $(GO) -C $$m vet ./...; done
-	@mkdir -p $(dir $(RETRY_LOG)) && rm -f $(RETRY_LOG); \
-	trap 'echo ">> inconclusive runs retried: $$(cat $(RETRY_LOG) 2>/dev/null | grep -c retrying) ($(RETRY_LOG))"; grep -h . $(RETRY_LOG) 2>/dev/null | sed "s/^/   /" || true' EXIT; \
-	for m in $(GO_MODULES); do echo ">> go test ($$m)"; BLOBLEADER_RETRY_LOG=$(RETRY_LOG) $(GO) -C $$m test -count=1 -parallel $(GO_TEST_PARALLEL) -timeout $(GO_TEST_TIMEOUT) ./...; done
+	@mkdir -p $(dir $(RETRY_LOG)) && rm -f $(RETRY_LOG) && rm -rf $(KEEP_FAILED); \
+	trap 'echo ">> inconclusive runs retried: $$(cat $(RETRY_LOG) 2>/dev/null | grep -c retrying) ($(RETRY_LOG))"; grep -h . $(RETRY_LOG) 2>/dev/null | sed "s/^/   /" || true; \
+		if [ -d $(KEEP_FAILED) ]; then echo ">> failed runs kept in $(KEEP_FAILED):"; ls $(KEEP_FAILED) | sed "s/^/   /"; fi' EXIT; \
+	for m in $(GO_MODULES); do echo ">> go test ($$m)"; BLOBLEADER_RETRY_LOG=$(RETRY_LOG) BLOBLEADER_CHAOS_KEEP_FAILED=$(KEEP_FAILED) \
+		$(GO) -C $$m test -count=1 -parallel $(GO_TEST_PARALLEL) -timeout $(GO_TEST_TIMEOUT) ./...; done
 
 # The busy machine a shared CI runner is (docs/chaos.md#a-busy-machine):
 # stress-ng with CPU hogs at BUSY_CPU (3x the cores), one I/O hog (sync)

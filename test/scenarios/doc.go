@@ -17,5 +17,8 @@
 //	BLOBLEADER_CHAOS_SEED=42            the soak's seed (otherwise time-based, and logged)
 //	BLOBLEADER_CHAOS_OUT=dir            reports (and copies of histories and logs) go there
 //	                                    instead of the test's temp dir
+//	BLOBLEADER_CHAOS_KEEP_FAILED=dir    a failed run's histories, logs and probe records
+//	                                    go there when BLOBLEADER_CHAOS_OUT is unset
+//	                                    (make test: out/failed)
 //	BLOBLEADER_CHAOS_EPSILON=1s         the checker's failover slack ε (default 1 s)
 package scenarios

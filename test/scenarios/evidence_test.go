@@ -82,3 +82,24 @@ func TestHarness_FailedRunKeepsTheStorageProbe(t *testing.T) {
 		t.Errorf("failed run's machine lines: %q; want the CPU probe's, the processes', then the storage probe's", logged)
 	}
 }
+
+// A failed run's evidence goes beside its reports when BLOBLEADER_CHAOS_OUT
+// is set, else under BLOBLEADER_CHAOS_KEEP_FAILED (make test's out/failed),
+// else nowhere (the log's tails are all there is).
+func TestHarness_FailedRunDirFollowsTheEnvironment(t *testing.T) {
+	for _, tt := range []struct {
+		out, keep string
+		want      string // "": not kept
+	}{
+		{"/o", "/k", "/o/" + t.Name()},
+		{"", "/k", "/k/" + t.Name()},
+		{"", "", ""},
+	} {
+		t.Setenv(EnvOut, tt.out)
+		t.Setenv(EnvKeepFailed, tt.keep)
+		dir, ok := failedRunDir(t)
+		if ok != (tt.want != "") || dir != tt.want {
+			t.Errorf("OUT=%q KEEP_FAILED=%q: failedRunDir = %q, %v; want %q", tt.out, tt.keep, dir, ok, tt.want)
+		}
+	}
+}

@@ -30,6 +30,11 @@ const (
 	EnvSeed     = "BLOBLEADER_CHAOS_SEED"
 	EnvOut      = "BLOBLEADER_CHAOS_OUT"
 	EnvEpsilon  = "BLOBLEADER_CHAOS_EPSILON"
+	// EnvKeepFailed names a directory where a failed run keeps its
+	// evidence (histories, logs, client lines, probe records) when
+	// EnvOut keeps no files: make test sets it, so a fresh clone's red
+	// run can be read after its temp dirs are gone.
+	EnvKeepFailed = "BLOBLEADER_CHAOS_KEEP_FAILED"
 )
 
 // Backend makes a cluster with n workers started and ready. The local
@@ -337,7 +342,7 @@ func keep(t *testing.T, dir string, h cluster.History) {
 }
 
 // keepOnFailure registers a cleanup that keeps c's histories and logs (and
-// the extra files) in $BLOBLEADER_CHAOS_OUT when t failed. Judge keeps the
+// the extra files) in failedRunDir when t failed. Judge keeps the
 // files of a run it judged; a test that fails before that — a wait that ran
 // out, a t.Fatal in the scenario — must leave its evidence too (cleanups run
 // before the temp dir goes). A failed run's log also says whether storage
@@ -359,10 +364,23 @@ func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
 					t.Log(tail)
 				}
 			}
-			return
 		}
-		keepFailedRun(t, c, filepath.Join(OutDir(t), reportName(t)), extra...)
+		if dir, ok := failedRunDir(t); ok {
+			keepFailedRun(t, c, dir, extra...)
+		}
 	})
+}
+
+// failedRunDir is where a failed run keeps its evidence: beside its
+// reports under EnvOut, else under EnvKeepFailed; ok is false when
+// neither is set.
+func failedRunDir(t *testing.T) (dir string, ok bool) {
+	for _, env := range []string{EnvOut, EnvKeepFailed} {
+		if d := os.Getenv(env); d != "" {
+			return filepath.Join(d, reportName(t)), true
+		}
+	}
+	return "", false
 }
 
 // keepFailedRun keeps c's histories and logs, the proxies' request logs, the

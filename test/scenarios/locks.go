@@ -113,13 +113,13 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 }
 
 // keepOnFailure keeps, for a failed run, the clients' lines, the replicas'
-// logs and the probes' records in $BLOBLEADER_CHAOS_OUT/<test>/, so the run
-// can be read again after its temp dir is gone.
+// logs and the probes' records in failedRunDir, so the run can be read
+// again after its temp dir is gone.
 func (r *lockRig) keepOnFailure() {
-	if !r.t.Failed() || os.Getenv(EnvOut) == "" {
+	dir, ok := failedRunDir(r.t)
+	if !r.t.Failed() || !ok {
 		return
 	}
-	dir := filepath.Join(OutDir(r.t), reportName(r.t))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.t.Logf("keep the failed run's evidence: %v", err)
 		return
