@@ -314,8 +314,13 @@ func checkLockLedger(r string, h []holding, run LockRun) []Violation {
 // before the answer came (leaseEnd), however long the request waited — not
 // at the end of the holder's belief (its send + expiry − Margin), which a
 // request that waited left seconds earlier. The rule needs a client waiting
-// when the lease ended (the scenario keeps one): without one it tested no
-// poll, an evidence violation. A run that ended before that bound is a
+// across the lease's end (the scenario keeps one): without one it tested no
+// poll, an evidence violation. When storage granted the lease is known
+// only to lie between the request's send and its answer, so its end lies
+// in [leaseEarliestEnd, leaseEnd]: a waiter is a request in flight at the
+// latest end, or one sent by the earliest and answered no sooner than the
+// take, when the take came before the latest end (under load, a handover
+// seconds before it). A run that ended before that bound is a
 // violation of evidence, never a pass. A take late by no more than the
 // stall measured from the lease's end to it is inconclusive (stall.go),
 // returned apart from the violations.
@@ -344,7 +349,8 @@ func checkLockL1(byRes map[string][]holding, run LockRun, p LockParams) (vs, sta
 		switch {
 		case next == nil && run.End.Before(bound):
 			vs = append(vs, Violation{Invariant: "evidence", At: f.At, Message: fmt.Sprintf("%s: the run ended before the bound %s after %s's kill", f.Resource, bound.Format(time.RFC3339Nano), f.Client)})
-		case !waitingAt(run.Lines, f.Resource, f.Client, end, run.End):
+		case !waitingAcross(run.Lines, f.Resource, f.Client, end, end, run.End) &&
+			!waitingAcross(run.Lines, f.Resource, f.Client, leaseEarliestEnd(run.Lines, *dead, p), takeOrEnd(next, end), run.End):
 			vs = append(vs, Violation{Invariant: "evidence", At: end, Message: fmt.Sprintf("%s: no client was waiting for %s's lock when its lease ended (%s): LL1 tested no waiting request",
 				f.Resource, f.Client, end.Format(time.RFC3339Nano))})
 		case next == nil || next.start.After(bound):
@@ -390,19 +396,45 @@ func nextHolding(hs []holding, f LockFault) *holding {
 	return nil
 }
 
-// waitingAt reports whether a client other than but was waiting for
-// resource r at instant t: a lock request of its sent by t and answered
-// (got, denied, or failed) after t, or not answered before the run's end.
-func waitingAt(lines []LockLine, r, but string, t, runEnd time.Time) bool {
+// leaseEarliestEnd is the earliest instant storage's lease of holding h
+// can end: the expiry it was granted or last renewed with, counted from
+// that request's send, after which storage acted.
+func leaseEarliestEnd(lines []LockLine, h holding, p LockParams) time.Time {
+	var end time.Time
 	for _, l := range lines {
-		if l.Resource != r || l.Client == but || (l.Ev != "got" && l.Ev != "denied" && l.Ev != "lock_error") || l.T.After(t) {
+		if l.Client != h.client || l.Resource != h.resource || l.Term != h.term || (l.Ev != "got" && l.Ev != "renewed") {
+			continue
+		}
+		if e := l.ValidUntil.Add(p.Margin); e.After(end) {
+			end = e
+		}
+	}
+	return end
+}
+
+// takeOrEnd is when a waiter had waited long enough: the next holding's
+// start when it came before the lease's latest end, else that end.
+func takeOrEnd(next *holding, end time.Time) time.Time {
+	if next != nil && next.start.Before(end) {
+		return next.start
+	}
+	return end
+}
+
+// waitingAcross reports whether a client other than but was waiting for
+// resource r from instant from to instant until: a lock request of its
+// sent by from and answered (got, denied, or failed) no sooner than until,
+// or not answered before the run's end.
+func waitingAcross(lines []LockLine, r, but string, from, until, runEnd time.Time) bool {
+	for _, l := range lines {
+		if l.Resource != r || l.Client == but || (l.Ev != "got" && l.Ev != "denied" && l.Ev != "lock_error") || l.T.After(from) {
 			continue
 		}
 		answered := l.Done
 		if answered.IsZero() {
 			answered = runEnd // an old line without its answer's time: assume it waited
 		}
-		if answered.After(t) {
+		if !answered.Before(until) {
 			return true
 		}
 	}

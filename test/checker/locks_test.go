@@ -136,6 +136,13 @@ func TestCheckLocks_KilledHolderCountsFromItsLeaseAtStorage(t *testing.T) {
 		{"renewed: the renew's answer starts the lease again", append([]LockLine{waited, wrote,
 			{Client: "a", Ev: "renewed", Resource: "r", Term: 10, T: at(6.7), Done: at(6.9), ValidUntil: at(19.7)}}, next(12, 22.1)...), ""},
 		{"nobody waiting when the lease ended", append([]LockLine{waited, wrote}, next(23, 23.1)...), "evidence: r: no client was waiting for a's lock when its lease ended"},
+		// Storage granted a's lock somewhere in [0, 6], so its lease ended
+		// in [15, 21]: a request sent by 15 and answered with the lock at 19
+		// waited across the end (seen under load, handover 2 s before 21).
+		{"taken before the lease's latest end by a client asking since before its earliest", append([]LockLine{waited, wrote}, next(12, 19)...), ""},
+		{"asked after the lease's earliest end", append([]LockLine{waited, wrote}, next(16, 16.1)...), "evidence: r: no client was waiting for a's lock when its lease ended"},
+		{"the only waiter gave up before the take", append([]LockLine{waited, wrote,
+			{Client: "c", Ev: "denied", Resource: "r", T: at(12), Done: at(16)}}, next(23, 23.1)...), "evidence: r: no client was waiting for a's lock when its lease ended"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantLockVerdict(t, CheckLocks(LockRun{Lines: tc.lines, Ledgers: map[string][]LedgerEntry{"r": ledger}, Faults: kill, End: at(40)}, p).Err(), tc.want)
