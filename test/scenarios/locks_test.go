@@ -48,11 +48,7 @@ func TestLocks_ContendedThroughReplicasWithFaults(t *testing.T) {
 		run, res := r.finish()
 		t.Logf("%s", lockSummary(run))
 		judged(t, "verdict", res.Verdict)
-		if d := checker.LockHandover(run, lockCheckerParams(r.s)); len(d) == 0 {
-			t.Fatal("no handover after the killed holder was measured")
-		} else {
-			t.Logf("killed holder's lock taken %v after the latest its lease at storage could end (negative: before)", d)
-		}
+		logHandover(t, r, run)
 	})
 }
 
@@ -71,11 +67,7 @@ func TestLocks_KilledHoldersWaiterWaitsAcrossTheLeaseEnd(t *testing.T) {
 		run, res := r.finish()
 		t.Logf("%s", lockSummary(run))
 		judged(t, "verdict", res.Verdict)
-		if d := checker.LockHandover(run, lockCheckerParams(r.s)); len(d) == 0 {
-			t.Fatal("no handover after the killed holder was measured")
-		} else {
-			t.Logf("killed holder's lock taken %v after the latest its lease at storage could end (negative: before)", d)
-		}
+		logHandover(t, r, run)
 	})
 }
 
@@ -220,4 +212,15 @@ func TestLocks_Soak(t *testing.T) {
 		t.Error("no late unlock could be sent: the soak did not test it")
 	}
 	judged(t, "verdict", res.Verdict)
+}
+
+// logHandover logs how soon after the killed holder's lease could end at
+// the latest its lock was taken, failing t when no handover was measured.
+func logHandover(t *testing.T, r *lockRig, run checker.LockRun) {
+	t.Helper()
+	d := checker.LockHandover(run, lockCheckerParams(r.s))
+	if len(d) == 0 {
+		t.Fatal("no handover after the killed holder was measured")
+	}
+	t.Logf("killed holder's lock taken %v after the latest its lease at storage could end (negative: before)", d)
 }
