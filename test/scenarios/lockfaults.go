@@ -30,14 +30,13 @@ import (
 // a grant would leave no belief (its expiry − SafetyMargin after arrival),
 // so the rig's 15 s expiry would end the wait before the lease a holder
 // killed early in its holding has left. The kill comes while the holding
-// has more than waiterStart of belief left, so a waiter slow to start still
-// asks before the lease can end.
+// has more than 3 s of belief left (openHoldings), so the waiter has 5 s
+// to start and ask before the lease can end. A larger margin would rule
+// out most holdings granted after a wait: their belief counts from the
+// request's send.
 func (r *lockRig) killClientHolding(i int) bool {
 	var h checker.LockLine
-	if !await(20*time.Second, func() (ok bool) {
-		h, ok = r.openHolding(i)
-		return ok && time.Until(h.ValidUntil) > waiterStart
-	}) {
+	if !await(20*time.Second, func() (ok bool) { h, ok = r.openHolding(i); return ok }) {
 		return false
 	}
 	at := time.Now()
@@ -49,13 +48,6 @@ func (r *lockRig) killClientHolding(i int) bool {
 		time.Until(h.ValidUntil).Round(time.Millisecond))
 	return true
 }
-
-// waiterStart is how long killClientHolding leaves its waiter to start and
-// ask: at least this much of the killed holding's belief (and the
-// SafetyMargin beyond it) is left at the kill. A holding's belief counts
-// from its request's send, and a request that waited for the lock leaves
-// less of it: a larger value would rule out most contended holdings.
-const waiterStart = 5 * time.Second
 
 // killedLockTaken reports whether every lock a killed client held has been
 // taken by another client since.
