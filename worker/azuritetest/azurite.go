@@ -1,5 +1,5 @@
 // Package azuritetest starts and stops a private, in-memory Azurite blob service on a
-// free loopback port, for tests, the demo and the benchmarks — and for the
+// reserved loopback port (ReservePort: held until Stop), for tests, the demo and the benchmarks — and for the
 // integration tests of services that use the library (like net/http/httptest).
 //
 // On Linux, a process that may raise priorities (root, CAP_SYS_NICE) runs
@@ -44,12 +44,13 @@ type Server struct {
 	Host string // always 127.0.0.1
 	Port int
 
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error     // exit status, valid after done is closed
-	end  time.Time // when it exited, valid after done is closed
-	once sync.Once
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	done    chan struct{}
+	err     error     // exit status, valid after done is closed
+	end     time.Time // when it exited, valid after done is closed
+	once    sync.Once
+	release func() // gives back the reserved port (Stop); nil for StartOnPort
 	// stopping is set by Stop before its kill: an exit after it is Stop's.
 	stopping atomic.Bool
 }
@@ -107,10 +108,10 @@ func Binary() (string, error) {
 	}
 }
 
-// Start launches Azurite on a free loopback port and returns once it answers
-// HTTP, or fails when ctx ends first.
+// Start launches Azurite on a reserved loopback port (held until Stop) and
+// returns once it answers HTTP, or fails when ctx ends first.
 func Start(ctx context.Context) (*Server, error) {
-	return startOnFreePort(ctx, FreePort, Options{})
+	return startOnFreePort(ctx, reservePort, Options{})
 }
 
 // Options change how Azurite runs; the zero value is Start's local mode.
@@ -124,26 +125,34 @@ type Options struct {
 
 // StartWith is Start with opts.
 func StartWith(ctx context.Context, opts Options) (*Server, error) {
-	return startOnFreePort(ctx, FreePort, opts)
+	return startOnFreePort(ctx, reservePort, opts)
 }
 
 // errPortTaken: the picked port is another process's — Azurite could not
 // bind it (EADDRINUSE), or another server answers on it.
 var errPortTaken = errors.New("azurite: port taken")
 
-// startOnFreePort starts Azurite on a port pick says is free. A port can be
-// taken between the check and Azurite's bind (another test, another cluster),
-// so a port found taken is replaced by a fresh pick, a few times.
-func startOnFreePort(ctx context.Context, pick func() (int, error), opts Options) (*Server, error) {
+// startOnFreePort starts Azurite on a port pick reserves (reservePort:
+// held until Stop, so no other server Start launches, in any process, is
+// given it while this one runs). A process outside that scheme can still
+// take the port between the check and Azurite's bind, so a port found
+// taken is replaced by a fresh pick, a few times.
+func startOnFreePort(ctx context.Context, pick func() (int, func(), error), opts Options) (*Server, error) {
 	var err error
 	for range 5 {
-		port, perr := pick()
+		port, release, perr := pick()
 		if perr != nil {
 			return nil, perr
 		}
 		var s *Server
-		if s, err = startOnPort(ctx, port, opts); err == nil || !errors.Is(err, errPortTaken) {
-			return s, err
+		s, err = startOnPort(ctx, port, opts)
+		if err == nil {
+			s.release = release
+			return s, nil
+		}
+		release()
+		if !errors.Is(err, errPortTaken) {
+			return nil, err
 		}
 	}
 	return nil, err
@@ -246,6 +255,9 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // Stop kills the server's process group and waits for it to exit. Safe to call twice.
 func (s *Server) Stop() {
 	s.once.Do(func() {
+		if s.release != nil {
+			defer s.release() // the port, once the server is gone
+		}
 		select {
 		case <-s.done:
 			return // reaped: its group's number may be another's by now

@@ -108,12 +108,12 @@ func TestStart_TriesAnotherPortWhenTheFreeOneWasTaken(t *testing.T) {
 				}
 				takenPort := taken.Addr().(*net.TCPAddr).Port
 				picks := 0
-				pick := func() (int, error) {
+				pick := func() (int, func(), error) {
 					picks++
 					if picks == 1 {
-						return takenPort, nil // what another process grabbed after FreePort saw it free
+						return takenPort, func() {}, nil // what another process grabbed after the pick saw it free
 					}
-					return FreePort()
+					return reservePort()
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()

@@ -19,13 +19,20 @@ import (
 // reserved. It fails the test when no port can be reserved.
 func ReservePort(tb testing.TB) int {
 	tb.Helper()
+	p, release, err := reservePort()
+	if err != nil {
+		tb.Fatalf("reserve a port: %v", err)
+	}
+	tb.Cleanup(release)
+	return p
+}
+
+// reservePort is ReservePort without a test: release gives the port back.
+func reservePort() (port int, release func(), err error) {
 	lo, hi, ok := reservableRange()
 	if !ok { // no range the kernel keeps off: the best there is
 		p, err := FreePort()
-		if err != nil {
-			tb.Fatalf("reserve a port: %v", err)
-		}
-		return p
+		return p, func() {}, err
 	}
 	const tries = 200
 	for range tries {
@@ -36,11 +43,9 @@ func ReservePort(tb testing.TB) int {
 		}
 		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
 			l.Close()
-			tb.Cleanup(release)
-			return p
+			return p, release, nil
 		}
 		release() // something outside the scheme listens there
 	}
-	tb.Fatalf("reserve a port: none free in %d tries in [%d, %d)", tries, lo, hi)
-	return 0
+	return 0, nil, fmt.Errorf("none free in %d tries in [%d, %d)", tries, lo, hi)
 }

@@ -42,3 +42,35 @@ func TestReservePort_HeldUntilTheTestEndsAndOutsideTheKernelsRange(t *testing.T)
 	}
 	release()
 }
+
+// Azurite runs on a reserved port, held until Stop: another server that
+// Start launches — in this process or another test binary's — cannot be
+// given the same port, so a server that lost the bind (EADDRINUSE) is never
+// mistaken for one that answers there (seen: a test ran against another
+// package's Azurite until that one stopped).
+func TestStart_ServerPortIsReservedUntilStop(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ports are reserved on Linux only")
+	}
+	ctx, cancel := startContext()
+	defer cancel()
+	s, err := Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi, _ := reservableRange(); s.Port < lo || s.Port >= hi {
+		s.Stop()
+		t.Fatalf("Azurite on port %d, want a reserved one in [%d, %d)", s.Port, lo, hi)
+	}
+	if release, ok := lockPort(s.Port); ok {
+		release()
+		s.Stop()
+		t.Fatalf("port %d of a running Azurite could be reserved again", s.Port)
+	}
+	s.Stop()
+	release, ok := lockPort(s.Port)
+	if !ok {
+		t.Fatalf("port %d still reserved after Stop", s.Port)
+	}
+	release()
+}
