@@ -206,16 +206,21 @@ func (s *Server) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		// Azurite's answer (403 for an unsigned request, with its Server
-		// header) means the service is up. Any other HTTP answer means the
-		// port was free when picked but is another process's server now:
-		// Azurite cannot bind it, and must not be taken to be that server.
+		// Ready is Azurite's answer (403 for an unsigned request, with its
+		// Server header) from a socket our process holds. Any other HTTP
+		// answer means the port was free when picked but is another
+		// process's server now: Azurite cannot bind it, and must not be
+		// taken to be that server. Another Azurite's answer looks like
+		// ours; only the socket's owner tells them apart, and ours then
+		// exits on EADDRINUSE (below).
 		if resp, err := client.Get(s.BlobEndpoint()); err == nil {
 			resp.Body.Close()
 			if server := resp.Header.Get("Server"); !strings.HasPrefix(server, "Azurite-Blob/") {
 				return fmt.Errorf("%w: %d (answered by another server: %s, Server %q)", errPortTaken, s.Port, resp.Status, server)
 			}
-			return nil
+			if ours, known := listensOn(s.cmd.Process.Pid, s.Port); ours || !known {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -90,23 +90,24 @@ func TestBinary_HonoursOverride(t *testing.T) {
 // port, answered "404 page not found", and a history test wrote to it).
 func TestStart_TriesAnotherPortWhenTheFreeOneWasTaken(t *testing.T) {
 	for _, taker := range []struct {
-		name  string
-		serve func(net.Listener) // nil: accepts nothing, answers nothing
+		name string
+		take func(t *testing.T) int // the taken port, held until the test ends
 	}{
-		{name: "by a silent listener"},
-		{name: "by an HTTP server", serve: func(l net.Listener) { _ = http.Serve(l, http.NotFoundHandler()) }},
+		{name: "by a silent listener", take: func(t *testing.T) int { return listen(t, nil) }},
+		{name: "by an HTTP server", take: func(t *testing.T) int {
+			return listen(t, func(l net.Listener) { _ = http.Serve(l, http.NotFoundHandler()) })
+		}},
+		// Another Azurite (a developer's own, or another package's test
+		// server) answers exactly as ours would: only the socket's owner
+		// tells them apart.
+		{name: "by another Azurite", take: func(t *testing.T) int {
+			other := StartT(t)
+			return other.Port
+		}},
 	} {
 		t.Run(taker.name, func(t *testing.T) {
 			stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
-				taken, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer taken.Close()
-				if taker.serve != nil {
-					go taker.serve(taken)
-				}
-				takenPort := taken.Addr().(*net.TCPAddr).Port
+				takenPort := taker.take(t)
 				picks := 0
 				pick := func() (int, func(), error) {
 					picks++
@@ -135,6 +136,20 @@ func TestStart_TriesAnotherPortWhenTheFreeOneWasTaken(t *testing.T) {
 			})
 		})
 	}
+}
+
+// listen takes a loopback port until the test ends; serve (nil: accept
+// nothing, answer nothing) runs on it.
+func listen(t *testing.T, serve func(net.Listener)) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if serve != nil {
+		go serve(l)
+	}
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // With CheckAPIVersion, Azurite refuses an API version it does not know, as
@@ -169,5 +184,25 @@ func TestStartWith_CheckAPIVersionRefusesAnUnknownVersion(t *testing.T) {
 		if tt.opts.CheckAPIVersion && !strings.Contains(string(body), "InvalidHeaderValue") {
 			t.Fatalf("the refusal does not say InvalidHeaderValue: %s", body)
 		}
+	}
+}
+
+// StartOnPort on a port another Azurite serves (a developer's own on
+// 10000) must fail, not hand back a Server that is the other one: a test
+// would write to, and Stop would not stop, a server it does not own.
+func TestStartOnPort_RefusesAPortAnotherAzuriteServes(t *testing.T) {
+	other := StartT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := StartOnPort(ctx, other.Port)
+	if err == nil {
+		s.Stop()
+		t.Fatalf("StartOnPort(%d) returned a server while another Azurite (pid %d) serves that port", other.Port, other.Pid())
+	}
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("StartOnPort(%d) on another Azurite's port: %v; want it to say the port is taken", other.Port, err)
+	}
+	if _, gone := other.Exited(); gone {
+		t.Fatal("the other Azurite exited: the refused start must leave it alone")
 	}
 }
