@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/internal/procnet"
 )
 
 // anyPort is the listen address the tests give the binary (--listen,
@@ -106,34 +108,14 @@ func listeningURL(t *testing.T, what string, pid int) string {
 // loopbackListener returns the 127.0.0.1 address of a listening TCP socket
 // that pid holds, or "" if it holds none yet.
 func loopbackListener(pid int) (string, error) {
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	socks, err := procnet.TCP4(pid)
 	if err != nil {
 		return "", err
 	}
-	held := map[string]bool{} // socket inodes
-	for _, fd := range fds {
-		link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-		if inode, ok := strings.CutPrefix(link, "socket:["); ok {
-			held[strings.TrimSuffix(inode, "]")] = true
+	for _, s := range socks {
+		if s.State == procnet.Listen && s.Local.Addr() == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
+			return s.Local.String(), nil
 		}
-	}
-	table, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
-	if err != nil {
-		return "", err
-	}
-	// Rows: sl local_address rem_address st ... inode; 0A is LISTEN and
-	// 0100007F is 127.0.0.1 (little-endian hex).
-	for _, row := range strings.Split(string(table), "\n")[1:] {
-		f := strings.Fields(row)
-		if len(f) < 10 || f[3] != "0A" || !held[f[9]] {
-			continue
-		}
-		ip, port, ok := strings.Cut(f[1], ":")
-		n, err := strconv.ParseUint(port, 16, 16)
-		if !ok || ip != "0100007F" || err != nil {
-			continue
-		}
-		return fmt.Sprintf("127.0.0.1:%d", n), nil
 	}
 	return "", nil
 }
