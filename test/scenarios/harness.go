@@ -351,10 +351,7 @@ func keep(t *testing.T, dir string, h cluster.History) {
 func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
 	t.Helper()
 	stopAtAttemptEnd(t, c.Stop)
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
+	ifFailed(t, func(dir string, ok bool) {
 		explainStorage(t.Logf, c)
 		if os.Getenv(EnvOut) == "" {
 			// Without an output directory the logs go with the temp dir:
@@ -365,8 +362,21 @@ func keepOnFailure(t *testing.T, c cluster.Cluster, extra ...string) {
 				}
 			}
 		}
-		if dir, ok := failedRunDir(t); ok {
+		if ok {
 			keepFailedRun(t, c, dir, extra...)
+		}
+	})
+}
+
+// ifFailed registers a cleanup that calls keep when t has failed by its
+// end, with failedRunDir as it is now: each attempt of a retried scenario
+// keeps its evidence under its own name, even though every attempt's
+// cleanup runs at the test's end.
+func ifFailed(t *testing.T, keep func(dir string, ok bool)) {
+	dir, ok := failedRunDir(t) // now, while t's attempt is current
+	t.Cleanup(func() {
+		if t.Failed() {
+			keep(dir, ok)
 		}
 	})
 }

@@ -108,16 +108,15 @@ func startLockRig(t *testing.T, s LockScenario) *lockRig {
 	}
 	t.Cleanup(r.stop)
 	stopAtAttemptEnd(t, r.stop)
-	t.Cleanup(r.keepOnFailure)
+	ifFailed(t, r.keepOnFailure)
 	return r
 }
 
 // keepOnFailure keeps, for a failed run, the clients' lines, the replicas'
-// logs and the probes' records in failedRunDir, so the run can be read
-// again after its temp dir is gone.
-func (r *lockRig) keepOnFailure() {
-	dir, ok := failedRunDir(r.t)
-	if !r.t.Failed() || !ok {
+// logs and the probes' records in dir (failedRunDir), so the run can be
+// read again after its temp dir is gone.
+func (r *lockRig) keepOnFailure(dir string, ok bool) {
+	if !ok {
 		return
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

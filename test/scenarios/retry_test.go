@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,10 +84,45 @@ func retryHelper(t *testing.T, mode string) {
 	}
 	retryInconclusive(t, func(t *testing.T) {
 		n++
+		if mode == "keep" {
+			attempt := n
+			ifFailed(t, func(dir string, ok bool) {
+				if ok && os.MkdirAll(dir, 0o755) == nil {
+					_ = os.WriteFile(filepath.Join(dir, "attempt"), []byte(fmt.Sprint(attempt)), 0o644)
+				}
+			})
+			if attempt == 3 {
+				judged(t, "verdict", checker.Verdict{Violations: []checker.Violation{{Invariant: checker.InvS1, Message: "two leaders"}}})
+				return
+			}
+		}
 		if mode == "fail" {
 			judged(t, "verdict", checker.Verdict{Violations: []checker.Violation{{Invariant: checker.InvS1, Message: "two leaders"}}})
 			return
 		}
 		judged(t, "verdict", stalledVerdict(200*time.Millisecond))
 	})
+}
+
+// A scenario inconclusive twice and failed on its third run keeps each
+// attempt's evidence under that attempt's name (every attempt's cleanup
+// runs at the test's end, when no attempt is current any more): the
+// failure's own files are not overwritten by the first attempt's.
+func TestRetryInconclusive_EachAttemptOfAFailedScenarioKeepsItsOwnEvidence(t *testing.T) {
+	keep := t.TempDir()
+	name := "TestRetryInconclusive_FailsWhenItStaysInconclusiveAndNeverRetriesAFailure"
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+name+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "BLOBLEADER_RETRY_HELPER=keep", EnvRetryLog+"=", EnvOut+"=", EnvKeepFailed+"="+keep)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "attempts: 3") {
+		t.Fatalf("exit %v; want the helper to fail on its third attempt:\n%s", err, out)
+	}
+	for i, dir := range []string{name, name + "-attempt2", name + "-attempt3"} {
+		want := i + 1
+		b, err := os.ReadFile(filepath.Join(keep, dir, "attempt"))
+		if err != nil || string(b) != fmt.Sprint(want) {
+			entries, _ := filepath.Glob(filepath.Join(keep, "*", "attempt"))
+			t.Errorf("%s/attempt = %q, %v; want %d (kept: %v)", dir, b, err, want, entries)
+		}
+	}
 }
