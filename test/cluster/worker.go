@@ -47,7 +47,8 @@ type incarnation struct {
 	output   *chaos.OutputPipe // nil unless BlockableOutput
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	exitErr  error // valid once exited is closed
+	exitErr  error  // valid once exited is closed
+	release  func() // gives back listen's reserved port, once the process is gone
 }
 
 // state is the incarnation's process state in words, for a failed run's log.
@@ -174,7 +175,8 @@ func (w *localWorker) Restart(ctx context.Context) error {
 }
 
 // start launches a new incarnation and waits until it answers GET /status.
-// A port taken between choosing and binding it is retried once.
+// A port taken between reserving and binding it (by a process outside the
+// reservation scheme) is retried once.
 func (w *localWorker) start(ctx context.Context) error {
 	var err error
 	for range 2 {
@@ -203,8 +205,10 @@ func (w *localWorker) forget(inc *incarnation) {
 	}
 }
 
+// spawn starts the slot's next incarnation on a port reserved for it
+// (azuritetest.HoldPort) until its process is reaped.
 func (w *localWorker) spawn() (*incarnation, error) {
-	port, err := azuritetest.FreePort()
+	port, release, err := azuritetest.HoldPort()
 	if err != nil {
 		return nil, err
 	}
@@ -217,14 +221,17 @@ func (w *localWorker) spawn() (*incarnation, error) {
 		log:      filepath.Join(c.dir, id+".log"),
 		unsafe:   w.opts.unsafe,
 		exited:   make(chan struct{}),
+		release:  release,
 	}
 	argv := append([]string{c.binaryFor(w.opts)}, w.args(inc)...)
 	if w.opts.launch != nil {
 		if argv, err = w.opts.launch.Wrap(argv); err != nil {
+			release()
 			return nil, fmt.Errorf("cluster: start %s: %w", id, err)
 		}
 	}
 	if err := w.startProcess(inc, argv); err != nil {
+		release()
 		return nil, err
 	}
 	w.mu.Lock()
@@ -324,6 +331,7 @@ func (w *localWorker) startProcess(inc *incarnation, argv []string) error {
 			cancel()
 		}
 		logf.Close()
+		inc.release()
 		inc.exitErr = err
 		close(inc.exited)
 	}()

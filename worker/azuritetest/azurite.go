@@ -111,7 +111,7 @@ func Binary() (string, error) {
 // Start launches Azurite on a reserved loopback port (held until Stop) and
 // returns once it answers HTTP, or fails when ctx ends first.
 func Start(ctx context.Context) (*Server, error) {
-	return startOnFreePort(ctx, reservePort, Options{})
+	return startOnReservedPort(ctx, reservePort, Options{})
 }
 
 // Options change how Azurite runs; the zero value is Start's local mode.
@@ -125,19 +125,19 @@ type Options struct {
 
 // StartWith is Start with opts.
 func StartWith(ctx context.Context, opts Options) (*Server, error) {
-	return startOnFreePort(ctx, reservePort, opts)
+	return startOnReservedPort(ctx, reservePort, opts)
 }
 
 // errPortTaken: the picked port is another process's — Azurite could not
 // bind it (EADDRINUSE), or another server answers on it.
 var errPortTaken = errors.New("azurite: port taken")
 
-// startOnFreePort starts Azurite on a port pick reserves (reservePort:
+// startOnReservedPort starts Azurite on a port pick reserves (reservePort:
 // held until Stop, so no other server Start launches, in any process, is
 // given it while this one runs). A process outside that scheme can still
 // take the port between the check and Azurite's bind, so a port found
 // taken is replaced by a fresh pick, a few times.
-func startOnFreePort(ctx context.Context, pick func() (int, func(), error), opts Options) (*Server, error) {
+func startOnReservedPort(ctx context.Context, pick func() (int, func(), error), opts Options) (*Server, error) {
 	var err error
 	for range 5 {
 		port, release, perr := pick()
@@ -277,8 +277,9 @@ func (s *Server) Stop() {
 	})
 }
 
-// FreePort asks the kernel for a free loopback TCP port.
-func FreePort() (int, error) {
+// freePort asks the kernel for a free loopback TCP port: unheld, so only
+// the fallback of a system without a reservable range (reservePort).
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

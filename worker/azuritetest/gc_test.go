@@ -18,10 +18,7 @@ import (
 func TestStart_AzuriteGarbageCollectorNeverRunsDuringATest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := ReservePort(t)
 	debug := filepath.Join(t.TempDir(), "debug.log")
 	s, err := startOnPort(ctx, port, Options{}, "--debug", debug)
 	if err != nil {

@@ -8,8 +8,9 @@ import (
 )
 
 // ReservePort returns a loopback TCP port for a process the test starts
-// later (a worker's --listen, a sidecar's proxy), held for the test until
-// it ends. A port picked free (FreePort) is in the kernel's ephemeral range
+// later (a worker's --listen, a sidecar's proxy), or where nothing is to
+// listen (storage that refuses), held for the test until it ends. A port
+// picked free (the kernel's port 0, then closed) is in its ephemeral range
 // and unheld: any process may bind it, or use it as a connection's source
 // port, before the test's process binds it. A reserved port is neither: on
 // Linux it lies below the ephemeral range (ip_local_port_range), which the
@@ -27,11 +28,16 @@ func ReservePort(tb testing.TB) int {
 	return p
 }
 
-// reservePort is ReservePort without a test: release gives the port back.
+// HoldPort reserves a port as ReservePort does, until release is called:
+// for a program that starts servers without a test (the demo, a
+// screenshot tool), or a port held for one process's life rather than a
+// test's.
+func HoldPort() (port int, release func(), err error) { return reservePort() }
+
 func reservePort() (port int, release func(), err error) {
 	lo, hi, ok := reservableRange()
 	if !ok { // no range the kernel keeps off: the best there is
-		p, err := FreePort()
+		p, err := freePort()
 		return p, func() {}, err
 	}
 	const tries = 200

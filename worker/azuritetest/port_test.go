@@ -13,7 +13,7 @@ import (
 // while the test holds it, and the test's end gives it back.
 func TestReservePort_HeldUntilTheTestEndsAndOutsideTheKernelsRange(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("ports are reserved on Linux only; elsewhere ReservePort is FreePort")
+		t.Skip("ports are reserved on Linux only; elsewhere ReservePort is a port picked free")
 	}
 	lo, hi, ok := reservableRange()
 	if !ok {

@@ -232,7 +232,7 @@ func TestBlob_FlushesEverySecondInOrderAndOnClose(t *testing.T) {
 
 func TestBlob_WriteNeverBlocksWhenStorageIsDown(t *testing.T) {
 	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
-		port, _ := azuritetest.FreePort() // nothing listens there
+		port := azuritetest.ReservePort(t) // nothing listens there
 		c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
 		sink := openBlob(t, c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond, MaxBuffer: 10 << 10})
 		start := time.Now()

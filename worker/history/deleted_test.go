@@ -117,7 +117,7 @@ func TestBlob_DeletedBlobOrContainerIsRecreated(t *testing.T) {
 // Records the sink could not write before Close gave up are lost: they are
 // counted as dropped, not forgotten.
 func TestBlob_RecordsUnwrittenAtCloseAreCounted(t *testing.T) {
-	port, _ := azuritetest.FreePort() // nothing listens there
+	port := azuritetest.ReservePort(t) // nothing listens there
 	c := historyClient(t, azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account)))
 	logs := &syncBuffer{}
 	sink := openBlob(t, c, "w1", time.Now(), history.BlobOptions{FlushEvery: 50 * time.Millisecond,

@@ -30,7 +30,9 @@ func (c *cluster) start(id string) error {
 	}
 	port, ok := c.ports[id]
 	if !ok {
-		p, err := azuritetest.FreePort()
+		// Held for dashshot's life (the lock goes with the process): a
+		// restarted worker listens on its port again, Prometheus's target.
+		p, _, err := azuritetest.HoldPort()
 		if err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ func startPrometheus(ctx context.Context, bin, rules, dir string, targets map[st
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	port, err := azuritetest.FreePort()
+	port, _, err := azuritetest.HoldPort() // held for dashshot's life
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,35 +117,4 @@ func loopbackListener(pid int) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-// No test here hands the binary a port picked free beforehand
-// (azuritetest.FreePort) to listen on: another process can take it between
-// the pick and the listen, and the start then fails for the machine's
-// sake (exit 2, "cannot listen on --listen"). Listeners get anyPort and
-// the test reads the address back. The one use left for a picked port is
-// an address where nothing listens (storage that refuses), marked so on
-// its line.
-func TestTests_ListenersGetPortZeroNotAPickedPort(t *testing.T) {
-	t.Parallel()
-	files, err := filepath.Glob("*_test.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files read: %v", err)
-	}
-	var picked []string
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "azuritetest."+"FreePort()") && !strings.Contains(line, "// nothing listens there") {
-				picked = append(picked, fmt.Sprintf("%s:%d", name, i+1))
-			}
-		}
-	}
-	if len(picked) > 0 {
-		t.Errorf("%d ports picked free and handed on (give the binary %q and read the address back: startedAddr):\n%s",
-			len(picked), anyPort, strings.Join(picked, "\n"))
-	}
 }

@@ -100,10 +100,7 @@ func TestSecrets_NoOutputCarriesAPlantedSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed, err := azuritetest.FreePort() // nothing listens there: storage refused
-	if err != nil {
-		t.Fatal(err)
-	}
+	closed := azuritetest.ReservePort(t) // nothing listens there: storage refused
 	wrongEndpoint := fmt.Sprintf("http://127.0.0.1:%d/%s", closed, azuritetest.Account)
 	sasConn := func(endpoint string) string {
 		return "BlobEndpoint=" + endpoint + ";SharedAccessSignature=" + qp.Encode()

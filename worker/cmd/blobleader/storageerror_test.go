@@ -52,10 +52,7 @@ func startLogging(t *testing.T, conn, id string, mode, extra []string) (base, lo
 func TestWorker_UnexpectedStorageAnswersAtStartAreLoggedAndReadinessNotHealth(t *testing.T) {
 	t.Parallel()
 	strict := azuritetest.StartWithT(t, azuritetest.Options{CheckAPIVersion: true})
-	port, err := azuritetest.FreePort() // nothing listens there
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := azuritetest.ReservePort(t) // nothing listens there
 	nobody := azuritetest.ConnectionString(fmt.Sprintf("http://127.0.0.1:%d/%s", port, azuritetest.Account))
 	const lease = 15 * time.Second // the default L
 	for _, tt := range []struct {

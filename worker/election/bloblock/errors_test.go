@@ -20,10 +20,7 @@ import (
 // (whose query can carry a SAS signature).
 func TestError_SaysWhatStorageAnsweredWithoutTheURL(t *testing.T) {
 	strict := azuritetest.StartWithT(t, azuritetest.Options{CheckAPIVersion: true})
-	port, err := azuritetest.FreePort() // nothing listens there
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := azuritetest.ReservePort(t) // nothing listens there
 	const secret = "c2VjcmV0LXNpZ25hdHVyZQ"
 	sas := fmt.Sprintf("BlobEndpoint=http://127.0.0.1:%d/devstoreaccount1;SharedAccessSignature=sv=2022-11-02&sp=rwdl&sig=%s", port, secret)
 	for _, tt := range []struct {
