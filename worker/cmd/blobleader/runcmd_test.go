@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/worker/azuritetest"
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // Invalid use of run exits 2 naming the problem, before contending: the
@@ -259,36 +261,53 @@ func ptr(i int) *int { return &i }
 
 // A command that exits on its own releases the lease at once: the other
 // supervisor starts its command within one poll (1.1·P) of the release, plus
-// ε for its acquire and term write (DESIGN §2, L1 after a release).
+// ε for its acquire and term write (DESIGN §2, L1 after a release) — a
+// design bound on a real clock, judged with the stall the CPU and storage
+// probes measured in it (a miss within it is inconclusive: run again).
 func TestRun_CommandExitHandsOverAtOnce(t *testing.T) {
 	t.Parallel()
 	az := azuritetest.StartT(t)
-	const container = "run-handover"
-	a := startSupervisor(t, az.ConnectionString(), container, "a", nil, "sh", "-c", "sleep 1; exit 3")
-	awaitEvent(t, a.history, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
-	b := startSupervisor(t, az.ConnectionString(), container, "b", nil, "sleep", "60")
-	rel := awaitEvent(t, a.history, 20*time.Second, "released", func(r record) bool { return r.Event == "released" })
-	exited := awaitEvent(t, a.history, time.Second, "child_exited", func(r record) bool { return r.Event == "child_exited" })
-	if exited.ExitCode == nil || *exited.ExitCode != 3 || exited.Cause != "exited" || !exited.T.Before(rel.T) {
-		t.Fatalf("child_exited %+v then released %+v: want exit code 3, cause exited, before the release", exited, rel)
-	}
-	next := awaitEvent(t, b.history, 10*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
-	if bound := 1100*time.Millisecond + time.Second; next.T.Sub(rel.T) > bound {
-		t.Fatalf("b started its command %v after a's release; bound 1.1·P + ε = %v", next.T.Sub(rel.T), bound)
-	}
-	t.Logf("a's command exited; b's command started %v after the release (%v after the exit)", next.T.Sub(rel.T).Round(time.Millisecond), next.T.Sub(exited.T).Round(time.Millisecond))
-	// /metrics counts the exit by cause.
-	resp, err := http.Get(a.url(t) + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`blobleader_child_exits_total{cause="exited"} 1`, `blobleader_child_exits_total{cause="leadership_ended"} 0`, "blobleader_child_running 0"} {
-		if !strings.Contains(string(body), want+"\n") {
-			t.Errorf("/metrics lacks %q", want)
+	cfg := stalltest.Default
+	cfg.Server = az.BlobEndpoint()
+	stalltest.RunWith(t, cfg, func(t *testing.T, sp *stalltest.Probe) {
+		container := "run-handover-" + strings.TrimPrefix(path.Base(t.Name()), "attempt")
+		// a's command exits when told, once b follows a (polling the
+		// lease): the bound runs from the release, so b must be polling by
+		// then — a fixed sleep let a busy machine start b after it.
+		exit := filepath.Join(t.TempDir(), "exit")
+		a := startSupervisor(t, az.ConnectionString(), container, "a", nil, "sh", "-c", "while [ ! -e '"+exit+"' ]; do sleep 0.05; done; exit 3")
+		awaitEvent(t, a.history, 20*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
+		b := startSupervisor(t, az.ConnectionString(), container, "b", nil, "sleep", "60")
+		waitFor(t, "b following a", 20*time.Second, func() (bool, string) {
+			st := getStatus(t, b.url(t))
+			return st["role"] == "follower" && st["leader"] == "a", fmt.Sprintf("role %v, leader %v", st["role"], st["leader"])
+		})
+		if err := os.WriteFile(exit, nil, 0o644); err != nil {
+			t.Fatal(err)
 		}
-	}
+		rel := awaitEvent(t, a.history, 20*time.Second, "released", func(r record) bool { return r.Event == "released" })
+		exited := awaitEvent(t, a.history, time.Second, "child_exited", func(r record) bool { return r.Event == "child_exited" })
+		if exited.ExitCode == nil || *exited.ExitCode != 3 || exited.Cause != "exited" || !exited.T.Before(rel.T) {
+			t.Fatalf("child_exited %+v then released %+v: want exit code 3, cause exited, before the release", exited, rel)
+		}
+		next := awaitEvent(t, b.history, 10*time.Second, "child_started", func(r record) bool { return r.Event == "child_started" })
+		if !sp.Bound(t, "b's command start after a's release (bound 1.1·P + ε = 2.1 s)", rel.T, 1100*time.Millisecond+time.Second, next.T) {
+			return
+		}
+		t.Logf("a's command exited; b's command started %v after the release (%v after the exit)", next.T.Sub(rel.T).Round(time.Millisecond), next.T.Sub(exited.T).Round(time.Millisecond))
+		// /metrics counts the exit by cause.
+		resp, err := http.Get(a.url(t) + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{`blobleader_child_exits_total{cause="exited"} 1`, `blobleader_child_exits_total{cause="leadership_ended"} 0`, "blobleader_child_running 0"} {
+			if !strings.Contains(string(body), want+"\n") {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	})
 }
 
 // A supervisor killed with SIGKILL takes its command with it.
