@@ -128,35 +128,47 @@ func (c *cmdFlags) refuse(why string, names ...string) {
 	}
 }
 
-// parse applies the env twins, then the command line.
+// parse applies the env twins, then the command line. A flag given on the
+// command line beats its twin, whose value is then never judged, even if
+// malformed; --help prints the usage whatever the environment holds. A
+// malformed twin the command line does not override is refused under its
+// name ("invalid BLOBLEADER_TICK (--tick) "x": must be a duration …").
 func (c *cmdFlags) parse(args []string) error {
 	c.VisitAll(func(f *flag.Flag) { f.Value = c.checked(f) })
-	var envErr error
+	envErrs := map[string]error{} // flag name → its twin's malformed value, described
 	c.VisitAll(func(f *flag.Flag) {
 		v, ok := os.LookupEnv(envName(f.Name))
-		if _, refused := c.refused[f.Name]; !ok || refused || envErr != nil {
+		if _, refused := c.refused[f.Name]; !ok || refused {
 			return
 		}
 		c.fromEnv[f.Name] = envName(f.Name)
 		if err := f.Value.Set(v); err != nil {
-			envErr = usagef("invalid %s=%q (the env twin of --%s): %v", envName(f.Name), v, f.Name, err)
+			envErrs[f.Name] = c.bad
+			c.bad = nil // judged below, unless the command line overrides it
 		}
 	})
-	if envErr != nil {
-		return envErr
-	}
 	if err := c.Parse(args); err != nil {
 		return c.parseError(err)
 	}
 	var refused error
 	c.Visit(func(f *flag.Flag) {
 		delete(c.fromEnv, f.Name) // a flag beats its env var
+		delete(envErrs, f.Name)
 		if why, ok := c.refused[f.Name]; ok && refused == nil {
 			refused = usagef("%s is not a flag of %s: %s", flagRef(f.Name), c.name, why)
 		}
 	})
 	if refused != nil {
 		return refused
+	}
+	var envErr error
+	c.VisitAll(func(f *flag.Flag) { // in name order: the same twin named every time
+		if err, ok := envErrs[f.Name]; ok && envErr == nil {
+			envErr = c.explain(err)
+		}
+	})
+	if envErr != nil {
+		return envErr
 	}
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q (flags start with --)", c.Arg(0))

@@ -26,7 +26,7 @@ func TestFlags_ErrorsNameTheSourceAndTheFormInOneLine(t *testing.T) {
 	}{
 		// Values from the environment name the variable.
 		{"worker: env value breaks a rule", map[string]string{"BLOBLEADER_LEASE_DURATION": "10s"}, []string{conn}, []string{"BLOBLEADER_LEASE_DURATION", "10s", "15s"}},
-		{"worker: env value of the wrong form", map[string]string{"BLOBLEADER_RETRY_PERIOD": "fast"}, []string{conn}, []string{"BLOBLEADER_RETRY_PERIOD", `"fast"`, "e.g. 1s"}},
+		{"worker: env value of the wrong form", map[string]string{"BLOBLEADER_RETRY_PERIOD": "fast"}, []string{conn}, []string{`invalid BLOBLEADER_RETRY_PERIOD (--retry-period) "fast": must be a duration`, "e.g. 1s"}},
 		{"worker: connection string from AZURE_STORAGE_CONNECTION_STRING", map[string]string{"AZURE_STORAGE_CONNECTION_STRING": "not-a-connection-string"}, nil, []string{"AZURE_STORAGE_CONNECTION_STRING"}},
 		{"worker: env container", map[string]string{"BLOBLEADER_CONTAINER": "Leases"}, []string{conn}, []string{"BLOBLEADER_CONTAINER", `"Leases"`}},
 		{"run: bool env twin", map[string]string{"BLOBLEADER_ONCE": "yes"}, []string{"run", conn, "--", "true"}, []string{"BLOBLEADER_ONCE", `"yes"`, "true or false"}},
@@ -97,4 +97,46 @@ func runBinary(t *testing.T, env []string, args ...string) (code int, stdout, st
 		t.Fatal(err)
 	}
 	return code, out.String(), errw.String()
+}
+
+// A flag beats its env twin even when the twin's value is malformed: the
+// command line's value is used and the twin is never judged; and --help
+// prints the usage (exit 0) whatever the environment holds. Every command.
+func TestFlags_AFlagBeatsAMalformedEnvTwinAndHelpIgnoresIt(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	bad := []string{"AZURE_STORAGE_CONNECTION_STRING=", "BLOBLEADER_LEASE_DURATION=bogus", "BLOBLEADER_TIMEOUT=soon", "BLOBLEADER_MAX_WAIT=long", "BLOBLEADER_WAIT=soon"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // the refusal the command line earns, naming the flag
+	}{
+		// Each command line sets the malformed twin's flag well, then
+		// breaks another rule, so the command exits 2 before it starts.
+		{"worker", []string{conn, "--lease-duration", "20s", "--tick", "1ms"}, "--tick"},
+		{"run", []string{"run", conn, "--lease-duration", "20s", "--kill-grace", "1", "--", "true"}, "--kill-grace"},
+		{"ledger", []string{"ledger", conn, "--timeout", "5s", "--verfy"}, "did you mean --verify?"},
+		{"locks", []string{"locks", conn, "--max-wait", "5s", "--max-wiat=1s"}, "did you mean --max-wait?"},
+		{"lock", []string{"lock", "r", conn, "--wait", "5s", "--lease-duration", "20s", "--conflict-exit-code", "0", "--", "true"}, "--conflict-exit-code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runBinary(t, bad, tc.args...)
+			requireOneLineUsage(t, code, stdout, stderr, tc.want)
+			if strings.Contains(stderr, "bogus") || strings.Contains(stderr, "soon") || strings.Contains(stderr, "long") {
+				t.Fatalf("the env twin the command line overrides was judged:\n%s", stderr)
+			}
+		})
+		t.Run(tc.name+" --help", func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--help"}
+			if tc.name != "worker" {
+				args = []string{tc.name, "--help"}
+			}
+			code, stdout, stderr := runBinary(t, bad, args...)
+			if code != 0 || !strings.Contains(stdout, "BLOBLEADER_") || stderr != "" {
+				t.Fatalf("blobleader %v with malformed env twins: exit %d, want 0 and the usage on stdout; stdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
+			}
+		})
+	}
 }
