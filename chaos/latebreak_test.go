@@ -53,12 +53,12 @@ func TestLateBreak_BreakArrivesAfterTheClientGaveUp(t *testing.T) {
 		t.Fatalf("renew after the late break = %v, want LeaseIsBrokenAndCannotBeRenewed", err)
 	}
 	// 3. Count 1: the next break is not held.
-	start := time.Now()
 	if _, err := breaker.BreakLease(ctxT(t, 5*time.Second), &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil && !bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation) {
 		t.Fatalf("second break: %v", err)
 	}
-	if d := time.Since(start); d > time.Second || f.Held() != 1 {
-		t.Fatalf("second break took %v, held %d; want it not held", d, f.Held())
+	// Not held: the fault's own count says so (a time would need the stall).
+	if n := f.Held(); n != 1 {
+		t.Fatalf("%d breaks held; want the second not held", n)
 	}
 	if err := f.Remove(ctxT(t, time.Second)); err != nil {
 		t.Fatal(err)
