@@ -140,7 +140,7 @@ func (o *locksOptions) validate() error {
 			return usagef("invalid %s %q: an address that is not loopback requires a bearer token (%s or %s), so that nothing off the host takes or frees locks unauthenticated", l.flag, l.addr, tokenEnv, flagRef("token-file"))
 		}
 	}
-	return nil
+	return o.storage.requireStorage()
 }
 
 // readToken takes the token from tokenEnv or --token-file (not both).

@@ -167,7 +167,8 @@ func (t *takeoverOptions) validate() error {
 // checks every rule, after parse, in the order a refusal names them: the
 // election's, storage and control flags, then modeRules (the mode's own
 // flags), then the identity as a history blob name and the process's flags
-// (listen, token timeout, log format).
+// (listen, token timeout, log format). That storage is set at all is asked
+// by each command after all of its rules (requireStorage).
 func (o *options) finish(fs *cmdFlags, modeRules ...func() error) error {
 	if err := o.build.check(); err != nil {
 		return err
@@ -200,7 +201,10 @@ func (o *workerOptions) finish(fs *cmdFlags) error {
 	if err := o.validateTick(); err != nil {
 		return err
 	}
-	return o.validateShardTimings()
+	if err := o.validateShardTimings(); err != nil {
+		return err
+	}
+	return o.requireStorage()
 }
 
 func (o *options) validateElection() error {
@@ -243,6 +247,9 @@ func withoutQuery(address string) string {
 // single hyphens, starting and ending with a letter or digit.
 var containerName = regexp.MustCompile(`^[a-z0-9]([a-z0-9]|-[a-z0-9]){1,62}$`)
 
+// validate checks the storage flags' values; that storage is set at all is
+// requireStorage's, which every command asks last, after every flag's own
+// rules (a flag's own refusal would otherwise hide behind "no storage").
 func (s *storageOptions) validate() error {
 	connFlag := any(flagRef("connection-string"))
 	if s.connectionString == "" && s.accountURL == "" {
@@ -251,8 +258,6 @@ func (s *storageOptions) validate() error {
 		}
 	}
 	switch {
-	case s.connectionString == "" && s.accountURL == "":
-		return usagef("no storage: set %s (Azure, keyless) or %s (Azurite)", flagRef("account-url"), flagRef("connection-string"))
 	case s.connectionString != "" && s.accountURL != "":
 		return usagef("%s and %s are exclusive: set one", flagRef("account-url"), flagRef("connection-string"))
 	case len(s.container) < 3 || len(s.container) > 63 || !containerName.MatchString(s.container):
@@ -288,6 +293,17 @@ func (s *storageOptions) validate() error {
 		case err != nil:
 			return usagef("invalid %s: %v", connFlag, err)
 		}
+	}
+	return nil
+}
+
+// requireStorage refuses a command with no storage set: neither
+// --account-url nor --connection-string nor AZURE_STORAGE_CONNECTION_STRING
+// (which validate, called first, reads). Every command asks it after all
+// its other rules.
+func (s *storageOptions) requireStorage() error {
+	if s.connectionString == "" && s.accountURL == "" {
+		return usagef("no storage: set %s (Azure, keyless) or %s (Azurite)", flagRef("account-url"), flagRef("connection-string"))
 	}
 	return nil
 }

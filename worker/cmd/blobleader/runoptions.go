@@ -104,7 +104,10 @@ func (o *runOptions) check(fs *cmdFlags) error {
 	if err := o.finish(fs); err != nil {
 		return fs.explain(err)
 	}
-	return fs.explain(o.validateRun())
+	if err := o.validateRun(); err != nil {
+		return fs.explain(err)
+	}
+	return fs.explain(o.requireStorage())
 }
 
 // checkCommand resolves the command and refuses, before it can ever run,

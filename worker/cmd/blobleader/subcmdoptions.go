@@ -37,7 +37,7 @@ func (r *readOptions) validate() error {
 	if r.timeout <= 0 {
 		return usagef("invalid %s %s: must be > 0", flagRef("timeout"), r.timeout)
 	}
-	return nil
+	return r.storage.requireStorage()
 }
 
 // onStorage calls do with a client for the storage flags and a context

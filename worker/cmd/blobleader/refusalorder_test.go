@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Each flag's own value rules are judged before the requirement that
+// storage be configured: with no storage set, a broken flag is refused
+// under its own name, not as "no storage"; and "no storage" is still
+// reported when every value is fine.
+func TestFlags_AFlagsOwnRuleComesBeforeNoStorage(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"worker: shards", []string{"--shards", "2000"}, []string{"invalid --shards 2000"}},
+		{"worker: tick", []string{"--tick", "5ms"}, []string{"invalid --tick 5ms"}},
+		{"worker: log format", []string{"--log-format", "xml"}, []string{`invalid --log-format "xml"`}},
+		{"worker: listen", []string{"--listen", "nope"}, []string{`invalid --listen "nope"`}},
+		{"worker: control listen", []string{"--control-listen", "0.0.0.0:1"}, []string{`invalid --control-listen "0.0.0.0:1"`}},
+		{"run: kill grace", []string{"run", "--kill-grace", "5s", "--", "/bin/true"}, []string{"invalid --kill-grace 5s"}},
+		{"locks: max wait", []string{"locks", "--max-wait", "99s"}, []string{"invalid --max-wait 1m39s"}},
+		{"locks: listen off loopback", []string{"locks", "--listen", ":3500"}, []string{`invalid --listen ":3500"`, "bearer token"}},
+		{"ledger: timeout", []string{"ledger", "--timeout", "0s"}, []string{"invalid --timeout 0s"}},
+		{"worker: every value fine", nil, []string{"no storage"}},
+		{"run: every value fine", []string{"run", "--", "/bin/true"}, []string{"no storage"}},
+		{"locks: every value fine", []string{"locks"}, []string{"no storage"}},
+		{"ledger: every value fine", []string{"ledger"}, []string{"no storage"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runBinary(t, []string{"AZURE_STORAGE_CONNECTION_STRING="}, tc.args...)
+			requireOneLineUsage(t, code, stdout, stderr, tc.want...)
+			if !strings.Contains(strings.Join(tc.want, " "), "no storage") && strings.Contains(stderr, "no storage") {
+				t.Fatalf("refused as no storage, not by the flag's own rule:\n%s", stderr)
+			}
+		})
+	}
+}
