@@ -23,6 +23,8 @@ type usageError struct {
 	args   []any
 	// fromEnv maps a flag to the env var its value came from; nil: none.
 	fromEnv map[string]string
+	// explained: a command's explain has named its flags (once is enough).
+	explained bool
 }
 
 func usagef(format string, args ...any) error { return &usageError{format: format, args: args} }
@@ -325,12 +327,24 @@ func editDistance(a, b string) int {
 // "invalid BLOBLEADER_LEASE_DURATION (--lease-duration) 10s"; and say
 // where the values of the flags it names that a profile set came from:
 // "(--profile fast set --renew-deadline 1.5s)".
+//
+// It is the one way a command names its flags, in the refusals of parsing
+// and in those built after it (a --history file that cannot be opened, a
+// --listen port taken, recover-term's --floor against the stored term):
+// each command passes every error it returns through the explain of the
+// flag set it parsed (options.parsed, readOptions.parsed,
+// locksOptions.parsed). A nil c (no flag set) and an error already
+// explained are returned as they are.
 func (c *cmdFlags) explain(err error) error {
 	var ue *usageError
-	if !errors.As(err, &ue) || len(c.fromEnv)+len(c.fromProfile) == 0 {
+	if c == nil || !errors.As(err, &ue) || ue.explained || len(c.fromEnv)+len(c.fromProfile) == 0 {
+		return err
+	}
+	if ue != err { // wrapped: keep the wrapper's text rather than lose it
 		return err
 	}
 	named := *ue
+	named.explained = true
 	named.fromEnv = c.fromEnv
 	note, args := c.profileNote(ue.Error())
 	named.format += note

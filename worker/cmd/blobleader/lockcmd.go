@@ -52,7 +52,7 @@ func runLock(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return superviseRun(o.run, stderr)
+	return o.run.parsed.explain(superviseRun(o.run, stderr))
 }
 
 // lockOptions are `blobleader lock`'s: run's, minus --blob and --once,

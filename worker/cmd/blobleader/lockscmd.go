@@ -41,7 +41,8 @@ type locksOptions struct {
 	idleTimeout    time.Duration
 	maxConnections int
 	logFormat      string
-	token          string // from tokenEnv or --token-file; never logged
+	token          string    // from tokenEnv or --token-file; never logged
+	parsed         *cmdFlags // the flag set parsed: names start-up's refusals (cmdFlags.explain)
 }
 
 const locksSummary = `blobleader locks — serve named resource locks with Dapr's distributed lock API, over
@@ -84,6 +85,7 @@ func parseLocksOptions(args []string, out io.Writer) (*locksOptions, error) {
 	if err := o.validate(); err != nil {
 		return nil, fs.explain(err)
 	}
+	o.parsed = fs
 	return o, nil
 }
 
@@ -191,6 +193,11 @@ func runLocks(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return o.parsed.explain(o.serve(stderr))
+}
+
+// serve serves the lock API until SIGTERM or SIGINT.
+func (o *locksOptions) serve(stderr io.Writer) error {
 	logs := boundedlog.New(newLogger(o.logFormat, stderr).Handler(), boundedlog.Options{})
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), exitFlush)

@@ -110,12 +110,12 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	}
 	n, err := openNode(&o.options, o.electionConfig(), stderr, o.buildMode)
 	if err != nil {
-		return err
+		return o.parsed.explain(err)
 	}
 	defer n.close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return n.run(ctx)
+	return o.parsed.explain(n.run(ctx))
 }
 
 // buildMode is the worker's mode on n: the reference task on the ledger,

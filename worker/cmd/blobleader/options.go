@@ -55,6 +55,10 @@ type options struct {
 	logFormat       string          // --log-format
 	controlListen   string          // --control-listen (control.go); "" off
 	build           buildOptions    // what only some builds have (buildoptions.go)
+	// parsed is the flag set the options came from: a refusal built after
+	// parsing (start-up) passes through its explain, naming each flag
+	// under the name its value came from (cmdFlags.explain).
+	parsed *cmdFlags
 	// openLock opens the lock on --blob when it is not plain bloblock.New:
 	// `blobleader lock` sets its resource's named lock (mutex.BlobLease,
 	// whose record names the resource). nil: bloblock.New.
@@ -107,6 +111,7 @@ func parseOptions(args []string, out io.Writer) (*workerOptions, error) {
 	if err := o.finish(fs); err != nil {
 		return nil, fs.explain(err)
 	}
+	o.parsed = fs
 	return o, nil
 }
 

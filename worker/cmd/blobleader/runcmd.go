@@ -43,7 +43,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return superviseRun(o, stderr)
+	return o.parsed.explain(superviseRun(o, stderr))
 }
 
 // superviseRun contends and supervises o's command (`blobleader run`, and

@@ -98,6 +98,7 @@ func (o *runOptions) parseArgs(fs *cmdFlags, args []string, usage string) error 
 // check checks the command — present and executable, before we contend —
 // then the shared rules, then run's own.
 func (o *runOptions) check(fs *cmdFlags) error {
+	o.parsed = fs
 	if err := o.checkCommand(); err != nil {
 		return err
 	}

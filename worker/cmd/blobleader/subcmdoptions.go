@@ -23,6 +23,7 @@ import (
 type readOptions struct {
 	storage storageOptions
 	timeout time.Duration // --timeout: the whole command's budget
+	parsed  *cmdFlags     // the flag set parsed: names the refusals built on storage (cmdFlags.explain)
 }
 
 func (r *readOptions) register(fs *flag.FlagSet) {
@@ -45,11 +46,11 @@ func (r *readOptions) validate() error {
 func (r *readOptions) onStorage(do func(context.Context, *container.Client) error) error {
 	c, err := newContainerClient(r.storage, nil, r.timeout, nil)
 	if err != nil {
-		return err
+		return r.parsed.explain(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	return do(ctx, c)
+	return r.parsed.explain(do(ctx, c))
 }
 
 // parseRead parses args into fs, on which r and the command's own flags are
@@ -59,6 +60,7 @@ func parseRead(fs *cmdFlags, r *readOptions, args []string, check func() error) 
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	r.parsed = fs
 	if check != nil {
 		if err := check(); err != nil {
 			return fs.explain(err)
