@@ -41,3 +41,30 @@ func TestFlags_AFlagsOwnRuleComesBeforeNoStorage(t *testing.T) {
 		})
 	}
 }
+
+// blobleader status --url must be an absolute http(s) URL with a host,
+// judged at parse time: exit 2 naming --url (or its twin), never exit 1
+// from the request ("unsupported protocol scheme").
+func TestFlags_StatusURLMustBeAnAbsoluteHTTPURL(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"empty", nil, []string{"status", "--url", ""}, []string{`invalid --url ""`, "http://"}},
+		{"no scheme", nil, []string{"status", "--url", "127.0.0.1:8080"}, []string{`invalid --url "127.0.0.1:8080"`}},
+		{"another scheme", nil, []string{"status", "--url", "ftp://host:21"}, []string{`invalid --url "ftp://host:21"`}},
+		{"no host", nil, []string{"status", "--url", "http://"}, []string{`invalid --url "http://"`}},
+		{"relative", nil, []string{"status", "--url", "/status"}, []string{`invalid --url "/status"`}},
+		{"from the env twin", []string{"BLOBLEADER_URL="}, []string{"status"}, []string{`invalid BLOBLEADER_URL (--url) ""`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runBinary(t, tc.env, tc.args...)
+			requireOneLineUsage(t, code, stdout, stderr, tc.want...)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -225,6 +226,9 @@ func parseStatusOptions(args []string, out io.Writer) (*statusOptions, error) {
 	}
 	if _, err := http.NewRequest(http.MethodGet, o.url+"/status", nil); err != nil {
 		return nil, fs.explain(usagef("invalid %s %q: %v", flagRef("url"), o.url, err))
+	}
+	if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fs.explain(usagef("invalid %s %q: must be an absolute http:// or https:// URL with a host, e.g. http://127.0.0.1:8080", flagRef("url"), o.url))
 	}
 	return o, nil
 }
