@@ -123,6 +123,12 @@ func parseLockOptions(args []string, out io.Writer) (*lockOptions, error) {
 func (o *lockOptions) flags(out io.Writer) *cmdFlags {
 	fs := o.run.flags("blobleader lock", out, lockSummary)
 	fs.refuse("the lock blob derives from RESOURCE and the command runs once", "blob", "once")
+	// A one-shot lock listens only when --listen or its twin asks
+	// (parseLockOptions): no default address to show. The value stays
+	// run's, which the shared rules check, until then.
+	listen := fs.Lookup("listen")
+	listen.DefValue = ""
+	listen.Usage += "; none unless given (a one-shot lock opens no listener unless asked)"
 	fs.StringVar(&o.prefix, "prefix", mutex.DefaultPrefix, "lock blob prefix: RESOURCE's lock is the blob <prefix>/<sha-256 of RESOURCE>")
 	fs.DurationVar(&o.wait, "wait", 0, "give up if not holding the lock within this long; ≥ 0 (absent: wait for ever)")
 	fs.BoolVar(&o.noWait, "no-wait", false, "give up when the first attempt finds the lock held or storage failing")

@@ -68,3 +68,24 @@ func TestFlags_StatusURLMustBeAnAbsoluteHTTPURL(t *testing.T) {
 		})
 	}
 }
+
+// blobleader lock opens no listener unless --listen or BLOBLEADER_LISTEN
+// asks for one, so its --help shows no default address for --listen.
+func TestLock_HelpShowsNoDefaultListen(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runBinary(t, nil, "lock", "--help")
+	if code != 0 {
+		t.Fatalf("lock --help: exit %d\n%s", code, stderr)
+	}
+	_, block, found := strings.Cut(stdout, "  --listen\n")
+	if !found {
+		t.Fatalf("lock --help does not list --listen:\n%s", stdout)
+	}
+	block, _, _ = strings.Cut(block, "\n  --")
+	if strings.Contains(block, "(default") {
+		t.Fatalf("lock --help gives --listen a default, though lock listens only when asked:\n  --listen\n%s", block)
+	}
+	if !strings.Contains(block, "BLOBLEADER_LISTEN") {
+		t.Fatalf("lock --help's --listen does not name its twin:\n%s", block)
+	}
+}
