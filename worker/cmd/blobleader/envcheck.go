@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // A BLOBLEADER_* variable that no command reads is most likely a typo of
@@ -94,8 +95,14 @@ func knownEnv() []string {
 	return slices.Compact(known)
 }
 
+// unknownEnvLogged says whether this run of a command has given its log
+// the unknown variables (logUnknownEnv): a refusal after that does not
+// tell them again on stderr (main.go's run resets it).
+var unknownEnvLogged atomic.Bool
+
 // logUnknownEnv writes the WARN line of each unknown variable to log.
 func logUnknownEnv(log *slog.Logger) {
+	unknownEnvLogged.Store(true)
 	for _, v := range unknownEnv() {
 		log.Warn("environment variable not read by any blobleader command: ignored", "event", "unknown_env", "name", v.name, "did_you_mean", v.nearest)
 	}

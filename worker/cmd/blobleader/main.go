@@ -69,7 +69,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !cmd.logged {
 		printUnknownEnv(stderr)
 	}
-	return exitCode(cmd.run(rest, stdout, stderr), stderr)
+	unknownEnvLogged.Store(false)
+	err := cmd.run(rest, stdout, stderr)
+	// A command with a log tells the unknown variables there once it is
+	// open; refused before that (exit 2), it tells them on stderr before
+	// the refusal: a misspelt twin is often the refusal's reason.
+	if cmd.logged && refusal(err) && !unknownEnvLogged.Load() {
+		printUnknownEnv(stderr)
+	}
+	return exitCode(err, stderr)
+}
+
+// refusal says whether err is an invalid configuration: exit 2 (exitCode).
+func refusal(err error) bool {
+	var ue *usageError
+	var ee *exitStatusError
+	return !errors.As(err, &ee) && errors.As(err, &ue)
 }
 
 // exitCode is the exit code of err, which it prints: 0 clean stop (or

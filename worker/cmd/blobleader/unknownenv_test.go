@@ -36,3 +36,34 @@ func TestEnv_UnknownVariableIsWarnedWithTheNearestKnownOne(t *testing.T) {
 		t.Fatalf("status: exit %d, stdout %q, stderr:\n%s\nwant a warning naming both and exit 1 (nothing answers)", code, stdout, stderr)
 	}
 }
+
+// A refused configuration (exit 2) still tells an unknown BLOBLEADER_*
+// variable, which is often the reason for the refusal (a misspelt twin
+// left the default in force): the commands that write a log refuse before
+// it is open, so they print the stderr warning line before the one-line
+// refusal; and a refusal after the log told it does not tell it twice.
+func TestEnv_UnknownVariableIsToldWhenTheConfigurationIsRefused(t *testing.T) {
+	t.Parallel()
+	conn := "--connection-string=" + goodConn
+	warning := "blobleader: warning: BLOBLEADER_LEASE_DURATON is not read by any blobleader command: ignored (did you mean BLOBLEADER_LEASE_DURATION?)"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		refusal string
+	}{
+		{"worker", []string{conn, "--tick", "5ms"}, "invalid --tick 5ms"},
+		{"run", []string{"run", conn, "--kill-grace", "5s", "--", "true"}, "invalid --kill-grace 5s"},
+		{"lock", []string{"lock", "r", conn, "--wait", "-1s", "--", "true"}, "invalid --wait -1s"},
+		{"locks", []string{"locks", conn, "--max-wait", "99s"}, "invalid --max-wait 1m39s"},
+		{"ledger", []string{"ledger", conn, "--timeout", "0s"}, "invalid --timeout 0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runBinary(t, []string{"AZURE_STORAGE_CONNECTION_STRING=", "BLOBLEADER_LEASE_DURATON=20s"}, tc.args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if code != 2 || stdout != "" || len(lines) != 2 || lines[0] != warning || !strings.HasPrefix(lines[1], "blobleader: "+tc.refusal) {
+				t.Fatalf("exit %d, stdout %q, stderr:\n%s\nwant exit 2 and two lines:\n%s\nblobleader: %s…", code, stdout, stderr, warning, tc.refusal)
+			}
+		})
+	}
+}
