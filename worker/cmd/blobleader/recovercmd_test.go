@@ -54,11 +54,8 @@ func TestRecoverTerm_SetsTheTermAboveTheFloorAndNeverLowersIt(t *testing.T) {
 	az := azuritetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b := emptyLeaderBlob(ctx, t, az)
 	typo := "1795400000000x"
-	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &typo, "term": &typo}, nil); err != nil {
-		t.Fatal(err)
-	}
+	b := leaderBlobOf(ctx, t, az, typo, typo)
 	holder, _ := lease.NewBlobClient(b.BlobClient(), nil)
 	if _, err := holder.AcquireLease(ctx, 60, nil); err != nil {
 		t.Fatal(err)
@@ -145,11 +142,8 @@ func TestRecoverTerm_RefusedFloorLeavesTheLeaderItsLease(t *testing.T) {
 	az := azuritetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b := emptyLeaderBlob(ctx, t, az)
 	term, holderName := "1795400000001", "w1"
-	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holderName, "term": &term}, nil); err != nil {
-		t.Fatal(err)
-	}
+	b := leaderBlobOf(ctx, t, az, holderName, term)
 	holder, _ := lease.NewBlobClient(b.BlobClient(), nil)
 	if _, err := holder.AcquireLease(ctx, 60, nil); err != nil {
 		t.Fatal(err)
@@ -188,6 +182,17 @@ func emptyLeaderBlob(ctx context.Context, t *testing.T, az *azuritetest.Server) 
 	}
 	b := c.NewBlockBlobClient("leader")
 	if _, err := b.UploadBuffer(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// leaderBlobOf is emptyLeaderBlob carrying a holder's and a term's
+// metadata, as a worker writes them.
+func leaderBlobOf(ctx context.Context, t *testing.T, az *azuritetest.Server, holder, term string) *blockblob.Client {
+	t.Helper()
+	b := emptyLeaderBlob(ctx, t, az)
+	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holder, "term": &term}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return b

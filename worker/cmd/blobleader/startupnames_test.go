@@ -60,11 +60,8 @@ func TestStartup_RecoverTermFloorFromEnvNamesTheTwin(t *testing.T) {
 	az := azuritetest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b := emptyLeaderBlob(ctx, t, az)
 	term, holder := "10", "h"
-	if _, err := b.SetMetadata(ctx, map[string]*string{"holder": &holder, "term": &term}, nil); err != nil {
-		t.Fatal(err)
-	}
+	leaderBlobOf(ctx, t, az, holder, term)
 	code, stdout, stderr := runBinary(t, []string{"BLOBLEADER_FLOOR=5"}, "recover-term", "--connection-string="+az.ConnectionString())
 	requireOneLineUsage(t, code, stdout, stderr, "invalid BLOBLEADER_FLOOR (--floor) 5: the lock's term is already 10")
 }
