@@ -111,6 +111,12 @@ func exitCode(err error, stderr io.Writer) int {
 // version and platform, and the VCS revision when stamped
 // (worker/internal/buildinfo).
 func runVersion(args []string, stdout io.Writer) error {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
+		fmt.Fprint(stdout, "blobleader version — print the version the build recorded (also: blobleader --version):\n"+
+			"blobleader <module version> <go version> <os>/<arch>, then the VCS revision when the build stamped one.\n\n"+
+			"Usage:\n  blobleader version\n")
+		return nil
+	}
 	if len(args) > 0 {
 		return usagef("unexpected argument %q: blobleader version takes none", args[0])
 	}
