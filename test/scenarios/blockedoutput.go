@@ -40,7 +40,9 @@ func historyOf(t *testing.T, c cluster.Cluster) []checker.Event {
 	return evs
 }
 
-// awaitEvent polls the histories until an event satisfies pred, or timeout.
+// awaitEvent polls the histories until an event satisfies pred, or timeout
+// (a waiting's). A wait the machine starved ends t's attempt inconclusive
+// (waiting.fatal): its caller may judge a missing event a failure.
 func awaitEvent(t *testing.T, c cluster.Cluster, timeout time.Duration, pred func(checker.Event) bool) (checker.Event, bool) {
 	t.Helper()
 	wt := waitOn(c, timeout)
@@ -49,6 +51,9 @@ func awaitEvent(t *testing.T, c cluster.Cluster, timeout time.Duration, pred fun
 			return historyOf(t, c)[i], true
 		}
 		if wt.over() {
+			if wt.starvedOut() {
+				wt.fatal(t, "waited %v for an event in the histories, in vain", wt)
+			}
 			return checker.Event{}, false
 		}
 		hold(t, 25*time.Millisecond) // polling files another process writes

@@ -174,7 +174,7 @@ func waitLedgerAfter(t *testing.T, c cluster.Cluster, after time.Time, n int, ti
 		}
 		last = fmt.Sprintf("%d entries after it (read error %v)", len(newer), err)
 		if wt.over() {
-			t.Fatalf("the ledger took no %d entries within %v: %s", n, timeout, last)
+			wt.fatal(t, "the ledger took no %d entries within %v: %s", n, timeout, last)
 		}
 		hold(t, 200*time.Millisecond)
 	}

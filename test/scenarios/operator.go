@@ -117,7 +117,7 @@ func loud(t *testing.T, c cluster.Cluster, timeout time.Duration) {
 			return
 		}
 		if wt.over() {
-			t.Fatalf("%v after the operator's write, not every worker says it cannot lead:\n  %s", timeout, strings.Join(quiet, "\n  "))
+			wt.fatal(t, "%v after the operator's write, not every worker says it cannot lead:\n  %s", timeout, strings.Join(quiet, "\n  "))
 		}
 		hold(t, 200*time.Millisecond) // polling HTTP: no event to await across processes
 	}

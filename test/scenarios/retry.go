@@ -246,9 +246,10 @@ func stallOf(c cluster.Cluster, from, to time.Time) time.Duration {
 
 // waiting is a scenario's wait for something to happen: the waits only
 // keep a broken run from hanging (the checker judges the bounds), so each
-// lasts its timeout plus the environment's stall since it began (stallOf):
-// on a busy machine a wait runs out only when the system, not the machine,
-// was slow.
+// lasts its timeout plus the environment's stall since it began (stallOf),
+// at most stalltest.MaxStretch × its timeout in all: on a busy machine a
+// wait runs out only when the system, not the machine, was slow, and on a
+// starved one it still runs out, inconclusive (fatal).
 type waiting struct {
 	c       cluster.Cluster
 	start   time.Time
@@ -262,7 +263,24 @@ func waitOn(c cluster.Cluster, timeout time.Duration) waiting {
 // over reports whether the wait has run out.
 func (w waiting) over() bool {
 	now := time.Now()
-	return now.Sub(w.start) > w.timeout+stallOf(w.c, w.start, now)
+	return now.Sub(w.start) > w.timeout+min(stallOf(w.c, w.start, now), w.stretch())
+}
+
+// stretch is the most a stall lengthens the wait: (MaxStretch − 1) × its
+// timeout.
+func (w waiting) stretch() time.Duration { return (stalltest.MaxStretch - 1) * w.timeout }
+
+// starvedOut reports whether a wait that ran out was starved: the machine
+// stalled for its whole stretch.
+func (w waiting) starvedOut() bool { return stallOf(w.c, w.start, time.Now()) >= w.stretch() }
+
+// fatal ends t's attempt for a wait that ran out, saying what it waited
+// for: inconclusive (starved) when the machine stalled for the wait's
+// whole stretch, so only a stall could have kept it from its end; a
+// failure otherwise.
+func (w waiting) fatal(t *testing.T, format string, args ...any) {
+	t.Helper()
+	starved(t, w.c, fmt.Sprintf(format, args...), w.start, time.Now(), w.stretch())
 }
 
 // String says how long it waited, for a wait that ran out.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blobleader/blobleader/test/checker"
+	"github.com/blobleader/blobleader/test/cluster"
 )
 
 // stalledVerdict is a freeze-rule miss the measured stall explains.
@@ -53,7 +54,8 @@ func TestRetryInconclusive_RunsAgainUntilJudged(t *testing.T) {
 
 // The retry policy's failures, run in a child process (a test that must
 // fail cannot fail this one): inconclusive three times fails; a failed
-// verdict is never retried; inconclusive outside a retry fails at once.
+// verdict is never retried; inconclusive outside a retry fails at once; a
+// wait that ran out on a machine that did not stall fails at once.
 func TestRetryInconclusive_FailsWhenItStaysInconclusiveAndNeverRetriesAFailure(t *testing.T) {
 	if mode := os.Getenv("BLOBLEADER_RETRY_HELPER"); mode != "" {
 		retryHelper(t, mode)
@@ -63,6 +65,7 @@ func TestRetryInconclusive_FailsWhenItStaysInconclusiveAndNeverRetriesAFailure(t
 		{"always", "inconclusive 3 times in a row, the last with a measured stall of 200ms"},
 		{"fail", "attempts: 1"},
 		{"unwrapped", "checker: inconclusive"},
+		{"waitfail", "the ledger took no entries within 20ms"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestRetryInconclusive_FailsWhenItStaysInconclusiveAndNeverRetriesAFailure$", "-test.v")
@@ -95,6 +98,13 @@ func retryHelper(t *testing.T, mode string) {
 				judged(t, "verdict", checker.Verdict{Violations: []checker.Violation{{Invariant: checker.InvS1, Message: "two leaders"}}})
 				return
 			}
+		}
+		if mode == "waitfail" {
+			wt := waitOn(struct{ cluster.Cluster }{}, 20*time.Millisecond) // no probes: no stall
+			for !wt.over() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			wt.fatal(t, "the ledger took no entries within %v", wt.timeout)
 		}
 		if mode == "fail" {
 			judged(t, "verdict", checker.Verdict{Violations: []checker.Violation{{Invariant: checker.InvS1, Message: "two leaders"}}})

@@ -124,7 +124,7 @@ func (rc *RunCluster) awaitChild(timeout time.Duration, what string, pred func(c
 			}
 		}
 		if wt.over() {
-			rc.t.Fatalf("waited %v for %s, in vain; child events: %v", wt, what, rc.children())
+			wt.fatal(rc.t, "waited %v for %s, in vain; child events: %v", wt, what, rc.children())
 		}
 		hold(rc.t, 25*time.Millisecond)
 	}
@@ -151,7 +151,7 @@ func (rc *RunCluster) awaitActivity(timeout time.Duration, what string, pred fun
 			}
 		}
 		if wt.over() {
-			rc.t.Fatalf("waited %v for %s, in vain; child events: %v", wt, what, rc.children())
+			wt.fatal(rc.t, "waited %v for %s, in vain; child events: %v", wt, what, rc.children())
 		}
 		hold(rc.t, 25*time.Millisecond)
 	}

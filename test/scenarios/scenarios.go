@@ -128,7 +128,7 @@ func leading(t *testing.T, c cluster.Cluster) cluster.Worker {
 			}
 		}
 		if wt.over() {
-			t.Fatalf("the ledger did not grow by 3 entries under leader %s within %v (read error: %v)", w.Identity(), wt, err)
+			wt.fatal(t, "the ledger did not grow by 3 entries under leader %s within %v (read error: %v)", w.Identity(), wt, err)
 		}
 		hold(t, 100*time.Millisecond)
 	}
@@ -363,7 +363,7 @@ func operatorBreak(t *testing.T, c cluster.Cluster) {
 			break
 		}
 		if wt.over() {
-			t.Fatalf("%s still leads its old term %d %v after the break", old.Identity(), st.Term, p.RenewInterval+p.RequestTimeout()+slack)
+			wt.fatal(t, "%s still leads its old term %d %v after the break", old.Identity(), st.Term, p.RenewInterval+p.RequestTimeout()+slack)
 		}
 		hold(t, 50*time.Millisecond)
 	}

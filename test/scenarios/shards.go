@@ -270,7 +270,7 @@ func waitBalanced(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 		}
 		hold(t, 200*time.Millisecond)
 	}
-	t.Fatalf("the %d shards were not balanced over the running workers within %v; last: %s", n, timeout, last)
+	wt.fatal(t, "the %d shards were not balanced over the running workers within %v; last: %s", n, wt, last)
 	return nil
 }
 
@@ -386,7 +386,7 @@ func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 			break
 		}
 		if wt.over() {
-			t.Fatalf("the others did not own all %d shards within %v of cutting %s off (own %v)", n, takeover(p)+slack, victim.Identity(), owned)
+			wt.fatal(t, "the others did not own all %d shards within %v of cutting %s off (own %v)", n, takeover(p)+slack, victim.Identity(), owned)
 		}
 		hold(t, 200*time.Millisecond)
 	}
@@ -497,7 +497,7 @@ func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 			break
 		}
 		if wt.over() {
-			t.Fatalf("the leader's assignment did not name a standby for every shard within %v", timeout)
+			wt.fatal(t, "the leader's assignment did not name a standby for every shard within %v", timeout)
 		}
 		hold(t, 200*time.Millisecond)
 	}

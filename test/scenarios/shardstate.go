@@ -97,7 +97,7 @@ func shardsAssignmentCorrupted(t *testing.T, c cluster.Cluster, n int) {
 			break
 		}
 		if wt.over() {
-			t.Fatalf("the summary was not readable again within %v of the corruption (last: %v, %v)", sumBound, sum, err)
+			wt.fatal(t, "the summary was not readable again within %v of the corruption (last: %v, %v)", sumBound, sum, err)
 		}
 		hold(t, 200*time.Millisecond)
 	}
@@ -145,7 +145,7 @@ func waitAssignment(t *testing.T, c cluster.Cluster, timeout time.Duration) {
 		}
 		last = fmt.Sprintf("%q (%v)", body, err)
 		if wt.over() {
-			t.Fatalf("the assignment was not written again within %v; last read: %s", timeout, last)
+			wt.fatal(t, "the assignment was not written again within %v; last read: %s", timeout, last)
 		}
 		hold(t, 100*time.Millisecond)
 	}
