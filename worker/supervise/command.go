@@ -20,9 +20,11 @@ var (
 	ErrNotFound = errors.New("supervise: " + notFound)
 	// ErrNotExecutable: the command exists but may not be executed.
 	ErrNotExecutable = errors.New("supervise: " + notExecutable)
-	// ErrSurvived: a member of the group was still there KillTimeout after
-	// SIGKILL (uninterruptible sleep, or a process outside our reach holds
-	// the group).
+	// ErrSurvived: a member of the group was still there, in a state
+	// SIGKILL ends (uninterruptible sleep: D), KillTimeout after SIGKILL;
+	// or the group was not proven gone DyingTimeout after that (members
+	// the kill had taken that the machine did not run, or the group's own
+	// shim or guard). The error names what was left.
 	ErrSurvived = errors.New("supervise: process group survived SIGKILL")
 	// ErrOutOfReach: a member of the group may not be signalled by the
 	// supervisor (EPERM: it changed its user, e.g. sudo or a setuid
@@ -65,10 +67,20 @@ func commandError(class error, detail string, args ...any) *CommandError {
 }
 
 // KillTimeout bounds how long Stop waits, after SIGKILL, for the last member
-// of the group to be reaped. SIGKILL takes effect as soon as the kernel
-// schedules the process; a second is generous on a loaded machine and is the
-// budget `blobleader run` reserves for it in its safety margin.
+// of the group to be reaped on a machine that runs what is due: the budget
+// `blobleader run` reserves for it in its safety margin. A member still
+// there then in a state SIGKILL should have ended (D: uninterruptible)
+// survived it.
 const KillTimeout = time.Second
+
+// DyingTimeout is how much longer than KillTimeout Stop waits when what is
+// left is only waiting for the CPU: members the kill has taken (runnable,
+// SIGKILL pending: they run no more of their own code) and the group's own
+// end (its shim's report and exit, its guard's). On a starved machine that
+// takes longer than KillTimeout; it is not a survival (a CI run under load:
+// a group gone 1.86 s after SIGKILL, its guard late). A bound all the same:
+// beyond it Stop gives up with ErrSurvived.
+const DyingTimeout = 5 * time.Second
 
 // Resolve finds the command the way a shell would (a name without a slash is
 // looked up in $PATH) and checks that it is an executable file. The error

@@ -17,9 +17,11 @@
 // subreaper) is no member; the supervisor reaps it. Group.Stop ends the whole group: SIGTERM or
 // SIGINT (and SIGCONT, so a stopped member can act on it) to every member, a
 // grace period, then SIGKILL (cgroup.kill first); it returns within grace +
-// KillTimeout: nil once every member is dead and reaped, ErrOutOfReach when
-// a member may not be signalled (it changed its user), ErrSurvived when one
-// outlived SIGKILL.
+// KillTimeout, or up to DyingTimeout later while what is left only waits
+// for the CPU (members the kill has taken, the group's shim and guard): nil
+// once every member is dead and reaped, ErrOutOfReach when a member may not
+// be signalled (it changed its user), ErrSurvived when one outlived
+// SIGKILL or the group was not gone in time.
 //
 // # Guarantees (Linux)
 //
@@ -77,8 +79,9 @@
 //   - Supervisor, guard and shim stopped together (not by name: each by
 //     pid, or by their command lines) hold no deadline until continued.
 //   - A process in uninterruptible sleep does not die on SIGKILL until the
-//     kernel lets it; Stop then returns ErrSurvived after KillTimeout and the
-//     caller must not act as if it were gone.
+//     kernel lets it; Stop then returns ErrSurvived soon after KillTimeout
+//     (the member in D at two looks 100 ms apart) and the caller must not
+//     act as if it were gone.
 //
 // docs/failover.md ("Commands") states the bounds and the escapes that
 // remain. Elsewhere than Linux, Start returns ErrUnsupported.

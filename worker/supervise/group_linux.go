@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -596,12 +597,14 @@ func (g *Group) CheckReach() error {
 // sent the supervisor) and SIGCONT, and waits up to grace; then (or at once,
 // with grace ≤ 0) it kills the lineage — the shim is told to kill it too —
 // in rounds (kill_linux.go) until it is proven gone, for up to
-// KillTimeout. A stopped shim is continued first, and SIGKILLed if it stays
-// stopped: it would reap nothing, and the lineage then comes to us. It
-// always returns within grace + KillTimeout (plus a round): nil once every
-// member is reaped, ErrOutOfReach when a member could not be signalled and
-// is still there, or ErrSurvived when a member is still there after
-// SIGKILL.
+// KillTimeout, and then for as long as what is left is only waiting for
+// the CPU (survivors), up to DyingTimeout more. A stopped shim is continued
+// first, and SIGKILLed if it stays stopped: it would reap nothing, and the
+// lineage then comes to us. It always returns within grace + KillTimeout +
+// DyingTimeout (plus a round): nil once every member is reaped,
+// ErrOutOfReach when a member could not be signalled and is still there,
+// or ErrSurvived, naming what was left, when a member stayed in a state
+// SIGKILL should have ended or the group was not gone in time.
 func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
 	g.signalShim(syscall.SIGCONT)
 	if grace > 0 {
@@ -618,7 +621,7 @@ func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
 	}
 	g.ctl.send(control{verb: ctlKill})
 	var killErr error
-	gone := killUntilGone(func() bool {
+	round := func() bool {
 		select {
 		case <-g.done:
 			return true
@@ -631,14 +634,97 @@ func (g *Group) Stop(polite syscall.Signal, grace time.Duration) error {
 			g.signalShim(syscall.SIGKILL)
 		}
 		return false
-	}, time.Now().Add(KillTimeout), nil)
-	switch {
-	case gone:
-		return nil
-	case killErr != nil:
-		return killErr
 	}
-	return fmt.Errorf("%w: group %d, %s after SIGKILL", ErrSurvived, g.pid, KillTimeout)
+	began := time.Now()
+	until := began.Add(KillTimeout)
+	var stuck map[procID]proc
+	for {
+		if killUntilGone(round, until, nil) {
+			return nil
+		}
+		if killErr != nil {
+			return killErr
+		}
+		left := g.survivors(stuck)
+		if len(left.stuck) > 0 || time.Since(began) >= KillTimeout+DyingTimeout {
+			return fmt.Errorf("%w: group %d, %v after SIGKILL: %s", ErrSurvived, g.pid, time.Since(began).Round(time.Millisecond), left)
+		}
+		stuck, until = left.notRunnable, time.Now().Add(stuckAfter)
+	}
+}
+
+// stuckAfter is how long a member must stay in a state SIGKILL ends, once
+// KillTimeout has passed, to count as having survived it: a process may be
+// seen in one for an instant (asleep as the kill is sent, a member forked
+// since the last round).
+const stuckAfter = 100 * time.Millisecond
+
+// procID names one process for ever: a pid and its start time.
+type procID struct {
+	pid   int
+	start uint64
+}
+
+// leftOver is what Stop found of a group not yet gone past KillTimeout.
+type leftOver struct {
+	dying       []proc          // runnable: taken by the kill, waiting for the CPU to die
+	notRunnable map[procID]proc // alive in a state SIGKILL ends (asleep, stopped, D)
+	stuck       []proc          // in notRunnable at the previous look too: survived SIGKILL
+}
+
+// survivors sorts the group's live members (sortLeft).
+func (g *Group) survivors(prev map[procID]proc) leftOver {
+	var ps []proc
+	for _, pid := range g.members() {
+		if p, ok := readProc(pid); ok {
+			ps = append(ps, p)
+		}
+	}
+	return sortLeft(ps, prev)
+}
+
+// sortLeft sorts what is left of a group after SIGKILL: the dead are
+// done; a runnable member is dying; one in any other state now that was
+// in one at the previous look (prev: the same process) is stuck.
+func sortLeft(ps []proc, prev map[procID]proc) leftOver {
+	left := leftOver{notRunnable: map[procID]proc{}}
+	for _, p := range ps {
+		switch {
+		case p.dead():
+		case p.state == 'R':
+			left.dying = append(left.dying, p)
+		default:
+			id := procID{p.pid, p.start}
+			left.notRunnable[id] = p
+			if _, seen := prev[id]; seen {
+				left.stuck = append(left.stuck, p)
+			}
+		}
+	}
+	return left
+}
+
+// String says what was left: the stuck members and their states, else the
+// dying ones, else that every member was gone and the group's own end
+// (shim, guard) was not done.
+func (l leftOver) String() string {
+	list := func(ps []proc, what string) string {
+		var b strings.Builder
+		for i, p := range ps {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d (state %c)", p.pid, p.state)
+		}
+		return fmt.Sprintf("member(s) %s %s", b.String(), what)
+	}
+	switch {
+	case len(l.stuck) > 0:
+		return list(l.stuck, "still there in a state SIGKILL ends (D: uninterruptible sleep)")
+	case len(l.dying) > 0:
+		return list(l.dying, "killed but not yet run to their end (runnable): the machine gave them no CPU")
+	}
+	return "no member left; the group's own end (its shim's report and exit, its guard's) was not done"
 }
 
 func signalName(sig syscall.Signal) string {

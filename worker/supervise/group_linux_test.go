@@ -433,6 +433,36 @@ func TestStop_IsNotTakenForAKillByTheGuard(t *testing.T) {
 	}
 }
 
+// A group whose members are all gone has not survived SIGKILL because the
+// supervisor's own end of it is slow: here its guard, stopped as the group
+// ends, exits on "done" only once continued, KillTimeout + 500 ms after
+// Stop began — as a starved machine runs a guard late (a CI run under load:
+// "survived SIGKILL … took 1.858s", nothing of the group left). Stop waits
+// for it and returns nil.
+func TestStop_AGuardSlowToEndIsNotASurvivingMember(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
+	spec.Guard, spec.KillAt = spec.Path, time.Now().Add(time.Hour)
+	g := startT(t, spec)
+	pids := pidsIn(t, pidfile, 1)
+	guard := g.currentGuard().cmd.Process.Pid
+	if err := syscall.Kill(guard, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := time.AfterFunc(KillTimeout+500*time.Millisecond, func() { _ = syscall.Kill(guard, syscall.SIGCONT) })
+	defer cont.Stop()
+	defer func() { _ = syscall.Kill(guard, syscall.SIGCONT) }()
+	began := time.Now()
+	if err := g.Stop(syscall.SIGKILL, 0); err != nil {
+		t.Fatalf("Stop: %v (after %v); want nil: every member was gone, only the guard was late", err, time.Since(began).Round(time.Millisecond))
+	}
+	for _, p := range pids {
+		if exists(p) {
+			t.Fatalf("pid %d of the group still exists after Stop returned", p)
+		}
+	}
+}
+
 // A guard that dies as its group ends — the supervisor learns of both at
 // once, as when it is thawed after a freeze — is reported all the same
 // (GuardLost), whichever of the two it sees first. The group's end looked

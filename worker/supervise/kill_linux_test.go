@@ -279,3 +279,32 @@ func TestStop_ACgroupTheCommandNestedGoesWithTheGroup(t *testing.T) {
 		}
 	})
 }
+
+// What Stop finds of a group past KillTimeout: a runnable member is dying
+// (the kill has it; it waits for the CPU), the dead are done, and only a
+// member seen in a state SIGKILL ends at two looks in a row — the same
+// process, not a new one under its pid — survived it.
+func TestSortLeft_OnlyAMemberStuckAtTwoLooksSurvived(t *testing.T) {
+	d := proc{pid: 10, state: 'D', start: 1}
+	s := proc{pid: 11, state: 'S', start: 1}
+	r := proc{pid: 12, state: 'R', start: 1}
+	z := proc{pid: 13, state: 'Z', start: 1}
+	first := sortLeft([]proc{d, s, r, z}, nil)
+	if len(first.stuck) != 0 || len(first.dying) != 1 || len(first.notRunnable) != 2 {
+		t.Fatalf("first look: %+v; want none stuck, 12 dying, 10 and 11 not runnable", first)
+	}
+	reborn := proc{pid: 11, state: 'S', start: 2} // pid 11 reused by another process
+	second := sortLeft([]proc{d, reborn, r}, first.notRunnable)
+	if len(second.stuck) != 1 || second.stuck[0] != d {
+		t.Fatalf("second look: stuck %v; want only 10 (D at both looks)", second.stuck)
+	}
+	if got := second.String(); !strings.Contains(got, "10 (state D)") || strings.Contains(got, "12") {
+		t.Errorf("%q: want it to name 10 and its state, not the dying 12", got)
+	}
+	if got := sortLeft([]proc{r}, nil).String(); !strings.Contains(got, "12 (state R)") || !strings.Contains(got, "no CPU") {
+		t.Errorf("%q: want it to name the dying 12 as waiting for the CPU", got)
+	}
+	if got := sortLeft(nil, nil).String(); !strings.Contains(got, "no member left") {
+		t.Errorf("%q: want it to say no member was left", got)
+	}
+}

@@ -200,8 +200,10 @@ func (o *runOptions) electionConfig() election.Config {
 	// acts after the deadline, as for the worker's task
 	// (StopAfterDeadline 0). Without, no horizon is published.
 	// The elector waits for its task up to ShutdownGrace before it
-	// releases. A shutdown is done before the elector hears of it
-	// (supervisor.onSignals), so this is only a backstop.
-	c.ShutdownGrace = max(o.shutdownGrace, o.killGrace) + supervise.KillTimeout + time.Second
+	// releases: longer than the group's Stop can take (the grace, then
+	// KillTimeout and DyingTimeout), so a release never comes while Stop
+	// still waits for the group. A shutdown is done before the elector
+	// hears of it (supervisor.onSignals), so this is only a backstop.
+	c.ShutdownGrace = max(o.shutdownGrace, o.killGrace) + supervise.KillTimeout + supervise.DyingTimeout + time.Second
 	return c
 }

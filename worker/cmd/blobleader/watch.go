@@ -179,7 +179,8 @@ func (s *supervisor) stopAt(term int64) time.Time {
 // stop ends the group for cause: SIGTERM (or the operator's signal on a
 // shutdown) and SIGCONT, a grace, then SIGKILL; it returns once the group is
 // reaped, or with ErrSurvived / ErrOutOfReach (never later than the grace
-// plus supervise.KillTimeout).
+// plus supervise.KillTimeout, plus supervise.DyingTimeout while what is
+// left only waits for the CPU).
 func (s *supervisor) stop(g *supervise.Group, term int64, cause string) error {
 	sig, want := syscall.SIGTERM, s.o.killGrace
 	if cause == history.CauseShutdown {
