@@ -130,13 +130,31 @@ func runHelper(role string) {
 	case "deadline-supervisor":
 		// A supervisor of its own whose guard holds a deadline of
 		// HELPER_DEADLINE, extended every 100 ms for HELPER_EXTEND, then
-		// never again; its command ignores SIGTERM.
-		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+os.Getenv("HELPER_PIDFILE"))
+		// never again; its command ignores SIGTERM. The deadline is armed
+		// only once the command runs (its pid is in HELPER_PIDFILE), and
+		// HELPER_ARMED is created then: a start slower than the deadline
+		// (a busy machine; the fault HELPER_SLOW_START, a sleep between
+		// choosing the start's deadline and starting) cannot spend it
+		// before the first extension.
+		pidfile := os.Getenv("HELPER_PIDFILE")
+		spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
 		spec.Guard = spec.Path
 		deadline, _ := time.ParseDuration(os.Getenv("HELPER_DEADLINE"))
-		spec.KillAt = time.Now().Add(deadline)
+		spec.KillAt = time.Now().Add(time.Minute) // held while starting
+		if slow, _ := time.ParseDuration(os.Getenv("HELPER_SLOW_START")); slow > 0 {
+			time.Sleep(slow)
+		}
 		g, err := Start(spec)
 		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if len(waitLines(pidfile, 1, time.Minute)) == 0 {
+			fmt.Fprintln(os.Stderr, "deadline-supervisor: the command never wrote its pid")
+			os.Exit(1)
+		}
+		g.Extend(time.Now().Add(deadline))
+		if err := os.WriteFile(os.Getenv("HELPER_ARMED"), nil, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

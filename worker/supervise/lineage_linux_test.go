@@ -68,9 +68,10 @@ func TestShim_HoldsTheDeadlineWhenTheGuardDiesJustBeforeAFreeze(t *testing.T) {
 		dir := t.TempDir()
 		pidfile := filepath.Join(dir, "pids")
 		const deadline = 500 * time.Millisecond
-		spec := helperSpec("deadline-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_DEADLINE="+deadline.String(), "HELPER_EXTEND=20s")
+		spec, armed := deadlineSupervisor(dir, pidfile, deadline, 0)
 		sup := startT(t, spec)
 		cmd := pidsIn(t, pidfile, 1)[0]
+		awaitArmed(t, armed)
 		var guard int
 		waitFor(t, "the supervisor's guard", 10*time.Second, func() (bool, string) {
 			for _, p := range readProcesses() {

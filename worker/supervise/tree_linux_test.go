@@ -61,53 +61,88 @@ func TestStop_KillsJobsThatLeftTheProcessGroup(t *testing.T) {
 // The guard holds the leadership's deadline: extended, it waits; once the
 // supervisor stops extending it (frozen here with SIGSTOP), it kills the
 // command itself within the deadline, while the supervisor is still frozen.
+// "slow start" is the fault of a busy machine: a start that takes longer
+// than the deadline must not spend it before the first extension.
 func TestGuard_KillsTheGroupWhenTheSupervisorMissesItsDeadline(t *testing.T) {
-	stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
-		dir := t.TempDir()
-		pidfile := filepath.Join(dir, "pids")
-		out, err := os.Create(filepath.Join(dir, "out"))
-		if err != nil {
-			t.Fatal(err)
+	const deadline = 500 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		slowStart time.Duration
+	}{{"prompt start", 0}, {"slow start", 2 * deadline}} {
+		t.Run(tc.name, func(t *testing.T) {
+			stalltest.Run(t, func(t *testing.T, sp *stalltest.Probe) {
+				guardKillsWhenSupervisorFreezes(t, sp, deadline, tc.slowStart)
+			})
+		})
+	}
+}
+
+func guardKillsWhenSupervisorFreezes(t *testing.T, sp *stalltest.Probe, deadline, slowStart time.Duration) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pids")
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, armed := deadlineSupervisor(dir, pidfile, deadline, slowStart)
+	spec.Stdout = out
+	sup := startT(t, spec)
+	cmd := pidsIn(t, pidfile, 1)[0]
+	began := awaitArmed(t, armed)
+	for time.Since(began) < 3*deadline {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !alive(cmd) {
+		// Extended every 100 ms from the moment it was armed, the deadline
+		// lapses only if the supervisor was starved of the rest of it.
+		sp.Starved(t, fmt.Sprintf("command %d died %v after its deadline was armed although it was being extended (deadline %v)", cmd, time.Since(began), deadline),
+			began, time.Now(), deadline-100*time.Millisecond)
+		return
+	}
+	if err := syscall.Kill(sup.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	defer syscall.Kill(sup.Pid(), syscall.SIGCONT)
+	for alive(cmd) {
+		if now := time.Now(); now.After(frozen.Add(deadline + time.Second + sp.StallIn(frozen, now))) {
+			t.Fatalf("command %d still runs %v after its supervisor froze (deadline %v + 1 s, plus the %v the machine stalled)", cmd, time.Since(frozen), deadline, sp.StallIn(frozen, now))
 		}
-		const deadline = 500 * time.Millisecond
-		spec := helperSpec("deadline-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_DEADLINE="+deadline.String(), "HELPER_EXTEND=20s")
-		spec.Stdout = out
-		began := time.Now()
-		sup := startT(t, spec)
-		cmd := pidsIn(t, pidfile, 1)[0]
-		for time.Since(began) < 3*deadline {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !alive(cmd) {
-			// Extended every 100 ms, the deadline lapses only if the
-			// supervisor was starved of the rest of it.
-			sp.Starved(t, fmt.Sprintf("command %d died %v after start although its deadline (%v) was being extended", cmd, time.Since(began), deadline),
-				began, time.Now(), deadline-100*time.Millisecond)
-			return
-		}
-		if err := syscall.Kill(sup.Pid(), syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		frozen := time.Now()
-		defer syscall.Kill(sup.Pid(), syscall.SIGCONT)
-		for alive(cmd) {
-			if now := time.Now(); now.After(frozen.Add(deadline + time.Second + sp.StallIn(frozen, now))) {
-				t.Fatalf("command %d still runs %v after its supervisor froze (deadline %v + 1 s, plus the %v the machine stalled)", cmd, time.Since(frozen), deadline, sp.StallIn(frozen, now))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		sp.Bound(t, "the guard's kill after the supervisor froze (bound deadline + 1 s)", frozen, deadline+time.Second, time.Now())
-		t.Logf("the guard killed the command %v after the supervisor froze (deadline %v, last extension ≤ 100 ms before the freeze)", time.Since(frozen).Round(time.Millisecond), deadline)
-		if stopped, _ := readProc(sup.Pid()); stopped.state != 'T' {
-			t.Fatalf("the supervisor is in state %c, not stopped: the guard was not alone", stopped.state)
-		}
-		_ = syscall.Kill(sup.Pid(), syscall.SIGCONT)
-		await(t, sup.Done(), 10*time.Second, "the thawed supervisor's end")
-		b, _ := os.ReadFile(out.Name())
-		if !strings.Contains(string(b), "GUARD=true") {
-			t.Fatalf("the supervisor does not know its guard killed the group: %q", b)
-		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sp.Bound(t, "the guard's kill after the supervisor froze (bound deadline + 1 s)", frozen, deadline+time.Second, time.Now())
+	t.Logf("the guard killed the command %v after the supervisor froze (deadline %v, last extension ≤ 100 ms before the freeze)", time.Since(frozen).Round(time.Millisecond), deadline)
+	if stopped, _ := readProc(sup.Pid()); stopped.state != 'T' {
+		t.Fatalf("the supervisor is in state %c, not stopped: the guard was not alone", stopped.state)
+	}
+	_ = syscall.Kill(sup.Pid(), syscall.SIGCONT)
+	await(t, sup.Done(), 10*time.Second, "the thawed supervisor's end")
+	b, _ := os.ReadFile(out.Name())
+	if !strings.Contains(string(b), "GUARD=true") {
+		t.Fatalf("the supervisor does not know its guard killed the group: %q", b)
+	}
+}
+
+// deadlineSupervisor is the spec of a "deadline-supervisor" helper (a
+// supervisor of its own extending a deadline for 20 s) whose command
+// writes its pid to pidfile, and the file it creates once the deadline
+// is armed; slowStart > 0 is the fault of a start slower than that.
+func deadlineSupervisor(dir, pidfile string, deadline, slowStart time.Duration) (Spec, string) {
+	armed := filepath.Join(dir, "armed")
+	return helperSpec("deadline-supervisor", "HELPER_PIDFILE="+pidfile, "HELPER_ARMED="+armed,
+		"HELPER_DEADLINE="+deadline.String(), "HELPER_EXTEND=20s", "HELPER_SLOW_START="+slowStart.String()), armed
+}
+
+// awaitArmed waits for a deadline-supervisor to arm its deadline and
+// returns when it saw that (after the arming: the deadline runs from
+// no later than this).
+func awaitArmed(t *testing.T, armed string) time.Time {
+	t.Helper()
+	waitFor(t, "the helper supervisor's deadline armed", 10*time.Second, func() (bool, string) {
+		_, err := os.Stat(armed)
+		return err == nil, fmt.Sprintf("%s not created: %v", armed, err)
 	})
+	return time.Now()
 }
 
 // An unprivileged supervisor whose command makes itself root (a set-user-ID
