@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -685,7 +686,9 @@ func (g *Group) survivors(prev map[procID]proc) leftOver {
 
 // sortLeft sorts what is left of a group after SIGKILL: the dead are
 // done; a runnable member is dying; one in any other state now that was
-// in one at the previous look (prev: the same process) is stuck.
+// in one at the previous look (prev: the same process) is stuck. "Runnable
+// is dying" holds because Stop's rounds SIGKILL every member before each
+// look: a runnable process with SIGKILL pending dies the moment it runs.
 func sortLeft(ps []proc, prev map[procID]proc) leftOver {
 	left := leftOver{notRunnable: map[procID]proc{}}
 	for _, p := range ps {
@@ -705,24 +708,37 @@ func sortLeft(ps []proc, prev map[procID]proc) leftOver {
 }
 
 // String says what was left: the stuck members and their states, else the
-// dying ones, else that every member was gone and the group's own end
-// (shim, guard) was not done.
+// dying ones, else the ones seen in a state SIGKILL ends at one look only
+// (at DyingTimeout), else that every member was gone and the group's own
+// end (shim, guard) was not done.
 func (l leftOver) String() string {
 	list := func(ps []proc, what string) string {
 		var b strings.Builder
+		inD := false
 		for i, p := range ps {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			fmt.Fprintf(&b, "%d (state %c)", p.pid, p.state)
+			inD = inD || p.state == 'D'
+		}
+		if inD {
+			what += " (D: uninterruptible sleep, in the kernel)"
 		}
 		return fmt.Sprintf("member(s) %s %s", b.String(), what)
 	}
 	switch {
 	case len(l.stuck) > 0:
-		return list(l.stuck, "still there in a state SIGKILL ends (D: uninterruptible sleep)")
+		return list(l.stuck, "still there in a state SIGKILL ends")
 	case len(l.dying) > 0:
 		return list(l.dying, "killed but not yet run to their end (runnable): the machine gave them no CPU")
+	case len(l.notRunnable) > 0:
+		ps := make([]proc, 0, len(l.notRunnable))
+		for _, p := range l.notRunnable {
+			ps = append(ps, p)
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].pid < ps[j].pid })
+		return list(ps, "still there, in a state SIGKILL ends, at the last look")
 	}
 	return "no member left; the group's own end (its shim's report and exit, its guard's) was not done"
 }

@@ -307,4 +307,17 @@ func TestSortLeft_OnlyAMemberStuckAtTwoLooksSurvived(t *testing.T) {
 	if got := sortLeft(nil, nil).String(); !strings.Contains(got, "no member left") {
 		t.Errorf("%q: want it to say no member was left", got)
 	}
+	// At DyingTimeout a member may have been seen asleep only at the last
+	// look: it is left, not stuck, and not "no member".
+	if got := sortLeft([]proc{s}, nil).String(); !strings.Contains(got, "11 (state S)") || strings.Contains(got, "no member left") {
+		t.Errorf("%q: want it to name 11, seen asleep at one look", got)
+	}
+	// The hint on D belongs only where a member is in D.
+	sleeper := sortLeft([]proc{s}, map[procID]proc{{11, 1}: s})
+	if got := sleeper.String(); !strings.Contains(got, "11 (state S)") || strings.Contains(got, "uninterruptible") {
+		t.Errorf("%q: want it to name 11 asleep, without the hint on D", got)
+	}
+	if got := second.String(); !strings.Contains(got, "uninterruptible") {
+		t.Errorf("%q: want the hint on D for a member in D", got)
+	}
 }
