@@ -463,6 +463,75 @@ func TestStop_AGuardSlowToEndIsNotASurvivingMember(t *testing.T) {
 	}
 }
 
+// A guard stopped for good (SIGSTOP from an operator or a debugger, never
+// continued) must not hold its group's end: every member is gone, so Stop
+// returns nil and Done closes, the guard is continued and told "done" (it
+// exits 0, no loss to report), and one stopped again and again (a spinning
+// SIGSTOP: it may still slip through to exit 0) is SIGKILLed — nothing is
+// left for it to guard — and that loss is reported. Before, Stop said the group
+// survived SIGKILL ("no member left") after KillTimeout + DyingTimeout,
+// Done never closed, and `blobleader run` exited without releasing.
+func TestStop_AGuardStoppedForGoodDoesNotHoldTheGroupsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		restop bool // stop the guard again whenever it runs
+	}{{"stopped once", false}, {"stopped again and again", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pids")
+			spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
+			spec.Guard, spec.KillAt = spec.Path, time.Now().Add(time.Hour)
+			g := startT(t, spec)
+			pidsIn(t, pidfile, 1)
+			gd := g.currentGuard()
+			guard := gd.cmd.Process.Pid
+			if err := syscall.Kill(guard, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			restopping := make(chan struct{})
+			defer close(restopping)
+			if tc.restop {
+				go func() {
+					for {
+						select {
+						case <-restopping:
+							return
+						case <-gd.exited:
+							return
+						default:
+							_ = gd.cmd.Process.Signal(syscall.SIGSTOP)
+						}
+					}
+				}()
+			}
+			defer func() { _ = gd.cmd.Process.Signal(syscall.SIGKILL) }()
+			began := time.Now()
+			if err := g.Stop(syscall.SIGKILL, 0); err != nil {
+				t.Fatalf("Stop: %v (after %v); want nil: every member was gone, only the guard was stopped", err, time.Since(began).Round(time.Millisecond))
+			}
+			await(t, g.Done(), 10*time.Second, "the group's end (Done)")
+			st := gd.cmd.ProcessState
+			if st == nil {
+				t.Fatalf("guard %d not reaped at Done", guard)
+			}
+			clean := st.Exited() && st.ExitCode() == 0
+			if !clean && (!tc.restop || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL) {
+				t.Fatalf("guard %d ended %v; want exit 0 on done (or, stopped again and again, SIGKILL)", guard, st)
+			}
+			t.Logf("guard %d ended %v, %v after Stop began", guard, st, time.Since(began).Round(time.Millisecond))
+			select {
+			case loss := <-g.GuardLost():
+				if clean {
+					t.Fatalf("a guard that exited 0 on done reported lost: %+v", loss)
+				}
+			default:
+				if !clean {
+					t.Fatalf("guard %d was killed at its group's end, and that was not reported", guard)
+				}
+			}
+		})
+	}
+}
+
 // A guard that dies as its group ends — the supervisor learns of both at
 // once, as when it is thawed after a freeze — is reported all the same
 // (GuardLost), whichever of the two it sees first. The group's end looked
