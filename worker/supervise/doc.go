@@ -42,7 +42,8 @@
 //     give up.
 //   - The shim is watched: ShimStopped and ShimLost tell the supervisor that
 //     it can no longer learn of the command's end from it; Stop continues
-//     a stopped shim, and kills it if it stays stopped.
+//     a stopped shim, and kills it if it stays stopped. A guard stopped at
+//     the group's end is continued, and killed if stopped again.
 //   - With Spec.Guard, a guard process (guard.go) outlives a stuck or dead
 //     supervisor: it SIGKILLs the group when the supervisor dies without
 //     saying the group ended, and, with Spec.Deadline, when the supervisor

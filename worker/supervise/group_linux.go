@@ -601,7 +601,8 @@ func (g *Group) CheckReach() error {
 // KillTimeout, and then for as long as what is left is only waiting for
 // the CPU (survivors), up to DyingTimeout more. A stopped shim is continued
 // first, and SIGKILLed if it stays stopped: it would reap nothing, and the
-// lineage then comes to us. It always returns within grace + KillTimeout +
+// lineage then comes to us. A stopped guard cannot hold the end either
+// (guard.release). It always returns within grace + KillTimeout +
 // DyingTimeout (plus a round): nil once every member is reaped,
 // ErrOutOfReach when a member could not be signalled and is still there,
 // or ErrSurvived, naming what was left, when a member stayed in a state

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -434,33 +435,62 @@ func TestStop_IsNotTakenForAKillByTheGuard(t *testing.T) {
 }
 
 // A group whose members are all gone has not survived SIGKILL because the
-// supervisor's own end of it is slow: here its guard, stopped as the group
-// ends, exits on "done" only once continued, KillTimeout + 500 ms after
-// Stop began — as a starved machine runs a guard late (a CI run under load:
-// "survived SIGKILL … took 1.858s", nothing of the group left). Stop waits
-// for it and returns nil.
+// supervisor's own end of it is slow: here its guard, frozen (cgroup
+// freezer: not stopped, just not run) as the group ends, exits on "done"
+// only once thawed, KillTimeout + 500 ms after Stop began — as a starved
+// machine runs a guard late (a CI run under load: "survived SIGKILL …
+// took 1.858s", nothing of the group left). Stop waits for it and returns
+// nil.
 func TestStop_AGuardSlowToEndIsNotASurvivingMember(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	spec := helperSpec("ignore-term", "HELPER_PIDFILE="+pidfile)
 	spec.Guard, spec.KillAt = spec.Path, time.Now().Add(time.Hour)
 	g := startT(t, spec)
 	pids := pidsIn(t, pidfile, 1)
-	guard := g.currentGuard().cmd.Process.Pid
-	if err := syscall.Kill(guard, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	cont := time.AfterFunc(KillTimeout+500*time.Millisecond, func() { _ = syscall.Kill(guard, syscall.SIGCONT) })
+	thaw := freeze(t, g.currentGuard().cmd.Process.Pid)
+	defer thaw()
+	cont := time.AfterFunc(KillTimeout+500*time.Millisecond, thaw)
 	defer cont.Stop()
-	defer func() { _ = syscall.Kill(guard, syscall.SIGCONT) }()
 	began := time.Now()
 	if err := g.Stop(syscall.SIGKILL, 0); err != nil {
 		t.Fatalf("Stop: %v (after %v); want nil: every member was gone, only the guard was late", err, time.Since(began).Round(time.Millisecond))
+	}
+	if took := time.Since(began); took < KillTimeout {
+		t.Fatalf("Stop returned %v after it began, before the frozen guard was thawed: the test showed nothing", took)
 	}
 	for _, p := range pids {
 		if exists(p) {
 			t.Fatalf("pid %d of the group still exists after Stop returned", p)
 		}
 	}
+}
+
+// freeze moves pid into a cgroup of its own and freezes it there (the
+// cgroup v2 freezer: the process is not stopped, only never run, as on a
+// starved machine). The returned thaw may be called any number of times;
+// the test skips, saying why, where no such cgroup can be made.
+func freeze(t *testing.T, pid int) (thaw func()) {
+	t.Helper()
+	cg, err := newCgroup()
+	if err != nil {
+		t.Skipf("no cgroup to freeze a process in here: %v", err)
+	}
+	t.Cleanup(cg.remove)
+	write := func(file, v string) error {
+		return os.WriteFile(filepath.Join(cg.dir, file), []byte(v), 0)
+	}
+	if err := write("cgroup.procs", strconv.Itoa(pid)); err != nil {
+		t.Fatalf("move %d into %s: %v", pid, cg.dir, err)
+	}
+	if err := write("cgroup.freeze", "1"); err != nil {
+		t.Skipf("no cgroup freezer here (%v)", err)
+	}
+	waitFor(t, "the freeze of "+strconv.Itoa(pid), 10*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(cg.dir, "cgroup.events"))
+		return strings.Contains(string(b), "frozen 1"), fmt.Sprintf("cgroup.events: %q", b)
+	})
+	var once sync.Once
+	return func() { once.Do(func() { _ = write("cgroup.freeze", "0") }) }
 }
 
 // A guard stopped for good (SIGSTOP from an operator or a debugger, never

@@ -66,10 +66,34 @@ func (g *guard) watch(grp *Group, killAt time.Time) {
 }
 
 // release tells the guard the group ended normally and waits for its exit.
+// A stopped guard (SIGSTOP, a debugger) reads nothing and would hold the
+// group's end for ever: the first time it is seen stopped it is continued,
+// and if it is seen stopped again stuckAfter or more after that, it is
+// SIGKILLed — the group is gone, nothing is left for it to guard (its death
+// is then reported as a loss, releaseGuard).
 func (g *guard) release() {
 	g.ctl.send(control{verb: ctlDone})
 	g.ctl.close()
-	<-g.exited
+	var continued time.Time
+	for {
+		select {
+		case <-g.exited:
+			return
+		case <-time.After(killRound):
+		}
+		// Signalled through Process, not by pid: once the guard is reaped
+		// that reaches no other process.
+		if p, ok := readProc(g.cmd.Process.Pid); !ok || !p.stopped() {
+			continue
+		}
+		switch {
+		case continued.IsZero():
+			continued = time.Now()
+			_ = g.cmd.Process.Signal(syscall.SIGCONT)
+		case time.Since(continued) >= stuckAfter:
+			_ = g.cmd.Process.Signal(syscall.SIGKILL)
+		}
+	}
 }
 
 // fired reports whether the guard killed the group (valid once exited).
