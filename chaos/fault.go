@@ -43,6 +43,7 @@ const (
 	KindJobStop          Kind = "job_stop"          // a job-control signal (SIGTSTP, SIGTTIN, SIGTTOU) to a supervisor alone
 	KindEscape           Kind = "escape"            // a supervised command starts jobs in a new session and a new process group
 	KindGuardKill        Kind = "guard_kill"        // a `blobleader run` supervisor's group guard SIGKILLed alone
+	KindGuardStop        Kind = "guard_stop"        // a `blobleader run` supervisor's group guard SIGSTOPped alone
 	KindForeignOrphan    Kind = "foreign_orphan"    // an orphan its pid-1 supervisor never started, in its pid namespace
 	KindShimKill         Kind = "shim_kill"         // a `blobleader run` supervisor's command shim SIGKILLed alone (optionally with a member in a nested cgroup)
 	KindShimStop         Kind = "shim_stop"         // a `blobleader run` supervisor's command shim SIGSTOPped alone

@@ -218,7 +218,8 @@ func (rc *RunCluster) walker(t *testing.T, s checker.ChildEvent) {
 // (blobleader_child_running 0), stop believing in it and step down within
 // the lease + 5 s, so another host runs the command. 2. The next leader's
 // shim is stopped, then its supervisor gets an ordinary SIGTERM: it must
-// still stop its command and release, so the hand-over is at once.
+// still stop its command and release, so the hand-over is at once. 3. The
+// next leader's guard is stopped, then SIGTERM: the same.
 func shimStopped(t *testing.T, rc *RunCluster) []checker.Exception {
 	rc.confine(t, &chaos.NoCgroup{})
 	p := rc.Params()
@@ -290,6 +291,38 @@ func shimStopped(t *testing.T, rc *RunCluster) []checker.Exception {
 	if ok {
 		t.Logf("shim stopped, then SIGTERM: released %v after it, next command %v after the SIGTERM",
 			rel.T.Sub(term).Round(time.Millisecond), next2.T.Sub(term).Round(time.Millisecond))
+	}
+
+	// 3. The guard stopped for good, then SIGTERM: the group's end waits
+	// for the guard's exit, which a stopped guard never makes; it must
+	// still end (the guard continued, or killed) and release at once.
+	// Before, Stop said the group survived SIGKILL after KillTimeout +
+	// DyingTimeout and the supervisor exited without releasing.
+	w3 := rc.worker(t, next2.Identity)
+	gs := &chaos.GuardStop{}
+	inject(t, rc, gs, w3)
+	term3 := time.Now()
+	inject(t, rc, &chaos.Stop{}, w3)
+	rel3, ok3 := awaitEvent(t, rc, p.ShutdownGrace+supervise.KillTimeout+slack, func(e checker.Event) bool {
+		return e.Identity == next2.Identity && e.Event == "released" && e.T.After(term3)
+	})
+	if !ok3 {
+		t.Errorf("%s, its guard stopped, did not release the lease on SIGTERM", next2.Identity)
+	}
+	next3 := rc.nextStart(next2, takeover(p))
+	rc.awaitActivity(10*time.Second, "the next command's first report", func(a checker.Activity) bool {
+		return a.Holder == next3.Identity && a.Term == next3.Term
+	})
+	if ov := commandOverlap(rc, next2, next3); ov > 0 {
+		t.Errorf("%s's command reported for %v after the next command's first report", next2.Identity, ov.Round(time.Millisecond))
+	}
+	if chaos.ProcAlive(gs.Guard) {
+		t.Errorf("%s's guard %d outlived its supervisor's end (stopped: it was never continued nor killed)", next2.Identity, gs.Guard)
+	}
+	remove(t, rc, gs)
+	if ok3 {
+		t.Logf("guard stopped, then SIGTERM: released %v after it, next command %v after the SIGTERM",
+			rel3.T.Sub(term3).Round(time.Millisecond), next3.T.Sub(term3).Round(time.Millisecond))
 	}
 	return nil
 }
