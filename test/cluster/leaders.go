@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/blobleader/blobleader/worker/stalltest"
 )
 
 // LeaderFinder is the Leader, WaitLeader and FindLeader of a Cluster, written
@@ -24,8 +26,11 @@ type LeaderFinder struct {
 	Round     time.Duration // Leader's bound on its one round
 	Poll      time.Duration // WaitLeader's and FindLeader's pause between rounds
 	// Stall is the environment's stall in a window (Local.StallIn), added
-	// to WaitLeader's and FindLeader's timeout: the wait only keeps a
-	// broken run from hanging. Nil: none.
+	// to WaitLeader's and FindLeader's timeout, up to (stalltest.MaxStretch
+	// − 1) × the timeout: the wait only keeps a broken run from hanging,
+	// and a starved machine still ends it (a caller that can retry judges
+	// one the machine stalled for that whole stretch inconclusive). Nil:
+	// none.
 	Stall func(from, to time.Time) time.Duration
 }
 
@@ -96,7 +101,7 @@ func (f LeaderFinder) FindLeader(timeout time.Duration, except ...string) (Worke
 		if f.Stall == nil {
 			return start.Add(timeout)
 		}
-		return start.Add(timeout + f.Stall(start, time.Now()))
+		return start.Add(timeout + min(f.Stall(start, time.Now()), (stalltest.MaxStretch-1)*timeout))
 	}
 	tick := time.NewTicker(f.Poll)
 	defer tick.Stop()

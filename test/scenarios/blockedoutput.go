@@ -144,7 +144,7 @@ func blockedOutputLeader(t *testing.T, c cluster.Cluster) {
 		t.Error(err) // and go on: does it still step down when cut off?
 	}
 	partitionSteppingDown(t, c, old, term, 0)
-	c.WaitLeader(t, takeover(p), old.Identity())
+	waitLeader(t, c, takeover(p), old.Identity())
 }
 
 // Run mode: the same with a supervisor and its command. The overlap of the

@@ -20,7 +20,7 @@ func TestChecker_FailsAStartedWorkerWithoutHistory(t *testing.T) {
 	t.Parallel()
 	c := Local(t, 2)
 	p := c.Params()
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	h, err := c.History(ctxFor(t, time.Minute), 0)
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
 			t.Errorf("the contenders rewrote the operator's term %q to %q: the record must be left for the operator", term, got)
 		}
 		remove(t, c, f) // the operator repairs the typo: the record as it was
-		next := c.WaitLeader(t, takeover(p))
+		next := waitLeader(t, c, takeover(p))
 		if st, err := next.Status(ctxFor(t, 5*time.Second)); err == nil && st.Term <= was.Term {
 			t.Errorf("after the repair %s leads term %d, not above %d: terms went back", next.Identity(), st.Term, was.Term)
 		}
@@ -90,7 +90,7 @@ func operatorWritesBadMetadata(t *testing.T, c cluster.Cluster) {
 	f := &chaos.OperatorMetadata{DropHolder: true}
 	inject(t, c, f, nil)
 	leftTerm(t, old, was.Term, p.RenewInterval+p.RequestTimeout()+slack)
-	next := c.WaitLeader(t, p.RenewInterval+p.RequestTimeout()+2*p.RetryPeriod*11/10+slack)
+	next := waitLeader(t, c, p.RenewInterval+p.RequestTimeout()+2*p.RetryPeriod*11/10+slack)
 	if st, err := next.Status(ctxFor(t, 5*time.Second)); err == nil && st.Term <= was.Term {
 		t.Errorf("after the holder was dropped %s leads term %d, not above %d", next.Identity(), st.Term, was.Term)
 	}
@@ -172,7 +172,7 @@ func lockDeleted(fault func() chaos.Fault) func(t *testing.T, c cluster.Cluster)
 		f := fault()
 		inject(t, c, f, nil)
 		leftTerm(t, old, was.Term, p.RenewInterval+p.RequestTimeout()+slack)
-		next := c.WaitLeader(t, p.RenewInterval+p.RequestTimeout()+p.RetryPeriod*11/10+slack)
+		next := waitLeader(t, c, p.RenewInterval+p.RequestTimeout()+p.RetryPeriod*11/10+slack)
 		st, err := next.Status(observe(t))
 		if err != nil {
 			t.Fatal(err)

@@ -28,13 +28,13 @@ func refusedLeader(t *testing.T, c cluster.Cluster) {
 		Message: "The API version is not supported by this storage."}
 	old, at := hitLeader(t, c, ref)
 	waitNotLeader(t, old, p.RenewDeadline+time.Second)
-	c.WaitLeader(t, takeover(p), old.Identity())
+	waitLeader(t, c, takeover(p), old.Identity())
 	readyNames(t, old, "400 InvalidHeaderValue: The API version is not supported", at.Add(p.LeaseDuration+slack))
 	if rs := ref.Refused(); len(rs) == 0 {
 		t.Fatalf("%s: no request refused: the fault missed", old.Identity())
 	}
 	remove(t, c, ref)
-	c.WaitLeader(t, slack)
+	waitLeader(t, c, slack)
 }
 
 // readyNames waits until w's /readyz is 503 with want in its body, and fails

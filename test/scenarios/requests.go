@@ -60,7 +60,7 @@ func lateRelease(t *testing.T, c cluster.Cluster) {
 	hold(t, 2*p.RetryPeriod*11/10+time.Second)
 	remove(t, c, hang)
 	remove(t, c, late)
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 }
 
 func lostAnswers(t *testing.T, c cluster.Cluster) {
@@ -97,7 +97,7 @@ func lostAnswers(t *testing.T, c cluster.Cluster) {
 		t.Logf("%s: dropped the %s answer (HTTP %d)", follower.Identity(), ds[0].Op, ds[0].Status)
 	}
 	remove(t, c, term)
-	c.WaitLeader(t, takeover(p), old.Identity())
+	waitLeader(t, c, takeover(p), old.Identity())
 	remove(t, c, stop)
-	c.WaitLeader(t, slack)
+	waitLeader(t, c, slack)
 }

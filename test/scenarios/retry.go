@@ -283,6 +283,23 @@ func (w waiting) fatal(t *testing.T, format string, args ...any) {
 	starved(t, w.c, fmt.Sprintf(format, args...), w.start, time.Now(), w.stretch())
 }
 
+// waitLeader is c.WaitLeader judged as a scenario's wait: when it ran out
+// after the machine stalled for its whole stretch (the cluster caps the
+// wait there, as waitOn does), only a stall could have kept the leader
+// away, and the attempt ends inconclusive (fatal); otherwise t fails.
+func waitLeader(t *testing.T, c cluster.Cluster, timeout time.Duration, except ...string) cluster.Worker {
+	t.Helper()
+	w := waitOn(c, timeout)
+	l, err := c.FindLeader(timeout, except...)
+	if err != nil {
+		if w.starvedOut() {
+			w.fatal(t, "%v", err)
+		}
+		t.Fatalf("%v", err)
+	}
+	return l
+}
+
 // String says how long it waited, for a wait that ran out.
 func (w waiting) String() string {
 	now := time.Now()

@@ -35,7 +35,7 @@ func storageRolledBack(t *testing.T, c cluster.Cluster) {
 		stops[w.Slot()] = s
 	}
 	stop(first)
-	second := c.WaitLeader(t, p.RetryPeriod*11/10+slack, first.Identity())
+	second := waitLeader(t, c, p.RetryPeriod*11/10+slack, first.Identity())
 	st, err := second.Status(observe(t))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func storageRolledBack(t *testing.T, c cluster.Cluster) {
 	for _, s := range stops {
 		remove(t, c, s)
 	}
-	next := c.WaitLeader(t, takeover(p))
+	next := waitLeader(t, c, takeover(p))
 	if st, err := next.Status(ctxFor(t, 5*time.Second)); err == nil && st.Term <= used {
 		t.Errorf("after the rollback %s leads term %d; term %d was handed out before it: a term handed out twice (or going back)", next.Identity(), st.Term, used)
 	} else if err == nil {

@@ -113,7 +113,7 @@ func waitNotLeader(t *testing.T, w cluster.Worker, timeout time.Duration) time.T
 func leading(t *testing.T, c cluster.Cluster) cluster.Worker {
 	t.Helper()
 	p := c.Params()
-	w := c.WaitLeader(t, takeover(p))
+	w := waitLeader(t, c, takeover(p))
 	// A wait (D + slack plus the stall measured meanwhile), of reads that
 	// are the harness's own: each may take an observer's time.
 	wt := waitOn(c, p.RenewDeadline+slack)
@@ -132,7 +132,7 @@ func leading(t *testing.T, c cluster.Cluster) cluster.Worker {
 		}
 		hold(t, 100*time.Millisecond)
 	}
-	return c.WaitLeader(t, takeover(p))
+	return waitLeader(t, c, takeover(p))
 }
 
 // hold lets d pass: how long a fault stays in place is the scenario's input,
@@ -167,7 +167,7 @@ func crashLeader(t *testing.T, c cluster.Cluster, bound time.Duration) time.Dura
 	t.Helper()
 	crash := &chaos.Crash{Restart: true}
 	old, killed := hitLeader(t, c, crash)
-	c.WaitLeader(t, bound, old.Identity())
+	waitLeader(t, c, bound, old.Identity())
 	took := time.Since(killed)
 	remove(t, c, crash)
 	c.Leader(t)
@@ -199,7 +199,7 @@ func leaderStopped(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
 	old, _ := hitLeader(t, c, stop)
-	c.WaitLeader(t, p.RetryPeriod*11/10+time.Second+slack, old.Identity())
+	waitLeader(t, c, p.RetryPeriod*11/10+time.Second+slack, old.Identity())
 	remove(t, c, stop)
 	c.Leader(t)
 }
@@ -211,7 +211,7 @@ func pausedLeader(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	pause := &chaos.Pause{}
 	old, paused := hitLeader(t, c, pause)
-	c.WaitLeader(t, takeover(p), old.Identity())
+	waitLeader(t, c, takeover(p), old.Identity())
 	holdUntil(t, paused.Add(p.LeaseDuration+time.Second)) // paused longer than L, as the scenario demands
 	resumedNotLeader(t, c, pause, old, "a pause longer than L")
 }
@@ -226,9 +226,9 @@ func partitionedLeader(t *testing.T, c cluster.Cluster) {
 	// Its last renew was sent at most RenewInterval before the cut (plus the
 	// request timeout of one in flight), so it must step down by D after.
 	waitNotLeader(t, old, p.RenewDeadline+time.Second)
-	c.WaitLeader(t, takeover(p), old.Identity())
+	waitLeader(t, c, takeover(p), old.Identity())
 	remove(t, c, part)
-	c.WaitLeader(t, slack)
+	waitLeader(t, c, slack)
 }
 
 // 5a. Latency just below the per-request timeout on the leader's link (a
@@ -283,7 +283,7 @@ func latencyAbove(t *testing.T, c cluster.Cluster) {
 	// Keep the latency until a lease would certainly have expired.
 	hold(t, p.LeaseDuration+p.RetryPeriod*2)
 	remove(t, c, lat)
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 }
 
 // 5c. Random drops and resets on every worker's link for two renew
@@ -292,7 +292,7 @@ func latencyAbove(t *testing.T, c cluster.Cluster) {
 // connections the workers hold on to (see chaos.Rerollable).
 func randomResets(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 	var faults []chaos.Rerollable
 	for _, w := range c.Workers() {
 		reset := &chaos.Reset{Toxicity: 0.3, Stream: chaos.Both}
@@ -305,7 +305,7 @@ func randomResets(t *testing.T, c cluster.Cluster) {
 	if err := c.Heal(ctxFor(t, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 }
 
 // reroll holds the faults for d, rerolling them every period.
@@ -337,7 +337,7 @@ func storageOutage(t *testing.T, c cluster.Cluster) {
 	waitNotLeader(t, old, p.RenewDeadline+time.Second)
 	hold(t, 30*time.Second-p.RenewDeadline)
 	remove(t, c, out)
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 }
 
 // 5e. An operator breaks the lease (BreakLease(0)): the lease is free at
@@ -367,22 +367,22 @@ func operatorBreak(t *testing.T, c cluster.Cluster) {
 		}
 		hold(t, 50*time.Millisecond)
 	}
-	c.WaitLeader(t, p.RenewInterval+p.RequestTimeout()+p.RetryPeriod*11/10+slack)
+	waitLeader(t, c, p.RenewInterval+p.RequestTimeout()+p.RetryPeriod*11/10+slack)
 }
 
 // 5f. Rolling restart: each worker in turn is stopped gracefully and
 // started again; there is a leader after each step.
 func rollingRestart(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 	for _, w := range c.Workers() {
 		waitEveryoneSawALeader(t, c, takeover(p))
 		id := w.Identity()
 		stop := &chaos.Stop{Restart: true, Grace: (p.ShutdownGrace + 10*time.Second).Milliseconds()}
 		inject(t, c, stop, w)
-		c.WaitLeader(t, p.RetryPeriod*11/10+time.Second+slack, id)
+		waitLeader(t, c, p.RetryPeriod*11/10+time.Second+slack, id)
 		remove(t, c, stop)
-		c.WaitLeader(t, slack)
+		waitLeader(t, c, slack)
 	}
 }
 

@@ -107,7 +107,7 @@ func TestChecker_ReportsS1ForUnsafeLeader(t *testing.T) {
 			// shows the missing step-down and nothing else.
 			c := Local(t, 1, cluster.Unsafe(), cluster.Args("--watchdog-timeout", "0"))
 			p := c.Params()
-			unsafe := c.WaitLeader(t, takeover(p))
+			unsafe := waitLeader(t, c, takeover(p))
 			if _, err := c.Start(ctxFor(t, time.Minute), 2); err != nil {
 				t.Fatal(err)
 			}

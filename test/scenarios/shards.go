@@ -285,7 +285,7 @@ func settleAfter(t *testing.T, c cluster.Cluster, at time.Time) {
 // others stay where they are, and the pool is balanced over the two left.
 func shardsFollowerKilled(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	waitStandbys(t, c, n, settle(p)+slack) // the bound below assumes one (docs: not guaranteed without)
 	before := waitBalanced(t, c, n, settle(p)+slack)
@@ -304,13 +304,13 @@ func shardsFollowerKilled(t *testing.T, c cluster.Cluster, n int) {
 func shardsLeaderKilled(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	waitBalanced(t, c, n, settle(p)+slack)
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	waitStandbys(t, c, n, settle(p)+slack) // the bound below assumes one (docs: not guaranteed without)
 	before := waitBalanced(t, c, n, settle(p)+slack)
 	crash := &chaos.Crash{}
 	inject(t, c, crash, leader)
 	at := time.Now()
-	c.WaitLeader(t, takeover(p), leader.Identity())
+	waitLeader(t, c, takeover(p), leader.Identity())
 	after := waitBalanced(t, c, n, settle(p)+slack)
 	expectOnlyMoved(t, before, after, leader.Identity())
 	settleAfter(t, c, at)
@@ -336,7 +336,7 @@ func expectOnlyMoved(t *testing.T, before, after map[int]string, gone string) {
 // only its shards move, each taken within P·1.1 + ε of its release.
 func shardsJoinThenLeave(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	joinBalanced(t, c, n)
 
@@ -357,7 +357,7 @@ func shardsJoinThenLeave(t *testing.T, c cluster.Cluster, n int) {
 // and the pool is balanced again over all three.
 func shardsPartitioned(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	waitStandbys(t, c, n, settle(p)+slack)
 	var victim cluster.Worker
@@ -415,7 +415,7 @@ func shardsOutage(t *testing.T, c cluster.Cluster, n int) {
 func outageForEveryone(t *testing.T, c cluster.Cluster, n int, d time.Duration) (time.Time, cluster.Worker) {
 	t.Helper()
 	p := c.Params()
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	out := &chaos.Outage{}
 	inject(t, c, out, nil)
@@ -426,7 +426,7 @@ func outageForEveryone(t *testing.T, c cluster.Cluster, n int, d time.Duration) 
 		}
 	}
 	remove(t, c, out)
-	return time.Now(), c.WaitLeader(t, takeover(p))
+	return time.Now(), waitLeader(t, c, takeover(p))
 }
 
 // shardsLeaveAfterOutage: storage is down for everyone for longer than L,
@@ -464,7 +464,7 @@ func shardsLeaveAfterOutage(t *testing.T, c cluster.Cluster, n int) {
 // the checker judges the last step's balance.
 func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	var last time.Time
 	for _, w := range c.Workers() {
@@ -475,7 +475,7 @@ func shardsRollingRestart(t *testing.T, c cluster.Cluster, n int) {
 		inject(t, c, stop, w)
 		remove(t, c, stop)
 		last = time.Now()
-		c.WaitLeader(t, takeover(p))
+		waitLeader(t, c, takeover(p))
 		waitBalanced(t, c, n, settle(p)+slack)
 	}
 	settleAfter(t, c, last)
@@ -491,7 +491,7 @@ func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 	p := c.Params()
 	wt := waitOn(c, timeout)
 	for {
-		l := c.WaitLeader(t, takeover(p))
+		l := waitLeader(t, c, takeover(p))
 		if st, err := l.Status(ctxFor(t, 2*time.Second)); err == nil && st.Assignment != nil &&
 			len(st.Assignment.Standbys) == n && !slices.Contains(st.Assignment.Standbys, "") {
 			break
@@ -512,7 +512,7 @@ func waitStandbys(t *testing.T, c cluster.Cluster, n int, timeout time.Duration)
 func shardsSlowMemberReads(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	started := time.Now() // the workers joined just before: the pool's last membership change
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	// The shard checker's balance rule needs a quiet settle window after a
 	// membership change: give it the one after the start, before the fault.

@@ -62,7 +62,7 @@ func TestShards_CheckerReportsShardS1ForUnsafeOwner(t *testing.T) {
 	shards := cluster.Args("--shards", fmt.Sprint(n))
 	c := Local(t, 2, shards)
 	p := c.Params()
-	c.WaitLeader(t, takeover(p)) // a safe worker leads the election
+	waitLeader(t, c, takeover(p)) // a safe worker leads the election
 	c.Prepare(cluster.Unsafe())
 	added, err := c.Start(ctxFor(t, time.Minute), 1, shards, cluster.Unsafe())
 	if err != nil {

@@ -174,7 +174,7 @@ func ShardSoak(t *testing.T, c cluster.Cluster, sc SoakConfig, cfg ShardSoakConf
 	t.Helper()
 	p := c.Params()
 	// Evidence before the first fault: a leader and a balanced pool.
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, cfg.Shards, settle(p)+slack)
 	moves := map[string]int{}
 	steps := soakSteps(t, c, sc, shardSoakActions(p, cfg, moves), func(s *soak) { awaitStandbys(s, cfg.Shards) })

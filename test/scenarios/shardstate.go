@@ -38,7 +38,7 @@ func repairBound(p cluster.Params) time.Duration {
 func shardsAssignmentDeleted(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	layout := shard.Layout{Blob: c.LockBlob()}
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	waitStandbys(t, c, n, settle(p)+slack) // every member has read the version in force
 	inject(t, c, &chaos.DeleteDocument{Blob: layout.Assignment()}, nil)
@@ -54,7 +54,7 @@ func shardsAssignmentDeleted(t *testing.T, c cluster.Cluster, n int) {
 func shardsAssignmentRolledBack(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	layout := shard.Layout{Blob: c.LockBlob()}
-	c.WaitLeader(t, takeover(p))
+	waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	waitStandbys(t, c, n, settle(p)+slack)
 	rb := &chaos.RollbackDocument{Container: c.Storage(), Blob: layout.Assignment()}
@@ -75,7 +75,7 @@ func shardsAssignmentRolledBack(t *testing.T, c cluster.Cluster, n int) {
 func shardsAssignmentCorrupted(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	layout := shard.Layout{Blob: c.LockBlob()}
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	waitStandbys(t, c, n, settle(p)+slack)
 	before := waitBalanced(t, c, n, settle(p)+slack)

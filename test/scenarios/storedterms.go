@@ -27,7 +27,7 @@ func shardsStoredTermsPlanted(t *testing.T, c cluster.Cluster, n int) {
 	p := c.Params()
 	layout := shard.Layout{Blob: c.LockBlob()}
 	joined := time.Now() // the workers started just before Run
-	leader := c.WaitLeader(t, takeover(p))
+	leader := waitLeader(t, c, takeover(p))
 	waitBalanced(t, c, n, settle(p)+slack)
 	waitStandbys(t, c, n, settle(p)+slack)
 	// The checker's evidence of balance: the joins, then its settle window

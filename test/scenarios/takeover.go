@@ -120,7 +120,7 @@ func frozenLeaderPastT(t *testing.T, c cluster.Cluster) {
 	p := c.Params()
 	pause := &chaos.Pause{}
 	old, frozen := hitLeader(t, c, pause)
-	c.WaitLeader(t, fastTakeover(p), old.Identity())
+	waitLeader(t, c, fastTakeover(p), old.Identity())
 	holdUntil(t, frozen.Add(p.TakeoverAfter+3*time.Second))
 	if held := time.Since(frozen); held >= p.LeaseDuration {
 		t.Fatalf("the freeze lasted %v, not within L (%v): the scenario did not test what it says", held, p.LeaseDuration)
@@ -231,7 +231,7 @@ func lateBreakFast(t *testing.T, c cluster.Cluster) {
 	crash := &chaos.Crash{Restart: true}
 	inject(t, c, crash, old)
 	crashed := time.Now()
-	next := c.WaitLeader(t, fastTakeover(p)+delay, old.Identity())
+	next := waitLeader(t, c, fastTakeover(p)+delay, old.Identity())
 	st, err := next.Status(ctxFor(t, 5*time.Second))
 	if err != nil || st.Role != "leader" {
 		t.Fatalf("the next leader %s: status %+v, %v", next.Identity(), st, err)

@@ -52,7 +52,7 @@ func TestTakeover_EarlyBreakNegativeControlFails(t *testing.T) {
 	p := c.Params()
 	pause := &chaos.Pause{}
 	old, _ := hitLeader(t, c, pause)
-	c.WaitLeader(t, fastTakeover(p), old.Identity())
+	waitLeader(t, c, fastTakeover(p), old.Identity())
 	remove(t, c, pause)
 	_, res := Judge(t, c, reportName(t))
 	caught := 0
