@@ -213,15 +213,36 @@ func (rc *RunCluster) walker(t *testing.T, s checker.ChildEvent) {
 
 // Tree mode (in cgroup mode the cgroup.kill of a stop takes the stopped
 // shim too). 1. The leader's shim is stopped, then its command crashes:
-// the supervisor
-// must notice within a bound, report the command gone
+// the supervisor must notice within a bound, report the command gone
 // (blobleader_child_running 0), stop believing in it and step down within
 // the lease + 5 s, so another host runs the command. 2. The next leader's
 // shim is stopped, then its supervisor gets an ordinary SIGTERM: it must
 // still stop its command and release, so the hand-over is at once. 3. The
-// next leader's guard is stopped, then SIGTERM: the same.
+// next leader's guard is stopped, then SIGTERM: the same (the group's end
+// waits for the guard's exit, which a stopped guard never makes).
 func shimStopped(t *testing.T, rc *RunCluster) []checker.Exception {
 	rc.confine(t, &chaos.NoCgroup{})
+	next := shimStoppedThenCrash(t, rc)
+	// Judged on the release and on the commands' own reports (the shim,
+	// continued, reaps the lineage before the release, so the old command
+	// cannot outlive it).
+	gc := rc.grandchildOf(next)
+	next2 := stoppedThenTerm(t, rc, next, &chaos.ShimStop{}, "its shim stopped")
+	if chaos.ProcAlive(gc) {
+		t.Errorf("%s's grandchild %d outlived its supervisor's end", next.Identity, gc)
+	}
+	gs := &chaos.GuardStop{}
+	stoppedThenTerm(t, rc, next2, gs, "its guard stopped")
+	if chaos.ProcAlive(gs.Guard) {
+		t.Errorf("%s's guard %d outlived its supervisor's end (stopped: never continued nor killed)", next2.Identity, gs.Guard)
+	}
+	return nil
+}
+
+// shimStoppedThenCrash is shimStopped's first phase; it returns the next
+// command's start.
+func shimStoppedThenCrash(t *testing.T, rc *RunCluster) checker.ChildEvent {
+	t.Helper()
 	p := rc.Params()
 	leader, _, started := firstCommand(t, rc, nil, []string{"--grandchild"})
 	rc.Supervise(1, "--grandchild")
@@ -263,66 +284,38 @@ func shimStopped(t *testing.T, rc *RunCluster) []checker.Exception {
 	}
 	t.Logf("shim stopped, command crashed: stepped down %v after the crash (child_exited %v), next command %v after",
 		exited.T.Sub(crashed).Round(time.Millisecond), exited.Cause, next.T.Sub(crashed).Round(time.Millisecond))
+	return next
+}
 
-	// 2. Stopped shim, then SIGTERM: judged on the release and on the
-	// commands' own reports (the shim, continued, reaps the lineage before
-	// the release, so the old command cannot outlive it).
-	w := rc.worker(t, next.Identity)
-	gc := rc.grandchildOf(next)
-	ss2 := &chaos.ShimStop{}
-	inject(t, rc, ss2, w)
+// stoppedThenTerm puts f (a stop of one of the supervisor's helpers) on the
+// supervisor of s's command, then SIGTERMs it: it must still stop its
+// command and release within the shutdown bound, and its command must not
+// report after the next one's first report. It returns the next command's
+// start.
+func stoppedThenTerm(t *testing.T, rc *RunCluster, s checker.ChildEvent, f chaos.Fault, what string) checker.ChildEvent {
+	t.Helper()
+	p := rc.Params()
+	w := rc.worker(t, s.Identity)
+	inject(t, rc, f, w)
 	term := time.Now()
 	inject(t, rc, &chaos.Stop{}, w)
 	rel, ok := awaitEvent(t, rc, p.ShutdownGrace+supervise.KillTimeout+slack, func(e checker.Event) bool {
-		return e.Identity == next.Identity && e.Event == "released" && e.T.After(term)
+		return e.Identity == s.Identity && e.Event == "released" && e.T.After(term)
 	})
 	if !ok {
-		t.Errorf("%s, its shim stopped, did not release the lease on SIGTERM", next.Identity)
+		t.Errorf("%s, %s, did not release the lease on SIGTERM", s.Identity, what)
 	}
-	next2 := rc.nextStart(next, takeover(p))
+	next := rc.nextStart(s, takeover(p))
 	rc.awaitActivity(10*time.Second, "the next command's first report", func(a checker.Activity) bool {
-		return a.Holder == next2.Identity && a.Term == next2.Term
+		return a.Holder == next.Identity && a.Term == next.Term
 	})
-	if ov := commandOverlap(rc, next, next2); ov > 0 || chaos.ProcAlive(gc) {
-		t.Errorf("%s's command (grandchild %d, alive %v) reported for %v after the next command's first report",
-			next.Identity, gc, chaos.ProcAlive(gc), ov.Round(time.Millisecond))
+	if ov := commandOverlap(rc, s, next); ov > 0 {
+		t.Errorf("%s's command reported for %v after the next command's first report", s.Identity, ov.Round(time.Millisecond))
 	}
-	remove(t, rc, ss2)
+	remove(t, rc, f)
 	if ok {
-		t.Logf("shim stopped, then SIGTERM: released %v after it, next command %v after the SIGTERM",
-			rel.T.Sub(term).Round(time.Millisecond), next2.T.Sub(term).Round(time.Millisecond))
+		t.Logf("%s, then SIGTERM: released %v after it, next command %v after the SIGTERM",
+			what, rel.T.Sub(term).Round(time.Millisecond), next.T.Sub(term).Round(time.Millisecond))
 	}
-
-	// 3. The guard stopped for good, then SIGTERM: the group's end waits
-	// for the guard's exit, which a stopped guard never makes; it must
-	// still end (the guard continued, or killed) and release at once.
-	// Before, Stop said the group survived SIGKILL after KillTimeout +
-	// DyingTimeout and the supervisor exited without releasing.
-	w3 := rc.worker(t, next2.Identity)
-	gs := &chaos.GuardStop{}
-	inject(t, rc, gs, w3)
-	term3 := time.Now()
-	inject(t, rc, &chaos.Stop{}, w3)
-	rel3, ok3 := awaitEvent(t, rc, p.ShutdownGrace+supervise.KillTimeout+slack, func(e checker.Event) bool {
-		return e.Identity == next2.Identity && e.Event == "released" && e.T.After(term3)
-	})
-	if !ok3 {
-		t.Errorf("%s, its guard stopped, did not release the lease on SIGTERM", next2.Identity)
-	}
-	next3 := rc.nextStart(next2, takeover(p))
-	rc.awaitActivity(10*time.Second, "the next command's first report", func(a checker.Activity) bool {
-		return a.Holder == next3.Identity && a.Term == next3.Term
-	})
-	if ov := commandOverlap(rc, next2, next3); ov > 0 {
-		t.Errorf("%s's command reported for %v after the next command's first report", next2.Identity, ov.Round(time.Millisecond))
-	}
-	if chaos.ProcAlive(gs.Guard) {
-		t.Errorf("%s's guard %d outlived its supervisor's end (stopped: it was never continued nor killed)", next2.Identity, gs.Guard)
-	}
-	remove(t, rc, gs)
-	if ok3 {
-		t.Logf("guard stopped, then SIGTERM: released %v after it, next command %v after the SIGTERM",
-			rel3.T.Sub(term3).Round(time.Millisecond), next3.T.Sub(term3).Round(time.Millisecond))
-	}
-	return nil
+	return next
 }
