@@ -219,11 +219,10 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 		if mode == resume {
 			return fmt.Errorf("%w: the ledger is gone while we held it", ErrFenced)
 		}
-		// 1. An empty ledger: create segment 1, already stamped with our term.
-		if err := w.create(ctx, 1, 1); err != nil {
-			if errors.Is(err, errExists) {
-				return errRace // another writer (or a late request of ours) made it first
-			}
+		// 1. An empty ledger: create segment 1, already stamped with our
+		// term (another writer, or a late request of ours, may make it
+		// first: a race).
+		if err := w.open(ctx, 1, 1); err != nil {
 			return err
 		}
 		w.next = 1
@@ -246,13 +245,7 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 		if w.next, err = nextAfter(ctx, w.c, w.blob, segs[:len(segs)-1]); err != nil {
 			return err
 		}
-		if err := w.create(ctx, seg+1, w.next); err != nil {
-			if errors.Is(err, errExists) {
-				return errRace
-			}
-			return err
-		}
-		return nil
+		return w.open(ctx, seg+1, w.next)
 	}
 
 	// 4. The segment is ours: read it as of that ETag to find where the
@@ -276,12 +269,7 @@ func (w *Writer) catchUp(ctx context.Context, mode catchUpMode) error {
 	if sealed {
 		// The last writer (maybe we) sealed it but had not opened the next
 		// when we listed: open it ourselves, or read again if it appeared.
-		if err := w.create(ctx, seg+1, w.next); err != nil {
-			if errors.Is(err, errExists) {
-				return errRace
-			}
-			return err
-		}
+		return w.open(ctx, seg+1, w.next)
 	}
 	return nil
 }
@@ -422,13 +410,7 @@ func (w *Writer) keepNotALedger(ctx context.Context, segs []segment, bad *notALe
 		w.onNotALedger(last.n, bad.blobType)
 	}
 	w.next = first
-	if err := w.create(ctx, last.n+1, first); err != nil {
-		if errors.Is(err, errExists) {
-			return errRace
-		}
-		return err
-	}
-	return nil
+	return w.open(ctx, last.n+1, first)
 }
 
 // nextAfter is the seq after the last entry of segs (in order), skipping
@@ -447,6 +429,19 @@ func nextAfter(ctx context.Context, c *container.Client, name string, segs []seg
 		}
 	}
 	return 1, nil
+}
+
+// open is create where a segment n that exists already is a race
+// (errRace: another writer, or a late request of ours, made it first; the
+// caller reads again).
+func (w *Writer) open(ctx context.Context, n int, first int64) error {
+	if err := w.create(ctx, n, first); err != nil {
+		if errors.Is(err, errExists) {
+			return errRace
+		}
+		return err
+	}
+	return nil
 }
 
 // create makes segment n (first seq `first`) stamped with our term, only if
