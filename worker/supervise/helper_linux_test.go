@@ -40,8 +40,23 @@ func runHelper(role string) {
 		code, _ := strconv.Atoi(os.Getenv("HELPER_CODE"))
 		os.Exit(code)
 	case "ignore-term":
-		// Ignores SIGTERM (and SIGINT, SIGHUP) and lives until killed.
-		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		// Ignores SIGTERM (and SIGINT, SIGHUP) and lives until killed;
+		// with HELPER_TERMFILE it notes each SIGTERM there instead.
+		signal.Ignore(syscall.SIGINT, syscall.SIGHUP)
+		if f := os.Getenv("HELPER_TERMFILE"); f != "" {
+			terms := make(chan os.Signal, 8)
+			signal.Notify(terms, syscall.SIGTERM)
+			go func() {
+				for range terms {
+					if out, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+						_, _ = out.WriteString("SIGTERM\n")
+						_ = out.Close()
+					}
+				}
+			}()
+		} else {
+			signal.Ignore(syscall.SIGTERM)
+		}
 		announce()
 		sleepForever()
 	case "forker":

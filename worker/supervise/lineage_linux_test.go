@@ -56,7 +56,7 @@ func TestStop_AnOrphanNotBornFromTheCommandIsNoMember(t *testing.T) {
 		if !alive(orphan) {
 			t.Fatalf("Stop killed %d, an orphan the command never started (it was adopted by the supervisor)", orphan)
 		}
-		sp.Bound(t, "Stop, which must not wait for a process that is not a member (bound grace 100 ms + KillTimeout)", began, 100*time.Millisecond+KillTimeout, time.Now())
+		sp.Bound(t, "Stop, which must not wait for a process that is not a member (bound grace 100 ms + stopBound)", began, 100*time.Millisecond+stopBound, time.Now())
 	})
 }
 
