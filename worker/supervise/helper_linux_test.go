@@ -7,14 +7,21 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary doubles as the processes the tests supervise: with
 // SUPERVISE_HELPER set, TestMain runs one of these roles instead of the tests.
 const helperEnv = "SUPERVISE_HELPER"
+
+// tracerRefused is the "tracer" helper's exit status where ptrace is
+// refused.
+const tracerRefused = 3
 
 // helperSpec runs this test binary in role with extra environment.
 func helperSpec(role string, env ...string) Spec {
@@ -142,6 +149,44 @@ func runHelper(role string) {
 		err = g.Stop(syscall.SIGTERM, 200*time.Millisecond)
 		fmt.Printf("STOP=%v\nOUTOFREACH=%v\nTOOK=%d\n", err, errors.Is(err, ErrOutOfReach), time.Since(began).Milliseconds())
 		os.Exit(0)
+	case "tracer":
+		// A debugger's hold: seize every thread of HELPER_TRACEE with
+		// ptrace (and the threads they start), stop each
+		// (PTRACE_INTERRUPT), create HELPER_TRACED, and never let one run
+		// again, whatever signals come, until the process dies. Exits
+		// tracerRefused where ptrace is refused.
+		runtime.LockOSThread() // every ptrace request from the one tracer thread
+		pid, _ := strconv.Atoi(os.Getenv("HELPER_TRACEE"))
+		seized := map[int]bool{}
+		for grew := true; grew; {
+			grew = false
+			entries, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+			for _, e := range entries {
+				tid, _ := strconv.Atoi(e.Name())
+				if seized[tid] {
+					continue
+				}
+				if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, unix.PTRACE_O_TRACECLONE, 0, 0); errno != 0 {
+					fmt.Fprintf(os.Stderr, "PTRACE_SEIZE %d: %v\n", tid, errno)
+					os.Exit(tracerRefused)
+				}
+				_ = unix.PtraceInterrupt(tid)
+				seized[tid], grew = true, true
+			}
+		}
+		if err := os.WriteFile(os.Getenv("HELPER_TRACED"), nil, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for {
+			var ws unix.WaitStatus
+			wpid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+			if err != nil || (wpid == pid && (ws.Exited() || ws.Signaled())) {
+				os.Exit(0) // it died: its parent reaps it
+			}
+			// A stop reported (the interrupt, a signal, a new thread):
+			// left stopped.
+		}
 	case "deadline-supervisor":
 		// A supervisor of its own whose guard holds a deadline of
 		// HELPER_DEADLINE, extended every 100 ms for HELPER_EXTEND, then
