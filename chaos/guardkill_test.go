@@ -11,12 +11,7 @@ import (
 
 func TestGuardKill_KillsTheGuardAloneAndLeavesTheSupervisorRunning(t *testing.T) {
 	p := startFixture(t, "guarded")
-	var guard int
-	waitFor(t, "the fixture's guard", 10*time.Second, func() (bool, string) {
-		g, err := ChildNamed(p.Pid(), supervise.GuardName)
-		guard = g
-		return err == nil, fmt.Sprint(err)
-	})
+	guard := guardOf(t, p)
 	f := &GuardKill{Process: p}
 	if err := f.Inject(ctxT(t, 5*time.Second)); err != nil {
 		t.Fatalf("inject: %v", err)
@@ -41,4 +36,16 @@ func TestGuardKill_KillsTheGuardAloneAndLeavesTheSupervisorRunning(t *testing.T)
 	if err := (&GuardKill{Process: p}).Inject(ctxT(t, time.Second)); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("inject with no guard = %v, want ErrNotRunning", err)
 	}
+}
+
+// guardOf waits for the guard of the fixture p and returns its pid.
+func guardOf(t *testing.T, p *proc) int {
+	t.Helper()
+	var guard int
+	waitFor(t, "the fixture's guard", 10*time.Second, func() (bool, string) {
+		g, err := ChildNamed(p.Pid(), supervise.GuardName)
+		guard = g
+		return err == nil, fmt.Sprint(err)
+	})
+	return guard
 }

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"syscall"
 
 	"github.com/blobleader/blobleader/worker/supervise"
 )
@@ -36,19 +35,11 @@ func (f *GuardStop) Target() string { return f.state.name(f.Process) }
 
 // Inject SIGSTOPs the supervisor's guard and returns once it is stopped.
 func (f *GuardStop) Inject(ctx context.Context) error {
-	return f.state.signalHelper(ctx, f.Process, helperSignal{
-		name: supervise.GuardName, what: "stop guard", sig: syscall.SIGSTOP,
-		await: func(ctx context.Context, guard int) error { return awaitPidState(ctx, guard, true) },
-	}, &f.Guard)
+	return f.state.stopHelper(ctx, f.Process, supervise.GuardName, "stop guard", &f.Guard)
 }
 
 // Remove continues the guard (one that is gone meanwhile counts as
 // continued) and returns once it runs.
 func (f *GuardStop) Remove(ctx context.Context) error {
-	return f.state.undo(func() error {
-		if err := syscall.Kill(f.Guard, syscall.SIGCONT); err != nil {
-			return nil // gone: nothing to continue
-		}
-		return awaitPidState(ctx, f.Guard, false)
-	})
+	return f.state.continueHelper(ctx, f.Guard)
 }

@@ -1,22 +1,14 @@
 package chaos
 
 import (
-	"fmt"
 	"testing"
 	"time"
-
-	"github.com/blobleader/blobleader/worker/supervise"
 )
 
 // The guard alone is stopped, then continued; the supervisor runs on.
 func TestGuardStop_StopsTheGuardAloneUntilRemoved(t *testing.T) {
 	p := startFixture(t, "guarded")
-	var guard int
-	waitFor(t, "the fixture's guard", 10*time.Second, func() (bool, string) {
-		g, err := ChildNamed(p.Pid(), supervise.GuardName)
-		guard = g
-		return err == nil, fmt.Sprint(err)
-	})
+	guard := guardOf(t, p)
 	f := &GuardStop{Process: p}
 	if err := f.Inject(ctxT(t, 5*time.Second)); err != nil {
 		t.Fatalf("inject: %v", err)

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"syscall"
 
 	"github.com/blobleader/blobleader/worker/supervise"
 )
@@ -34,19 +33,11 @@ func (f *ShimStop) Target() string { return f.state.name(f.Process) }
 
 // Inject SIGSTOPs the supervisor's shim and returns once it is stopped.
 func (f *ShimStop) Inject(ctx context.Context) error {
-	return f.state.signalHelper(ctx, f.Process, helperSignal{
-		name: supervise.ShimName, what: "stop shim", sig: syscall.SIGSTOP,
-		await: func(ctx context.Context, shim int) error { return awaitPidState(ctx, shim, true) },
-	}, &f.Shim)
+	return f.state.stopHelper(ctx, f.Process, supervise.ShimName, "stop shim", &f.Shim)
 }
 
 // Remove continues the shim (one that is gone meanwhile counts as
 // continued) and returns once it runs.
 func (f *ShimStop) Remove(ctx context.Context) error {
-	return f.state.undo(func() error {
-		if err := syscall.Kill(f.Shim, syscall.SIGCONT); err != nil {
-			return nil // gone: nothing to continue
-		}
-		return awaitPidState(ctx, f.Shim, false)
-	})
+	return f.state.continueHelper(ctx, f.Shim)
 }

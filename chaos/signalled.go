@@ -9,7 +9,8 @@ import (
 // signalled is the state and the plumbing of the faults that signal one
 // Process: Crash and Stop (through exitState) and Pause, SupervisorFreeze
 // and JobStop (which stop it and continue it with SIGCONT), and of those
-// that act on its process tree (ShimKill, ShimStop, GuardKill, NameStop).
+// that act on its process tree (ShimKill, ShimStop, GuardKill, GuardStop,
+// NameStop).
 // They differ in which process they are given, which signal they send and
 // what they await after it; each fault type keeps its own file and doc.
 type signalled struct {
@@ -94,7 +95,7 @@ func (s *signalled) do(ctx context.Context, p Process, act func() (sent bool, er
 }
 
 // helperSignal is what a fault does to one helper process of a `blobleader
-// run` supervisor (ShimKill, ShimStop, GuardKill): which helper, which
+// run` supervisor (ShimKill, ShimStop, GuardKill, GuardStop): which helper, which
 // signal, and what runs before and after it.
 type helperSignal struct {
 	name    string                                   // the helper's argv[0]: supervise.ShimName or supervise.GuardName
@@ -125,6 +126,28 @@ func (s *signalled) signalHelper(ctx context.Context, p Process, h helperSignal,
 		}
 		*pid = helper
 		return true, h.await(ctx, helper)
+	})
+}
+
+// stopHelper is the Inject of a fault that stops one helper (ShimStop,
+// GuardStop): it SIGSTOPs p's helper name, records its pid in *pid and
+// returns once it is stopped.
+func (s *signalled) stopHelper(ctx context.Context, p Process, name, what string, pid *int) error {
+	return s.signalHelper(ctx, p, helperSignal{
+		name: name, what: what, sig: syscall.SIGSTOP,
+		await: func(ctx context.Context, helper int) error { return awaitPidState(ctx, helper, true) },
+	}, pid)
+}
+
+// continueHelper is the Remove of such a fault: it continues the stopped
+// helper pid (one that is gone meanwhile counts as continued) and returns
+// once it runs.
+func (s *signalled) continueHelper(ctx context.Context, pid int) error {
+	return s.undo(func() error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			return nil // gone: nothing to continue
+		}
+		return awaitPidState(ctx, pid, false)
 	})
 }
 
