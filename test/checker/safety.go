@@ -29,7 +29,8 @@ func forcedLoss(kind string) bool {
 // believing within RenewInterval + RequestTimeout + Epsilon (+ ClockSkew):
 // it hears of the loss at its next renew. If a freeze of it (pause,
 // supervisor freeze) was in place at some moment of that window, it hears
-// nothing until it resumes, and its belief must end at its own deadline
+// nothing until it resumes, and if it was killed before the window ended it
+// never hears: either way its belief must end at its own deadline
 // (valid_until) instead. Its overlap with the next leader — the first
 // belief of another term that starts at or after the loss — is this rule's
 // business and exempt from S1. The rule bounds how long two workers may
@@ -49,13 +50,16 @@ func (c *checker) checkBreaks() {
 				continue
 			}
 			// 1. The old holder learns at its next renew at the latest —
-			// unless it was frozen before that renew could tell it: then it
-			// learns nothing until it resumes, and its belief ends at its own
-			// deadline (S1's rule for a paused leader), which is all a frozen
-			// process can be held to.
+			// unless it was frozen before that renew could tell it (it
+			// learns nothing until it resumes) or killed before it (it never
+			// learns): then its belief ends at its own deadline (S1's rule
+			// for a paused leader; a kill does not cap a belief that has a
+			// deadline, see intervals), which is all such a holder can be
+			// held to.
 			limit := b.Add(allowed + c.p.ClockSkew)
-			frozen := old.EndedBy == EndValidUntil && c.frozenIn(old.Identity, b, limit)
-			if old.End.After(limit) && !frozen {
+			deaf := old.EndedBy == EndValidUntil &&
+				(c.frozenIn(old.Identity, b, limit) || c.killedIn(old.Identity, old.Start, limit))
+			if old.End.After(limit) && !deaf {
 				c.report(InvBreak, placed(limit, old.Identity), append([]Event{old.Started}, endEvidence(old)...),
 					"after %s the holder kept believing until %s, %v after the %s; allowed RenewInterval+RequestTimeout+Epsilon = %v: %s",
 					f, c.rel(old.End), old.End.Sub(b), f.Kind, allowed, c.describe(old))
@@ -78,6 +82,17 @@ func (c *checker) checkBreaks() {
 func (c *checker) frozenIn(id string, from, to time.Time) bool {
 	for _, f := range c.run.Faults {
 		if paused(f.Kind) && f.hits(id) && !f.Start.After(to) && (f.End.IsZero() || !f.End.Before(from)) {
+			return true
+		}
+	}
+	return false
+}
+
+// killedIn reports whether a crash of id was stamped at some moment of
+// [from, to].
+func (c *checker) killedIn(id string, from, to time.Time) bool {
+	for _, f := range c.run.Faults {
+		if f.Kind == FaultCrash && f.hits(id) && !f.Start.Before(from) && !f.Start.After(to) {
 			return true
 		}
 	}

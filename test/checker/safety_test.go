@@ -209,6 +209,33 @@ func TestCheck_ForcedBreak(t *testing.T) {
 			want:   []string{"break:9.5s after the break"},
 		},
 		{
+			// make test, TestElection_SeededSoak (seed 1796074573683289824):
+			// the lock blob deleted, then the holder crashed (< 1.5 s later),
+			// before its next renew. Dead, it cannot learn; a crash does not
+			// cap a belief with a deadline (intervals), so it is held to its
+			// deadline, as a frozen holder is.
+			name:   "a holder killed before its next renew believes until its deadline",
+			events: hist(leads("w1", 1, 1.5, 9.5, -1), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultCrash, Target: "w1", Start: at(10.7)}}, brk...),
+		},
+		{
+			name:   "a holder killed before the break believes until its deadline",
+			events: hist(leads("w1", 1, 1.5, 7.5, -1), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultCrash, Target: "w1", Start: at(8)}}, brk...),
+		},
+		{
+			name:   "a holder killed only after its next renew was due and answered has no excuse",
+			events: hist(leads("w1", 1, 1.5, 9.5, -1), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultCrash, Target: "w1", Start: at(15.2)}}, brk...),
+			want:   []string{"break:9.5s after the break"},
+		},
+		{
+			name:   "another worker's crash excuses nobody",
+			events: hist(leads("w1", 1, 1.5, 9.5, -1), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultCrash, Target: "w3", Start: at(10.7)}}, brk...),
+			want:   []string{"break:9.5s after the break"},
+		},
+		{
 			name:   "break of a lease nobody holds demands nothing",
 			events: hist(leads("w1", 1, 0, 4, 5), leads("w2", 2, 11, 30, -1)),
 			faults: brk,
