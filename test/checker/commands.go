@@ -564,20 +564,20 @@ func (k *commandChecker) brokeIn(a, b Lifetime) (Fault, bool) {
 }
 
 // breakAllowanceFor is how long after the forced loss f a's command may
-// run: breakAllowance; or, when a freeze of a's supervisor (pause,
-// supervisor freeze) was in place at some moment between the loss and
-// RenewInterval + RequestTimeout + Epsilon after it, the larger of that and
-// RenewDeadline + KillGrace + KillAllowance + Epsilon. Frozen, the
-// supervisor hears of the loss only when it resumes; its guard kills the
-// command at the leadership's deadline (at most the renew deadline after
-// the loss) + kill-grace, and the forced-break rule holds such a holder to
-// its deadline too.
+// run: breakAllowance; or, when a fault that can keep a's supervisor from
+// hearing storage (cutOff: a freeze, its way to storage cut) was in place
+// at some moment between the loss and RenewInterval + RequestTimeout +
+// Epsilon after it, the larger of that and RenewDeadline + KillGrace +
+// KillAllowance + Epsilon. Such a supervisor hears of the loss only when it
+// resumes or reaches storage again; its guard kills the command at the
+// leadership's deadline (at most the renew deadline after the loss) +
+// kill-grace, and the forced-break rule holds such a holder to its
+// deadline too. A supervisor's crash earns nothing here: its guard ends
+// the command at once (killLanded).
 func (k *commandChecker) breakAllowanceFor(a Lifetime, f Fault) time.Duration {
 	window := k.p.RenewInterval + k.p.RequestTimeout() + k.p.Epsilon
-	for _, g := range k.run.Faults {
-		if paused(g.Kind) && g.hits(a.Identity) && !g.Start.After(f.Start.Add(window)) && (g.End.IsZero() || !g.End.Before(f.Start)) {
-			return max(k.breakAllowance(), k.p.RenewDeadline+k.cp.KillGrace+k.cp.KillAllowance+k.p.Epsilon)
-		}
+	if cutOffIn(k.run.Faults, a.Identity, f.Start, f.Start.Add(window)) {
+		return max(k.breakAllowance(), k.p.RenewDeadline+k.cp.KillGrace+k.cp.KillAllowance+k.p.Epsilon)
 	}
 	return k.breakAllowance()
 }

@@ -228,6 +228,18 @@ func TestCheckCommands(t *testing.T) {
 			expected:   1,
 		},
 		{
+			// The soak's step after a forced loss may cut the holder's
+			// supervisor off from storage before its next renew: it hears
+			// nothing definite and steps down at its renew deadline, and its
+			// guard stops the command kill-grace later.
+			name:       "the holder's supervisor cut off after a forced loss: its renew deadline is the allowance",
+			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 1000, 200)), one(exited(16, "a", 10, 100, "leadership_ended"))),
+			faults:     []Fault{{Kind: FaultDeleteContainer, Start: at(5)}, {Kind: FaultPartition, Target: "a", Start: at(5.66), End: at(30)}},
+			end:        31,
+			exceptions: []Exception{ExceptOperatorBreak},
+			expected:   1,
+		},
+		{
 			name:       "the holder's supervisor frozen after a forced loss: a command outliving the guard's deadline is a violation",
 			events:     hist(one(started(1, "a", 10, 100)), one(started(5.5, "b", 1000, 200)), one(exited(19, "a", 10, 100, "leadership_ended"))),
 			faults:     []Fault{{Kind: FaultDeleteContainer, Start: at(5)}, {Kind: FaultPause, Target: "a", Start: at(5.66), End: at(30)}},

@@ -27,11 +27,10 @@ func forcedLoss(kind string) bool {
 // checkBreaks is the forced-break rule. After a forced loss (forcedLoss)
 // the worker that believed it held the lease at that moment must stop
 // believing within RenewInterval + RequestTimeout + Epsilon (+ ClockSkew):
-// it hears of the loss at its next renew. If a freeze of it (pause,
-// supervisor freeze) was in place at some moment of that window, it hears
-// nothing until it resumes, and if it was killed before the window ended it
-// never hears: either way its belief must end at its own deadline
-// (valid_until) instead. Its overlap with the next leader — the first
+// it hears of the loss at its next renew. If a fault that can keep it from
+// hearing (cutOff: a freeze, its way to storage cut) was in place at some
+// moment of that window, or it was killed before the window ended, its
+// belief must end at its own deadline (valid_until) instead. Its overlap with the next leader — the first
 // belief of another term that starts at or after the loss — is this rule's
 // business and exempt from S1. The rule bounds how long two workers may
 // both believe they lead, so it is a safety bound and takes no stall
@@ -50,15 +49,16 @@ func (c *checker) checkBreaks() {
 				continue
 			}
 			// 1. The old holder learns at its next renew at the latest —
-			// unless it was frozen before that renew could tell it (it
-			// learns nothing until it resumes) or killed before it (it never
-			// learns): then its belief ends at its own deadline (S1's rule
-			// for a paused leader; a kill does not cap a belief that has a
-			// deadline, see intervals), which is all such a holder can be
-			// held to.
+			// unless it was cut off before that renew could tell it (cutOff:
+			// frozen, it learns nothing until it resumes; cut off from
+			// storage, nothing definite before its renew deadline) or killed
+			// (it never learns). Then its belief ends at its own deadline at the
+			// latest (S1's rule for a paused leader; a kill does not cap a
+			// belief that has a deadline, see intervals), which is all such a
+			// holder can be held to.
 			limit := b.Add(allowed + c.p.ClockSkew)
-			deaf := old.EndedBy == EndValidUntil &&
-				(c.frozenIn(old.Identity, b, limit) || c.killedIn(old.Identity, old.Start, limit))
+			deaf := old.Valid.Event != "" &&
+				(cutOffIn(c.run.Faults, old.Identity, b, limit) || killedIn(c.run.Faults, old.Identity, old.Start, limit))
 			if old.End.After(limit) && !deaf {
 				c.report(InvBreak, placed(limit, old.Identity), append([]Event{old.Started}, endEvidence(old)...),
 					"after %s the holder kept believing until %s, %v after the %s; allowed RenewInterval+RequestTimeout+Epsilon = %v: %s",
@@ -77,11 +77,25 @@ func (c *checker) checkBreaks() {
 	}
 }
 
-// frozenIn reports whether a freeze (pause, supervisor freeze) of id was in
-// place at some moment of [from, to].
-func (c *checker) frozenIn(id string, from, to time.Time) bool {
-	for _, f := range c.run.Faults {
-		if paused(f.Kind) && f.hits(id) && !f.Start.After(to) && (f.End.IsZero() || !f.End.Before(from)) {
+// cutOff reports the fault kinds that can keep a live worker from hearing
+// storage's answer to a renew: its process stopped (paused); its way to
+// storage cut, black-holed, slowed past its request timeout or reset
+// (partition, timeout, latency, reset, outage); its requests held, their
+// answers lost or refused (the request faults).
+func cutOff(kind string) bool {
+	switch kind {
+	case FaultPartition, FaultTimeout, FaultLatency, FaultReset, FaultOutage,
+		FaultLateDelivery, FaultLostResponse, FaultRefusal:
+		return true
+	}
+	return paused(kind)
+}
+
+// cutOffIn reports whether a fault that can keep id from hearing storage
+// (cutOff) was in place at some moment of [from, to].
+func cutOffIn(faults []Fault, id string, from, to time.Time) bool {
+	for _, f := range faults {
+		if cutOff(f.Kind) && f.hits(id) && !f.Start.After(to) && (f.End.IsZero() || !f.End.Before(from)) {
 			return true
 		}
 	}
@@ -90,8 +104,8 @@ func (c *checker) frozenIn(id string, from, to time.Time) bool {
 
 // killedIn reports whether a crash of id was stamped at some moment of
 // [from, to].
-func (c *checker) killedIn(id string, from, to time.Time) bool {
-	for _, f := range c.run.Faults {
+func killedIn(faults []Fault, id string, from, to time.Time) bool {
+	for _, f := range faults {
 		if f.Kind == FaultCrash && f.hits(id) && !f.Start.Before(from) && !f.Start.After(to) {
 			return true
 		}

@@ -236,6 +236,36 @@ func TestCheck_ForcedBreak(t *testing.T) {
 			want:   []string{"break:9.5s after the break"},
 		},
 		{
+			// A soak's step after a break may cut the holder off before its
+			// next renew: it then hears nothing definite and steps down at
+			// its renew deadline (its valid_until at the latest).
+			name:   "a holder cut off from storage before its next renew is held to its deadline",
+			events: hist(leads("w1", 1, 1.5, 9.5, 19.4), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultPartition, Target: "w1", Start: at(10.5), End: at(25)}}, brk...),
+		},
+		{
+			name:   "storage down for everyone at the break holds the holder to its deadline",
+			events: hist(leads("w1", 1, 1.5, 9.5, 19.4), leads("w2", 2, 21, 30, -1)),
+			faults: append([]Fault{{Kind: FaultOutage, Start: at(10.2), End: at(20)}}, brk...),
+		},
+		{
+			name:   "a holder frozen before its next renew may step down after its thaw, before its deadline",
+			events: hist(leads("w1", 1, 1.5, 9.5, 17.2), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultPause, Target: "w1", Start: at(10.66), End: at(16.8)}}, brk...),
+		},
+		{
+			name:   "a holder cut off only after its next renew was due and answered has no excuse",
+			events: hist(leads("w1", 1, 1.5, 9.5, 19.4), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultPartition, Target: "w1", Start: at(15.2), End: at(25)}}, brk...),
+			want:   []string{"break:9.4s after the break"},
+		},
+		{
+			name:   "slow reads of member reports do not keep a holder from hearing",
+			events: hist(leads("w1", 1, 1.5, 9.5, 19.4), leads("w2", 2, 11, 30, -1)),
+			faults: append([]Fault{{Kind: FaultSlowReads, Target: "w1", Start: at(10.5), End: at(25)}}, brk...),
+			want:   []string{"break:9.4s after the break"},
+		},
+		{
 			name:   "break of a lease nobody holds demands nothing",
 			events: hist(leads("w1", 1, 0, 4, 5), leads("w2", 2, 11, 30, -1)),
 			faults: brk,
