@@ -30,12 +30,12 @@ func forcedLoss(kind string) bool {
 // it hears of the loss at its next renew. If a fault that can keep it from
 // hearing (cutOff: a freeze, its way to storage cut) was in place at some
 // moment of that window, or it was killed before the window ended, its
-// belief must end at its own deadline (valid_until) instead. Its overlap with the next leader — the first
-// belief of another term that starts at or after the loss — is this rule's
-// business and exempt from S1. The rule bounds how long two workers may
-// both believe they lead, so it is a safety bound and takes no stall
-// (stall.go): a holder that keeps believing on a slow machine still acts
-// as a second leader.
+// belief must end at its own deadline (valid_until) instead. Its overlap
+// with the next leader — the first belief of another term that starts at
+// or after the loss — is this rule's business and exempt from S1. The
+// rule bounds how long two workers may both believe they lead, so it is a
+// safety bound and takes no stall (stall.go): a holder that keeps
+// believing on a slow machine still acts as a second leader.
 func (c *checker) checkBreaks() {
 	c.exempt = map[pair]bool{}
 	allowed := c.p.RenewInterval + c.p.RequestTimeout() + c.p.Epsilon
@@ -52,10 +52,10 @@ func (c *checker) checkBreaks() {
 			// unless it was cut off before that renew could tell it (cutOff:
 			// frozen, it learns nothing until it resumes; cut off from
 			// storage, nothing definite before its renew deadline) or killed
-			// (it never learns). Then its belief ends at its own deadline at the
-			// latest (S1's rule for a paused leader; a kill does not cap a
-			// belief that has a deadline, see intervals), which is all such a
-			// holder can be held to.
+			// (it never learns). Then its belief ends at its own deadline at
+			// the latest (S1's rule for a paused leader; a kill does not cap
+			// a belief that has a deadline, see intervals), which is all
+			// such a holder can be held to.
 			limit := b.Add(allowed + c.p.ClockSkew)
 			deaf := old.Valid.Event != "" &&
 				(cutOffIn(c.run.Faults, old.Identity, b, limit) || killedIn(c.run.Faults, old.Identity, old.Start, limit))
