@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"crypto/rand"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -19,8 +20,13 @@ func TestSlowIdentity(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("IDENTITY_ENDPOINT", srv.URL+"/msi/token")
 	t.Setenv("IDENTITY_HEADER", "secret")
+	// MSAL caches managed-identity tokens for the whole process, by client
+	// ID and scope, whatever the endpoint: a client ID of this run's own
+	// keeps a token an earlier run (-count) cached from answering for the
+	// cold endpoint.
+	clientID := azidentity.ClientID("client-" + rand.Text())
 	newCred := func() *azidentity.ManagedIdentityCredential {
-		cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ID: azidentity.ClientID("client-1")})
+		cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ID: clientID})
 		if err != nil {
 			t.Fatal(err)
 		}
